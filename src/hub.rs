@@ -1,0 +1,221 @@
+//! The change hub: the in-memory view of committed policy, and its fan-out.
+//!
+//! The store is the truth. After every commit (local, or announced by another
+//! replica) the hub reads the team's change history from the last revision it
+//! published, applies each change to its cache of compiled policies and
+//! broadcasts it, in revision order. A missed or reordered notice therefore
+//! loses nothing: the next catch-up reads what was missed.
+//!
+//! Architecture invariant: subscribers never block the hub. Each team has one
+//! bounded broadcast ring; a subscriber that falls behind is told it lagged and
+//! resyncs from a snapshot.
+
+use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, PolicyError, UserSettings};
+use crate::store::{Change, ChangeDoc, History, Store, StoreError, Versioned};
+use dashmap::DashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use tokio::sync::{Mutex, broadcast};
+
+/// How many changes one catch-up reads at a time.
+const CATCH_UP_BATCH: u32 = 1_000;
+
+/// Errors of the hub.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored document that no longer compiles: stored before a validation rule existed.
+    #[error("stored {what} of team {team_id} does not compile: {source}")]
+    Compile { team_id: String, what: &'static str, source: PolicyError },
+}
+
+/// A compiled document with the stored record it came from.
+#[derive(Debug)]
+pub struct Cached<D, C> {
+    pub stored: Versioned<D>,
+    pub compiled: C,
+}
+
+pub type CachedAdmin = Cached<AdminControls, CompiledAdmin>;
+pub type CachedUser = Cached<UserSettings, CompiledUser>;
+
+/// What the hub tells subscribers of a team.
+#[derive(Debug, Clone)]
+pub enum HubEvent {
+    Change(Arc<Change>),
+    /// The hub itself lost track (history truncated under it): every subscriber resyncs.
+    Resync,
+}
+
+/// A consistent view of one user's effective policy.
+#[derive(Debug, Clone)]
+pub struct Effective {
+    /// The team revision this view is at (at least; documents may be newer).
+    pub revision: u64,
+    pub admin: Arc<CachedAdmin>,
+    pub user: Arc<CachedUser>,
+}
+
+#[derive(Debug)]
+struct Team {
+    /// The highest revision applied to this cache and broadcast.
+    published: AtomicU64,
+    admin: RwLock<Arc<CachedAdmin>>,
+    users: DashMap<String, Arc<CachedUser>>,
+    tx: broadcast::Sender<HubEvent>,
+    /// Serialises catch-ups so changes are applied and broadcast in order.
+    catch_up: Mutex<()>,
+}
+
+/// The hub. Cheap to share behind an `Arc`.
+pub struct Hub {
+    store: Arc<dyn Store>,
+    teams: DashMap<String, Arc<Team>>,
+    queue_size: usize,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").field("teams", &self.teams.len()).finish_non_exhaustive()
+    }
+}
+
+fn compile_admin(team_id: &str, stored: Versioned<AdminControls>) -> Result<CachedAdmin, HubError> {
+    let compiled = CompiledAdmin::compile(&stored.doc).map_err(|source| HubError::Compile {
+        team_id: team_id.to_owned(),
+        what: "admin settings",
+        source,
+    })?;
+    Ok(Cached { stored, compiled })
+}
+
+fn compile_user(team_id: &str, stored: Versioned<UserSettings>) -> Result<CachedUser, HubError> {
+    let compiled = CompiledUser::compile(&stored.doc).map_err(|source| HubError::Compile {
+        team_id: team_id.to_owned(),
+        what: "user settings",
+        source,
+    })?;
+    Ok(Cached { stored, compiled })
+}
+
+impl Hub {
+    /// `queue_size` bounds each team's broadcast ring: how far a subscriber may fall
+    /// behind before it must resync.
+    pub fn new(store: Arc<dyn Store>, queue_size: usize) -> Self {
+        Self { store, teams: DashMap::new(), queue_size: queue_size.max(1) }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    async fn team(&self, team_id: &str) -> Result<Arc<Team>, HubError> {
+        if let Some(team) = self.teams.get(team_id) {
+            return Ok(team.clone());
+        }
+        // the revision first: documents read after it are at least as new
+        let revision = self.store.team_revision(team_id).await?;
+        let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
+        let (tx, _) = broadcast::channel(self.queue_size);
+        let team = Arc::new(Team {
+            published: AtomicU64::new(revision),
+            admin: RwLock::new(Arc::new(admin)),
+            users: DashMap::new(),
+            tx,
+            catch_up: Mutex::new(()),
+        });
+        // a racing loader may have won; keep the first so subscribers share one channel
+        let team = self.teams.entry(team_id.to_owned()).or_insert(team).clone();
+        Ok(team)
+    }
+
+    /// The team's latest published revision.
+    pub async fn revision(&self, team_id: &str) -> Result<u64, HubError> {
+        Ok(self.team(team_id).await?.published.load(Ordering::Acquire))
+    }
+
+    /// The user's effective policy, from the cache (loading on a miss).
+    pub async fn effective(&self, team_id: &str, user_id: &str) -> Result<Effective, HubError> {
+        let team = self.team(team_id).await?;
+        let revision = team.published.load(Ordering::Acquire);
+        let admin = team.admin.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let user = match team.users.get(user_id) {
+            Some(user) => user.clone(),
+            None => {
+                let loaded = Arc::new(compile_user(team_id, self.store.get_user(team_id, user_id).await?)?);
+                // a change applied while we loaded wins over what we read
+                let entry = team.users.entry(user_id.to_owned()).or_insert(loaded);
+                entry.clone()
+            }
+        };
+        Ok(Effective { revision, admin, user })
+    }
+
+    /// Subscribes to the team's changes. Subscribe before reading a snapshot or the
+    /// history so that nothing committed in between is missed.
+    pub async fn subscribe(&self, team_id: &str) -> Result<broadcast::Receiver<HubEvent>, HubError> {
+        Ok(self.team(team_id).await?.tx.subscribe())
+    }
+
+    /// Applies and broadcasts every change of the team committed since the last
+    /// catch-up. Called after each local commit and on each notice from elsewhere.
+    pub async fn catch_up(&self, team_id: &str) -> Result<(), HubError> {
+        let team = self.team(team_id).await?;
+        let _guard = team.catch_up.lock().await;
+        loop {
+            let after = team.published.load(Ordering::Acquire);
+            match self.store.changes_after(team_id, after, CATCH_UP_BATCH).await? {
+                History::Truncated => {
+                    self.reload(team_id, &team).await?;
+                    let _ = team.tx.send(HubEvent::Resync);
+                    return Ok(());
+                }
+                History::Changes(changes) => {
+                    let full = changes.len() == CATCH_UP_BATCH as usize;
+                    for change in changes {
+                        self.apply(team_id, &team, &change)?;
+                        team.published.store(change.revision, Ordering::Release);
+                        // no receivers is fine: nobody is watching this team
+                        let _ = team.tx.send(HubEvent::Change(Arc::new(change)));
+                    }
+                    if !full {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply(&self, team_id: &str, team: &Team, change: &Change) -> Result<(), HubError> {
+        fn versioned<T>(change: &Change, doc: T) -> Versioned<T> {
+            Versioned {
+                doc,
+                revision: change.revision,
+                updated_at_ms: change.at_ms,
+                updated_by: change.actor.clone(),
+            }
+        }
+        match &change.doc {
+            ChangeDoc::Admin { controls } => {
+                let cached = Arc::new(compile_admin(team_id, versioned(change, controls.clone()))?);
+                *team.admin.write().unwrap_or_else(std::sync::PoisonError::into_inner) = cached;
+            }
+            ChangeDoc::User { user_id, settings } => {
+                let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
+                team.users.insert(user_id.clone(), cached);
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the team's cache from the store (the history no longer reaches back).
+    async fn reload(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
+        let revision = self.store.team_revision(team_id).await?;
+        let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
+        *team.admin.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(admin);
+        team.users.clear();
+        team.published.store(revision, Ordering::Release);
+        Ok(())
+    }
+}

@@ -1,0 +1,157 @@
+//! Storage: settings documents, per-team revisions, the change history and the audit trail.
+//!
+//! One trait, [`Store`], with one implementation per backend; every backend runs the
+//! same test suite (`tests/store_suite.rs`).
+//!
+//! Architecture invariant: a write is acknowledged only once it is durable, and the
+//! document, the team revision, the change record and the audit record of one write
+//! commit in one transaction.
+
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+use crate::policy::{AdminControls, UserSettings};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Errors of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An expected revision did not match: someone else wrote first.
+    #[error("expected revision {expected} but the settings are at revision {actual}")]
+    Conflict { expected: u64, actual: u64 },
+    /// The backend cannot be reached.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// A stored record that does not decode: the file or database was tampered with.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+    #[error("store error: {0}")]
+    Backend(#[from] sqlx::Error),
+}
+
+/// A stored document with the revision at which it last changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versioned<T> {
+    pub doc: T,
+    /// The team revision of the write that produced this document; 0 if never written.
+    pub revision: u64,
+    /// Unix milliseconds of that write.
+    pub updated_at_ms: i64,
+    pub updated_by: String,
+}
+
+impl<T: Default> Versioned<T> {
+    /// The document a team or user has before anything is written.
+    pub fn unset() -> Self {
+        Self { doc: T::default(), revision: 0, updated_at_ms: 0, updated_by: String::new() }
+    }
+}
+
+/// What one committed change changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChangeDoc {
+    Admin { controls: AdminControls },
+    User { user_id: String, settings: UserSettings },
+}
+
+/// One committed change, as kept in the change history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub team_id: String,
+    pub revision: u64,
+    pub doc: ChangeDoc,
+    pub at_ms: i64,
+    pub actor: String,
+}
+
+/// The changes after a revision, or word that the history no longer reaches back that far.
+#[derive(Debug, Clone, PartialEq)]
+pub enum History {
+    Changes(Vec<Change>),
+    /// The oldest change still kept is newer than the one asked for.
+    Truncated,
+}
+
+/// An audit record to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAuditEvent {
+    pub team_id: String,
+    pub revision: u64,
+    pub actor: String,
+    pub kind: String,
+    pub detail: serde_json::Value,
+}
+
+/// An audit record as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEvent {
+    pub id: u64,
+    pub team_id: String,
+    pub revision: u64,
+    pub actor: String,
+    pub kind: String,
+    pub at_ms: i64,
+    pub detail_json: String,
+}
+
+/// Which audit events to list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditFilter {
+    pub team_id: Option<String>,
+    pub after_id: u64,
+    pub limit: u32,
+    pub kind: Option<String>,
+    pub actor: Option<String>,
+}
+
+/// Audit kinds written by the store itself.
+pub const AUDIT_ADMIN_UPDATED: &str = "admin_settings_updated";
+pub const AUDIT_USER_UPDATED: &str = "user_settings_updated";
+
+/// The storage backend.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The team's current revision (0 for a team never written).
+    async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError>;
+
+    async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError>;
+
+    /// Replaces the team's admin controls, allocating the next team revision. With
+    /// `expected`, fails with [`StoreError::Conflict`] unless the settings are at it.
+    async fn put_admin(
+        &self,
+        team_id: &str,
+        controls: &AdminControls,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<AdminControls>, StoreError>;
+
+    async fn get_user(&self, team_id: &str, user_id: &str) -> Result<Versioned<UserSettings>, StoreError>;
+
+    /// Replaces a user's settings, as [`Store::put_admin`] does for the team's.
+    async fn put_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        settings: &UserSettings,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError>;
+
+    /// The team's changes with a revision above `after`, oldest first, at most `limit`.
+    async fn changes_after(&self, team_id: &str, after: u64, limit: u32) -> Result<History, StoreError>;
+
+    async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError>;
+
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError>;
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

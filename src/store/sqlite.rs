@@ -1,0 +1,411 @@
+//! The embedded store: one SQLite file in WAL mode, created on first start.
+
+use super::{
+    AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, Change, ChangeDoc, History,
+    NewAuditEvent, Store, StoreError, Versioned, now_ms,
+};
+use crate::policy::{AdminControls, UserSettings};
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+use std::path::Path;
+use std::time::Duration;
+
+/// Versioned schema; entry `i` takes `PRAGMA user_version` from `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[r"
+CREATE TABLE teams (
+    team_id TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    history_floor INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE admin_settings (
+    team_id TEXT PRIMARY KEY,
+    doc TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    updated_by TEXT NOT NULL
+);
+CREATE TABLE user_settings (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    updated_by TEXT NOT NULL,
+    PRIMARY KEY (team_id, user_id)
+);
+CREATE TABLE changes (
+    team_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    PRIMARY KEY (team_id, revision)
+);
+CREATE TABLE audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    team_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX audit_team_id ON audit (team_id, id);
+"];
+
+/// Where a document lives.
+enum DocKey<'a> {
+    Admin,
+    User(&'a str),
+}
+
+/// SQLite store. One writer connection (SQLite allows one writer at a time anyway) and
+/// a small pool of readers, which WAL lets run beside the writer.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    readers: SqlitePool,
+    history_limit: u64,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file and applies pending migrations.
+    /// `history_limit` is how many changes per team the change history keeps.
+    pub async fn open(path: &Path, history_limit: u64) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL: a commit is on disk before it is acknowledged, even on power loss
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(5))
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        migrate(&writer).await?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await?;
+        Ok(Self { writer, readers, history_limit: history_limit.max(1) })
+    }
+
+    async fn write_doc(
+        &self,
+        team_id: &str,
+        key: DocKey<'_>,
+        doc_json: String,
+        change: ChangeDoc,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<(u64, i64), StoreError> {
+        let now = now_ms();
+        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let current: Option<i64> = match key {
+            DocKey::Admin => {
+                sqlx::query_scalar("SELECT revision FROM admin_settings WHERE team_id = ?")
+                    .bind(team_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+            }
+            DocKey::User(user_id) => {
+                sqlx::query_scalar(
+                    "SELECT revision FROM user_settings WHERE team_id = ? AND user_id = ?",
+                )
+                .bind(team_id)
+                .bind(user_id)
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+        };
+        let actual = current.map_or(0, to_u64);
+        if let Some(expected) = expected
+            && expected != actual
+        {
+            return Err(StoreError::Conflict { expected, actual });
+        }
+        let revision: i64 = sqlx::query_scalar(
+            "INSERT INTO teams (team_id, revision) VALUES (?, 1)
+             ON CONFLICT (team_id) DO UPDATE SET revision = revision + 1
+             RETURNING revision",
+        )
+        .bind(team_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let audit_kind = match key {
+            DocKey::Admin => {
+                sqlx::query(
+                    "INSERT INTO admin_settings (team_id, doc, revision, updated_at, updated_by)
+                     VALUES (?, ?, ?, ?, ?)
+                     ON CONFLICT (team_id) DO UPDATE SET doc = excluded.doc,
+                       revision = excluded.revision, updated_at = excluded.updated_at,
+                       updated_by = excluded.updated_by",
+                )
+                .bind(team_id)
+                .bind(&doc_json)
+                .bind(revision)
+                .bind(now)
+                .bind(actor)
+                .execute(&mut *tx)
+                .await?;
+                AUDIT_ADMIN_UPDATED
+            }
+            DocKey::User(user_id) => {
+                sqlx::query(
+                    "INSERT INTO user_settings (team_id, user_id, doc, revision, updated_at, updated_by)
+                     VALUES (?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (team_id, user_id) DO UPDATE SET doc = excluded.doc,
+                       revision = excluded.revision, updated_at = excluded.updated_at,
+                       updated_by = excluded.updated_by",
+                )
+                .bind(team_id)
+                .bind(user_id)
+                .bind(&doc_json)
+                .bind(revision)
+                .bind(now)
+                .bind(actor)
+                .execute(&mut *tx)
+                .await?;
+                AUDIT_USER_UPDATED
+            }
+        };
+        let change_json = to_json(&change)?;
+        sqlx::query("INSERT INTO changes (team_id, revision, doc, at, actor) VALUES (?, ?, ?, ?, ?)")
+            .bind(team_id)
+            .bind(revision)
+            .bind(&change_json)
+            .bind(now)
+            .bind(actor)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO audit (team_id, revision, actor, kind, at, detail) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(team_id)
+        .bind(revision)
+        .bind(actor)
+        .bind(audit_kind)
+        .bind(now)
+        .bind(&change_json)
+        .execute(&mut *tx)
+        .await?;
+        // keep the newest `history_limit` changes; the floor tells resumers what is gone
+        let floor = revision - to_i64(self.history_limit);
+        if floor > 0 {
+            sqlx::query("DELETE FROM changes WHERE team_id = ? AND revision <= ?")
+                .bind(team_id)
+                .bind(floor)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("UPDATE teams SET history_floor = ? WHERE team_id = ?")
+                .bind(floor)
+                .bind(team_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok((to_u64(revision), now))
+    }
+}
+
+async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version").fetch_one(&mut *tx).await?;
+    let version = usize::try_from(version).unwrap_or(0);
+    if version > MIGRATIONS.len() {
+        return Err(StoreError::Corrupt(format!(
+            "database schema version {version} is newer than this toolgate knows ({}); upgrade toolgate",
+            MIGRATIONS.len()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        sqlx::raw_sql(sql).execute(&mut *tx).await?;
+        sqlx::raw_sql(&format!("PRAGMA user_version = {}", i + 1)).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(format!("cannot encode record: {e}")))
+}
+
+fn from_json<T: DeserializeOwned>(what: &str, s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+fn versioned<T: DeserializeOwned + Default>(
+    what: &str,
+    row: Option<sqlx::sqlite::SqliteRow>,
+) -> Result<Versioned<T>, StoreError> {
+    let Some(row) = row else {
+        return Ok(Versioned::unset());
+    };
+    Ok(Versioned {
+        doc: from_json(what, row.try_get::<&str, _>("doc")?)?,
+        revision: to_u64(row.try_get("revision")?),
+        updated_at_ms: row.try_get("updated_at")?,
+        updated_by: row.try_get("updated_by")?,
+    })
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {
+        let rev: Option<i64> = sqlx::query_scalar("SELECT revision FROM teams WHERE team_id = ?")
+            .bind(team_id)
+            .fetch_optional(&self.readers)
+            .await?;
+        Ok(rev.map_or(0, to_u64))
+    }
+
+    async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
+        let row = sqlx::query(
+            "SELECT doc, revision, updated_at, updated_by FROM admin_settings WHERE team_id = ?",
+        )
+        .bind(team_id)
+        .fetch_optional(&self.readers)
+        .await?;
+        versioned("admin settings", row)
+    }
+
+    async fn put_admin(
+        &self,
+        team_id: &str,
+        controls: &AdminControls,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<AdminControls>, StoreError> {
+        let change = ChangeDoc::Admin { controls: controls.clone() };
+        let (revision, at) = self
+            .write_doc(team_id, DocKey::Admin, to_json(controls)?, change, expected, actor)
+            .await?;
+        Ok(Versioned { doc: controls.clone(), revision, updated_at_ms: at, updated_by: actor.to_owned() })
+    }
+
+    async fn get_user(&self, team_id: &str, user_id: &str) -> Result<Versioned<UserSettings>, StoreError> {
+        let row = sqlx::query(
+            "SELECT doc, revision, updated_at, updated_by FROM user_settings
+             WHERE team_id = ? AND user_id = ?",
+        )
+        .bind(team_id)
+        .bind(user_id)
+        .fetch_optional(&self.readers)
+        .await?;
+        versioned("user settings", row)
+    }
+
+    async fn put_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        settings: &UserSettings,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
+        let change = ChangeDoc::User { user_id: user_id.to_owned(), settings: settings.clone() };
+        let (revision, at) = self
+            .write_doc(team_id, DocKey::User(user_id), to_json(settings)?, change, expected, actor)
+            .await?;
+        Ok(Versioned { doc: settings.clone(), revision, updated_at_ms: at, updated_by: actor.to_owned() })
+    }
+
+    async fn changes_after(&self, team_id: &str, after: u64, limit: u32) -> Result<History, StoreError> {
+        // one read transaction so the floor and the rows agree
+        let mut tx = self.readers.begin().await?;
+        let floor: Option<i64> = sqlx::query_scalar("SELECT history_floor FROM teams WHERE team_id = ?")
+            .bind(team_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if to_i64(after) < floor.unwrap_or(0) {
+            return Ok(History::Truncated);
+        }
+        let rows = sqlx::query(
+            "SELECT revision, doc, at, actor FROM changes
+             WHERE team_id = ? AND revision > ? ORDER BY revision LIMIT ?",
+        )
+        .bind(team_id)
+        .bind(to_i64(after))
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let changes = rows
+            .into_iter()
+            .map(|row| {
+                Ok(Change {
+                    team_id: team_id.to_owned(),
+                    revision: to_u64(row.try_get("revision")?),
+                    doc: from_json("change", row.try_get::<&str, _>("doc")?)?,
+                    at_ms: row.try_get("at")?,
+                    actor: row.try_get("actor")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(History::Changes(changes))
+    }
+
+    async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let now = now_ms();
+        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        for e in events {
+            sqlx::query(
+                "INSERT INTO audit (team_id, revision, actor, kind, at, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&e.team_id)
+            .bind(to_i64(e.revision))
+            .bind(&e.actor)
+            .bind(&e.kind)
+            .bind(now)
+            .bind(e.detail.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, team_id, revision, actor, kind, at, detail FROM audit
+             WHERE id > ?1 AND (?2 IS NULL OR team_id = ?2) AND (?3 IS NULL OR kind = ?3)
+               AND (?4 IS NULL OR actor = ?4)
+             ORDER BY id LIMIT ?5",
+        )
+        .bind(to_i64(filter.after_id))
+        .bind(filter.team_id.as_deref())
+        .bind(filter.kind.as_deref())
+        .bind(filter.actor.as_deref())
+        .bind(i64::from(filter.limit))
+        .fetch_all(&self.readers)
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(AuditEvent {
+                    id: to_u64(row.try_get("id")?),
+                    team_id: row.try_get("team_id")?,
+                    revision: to_u64(row.try_get("revision")?),
+                    actor: row.try_get("actor")?,
+                    kind: row.try_get("kind")?,
+                    at_ms: row.try_get("at")?,
+                    detail_json: row.try_get("detail")?,
+                })
+            })
+            .collect()
+    }
+}
