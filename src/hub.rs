@@ -135,6 +135,12 @@ impl Hub {
         Ok(self.team(team_id).await?.published.load(Ordering::Acquire))
     }
 
+    /// The team's admin settings, from the cache.
+    pub async fn admin(&self, team_id: &str) -> Result<Arc<CachedAdmin>, HubError> {
+        let team = self.team(team_id).await?;
+        Ok(team.admin.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone())
+    }
+
     /// The user's effective policy, from the cache (loading on a miss).
     pub async fn effective(&self, team_id: &str, user_id: &str) -> Result<Effective, HubError> {
         let team = self.team(team_id).await?;

@@ -1,6 +1,9 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
+pub mod auth;
+pub mod config;
 pub mod hub;
 pub mod policy;
 pub mod store;
 pub mod proto;
+pub mod service;

@@ -1,0 +1,462 @@
+//! Configuration: figment layers (defaults, file, `TOOLGATE_*` environment, CLI flags)
+//! and validation that reports every problem with how to fix it.
+//!
+//! The environment is passed in as a map so tests set it without touching the process.
+
+use crate::auth::{Principal, Role};
+use figment::providers::{Format, Serialized, Toml, Yaml};
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The environment variable prefix; nested keys are separated by `__`.
+pub const ENV_PREFIX: &str = "TOOLGATE_";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: String,
+    /// Where the embedded store and the bootstrap token live.
+    pub data_dir: PathBuf,
+    pub store: StoreConfig,
+    pub auth: AuthConfig,
+    pub watch: WatchConfig,
+    pub limits: LimitsConfig,
+    pub log: LogConfig,
+    /// Seconds to drain in-flight calls on shutdown before giving up.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:7070".into(),
+            data_dir: PathBuf::from("toolgate-data"),
+            store: StoreConfig::default(),
+            auth: AuthConfig::default(),
+            watch: WatchConfig::default(),
+            limits: LimitsConfig::default(),
+            log: LogConfig::default(),
+            shutdown_grace_secs: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://PATH`; unset means `<data_dir>/toolgate.db`.
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    pub tokens: Vec<TokenConfig>,
+    /// Principal for calls without a token. Only allowed on a loopback listen address.
+    pub anonymous: Option<AnonymousConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// A name for logs and the audit trail.
+    pub name: String,
+    /// SHA-256 of the token, hex (`toolgate hash-token` prints it).
+    pub sha256: String,
+    pub role: Role,
+    /// Required for every role but operator.
+    #[serde(default)]
+    pub team: Option<String>,
+    /// The user a member acts as; defaults to `name`.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnonymousConfig {
+    pub role: Role,
+    #[serde(default)]
+    pub team: Option<String>,
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// Seconds between heartbeats on a quiet stream.
+    pub heartbeat_secs: u64,
+    /// How many changes a subscriber may fall behind before it is resynced.
+    pub queue_size: usize,
+    /// How many changes per team the history keeps for resuming subscribers.
+    pub history_per_team: u64,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        Self { heartbeat_secs: 15, queue_size: 1024, history_per_team: 10_000 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest request message, in bytes.
+    pub max_request_bytes: usize,
+    /// Most calls in one `EvaluateBatch`.
+    pub max_batch_calls: usize,
+    /// Most entries in one list of a settings document.
+    pub max_list_entries: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: 4 * 1024 * 1024,
+            max_batch_calls: 1_000,
+            max_list_entries: crate::policy::MAX_LIST_ENTRIES,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A tracing filter, e.g. `info` or `toolgate=debug,info`.
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { level: "info".into(), format: LogFormat::Text }
+    }
+}
+
+/// Flags given on the command line; they override every other layer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CliOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Every problem found in a configuration.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration:\n  - {}", .problems.join("\n  - "))]
+pub struct ConfigError {
+    pub problems: Vec<String>,
+}
+
+/// The environment layer: `TOOLGATE_A__B=v` sets `a.b`, values parsed as figment values.
+struct EnvMap(BTreeMap<String, String>);
+
+impl Provider for EnvMap {
+    fn metadata(&self) -> Metadata {
+        Metadata::named("TOOLGATE_* environment")
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let mut dict = Dict::new();
+        for (key, value) in &self.0 {
+            let Some(rest) = key.strip_prefix(ENV_PREFIX) else { continue };
+            // TOOLGATE_CONFIG names the file; it is not a setting
+            if rest.is_empty() || rest == "CONFIG" {
+                continue;
+            }
+            let path = rest.to_ascii_lowercase().replace("__", ".");
+            let parsed: Value = value.parse().unwrap_or_else(|_| Value::from(value.clone()));
+            if let Some(nested) = figment::util::nest(&path, parsed).into_dict() {
+                dict = dict.merge(nested);
+            }
+        }
+        Ok(Profile::Default.collect(dict))
+    }
+}
+
+trait DictMerge {
+    fn merge(self, other: Dict) -> Dict;
+}
+
+impl DictMerge for Dict {
+    fn merge(mut self, other: Dict) -> Dict {
+        for (k, v) in other {
+            match (self.remove(&k), v) {
+                (Some(Value::Dict(_, a)), Value::Dict(tag, b)) => {
+                    self.insert(k, Value::Dict(tag, a.merge(b)));
+                }
+                (_, v) => {
+                    self.insert(k, v);
+                }
+            }
+        }
+        self
+    }
+}
+
+impl Config {
+    /// Loads the layers in order: defaults, `file` (TOML or YAML by extension; else the
+    /// file named by `TOOLGATE_CONFIG` in `env`), the `TOOLGATE_*` entries of `env`, `cli`.
+    pub fn load<I>(file: Option<&Path>, env: I, cli: &CliOverrides) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        let env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).collect();
+        let file = file.map(Path::to_path_buf).or_else(|| env.get("TOOLGATE_CONFIG").map(PathBuf::from));
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = &file {
+            if !file.is_file() {
+                return Err(ConfigError {
+                    problems: vec![format!("config file {} does not exist: fix the path or drop --config", file.display())],
+                });
+            }
+            figment = match file.extension().and_then(|e| e.to_str()) {
+                Some("yaml" | "yml") => figment.merge(Yaml::file_exact(file)),
+                _ => figment.merge(Toml::file_exact(file)),
+            };
+        }
+        let config: Config = figment
+            .merge(EnvMap(env))
+            .merge(Serialized::defaults(cli))
+            .extract()
+            .map_err(|e| ConfigError { problems: e.into_iter().map(|e| e.to_string()).collect() })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The listen address, once validated.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen.parse().expect("validated")
+    }
+
+    /// Reports every problem at once, each saying how to fix it.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        let listen = self.listen.parse::<SocketAddr>();
+        if let Err(e) = &listen {
+            problems.push(format!(
+                "listen: {:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:7070",
+                self.listen
+            ));
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            problems.push("data_dir: must not be empty: give a directory for the embedded store".into());
+        }
+        if let Some(url) = &self.store.url
+            && !url.starts_with("sqlite://")
+        {
+            problems.push(format!(
+                "store.url: {url:?} is not supported: use sqlite://PATH (or leave it unset for <data_dir>/toolgate.db)"
+            ));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, t) in self.auth.tokens.iter().enumerate() {
+            let at = format!("auth.tokens[{i}] ({:?})", t.name);
+            if t.name.trim().is_empty() {
+                problems.push(format!("auth.tokens[{i}].name: must not be empty: name the token's holder"));
+            } else if !names.insert(t.name.clone()) {
+                problems.push(format!("{at}.name: duplicate name: give each token its own name"));
+            }
+            if parse_sha256(&t.sha256).is_none() {
+                problems.push(format!(
+                    "{at}.sha256: must be 64 hex digits: run `toolgate hash-token` and paste its output"
+                ));
+            }
+            check_scope(&mut problems, &at, t.role, t.team.as_deref());
+        }
+        if let Some(anon) = &self.auth.anonymous {
+            check_scope(&mut problems, "auth.anonymous", anon.role, anon.team.as_deref());
+            if matches!(&listen, Ok(addr) if !addr.ip().is_loopback()) {
+                problems.push(format!(
+                    "auth.anonymous: anonymous access is only allowed on a loopback listen address, not {}: remove auth.anonymous or listen on 127.0.0.1",
+                    self.listen
+                ));
+            }
+        }
+        if self.watch.heartbeat_secs == 0 {
+            problems.push("watch.heartbeat_secs: must be at least 1".into());
+        }
+        if self.watch.queue_size == 0 {
+            problems.push("watch.queue_size: must be at least 1".into());
+        }
+        if self.watch.history_per_team == 0 {
+            problems.push("watch.history_per_team: must be at least 1".into());
+        }
+        if self.limits.max_request_bytes < 1024 {
+            problems.push("limits.max_request_bytes: must be at least 1024".into());
+        }
+        if self.limits.max_batch_calls == 0 {
+            problems.push("limits.max_batch_calls: must be at least 1".into());
+        }
+        if self.limits.max_list_entries == 0 || self.limits.max_list_entries > crate::policy::MAX_LIST_ENTRIES {
+            problems.push(format!(
+                "limits.max_list_entries: must be between 1 and {}",
+                crate::policy::MAX_LIST_ENTRIES
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            problems.push(format!("log.level: {:?} is not a tracing filter: use e.g. info or toolgate=debug", self.log.level));
+        }
+        if problems.is_empty() { Ok(()) } else { Err(ConfigError { problems }) }
+    }
+
+    /// The SQLite file the embedded store uses.
+    pub fn sqlite_path(&self) -> PathBuf {
+        match self.store.url.as_deref().and_then(|u| u.strip_prefix("sqlite://")) {
+            Some(path) => PathBuf::from(path),
+            None => self.data_dir.join("toolgate.db"),
+        }
+    }
+
+    /// The configured token principals as (digest, principal) pairs.
+    pub fn token_principals(&self) -> Vec<([u8; 32], Principal)> {
+        self.auth
+            .tokens
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    parse_sha256(&t.sha256)?,
+                    Principal {
+                        name: t.name.clone(),
+                        role: t.role,
+                        team: t.team.clone(),
+                        user: Some(t.user.clone().unwrap_or_else(|| t.name.clone())),
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// The anonymous principal, if configured.
+    pub fn anonymous_principal(&self) -> Option<Principal> {
+        self.auth.anonymous.as_ref().map(|a| Principal {
+            name: "anonymous".into(),
+            role: a.role,
+            team: a.team.clone(),
+            user: a.user.clone(),
+        })
+    }
+
+    /// The configuration without secrets, for `GetServerConfig`.
+    pub fn public_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(tokens) = value.pointer_mut("/auth/tokens").and_then(|t| t.as_array_mut()) {
+            for t in tokens {
+                if let Some(obj) = t.as_object_mut() {
+                    obj.remove("sha256");
+                }
+            }
+        }
+        value
+    }
+}
+
+fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&str>) {
+    match (role, team) {
+        (Role::Operator, Some(_)) => problems.push(format!("{at}.team: an operator spans all teams: remove team")),
+        (Role::Operator, None) => {}
+        (_, None) => problems.push(format!("{at}.team: required for role {role:?}: name the team")),
+        (_, Some(t)) if t.trim().is_empty() => problems.push(format!("{at}.team: must not be empty")),
+        _ => {}
+    }
+}
+
+fn parse_sha256(s: &str) -> Option<[u8; 32]> {
+    let bytes = hex::decode(s.trim()).ok()?;
+    bytes.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = Config::load(None, env(&[]), &CliOverrides::default()).unwrap();
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn env_overrides_nested_keys_and_cli_overrides_env() {
+        let cli = CliOverrides { listen: Some("127.0.0.1:9999".into()), data_dir: None };
+        let c = Config::load(
+            None,
+            env(&[
+                ("TOOLGATE_LISTEN", "127.0.0.1:1"),
+                ("TOOLGATE_WATCH__HEARTBEAT_SECS", "3"),
+                ("TOOLGATE_DATA_DIR", "/tmp/x"),
+                ("OTHER", "ignored"),
+            ]),
+            &cli,
+        )
+        .unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9999");
+        assert_eq!(c.watch.heartbeat_secs, 3);
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let err = Config::load(None, env(&[("TOOLGATE_LISTN", "x")]), &CliOverrides::default()).unwrap_err();
+        assert!(err.to_string().contains("listn"), "{err}");
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            r#"
+listen = "0.0.0.0:7070"
+[auth.anonymous]
+role = "member"
+[[auth.tokens]]
+name = "a"
+sha256 = "zz"
+role = "admin"
+"#,
+        )
+        .unwrap();
+        let err = Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap_err();
+        let text = err.to_string();
+        for needle in ["auth.tokens[0] (\"a\").sha256", "auth.tokens[0] (\"a\").team", "auth.anonymous.team", "loopback"] {
+            assert!(text.contains(needle), "missing {needle} in {text}");
+        }
+        assert_eq!(err.problems.len(), 4, "{text}");
+    }
+
+    #[test]
+    fn public_json_hides_token_hashes() {
+        let mut c = Config::default();
+        c.auth.tokens.push(TokenConfig {
+            name: "a".into(),
+            sha256: "00".repeat(32),
+            role: Role::Operator,
+            team: None,
+            user: None,
+        });
+        let json = c.public_json().to_string();
+        assert!(!json.contains(&"00".repeat(32)));
+        assert!(json.contains("\"name\":\"a\""));
+    }
+}

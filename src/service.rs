@@ -1,0 +1,510 @@
+//! The domain service: authorization, validation, reads through the hub, durable
+//! writes, decisions and watch streams. Everything the gRPC layer does, without
+//! protobuf.
+
+use crate::auth::{Action, AuthError, Principal, authorize};
+use crate::config::LimitsConfig;
+use crate::hub::{CachedAdmin, CachedUser, Effective, Hub, HubError, HubEvent};
+use crate::policy::{
+    self, AddOutcome, AdminControls, Call, CompiledAdmin, CompiledUser, Decision, EntryProblem,
+    FilteredTools, Outcome, PolicyError, UserSettings,
+};
+use crate::store::{
+    AuditEvent, AuditFilter, ChangeDoc, History, NewAuditEvent, StoreError, Versioned,
+};
+use futures::Stream;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::{error, warn};
+
+/// Longest team or user id.
+pub const MAX_ID_LEN: usize = 256;
+/// How many write attempts a read-modify-write makes before giving up on contention.
+const MAX_WRITE_ATTEMPTS: usize = 8;
+/// Pending DENY audit records before new ones are dropped (and counted in the log).
+const AUDIT_QUEUE: usize = 8_192;
+
+/// Errors of the domain service; the gRPC layer maps each to one status code.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{field}: {message}")]
+    InvalidArgument { field: String, message: String },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidEntries(Vec<EntryProblem>),
+    #[error("{0}")]
+    Unauthenticated(&'static str),
+    #[error("{0}")]
+    PermissionDenied(String),
+    #[error("expected revision {expected} but the settings are at revision {actual}: read them again and retry")]
+    Conflict { expected: u64, actual: u64 },
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<AuthError> for ServiceError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthenticated(m) => Self::Unauthenticated(m),
+            AuthError::PermissionDenied(m) => Self::PermissionDenied(m),
+        }
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { expected, actual } => Self::Conflict { expected, actual },
+            StoreError::Unavailable(m) => Self::Unavailable(m),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<HubError> for ServiceError {
+    fn from(e: HubError) -> Self {
+        match e {
+            HubError::Store(e) => e.into(),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl ServiceError {
+    fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::InvalidArgument { field: field.to_owned(), message: message.into() }
+    }
+
+    /// Prefixes each problem's field with the message path it came from.
+    fn entries(prefix: &str, e: PolicyError) -> Self {
+        match e {
+            PolicyError::InvalidEntries(mut problems) => {
+                for p in &mut problems {
+                    p.field = format!("{prefix}{}", p.field);
+                }
+                Self::InvalidEntries(problems)
+            }
+            PolicyError::InvalidToolsList(m) => Self::invalid(prefix.trim_end_matches('.'), m),
+        }
+    }
+}
+
+/// One event of a watch stream.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    Snapshot { effective: Effective, resync: bool },
+    Admin { revision: u64, admin: Versioned<AdminControls> },
+    User { revision: u64, user: Versioned<UserSettings> },
+    Heartbeat { revision: u64 },
+}
+
+/// The outcome of an allowlist edit.
+#[derive(Debug, Clone)]
+pub struct AllowlistChange {
+    pub settings: Versioned<UserSettings>,
+    pub changed: bool,
+    pub detail: String,
+}
+
+/// The domain service, shared by every RPC.
+#[derive(Debug)]
+pub struct Service {
+    hub: Arc<Hub>,
+    limits: LimitsConfig,
+    heartbeat: Duration,
+    audit_tx: mpsc::Sender<NewAuditEvent>,
+    shutdown: CancellationToken,
+}
+
+/// Checks a team or user id: the field name goes into the error.
+pub fn check_id(field: &str, value: &str) -> Result<(), ServiceError> {
+    if value.trim().is_empty() {
+        return Err(ServiceError::invalid(field, "must not be empty"));
+    }
+    if value.chars().count() > MAX_ID_LEN {
+        return Err(ServiceError::invalid(field, format!("must be at most {MAX_ID_LEN} characters")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+impl Service {
+    /// Starts the DENY audit writer; it stops when `shutdown` is cancelled and the queue drains.
+    pub fn new(hub: Arc<Hub>, limits: LimitsConfig, heartbeat: Duration, shutdown: CancellationToken) -> Self {
+        let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
+        tokio::spawn(audit_writer(hub.clone(), audit_rx));
+        Self { hub, limits, heartbeat, audit_tx, shutdown }
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    fn check_lists(&self, prefix: &str, lists: &[(&str, &Vec<String>)]) -> Result<(), ServiceError> {
+        let problems: Vec<EntryProblem> = lists
+            .iter()
+            .filter(|(_, l)| l.len() > self.limits.max_list_entries)
+            .map(|(name, l)| EntryProblem {
+                field: format!("{prefix}{name}"),
+                entry: format!("{} entries", l.len()),
+                rule: policy::Rule::TooMany,
+                hint: format!("at most {} entries are allowed: use wildcards or globs", self.limits.max_list_entries),
+            })
+            .collect();
+        if problems.is_empty() { Ok(()) } else { Err(ServiceError::InvalidEntries(problems)) }
+    }
+
+    pub async fn get_admin(&self, p: &Principal, team: &str) -> Result<Arc<CachedAdmin>, ServiceError> {
+        check_id("team_id", team)?;
+        authorize(p, team, Action::ReadTeam)?;
+        Ok(self.hub.admin(team).await?)
+    }
+
+    pub async fn update_admin(
+        &self,
+        p: &Principal,
+        team: &str,
+        controls: AdminControls,
+        expected: Option<u64>,
+    ) -> Result<Versioned<AdminControls>, ServiceError> {
+        check_id("team_id", team)?;
+        authorize(p, team, Action::WriteTeam)?;
+        let prefix = "auto_run_controls.";
+        self.check_lists(
+            prefix,
+            &[
+                ("allowed", &controls.allowed),
+                ("blocked", &controls.blocked),
+                ("mcp_tool_allowlist", &controls.mcp_tool_allowlist),
+                ("mcp_tool_blocklist", &controls.mcp_tool_blocklist),
+                ("browser_server_ids", &controls.browser_server_ids),
+                ("mcp_access_allowlist", &controls.mcp_access_allowlist),
+            ],
+        )?;
+        CompiledAdmin::compile(&controls).map_err(|e| ServiceError::entries(prefix, e))?;
+        let stored = self.hub.store().put_admin(team, &controls, expected, &p.name).await?;
+        self.publish(team).await;
+        Ok(stored)
+    }
+
+    pub async fn list_audit(&self, p: &Principal, mut filter: AuditFilter) -> Result<Vec<AuditEvent>, ServiceError> {
+        match filter.team_id.as_deref() {
+            Some(team) => {
+                check_id("team_id", team)?;
+                authorize(p, team, Action::ReadAudit)?;
+            }
+            None if p.role == crate::auth::Role::Operator => {}
+            None => {
+                // a team principal lists its own team
+                let team = p.team.clone().ok_or_else(|| ServiceError::invalid("team_id", "must not be empty"))?;
+                authorize(p, &team, Action::ReadAudit)?;
+                filter.team_id = Some(team);
+            }
+        }
+        filter.limit = match filter.limit {
+            0 => 100,
+            n => n.min(1_000),
+        };
+        Ok(self.hub.store().list_audit(&filter).await?)
+    }
+
+    pub async fn get_user(&self, p: &Principal, team: &str, user: &str) -> Result<Arc<CachedUser>, ServiceError> {
+        check_id("team_id", team)?;
+        check_id("user_id", user)?;
+        authorize(p, team, Action::ReadUser(user))?;
+        Ok(self.hub.effective(team, user).await?.user)
+    }
+
+    pub async fn update_user(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        settings: UserSettings,
+        expected: Option<u64>,
+    ) -> Result<Versioned<UserSettings>, ServiceError> {
+        check_id("settings.team_id", team)?;
+        check_id("settings.user_id", user)?;
+        authorize(p, team, Action::WriteUser(user))?;
+        self.write_user(p, team, user, settings, expected).await
+    }
+
+    async fn write_user(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        settings: UserSettings,
+        expected: Option<u64>,
+    ) -> Result<Versioned<UserSettings>, ServiceError> {
+        let prefix = "settings.";
+        self.check_lists(
+            prefix,
+            &[
+                ("mcp_allowed_tools", &settings.mcp_allowed_tools),
+                ("command_allowlist", &settings.command_allowlist),
+                ("command_denylist", &settings.command_denylist),
+            ],
+        )?;
+        CompiledUser::compile(&settings).map_err(|e| ServiceError::entries(prefix, e))?;
+        let stored = self.hub.store().put_user(team, user, &settings, expected, &p.name).await?;
+        self.publish(team).await;
+        Ok(stored)
+    }
+
+    /// Seed 001 `Yro` against the stored list, retried on a concurrent write.
+    pub async fn add_to_allowlist(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        server: &str,
+        tool: &str,
+    ) -> Result<AllowlistChange, ServiceError> {
+        self.edit_allowlist(p, team, user, |list| match policy::add_mcp_entry(list, server, tool) {
+            Err(e) => Err(ServiceError::entries("", e)),
+            Ok(AddOutcome::Added(list)) => Ok(Ok(list)),
+            Ok(AddOutcome::AlreadyPresent) => Ok(Err(format!("{server}:{tool} is already in the allowlist"))),
+            Ok(AddOutcome::CoveredBy(entry)) => Ok(Err(format!("{server}:{tool} is already covered by {entry}"))),
+        })
+        .await
+    }
+
+    pub async fn remove_from_allowlist(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        entry: &str,
+    ) -> Result<AllowlistChange, ServiceError> {
+        self.edit_allowlist(p, team, user, |list| {
+            Ok(policy::remove_entry(list, entry).ok_or_else(|| format!("{entry} is not in the allowlist")))
+        })
+        .await
+    }
+
+    /// `edit` returns the new list, or why the list stays as it is.
+    async fn edit_allowlist<F>(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        edit: F,
+    ) -> Result<AllowlistChange, ServiceError>
+    where
+        F: Fn(&[String]) -> Result<Result<Vec<String>, String>, ServiceError>,
+    {
+        check_id("team_id", team)?;
+        check_id("user_id", user)?;
+        authorize(p, team, Action::WriteUser(user))?;
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let current = self.hub.store().get_user(team, user).await?;
+            let list = match edit(&current.doc.mcp_allowed_tools)? {
+                Ok(list) => list,
+                Err(detail) => return Ok(AllowlistChange { settings: current, changed: false, detail }),
+            };
+            let mut settings = current.doc.clone();
+            settings.mcp_allowed_tools = list;
+            match self.write_user(p, team, user, settings, Some(current.revision)).await {
+                Ok(settings) => return Ok(AllowlistChange { settings, changed: true, detail: String::new() }),
+                Err(ServiceError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ServiceError::Unavailable("too many concurrent writes to these settings: retry".into()))
+    }
+
+    /// Brings the hub up to date after a commit. The commit is already durable, so a
+    /// failure here is logged, not returned: the next catch-up delivers the change.
+    async fn publish(&self, team: &str) {
+        if let Err(e) = self.hub.catch_up(team).await {
+            error!(team = %team, error = %e, "catch-up after commit failed");
+        }
+    }
+
+    pub async fn effective(&self, p: &Principal, team: &str, user: &str) -> Result<Effective, ServiceError> {
+        check_id("team_id", team)?;
+        check_id("user_id", user)?;
+        authorize(p, team, Action::Evaluate(user))?;
+        Ok(self.hub.effective(team, user).await?)
+    }
+
+    /// Decides each call against one view of the policy; DENYs go to the audit trail.
+    pub async fn evaluate(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        calls: &[Call],
+    ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        if calls.len() > self.limits.max_batch_calls {
+            return Err(ServiceError::invalid(
+                "calls",
+                format!("{} calls is more than the limit of {}: split the batch", calls.len(), self.limits.max_batch_calls),
+            ));
+        }
+        let eff = self.effective(p, team, user).await?;
+        let decisions: Vec<Decision> =
+            calls.iter().map(|c| policy::decide(&eff.admin.compiled, &eff.user.compiled, c)).collect();
+        for (call, d) in calls.iter().zip(&decisions) {
+            if d.outcome == Outcome::Deny {
+                self.audit_deny(p, team, user, eff.revision, &format!("{call:?}"), d);
+            }
+        }
+        Ok((decisions, eff.revision))
+    }
+
+    fn audit_deny(&self, p: &Principal, team: &str, user: &str, revision: u64, call: &str, d: &Decision) {
+        let event = NewAuditEvent {
+            team_id: team.to_owned(),
+            revision,
+            actor: p.name.clone(),
+            kind: "decision_denied".into(),
+            detail: serde_json::json!({
+                "user_id": user,
+                "call": call,
+                "reason": d.reason,
+                "matched_entry": d.matched_entry,
+            }),
+        };
+        if self.audit_tx.try_send(event).is_err() {
+            warn!(team = %team, user = %user, "audit queue full: a deny record was dropped");
+        }
+    }
+
+    pub async fn filter_tools(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        server: &str,
+        tools_json: &str,
+    ) -> Result<(FilteredTools, u64), ServiceError> {
+        let eff = self.effective(p, team, user).await?;
+        let value: serde_json::Value = serde_json::from_str(tools_json)
+            .map_err(|e| ServiceError::invalid("tools_json", format!("is not JSON ({e}): pass the tools/list result")))?;
+        let filtered = policy::filter_tools(&eff.admin.compiled, &eff.user.compiled, server, &value)
+            .map_err(|e| ServiceError::entries("tools_json.", e))?;
+        Ok((filtered, eff.revision))
+    }
+
+    /// A snapshot (or the changes after `after`), then every change that affects the
+    /// user, with heartbeats; ends with `Unavailable` on shutdown.
+    pub async fn watch(
+        self: &Arc<Self>,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        after: Option<u64>,
+    ) -> Result<impl Stream<Item = Result<WatchEvent, ServiceError>> + use<>, ServiceError> {
+        check_id("team_id", team)?;
+        check_id("user_id", user)?;
+        authorize(p, team, Action::Evaluate(user))?;
+        // subscribe first: whatever commits from here on reaches the receiver
+        let mut rx = self.hub.subscribe(team).await?;
+        let this = self.clone();
+        let (team, user) = (team.to_owned(), user.to_owned());
+        let mut first: Vec<WatchEvent> = Vec::new();
+        let mut seen = match after {
+            Some(after) => match this.hub.store().changes_after(&team, after, u32::MAX).await? {
+                History::Truncated => {
+                    let effective = this.hub.effective(&team, &user).await?;
+                    let revision = effective.revision;
+                    first.push(WatchEvent::Snapshot { effective, resync: true });
+                    revision
+                }
+                History::Changes(changes) => {
+                    let mut seen = after;
+                    for change in changes {
+                        seen = change.revision;
+                        first.extend(relevant(&user, change.revision, &change.doc, change.at_ms, &change.actor));
+                    }
+                    seen.max(after)
+                }
+            },
+            None => {
+                let effective = this.hub.effective(&team, &user).await?;
+                let revision = effective.revision;
+                first.push(WatchEvent::Snapshot { effective, resync: false });
+                revision
+            }
+        };
+        Ok(async_stream::stream! {
+            for event in first {
+                yield Ok(event);
+            }
+            let mut heartbeat = tokio::time::interval(this.heartbeat);
+            heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            heartbeat.tick().await;
+            loop {
+                tokio::select! {
+                    () = this.shutdown.cancelled() => {
+                        yield Err(ServiceError::Unavailable("server shutting down: reconnect with after_revision".into()));
+                        break;
+                    }
+                    _ = heartbeat.tick() => {
+                        yield Ok(WatchEvent::Heartbeat { revision: seen });
+                    }
+                    received = rx.recv() => match received {
+                        Ok(HubEvent::Change(change)) => {
+                            if change.revision <= seen {
+                                continue;
+                            }
+                            seen = change.revision;
+                            heartbeat.reset();
+                            if let Some(event) = relevant(&user, change.revision, &change.doc, change.at_ms, &change.actor) {
+                                yield Ok(event);
+                            }
+                        }
+                        Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            // fell behind the ring (or the hub reloaded): start over from a snapshot
+                            match this.hub.effective(&team, &user).await {
+                                Ok(effective) => {
+                                    seen = effective.revision;
+                                    yield Ok(WatchEvent::Snapshot { effective, resync: true });
+                                }
+                                Err(e) => {
+                                    yield Err(e.into());
+                                    break;
+                                }
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => {
+                            yield Err(ServiceError::Unavailable("change hub closed: reconnect".into()));
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The watch event a change makes for `user`, if it affects them.
+fn relevant(user: &str, revision: u64, doc: &ChangeDoc, at_ms: i64, actor: &str) -> Option<WatchEvent> {
+    let stamp = |d| Versioned { doc: d, revision, updated_at_ms: at_ms, updated_by: actor.to_owned() };
+    match doc {
+        ChangeDoc::Admin { controls } => Some(WatchEvent::Admin { revision, admin: stamp(controls.clone()) }),
+        ChangeDoc::User { user_id, settings } if user_id == user => Some(WatchEvent::User {
+            revision,
+            user: Versioned { doc: settings.clone(), revision, updated_at_ms: at_ms, updated_by: actor.to_owned() },
+        }),
+        ChangeDoc::User { .. } => None,
+    }
+}
+
+/// Writes DENY records in batches so a burst of denials costs one transaction.
+async fn audit_writer(hub: Arc<Hub>, mut rx: mpsc::Receiver<NewAuditEvent>) {
+    let mut batch = Vec::with_capacity(256);
+    while rx.recv_many(&mut batch, 256).await > 0 {
+        if let Err(e) = hub.store().append_audit(&batch).await {
+            error!(error = %e, records = batch.len(), "cannot write deny audit records");
+        }
+        batch.clear();
+    }
+}
