@@ -57,9 +57,14 @@ pub enum AuthError {
     PermissionDenied(String),
 }
 
-/// The SHA-256 of a token, as hex: the only form in which tokens are configured.
+/// The SHA-256 of a token: the only form in which tokens are kept.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// [`token_digest`] as hex, the form the configuration takes.
 pub fn hash_token(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    hex::encode(token_digest(token))
 }
 
 /// A fresh random token: 32 bytes, hex, prefixed so it is recognisable in a leak scan.
@@ -99,8 +104,7 @@ impl Authenticator {
             .filter(|t| !t.is_empty())
             .ok_or(AuthError::Unauthenticated("malformed authorization: expected `Bearer <token>`"))?;
         // only the digest is compared, so the lookup time says nothing about the token
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        self.by_hash.get(&digest).cloned().ok_or(AuthError::Unauthenticated("unknown token"))
+        self.by_hash.get(&token_digest(token)).cloned().ok_or(AuthError::Unauthenticated("unknown token"))
     }
 }
 

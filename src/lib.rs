@@ -2,8 +2,10 @@
 
 pub mod auth;
 pub mod config;
+pub mod grpc;
 pub mod hub;
 pub mod policy;
 pub mod store;
 pub mod proto;
+pub mod server;
 pub mod service;

@@ -1,1 +1,115 @@
-fn main() {}
+//! The `toolgate` binary: parses the command line, loads the configuration and runs
+//! the server (everything else lives in the library).
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use toolgate::config::{CliOverrides, Config, LogFormat};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Parser)]
+#[command(name = "toolgate", version, about = "A policy server for AI-agent tool calls")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Runs the server.
+    Serve(ServeArgs),
+    /// Validates the configuration and prints it (secrets left out).
+    CheckConfig(ServeArgs),
+    /// Prints the SHA-256 of a token, for `auth.tokens[].sha256`; reads stdin without TOKEN.
+    HashToken { token: Option<String> },
+    /// Prints a new random token and its SHA-256.
+    NewToken,
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// TOML or YAML configuration file (also TOOLGATE_CONFIG).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Address to listen on, e.g. 127.0.0.1:7070.
+    #[arg(long)]
+    listen: Option<String>,
+    /// Directory for the embedded store and the bootstrap token.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    fn load(&self) -> anyhow::Result<Config> {
+        let cli = CliOverrides { listen: self.listen.clone(), data_dir: self.data_dir.clone() };
+        Ok(Config::load(self.config.as_deref(), std::env::vars(), &cli)?)
+    }
+}
+
+fn init_logging(config: &Config) {
+    let filter = EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Resolves on the first SIGINT or SIGTERM; a second one exits at once.
+async fn shutdown_signal() {
+    wait_signal().await;
+    tokio::spawn(async {
+        wait_signal().await;
+        eprintln!("second signal: exiting now");
+        std::process::exit(130);
+    });
+}
+
+async fn wait_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Serve(args) => {
+            let config = args.load()?;
+            init_logging(&config);
+            let addr = config.listen_addr();
+            let app = toolgate::server::App::build(config).await?;
+            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+            toolgate::server::run(listener, app, shutdown_signal()).await?;
+        }
+        Command::CheckConfig(args) => {
+            let config = args.load()?;
+            println!("{}", serde_json::to_string_pretty(&config.public_json())?);
+        }
+        Command::HashToken { token } => {
+            let token = match token {
+                Some(t) => t,
+                None => {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line)?;
+                    line.trim().to_owned()
+                }
+            };
+            anyhow::ensure!(!token.is_empty(), "no token given: pass it as an argument or on stdin");
+            println!("{}", toolgate::auth::hash_token(&token));
+        }
+        Command::NewToken => {
+            let token = toolgate::auth::generate_token();
+            println!("token:  {token}\nsha256: {}", toolgate::auth::hash_token(&token));
+        }
+    }
+    Ok(())
+}

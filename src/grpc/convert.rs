@@ -1,0 +1,233 @@
+//! Conversions between protobuf messages and domain types: the only place both meet.
+
+use crate::hub::Effective;
+use crate::policy::{
+    self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
+    SandboxingControls, UserSettings,
+};
+use crate::proto::v1 as pb;
+use crate::service::{ServiceError, WatchEvent};
+use crate::store::{AuditEvent, Versioned};
+
+pub fn timestamp(ms: i64) -> Option<prost_types::Timestamp> {
+    (ms > 0).then(|| prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    })
+}
+
+pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, ServiceError> {
+    let list_mode = match pb::ListMode::try_from(c.list_mode) {
+        Ok(pb::ListMode::Unspecified | pb::ListMode::Replace) => ListMode::Replace,
+        Ok(pb::ListMode::Union) => ListMode::Union,
+        Err(_) => return Err(unknown_enum("auto_run_controls.list_mode", c.list_mode)),
+    };
+    let mcp_access_mode = match pb::McpAccessMode::try_from(c.mcp_access_mode) {
+        Ok(pb::McpAccessMode::Unspecified | pb::McpAccessMode::Blocklist) => AccessMode::Blocklist,
+        Ok(pb::McpAccessMode::Allowlist) => AccessMode::Allowlist,
+        Err(_) => return Err(unknown_enum("auto_run_controls.mcp_access_mode", c.mcp_access_mode)),
+    };
+    Ok(AdminControls {
+        enabled: c.enabled,
+        allowed: c.allowed,
+        blocked: c.blocked,
+        disable_mcp_auto_run: c.disable_mcp_auto_run,
+        delete_file_protection: c.delete_file_protection,
+        enable_run_everything: c.enable_run_everything,
+        mcp_tool_allowlist: c.mcp_tool_allowlist,
+        sandboxing_controls: c.sandboxing_controls.map(|s| SandboxingControls { enabled: s.enabled }),
+        browser_protection: c.browser_protection,
+        mcp_tool_blocklist: c.mcp_tool_blocklist,
+        kill_switch: c.kill_switch,
+        // proto3 cannot tell an empty list from an unset one: empty means the defaults
+        browser_server_ids: if c.browser_server_ids.is_empty() {
+            policy::default_browser_server_ids()
+        } else {
+            c.browser_server_ids
+        },
+        list_mode,
+        mcp_access_mode,
+        mcp_access_allowlist: c.mcp_access_allowlist,
+    })
+}
+
+fn unknown_enum(field: &str, value: i32) -> ServiceError {
+    ServiceError::InvalidArgument {
+        field: field.to_owned(),
+        message: format!("{value} is not a known value: use one of the enum's named values"),
+    }
+}
+
+pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
+    pb::AutoRunControls {
+        enabled: c.enabled,
+        allowed: c.allowed.clone(),
+        blocked: c.blocked.clone(),
+        disable_mcp_auto_run: c.disable_mcp_auto_run,
+        delete_file_protection: c.delete_file_protection,
+        enable_run_everything: c.enable_run_everything,
+        mcp_tool_allowlist: c.mcp_tool_allowlist.clone(),
+        sandboxing_controls: c.sandboxing_controls.as_ref().map(|s| pb::SandboxingControls { enabled: s.enabled }),
+        browser_protection: c.browser_protection,
+        mcp_tool_blocklist: c.mcp_tool_blocklist.clone(),
+        kill_switch: c.kill_switch,
+        browser_server_ids: c.browser_server_ids.clone(),
+        list_mode: match c.list_mode {
+            ListMode::Replace => pb::ListMode::Replace,
+            ListMode::Union => pb::ListMode::Union,
+        } as i32,
+        mcp_access_mode: match c.mcp_access_mode {
+            AccessMode::Blocklist => pb::McpAccessMode::Blocklist,
+            AccessMode::Allowlist => pb::McpAccessMode::Allowlist,
+        } as i32,
+        mcp_access_allowlist: c.mcp_access_allowlist.clone(),
+    }
+}
+
+pub fn admin_to_pb(team_id: &str, v: &Versioned<AdminControls>) -> pb::TeamAdminSettings {
+    pb::TeamAdminSettings {
+        team_id: team_id.to_owned(),
+        auto_run_controls: Some(controls_to_pb(&v.doc)),
+        revision: v.revision,
+        updated_at: timestamp(v.updated_at_ms),
+        updated_by: v.updated_by.clone(),
+    }
+}
+
+/// The user's settings from a message; team and user ids are taken separately.
+pub fn user_from_pb(s: pb::UserSettings) -> UserSettings {
+    UserSettings {
+        mcp_allowed_tools: s.mcp_allowed_tools,
+        yolo_mcp_tools_disabled: s.yolo_mcp_tools_disabled,
+        playwright_protection: s.playwright_protection.unwrap_or(true),
+        use_yolo_mode: s.use_yolo_mode,
+        yolo_enable_run_everything: s.yolo_enable_run_everything,
+        command_allowlist: s.command_allowlist,
+        command_denylist: s.command_denylist,
+    }
+}
+
+pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> pb::UserSettings {
+    let s = &v.doc;
+    pb::UserSettings {
+        team_id: team_id.to_owned(),
+        user_id: user_id.to_owned(),
+        mcp_allowed_tools: s.mcp_allowed_tools.clone(),
+        yolo_mcp_tools_disabled: s.yolo_mcp_tools_disabled,
+        playwright_protection: Some(s.playwright_protection),
+        use_yolo_mode: s.use_yolo_mode,
+        yolo_enable_run_everything: s.yolo_enable_run_everything,
+        command_allowlist: s.command_allowlist.clone(),
+        command_denylist: s.command_denylist.clone(),
+        revision: v.revision,
+        updated_at: timestamp(v.updated_at_ms),
+        updated_by: v.updated_by.clone(),
+    }
+}
+
+pub fn call_from_pb(field: &str, call: Option<pb::ToolCall>) -> Result<Call, ServiceError> {
+    use pb::tool_call::Kind;
+    match call.and_then(|c| c.kind) {
+        Some(Kind::Mcp(m)) => Ok(Call::Mcp { server: m.server, tool: m.tool }),
+        Some(Kind::McpInternal(m)) => Ok(Call::McpInternal { name: m.name, fallback_server: m.fallback_server }),
+        Some(Kind::Shell(line)) => Ok(Call::Shell(line)),
+        Some(Kind::DeleteFile(path)) => Ok(Call::DeleteFile(path)),
+        None => Err(ServiceError::InvalidArgument {
+            field: field.to_owned(),
+            message: "must be set to one of mcp, mcp_internal, shell or delete_file".into(),
+        }),
+    }
+}
+
+pub fn outcome_to_pb(o: Outcome) -> pb::Outcome {
+    match o {
+        Outcome::Allow => pb::Outcome::Allow,
+        Outcome::Ask => pb::Outcome::Ask,
+        Outcome::Deny => pb::Outcome::Deny,
+    }
+}
+
+pub fn reason_to_pb(r: Reason) -> pb::Reason {
+    match r {
+        Reason::KillSwitch => pb::Reason::KillSwitch,
+        Reason::InvalidName => pb::Reason::InvalidName,
+        Reason::BlockedByAdmin => pb::Reason::BlockedByAdmin,
+        Reason::NotInAccessAllowlist => pb::Reason::NotInAccessAllowlist,
+        Reason::AdminDisabled => pb::Reason::AdminDisabled,
+        Reason::ProtectionOn => pb::Reason::ProtectionOn,
+        Reason::BrowserUnprotected => pb::Reason::BrowserUnprotected,
+        Reason::RunEverything => pb::Reason::RunEverything,
+        Reason::AutoRunOff => pb::Reason::AutoRunOff,
+        Reason::Allowlisted => pb::Reason::Allowlisted,
+        Reason::NotInAdminAllowlist => pb::Reason::NotInAdminAllowlist,
+        Reason::NotAllowlisted => pb::Reason::NotAllowlisted,
+        Reason::CommandAllowed => pb::Reason::CommandAllowed,
+        Reason::CommandBlocked => pb::Reason::CommandBlocked,
+        Reason::CommandNotAllowlisted => pb::Reason::CommandNotAllowlisted,
+        Reason::DeleteProtected => pb::Reason::DeleteProtected,
+        Reason::AutoRunOn => pb::Reason::AutoRunOn,
+    }
+}
+
+pub fn decision_to_pb(d: Decision, revision: u64, explain: bool) -> pb::Decision {
+    let mut candidates = Vec::new();
+    let mut commands = Vec::new();
+    for c in d.candidates {
+        match c {
+            Candidate::Mcp { server, tool } => candidates.push(pb::AllowlistCandidate { server, tool }),
+            Candidate::Command(c) => commands.push(c),
+        }
+    }
+    pb::Decision {
+        outcome: outcome_to_pb(d.outcome) as i32,
+        need_approval: d.outcome != Outcome::Allow,
+        reason: reason_to_pb(d.reason) as i32,
+        message: d.message,
+        matched_entry: d.matched_entry.unwrap_or_default(),
+        candidates_for_allowlist: candidates,
+        command_candidates: commands,
+        revision,
+        explanation: if explain {
+            d.explanation.into_iter().map(|c| pb::Check { name: c.name.to_owned(), result: c.result }).collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::EffectivePolicy {
+    pb::EffectivePolicy {
+        admin: Some(admin_to_pb(team_id, &e.admin.stored)),
+        user: Some(user_to_pb(team_id, user_id, &e.user.stored)),
+        revision: e.revision,
+    }
+}
+
+pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::PolicyEvent {
+    use pb::policy_event::Event;
+    let (revision, event) = match e {
+        WatchEvent::Snapshot { effective, resync } => (
+            effective.revision,
+            Event::Snapshot(pb::PolicySnapshot { policy: Some(effective_to_pb(team_id, user_id, &effective)), resync }),
+        ),
+        WatchEvent::Admin { revision, admin } => (revision, Event::AdminSettings(admin_to_pb(team_id, &admin))),
+        WatchEvent::User { revision, user } => (revision, Event::UserSettings(user_to_pb(team_id, user_id, &user))),
+        WatchEvent::Heartbeat { revision } => (
+            revision,
+            Event::Heartbeat(pb::Heartbeat { at: timestamp(crate::store::now_ms()) }),
+        ),
+    };
+    pb::PolicyEvent { revision, event: Some(event) }
+}
+
+pub fn audit_to_pb(e: AuditEvent) -> pb::AuditEvent {
+    pb::AuditEvent {
+        id: e.id,
+        team_id: e.team_id,
+        revision: e.revision,
+        actor: e.actor,
+        kind: e.kind,
+        at: timestamp(e.at_ms),
+        detail_json: e.detail_json,
+    }
+}

@@ -1,0 +1,258 @@
+//! The gRPC layer: tonic services over the domain [`Service`]. The only code that
+//! sees protobuf and tonic types.
+
+mod convert;
+mod error;
+
+use crate::auth::{Action, Authenticator, Principal, authorize};
+use crate::proto::v1 as pb;
+use crate::service::{Service, ServiceError, check_id};
+use crate::store::AuditFilter;
+use convert::*;
+use futures::{Stream, StreamExt};
+use pb::admin_service_server::AdminService;
+use pb::policy_service_server::PolicyService;
+use pb::server_info_service_server::ServerInfoService;
+use pb::user_settings_service_server::UserSettingsService;
+use std::pin::Pin;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+pub use pb::admin_service_server::AdminServiceServer;
+pub use pb::policy_service_server::PolicyServiceServer;
+pub use pb::server_info_service_server::ServerInfoServiceServer;
+pub use pb::user_settings_service_server::UserSettingsServiceServer;
+
+/// Authenticates every request and leaves the [`Principal`] in its extensions.
+pub fn auth_interceptor(
+    auth: Arc<Authenticator>,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |mut req: Request<()>| {
+        let header = match req.metadata().get("authorization") {
+            Some(v) => Some(v.to_str().map_err(|_| Status::unauthenticated("authorization is not ASCII"))?),
+            None => None,
+        };
+        let principal = auth.authenticate(header).map_err(ServiceError::from)?;
+        req.extensions_mut().insert(principal);
+        Ok(req)
+    }
+}
+
+fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
+    req.extensions()
+        .get::<Arc<Principal>>()
+        .cloned()
+        .ok_or_else(|| ServiceError::Unauthenticated("no principal: the auth interceptor did not run").into())
+}
+
+/// All four toolgate services share one implementation over the domain service.
+#[derive(Debug, Clone)]
+pub struct Api {
+    service: Arc<Service>,
+    config_json: Arc<String>,
+}
+
+impl Api {
+    pub fn new(service: Arc<Service>, config_json: String) -> Self {
+        Self { service, config_json: Arc::new(config_json) }
+    }
+}
+
+#[tonic::async_trait]
+impl AdminService for Api {
+    async fn get_team_admin_settings(
+        &self,
+        req: Request<pb::GetTeamAdminSettingsRequest>,
+    ) -> Result<Response<pb::TeamAdminSettings>, Status> {
+        let p = principal(&req)?;
+        let team = req.into_inner().team_id;
+        let admin = self.service.get_admin(&p, &team).await?;
+        Ok(Response::new(admin_to_pb(&team, &admin.stored)))
+    }
+
+    async fn update_team_admin_settings(
+        &self,
+        req: Request<pb::UpdateTeamAdminSettingsRequest>,
+    ) -> Result<Response<pb::TeamAdminSettings>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let controls = r.auto_run_controls.ok_or_else(|| ServiceError::InvalidArgument {
+            field: "auto_run_controls".into(),
+            message: "must be set: send the complete controls (they replace the current ones)".into(),
+        })?;
+        let controls = controls_from_pb(controls)?;
+        let stored = self.service.update_admin(&p, &r.team_id, controls, r.expected_revision).await?;
+        Ok(Response::new(admin_to_pb(&r.team_id, &stored)))
+    }
+
+    async fn list_audit_events(
+        &self,
+        req: Request<pb::ListAuditEventsRequest>,
+    ) -> Result<Response<pb::ListAuditEventsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let non_empty = |s: String| (!s.is_empty()).then_some(s);
+        let filter = AuditFilter {
+            team_id: non_empty(r.team_id),
+            after_id: r.after_id,
+            limit: r.limit,
+            kind: non_empty(r.kind),
+            actor: non_empty(r.actor),
+        };
+        let events = self.service.list_audit(&p, filter).await?;
+        let next_after_id = events.last().map_or(0, |e| e.id);
+        Ok(Response::new(pb::ListAuditEventsResponse {
+            events: events.into_iter().map(audit_to_pb).collect(),
+            next_after_id,
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl UserSettingsService for Api {
+    async fn get_user_settings(
+        &self,
+        req: Request<pb::GetUserSettingsRequest>,
+    ) -> Result<Response<pb::UserSettings>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let user = self.service.get_user(&p, &r.team_id, &r.user_id).await?;
+        Ok(Response::new(user_to_pb(&r.team_id, &r.user_id, &user.stored)))
+    }
+
+    async fn update_user_settings(
+        &self,
+        req: Request<pb::UpdateUserSettingsRequest>,
+    ) -> Result<Response<pb::UserSettings>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let settings = r.settings.ok_or_else(|| ServiceError::InvalidArgument {
+            field: "settings".into(),
+            message: "must be set: send the complete settings (they replace the current ones)".into(),
+        })?;
+        let (team, user) = (settings.team_id.clone(), settings.user_id.clone());
+        let stored = self.service.update_user(&p, &team, &user, user_from_pb(settings), r.expected_revision).await?;
+        Ok(Response::new(user_to_pb(&team, &user, &stored)))
+    }
+
+    async fn add_to_allowlist(
+        &self,
+        req: Request<pb::AddToAllowlistRequest>,
+    ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let change = self.service.add_to_allowlist(&p, &r.team_id, &r.user_id, &r.server, &r.tool).await?;
+        Ok(Response::new(pb::AllowlistChangeResponse {
+            settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
+            changed: change.changed,
+            detail: change.detail,
+        }))
+    }
+
+    async fn remove_from_allowlist(
+        &self,
+        req: Request<pb::RemoveFromAllowlistRequest>,
+    ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let change = self.service.remove_from_allowlist(&p, &r.team_id, &r.user_id, &r.entry).await?;
+        Ok(Response::new(pb::AllowlistChangeResponse {
+            settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
+            changed: change.changed,
+            detail: change.detail,
+        }))
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::PolicyEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl PolicyService for Api {
+    async fn evaluate(&self, req: Request<pb::EvaluateRequest>) -> Result<Response<pb::Decision>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let call = call_from_pb("call", r.call)?;
+        let (mut decisions, revision) =
+            self.service.evaluate(&p, &r.team_id, &r.user_id, std::slice::from_ref(&call)).await?;
+        let decision = decisions.pop().ok_or_else(|| ServiceError::Internal("no decision".into()))?;
+        Ok(Response::new(decision_to_pb(decision, revision, r.explain)))
+    }
+
+    async fn evaluate_batch(
+        &self,
+        req: Request<pb::EvaluateBatchRequest>,
+    ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let calls = r
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| call_from_pb(&format!("calls[{i}]"), Some(c)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (decisions, revision) = self.service.evaluate(&p, &r.team_id, &r.user_id, &calls).await?;
+        Ok(Response::new(pb::EvaluateBatchResponse {
+            decisions: decisions.into_iter().map(|d| decision_to_pb(d, revision, r.explain)).collect(),
+            revision,
+        }))
+    }
+
+    async fn filter_tools(
+        &self,
+        req: Request<pb::FilterToolsRequest>,
+    ) -> Result<Response<pb::FilterToolsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let (filtered, revision) =
+            self.service.filter_tools(&p, &r.team_id, &r.user_id, &r.server, &r.tools_json).await?;
+        Ok(Response::new(pb::FilterToolsResponse {
+            tools_json: filtered.tools.to_string(),
+            removed: filtered.removed,
+            malformed_skipped: u32::try_from(filtered.malformed_skipped).unwrap_or(u32::MAX),
+            revision,
+        }))
+    }
+
+    async fn get_effective_policy(
+        &self,
+        req: Request<pb::GetEffectivePolicyRequest>,
+    ) -> Result<Response<pb::EffectivePolicy>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let eff = self.service.effective(&p, &r.team_id, &r.user_id).await?;
+        Ok(Response::new(effective_to_pb(&r.team_id, &r.user_id, &eff)))
+    }
+
+    type WatchPolicyStream = EventStream;
+
+    async fn watch_policy(
+        &self,
+        req: Request<pb::WatchPolicyRequest>,
+    ) -> Result<Response<Self::WatchPolicyStream>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let events = self.service.watch(&p, &r.team_id, &r.user_id, r.after_revision).await?;
+        let (team, user) = (r.team_id, r.user_id);
+        let stream = events.map(move |e| e.map(|e| watch_event_to_pb(&team, &user, e)).map_err(Status::from));
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+#[tonic::async_trait]
+impl ServerInfoService for Api {
+    async fn get_server_config(
+        &self,
+        req: Request<pb::GetServerConfigRequest>,
+    ) -> Result<Response<pb::ServerConfig>, Status> {
+        let p = principal(&req)?;
+        let team = p.team.clone().unwrap_or_default();
+        if !team.is_empty() {
+            check_id("team_id", &team)?;
+        }
+        authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
+        Ok(Response::new(pb::ServerConfig {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            config_json: self.config_json.as_str().to_owned(),
+        }))
+    }
+}

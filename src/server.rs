@@ -1,0 +1,187 @@
+//! Builds the application from a configuration and serves it: `run(listener, app, shutdown)`
+//! is what `main` and the integration tests both call.
+
+use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
+use crate::config::Config;
+use crate::grpc::{
+    AdminServiceServer, Api, PolicyServiceServer, ServerInfoServiceServer,
+    UserSettingsServiceServer, auth_interceptor,
+};
+use crate::hub::Hub;
+use crate::service::Service;
+use crate::store::{SqliteStore, Store, StoreError};
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+use tonic::service::interceptor::InterceptedService;
+use tonic_health::ServingStatus;
+use tracing::{info, warn};
+
+/// The file in the data directory that holds the bootstrap operator token.
+pub const BOOTSTRAP_TOKEN_FILE: &str = "bootstrap-token";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot open store: {0}")]
+    Store(#[from] StoreError),
+    #[error("bootstrap token file {path}: {source}")]
+    Bootstrap { path: PathBuf, source: std::io::Error },
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("transport: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Everything `run` serves, built from a configuration.
+#[derive(Debug)]
+pub struct App {
+    pub service: Arc<Service>,
+    pub auth: Arc<Authenticator>,
+    pub config: Config,
+    /// Where the bootstrap operator token was written, when one was needed.
+    pub bootstrap_token_path: Option<PathBuf>,
+    shutdown: CancellationToken,
+}
+
+impl App {
+    /// Opens the store and prepares authentication. With no tokens and no anonymous
+    /// access configured, an operator token is written to `<data_dir>/bootstrap-token`.
+    pub async fn build(config: Config) -> Result<Self, ServerError> {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|source| ServerError::DataDir { path: config.data_dir.clone(), source })?;
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open(&config.sqlite_path(), config.watch.history_per_team).await?);
+        let hub = Arc::new(Hub::new(store, config.watch.queue_size));
+        let shutdown = CancellationToken::new();
+        let service = Arc::new(Service::new(
+            hub,
+            config.limits.clone(),
+            Duration::from_secs(config.watch.heartbeat_secs),
+            shutdown.clone(),
+        ));
+        let mut tokens = config.token_principals();
+        let mut bootstrap_token_path = None;
+        if tokens.is_empty() && config.auth.anonymous.is_none() {
+            let path = config.data_dir.join(BOOTSTRAP_TOKEN_FILE);
+            let token = bootstrap_token(&path)?;
+            info!(path = %path.display(), "no tokens configured: the bootstrap operator token is in this file");
+            tokens.push((
+                token_digest(&token),
+                Principal { name: "bootstrap-operator".into(), role: Role::Operator, team: None, user: None },
+            ));
+            bootstrap_token_path = Some(path);
+        }
+        let auth = Arc::new(Authenticator::new(tokens, config.anonymous_principal()));
+        Ok(Self { service, auth, config, bootstrap_token_path, shutdown })
+    }
+}
+
+/// Reads the bootstrap token, or creates it readable by the owner only.
+fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
+    let err = |source| ServerError::Bootstrap { path: path.to_owned(), source };
+    match std::fs::read_to_string(path) {
+        Ok(token) if !token.trim().is_empty() => return Ok(token.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err(e)),
+    }
+    let token = generate_token();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(err)?;
+    writeln!(file, "{token}").map_err(err)?;
+    file.sync_all().map_err(err)?;
+    Ok(token)
+}
+
+/// Serves the app on `listener` until `shutdown` completes, then marks health
+/// NOT_SERVING, ends watch streams with UNAVAILABLE and drains in-flight calls for
+/// at most `shutdown_grace_secs`.
+pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
+    let App { service, auth, config, shutdown: stop_streams, .. } = app;
+    let limit = config.limits.max_request_bytes;
+    let api = Api::new(service, config.public_json().to_string());
+    let intercept = auth_interceptor(auth);
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in SERVICE_NAMES {
+        health.set_service_status(name, ServingStatus::Serving).await;
+    }
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
+
+    let drain_started = Arc::new(tokio::sync::Notify::new());
+    let signal = {
+        let drain_started = drain_started.clone();
+        let health = health.clone();
+        async move {
+            shutdown.await;
+            info!("shutting down: draining calls");
+            for name in SERVICE_NAMES {
+                health.set_service_status(name, ServingStatus::NotServing).await;
+            }
+            stop_streams.cancel();
+            drain_started.notify_one();
+        }
+    };
+
+    let local = listener.local_addr().ok();
+    info!(addr = ?local, "serving");
+    let serve = tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(InterceptedService::new(
+            AdminServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            UserSettingsServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            PolicyServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
+            intercept,
+        ))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
+    tokio::pin!(serve);
+    tokio::select! {
+        result = &mut serve => result?,
+        () = drain_started.notified() => {
+            let grace = Duration::from_secs(config.shutdown_grace_secs);
+            match tokio::time::timeout(grace, serve).await {
+                Ok(result) => result?,
+                Err(_) => warn!(grace_secs = config.shutdown_grace_secs, "drain deadline passed: closing open calls"),
+            }
+        }
+    }
+    info!("stopped");
+    Ok(())
+}
+
+/// The services health reports on; "" is the server as a whole.
+const SERVICE_NAMES: [&str; 5] = [
+    "",
+    "toolgate.v1.AdminService",
+    "toolgate.v1.UserSettingsService",
+    "toolgate.v1.PolicyService",
+    "toolgate.v1.ServerInfoService",
+];
