@@ -1,0 +1,155 @@
+//! Test helper: starts the real server on 127.0.0.1:0 with a token per role, and
+//! builds authenticated clients.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Duration;
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+use toolgate::auth::{Role, hash_token};
+use toolgate::config::{Config, TokenConfig};
+use toolgate::proto::v1 as pb;
+use toolgate::server::{App, run};
+
+pub use pb::admin_service_client::AdminServiceClient;
+pub use pb::policy_service_client::PolicyServiceClient;
+pub use pb::server_info_service_client::ServerInfoServiceClient;
+pub use pb::user_settings_service_client::UserSettingsServiceClient;
+
+/// The team most tests use, and a second one for isolation checks.
+pub const TEAM: &str = "acme";
+pub const OTHER_TEAM: &str = "globex";
+
+/// Principals configured on every test server: (token, role, team, user).
+pub const PRINCIPALS: &[(&str, Role, Option<&str>, Option<&str>)] = &[
+    ("operator-token", Role::Operator, None, None),
+    ("admin-token", Role::Admin, Some(TEAM), None),
+    ("alice-token", Role::Member, Some(TEAM), Some("alice")),
+    ("bob-token", Role::Member, Some(TEAM), Some("bob")),
+    ("service-token", Role::Service, Some(TEAM), None),
+    ("other-admin-token", Role::Admin, Some(OTHER_TEAM), None),
+];
+
+pub fn test_config(data_dir: &Path) -> Config {
+    let mut config = Config::default();
+    config.listen = "127.0.0.1:0".into();
+    config.data_dir = data_dir.to_owned();
+    config.shutdown_grace_secs = 5;
+    config.auth.tokens = PRINCIPALS
+        .iter()
+        .map(|(token, role, team, user)| TokenConfig {
+            name: token.trim_end_matches("-token").to_owned(),
+            sha256: hash_token(token),
+            role: *role,
+            team: team.map(Into::into),
+            user: user.map(Into::into),
+        })
+        .collect();
+    config
+}
+
+/// A running server; dropping it without `stop` aborts it.
+pub struct TestServer {
+    pub addr: std::net::SocketAddr,
+    pub channel: Channel,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Starts a server with `config`.
+    pub async fn start(config: Config) -> Self {
+        let app = App::build(config).await.expect("build app");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            run(listener, app, async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("server run");
+        });
+        // connect() retries nothing: the listener is already bound, so it succeeds at once
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect_timeout(Duration::from_secs(5))
+            .connect()
+            .await
+            .expect("connect");
+        Self { addr, channel, stop: Some(stop), task: Some(task) }
+    }
+
+    /// Stops gracefully and waits until the server has finished.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("server task");
+        }
+    }
+
+    pub fn admin(&self, token: &str) -> AdminServiceClient<InterceptedService<Channel, Auth>> {
+        AdminServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
+    pub fn users(&self, token: &str) -> UserSettingsServiceClient<InterceptedService<Channel, Auth>> {
+        UserSettingsServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
+    pub fn policy(&self, token: &str) -> PolicyServiceClient<InterceptedService<Channel, Auth>> {
+        PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
+    pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {
+        ServerInfoServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Adds `authorization: Bearer <token>` (nothing for an empty token).
+#[derive(Clone)]
+pub struct Auth(Option<MetadataValue<tonic::metadata::Ascii>>);
+
+impl Auth {
+    pub fn new(token: &str) -> Self {
+        Self((!token.is_empty()).then(|| format!("Bearer {token}").parse().unwrap()))
+    }
+}
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// A server on a fresh data directory (kept alive by the returned TempDir).
+pub async fn start() -> (TestServer, TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(test_config(dir.path())).await;
+    (server, dir)
+}
+
+pub fn mcp(server: &str, tool: &str) -> pb::ToolCall {
+    pb::ToolCall { kind: Some(pb::tool_call::Kind::Mcp(pb::McpCall { server: server.into(), tool: tool.into() })) }
+}
+
+pub fn user_settings(team: &str, user: &str) -> pb::UserSettings {
+    pb::UserSettings { team_id: team.into(), user_id: user.into(), ..Default::default() }
+}
