@@ -49,7 +49,8 @@ impl Default for Config {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
-    /// `sqlite://PATH`; unset means `<data_dir>/toolgate.db`.
+    /// `postgres://…` for replicas sharing PostgreSQL, `sqlite://PATH`, or unset for
+    /// `<data_dir>/toolgate.db`.
     pub url: Option<String>,
 }
 
@@ -258,10 +259,10 @@ impl Config {
             problems.push("data_dir: must not be empty: give a directory for the embedded store".into());
         }
         if let Some(url) = &self.store.url
-            && !url.starts_with("sqlite://")
+            && !["sqlite://", "postgres://", "postgresql://"].iter().any(|p| url.starts_with(p))
         {
             problems.push(format!(
-                "store.url: {url:?} is not supported: use sqlite://PATH (or leave it unset for <data_dir>/toolgate.db)"
+                "store.url: {url:?} is not supported: use postgres://USER@HOST/DB, sqlite://PATH, or leave it unset for <data_dir>/toolgate.db"
             ));
         }
         let mut names = std::collections::HashSet::new();
@@ -313,6 +314,11 @@ impl Config {
             problems.push(format!("log.level: {:?} is not a tracing filter: use e.g. info or toolgate=debug", self.log.level));
         }
         if problems.is_empty() { Ok(()) } else { Err(ConfigError { problems }) }
+    }
+
+    /// The PostgreSQL URL, when the store is PostgreSQL.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.store.url.as_deref().filter(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"))
     }
 
     /// The SQLite file the embedded store uses.

@@ -11,7 +11,8 @@
 //! resyncs from a snapshot.
 
 use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, PolicyError, UserSettings};
-use crate::store::{Change, ChangeDoc, History, Store, StoreError, Versioned};
+use crate::store::{Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned};
+use futures::StreamExt;
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -188,6 +189,24 @@ impl Hub {
                     if !full {
                         return Ok(());
                     }
+                }
+            }
+        }
+    }
+
+    /// Follows another process's commits until the notice stream ends: each notice
+    /// triggers a catch-up of the team (or of every cached team after a reconnect).
+    pub async fn follow(self: Arc<Self>, mut notices: NoticeStream) {
+        while let Some(notice) = notices.next().await {
+            let teams: Vec<String> = match notice {
+                // a team nobody has read yet loads fresh on first use
+                Notice::Team(team) if self.teams.contains_key(&team) => vec![team],
+                Notice::Team(_) => continue,
+                Notice::Reconnected => self.teams.iter().map(|t| t.key().clone()).collect(),
+            };
+            for team in teams {
+                if let Err(e) = self.catch_up(&team).await {
+                    tracing::warn!(team = %team, error = %e, "catch-up after notice failed");
                 }
             }
         }

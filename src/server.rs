@@ -9,7 +9,7 @@ use crate::grpc::{
 };
 use crate::hub::Hub;
 use crate::service::Service;
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -56,9 +56,16 @@ impl App {
     pub async fn build(config: Config) -> Result<Self, ServerError> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|source| ServerError::DataDir { path: config.data_dir.clone(), source })?;
-        let store: Arc<dyn Store> =
-            Arc::new(SqliteStore::open(&config.sqlite_path(), config.watch.history_per_team).await?);
+        let history = config.watch.history_per_team;
+        let store: Arc<dyn Store> = match config.postgres_url() {
+            Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
+            None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
+        };
+        let notices = store.notices().await?;
         let hub = Arc::new(Hub::new(store, config.watch.queue_size));
+        if let Some(notices) = notices {
+            tokio::spawn(hub.clone().follow(notices));
+        }
         let shutdown = CancellationToken::new();
         let service = Arc::new(Service::new(
             hub,

@@ -635,3 +635,29 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
         Err(status) => status.code(),
     }
 }
+
+/// Reflection v1 (grpcurl's default) lists every service; v1alpha is covered by the
+/// Python client in `third_party.rs`.
+#[tokio::test]
+async fn reflection_v1_lists_services() {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let (server, _dir) = start().await;
+    let mut client = ServerReflectionClient::new(server.channel.clone());
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
+        panic!("unexpected reflection response {response:?}");
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    for want in ["toolgate.v1.PolicyService", "toolgate.v1.AdminService", "grpc.health.v1.Health"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    }
+    server.stop().await;
+}

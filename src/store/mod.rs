@@ -7,8 +7,10 @@
 //! document, the team revision, the change record and the audit record of one write
 //! commit in one transaction.
 
+mod postgres;
 mod sqlite;
 
+pub use postgres::{NOTIFY_CHANNEL, PostgresStore};
 pub use sqlite::SqliteStore;
 
 use crate::policy::{AdminControls, UserSettings};
@@ -111,6 +113,17 @@ pub struct AuditFilter {
 pub const AUDIT_ADMIN_UPDATED: &str = "admin_settings_updated";
 pub const AUDIT_USER_UPDATED: &str = "user_settings_updated";
 
+/// What a store says when another process committed something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// The team has new commits.
+    Team(String),
+    /// Notices may have been missed: everything must be re-read.
+    Reconnected,
+}
+
+pub type NoticeStream = std::pin::Pin<Box<dyn futures::Stream<Item = Notice> + Send>>;
+
 /// The storage backend.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -147,6 +160,12 @@ pub trait Store: Send + Sync + 'static {
     async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError>;
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError>;
+
+    /// Commits made by other processes, for backends shared between replicas;
+    /// `None` for a backend only this process writes.
+    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
+        Ok(None)
+    }
 }
 
 pub fn now_ms() -> i64 {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod pg;
+
 use std::path::Path;
 use std::time::Duration;
 use tempfile::TempDir;
