@@ -146,8 +146,9 @@ pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output =
         }
     };
 
-    let local = listener.local_addr().ok();
-    info!(addr = ?local, "serving");
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "serving");
+    }
     let serve = tonic::transport::Server::builder()
         .add_service(health_service)
         .add_service(reflection_v1)
