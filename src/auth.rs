@@ -92,19 +92,23 @@ impl Authenticator {
     /// `header` is the raw `authorization` metadata value, if any.
     pub fn authenticate(&self, header: Option<&str>) -> Result<Arc<Principal>, AuthError> {
         let Some(header) = header else {
-            return self
-                .anonymous
-                .clone()
-                .ok_or(AuthError::Unauthenticated("missing authorization: send `authorization: Bearer <token>`"));
+            return self.anonymous.clone().ok_or(AuthError::Unauthenticated(
+                "missing authorization: send `authorization: Bearer <token>`",
+            ));
         };
         let token = header
             .strip_prefix("Bearer ")
             .or_else(|| header.strip_prefix("bearer "))
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .ok_or(AuthError::Unauthenticated("malformed authorization: expected `Bearer <token>`"))?;
+            .ok_or(AuthError::Unauthenticated(
+                "malformed authorization: expected `Bearer <token>`",
+            ))?;
         // only the digest is compared, so the lookup time says nothing about the token
-        self.by_hash.get(&token_digest(token)).cloned().ok_or(AuthError::Unauthenticated("unknown token"))
+        self.by_hash
+            .get(&token_digest(token))
+            .cloned()
+            .ok_or(AuthError::Unauthenticated("unknown token"))
     }
 }
 
@@ -158,7 +162,12 @@ mod tests {
     use super::*;
 
     fn p(role: Role, team: Option<&str>, user: Option<&str>) -> Principal {
-        Principal { name: "p".into(), role, team: team.map(Into::into), user: user.map(Into::into) }
+        Principal {
+            name: "p".into(),
+            role,
+            team: team.map(Into::into),
+            user: user.map(Into::into),
+        }
     }
 
     #[test]
@@ -187,7 +196,11 @@ mod tests {
             (&operator, "any", Action::WriteTeam, true),
         ];
         for (principal, team, action, want) in table {
-            assert_eq!(authorize(principal, team, *action).is_ok(), *want, "{principal:?} {team} {action:?}");
+            assert_eq!(
+                authorize(principal, team, *action).is_ok(),
+                *want,
+                "{principal:?} {team} {action:?}"
+            );
         }
     }
 

@@ -101,7 +101,11 @@ pub struct WatchConfig {
 
 impl Default for WatchConfig {
     fn default() -> Self {
-        Self { heartbeat_secs: 15, queue_size: 1024, history_per_team: 10_000 }
+        Self {
+            heartbeat_secs: 15,
+            queue_size: 1024,
+            history_per_team: 10_000,
+        }
     }
 }
 
@@ -144,7 +148,10 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self { level: "info".into(), format: LogFormat::Text }
+        Self {
+            level: "info".into(),
+            format: LogFormat::Text,
+        }
     }
 }
 
@@ -175,7 +182,9 @@ impl Provider for EnvMap {
     fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
         let mut dict = Dict::new();
         for (key, value) in &self.0 {
-            let Some(rest) = key.strip_prefix(ENV_PREFIX) else { continue };
+            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
             // TOOLGATE_CONFIG names the file; it is not a setting
             if rest.is_empty() || rest == "CONFIG" {
                 continue;
@@ -217,13 +226,21 @@ impl Config {
     where
         I: IntoIterator<Item = (String, String)>,
     {
-        let env: BTreeMap<String, String> = env.into_iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).collect();
-        let file = file.map(Path::to_path_buf).or_else(|| env.get("TOOLGATE_CONFIG").map(PathBuf::from));
+        let env: BTreeMap<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .collect();
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| env.get("TOOLGATE_CONFIG").map(PathBuf::from));
         let mut figment = Figment::from(Serialized::defaults(Config::default()));
         if let Some(file) = &file {
             if !file.is_file() {
                 return Err(ConfigError {
-                    problems: vec![format!("config file {} does not exist: fix the path or drop --config", file.display())],
+                    problems: vec![format!(
+                        "config file {} does not exist: fix the path or drop --config",
+                        file.display()
+                    )],
                 });
             }
             figment = match file.extension().and_then(|e| e.to_str()) {
@@ -235,7 +252,9 @@ impl Config {
             .merge(EnvMap(env))
             .merge(Serialized::defaults(cli))
             .extract()
-            .map_err(|e| ConfigError { problems: e.into_iter().map(|e| e.to_string()).collect() })?;
+            .map_err(|e| ConfigError {
+                problems: e.into_iter().map(|e| e.to_string()).collect(),
+            })?;
         config.validate()?;
         Ok(config)
     }
@@ -256,10 +275,14 @@ impl Config {
             ));
         }
         if self.data_dir.as_os_str().is_empty() {
-            problems.push("data_dir: must not be empty: give a directory for the embedded store".into());
+            problems.push(
+                "data_dir: must not be empty: give a directory for the embedded store".into(),
+            );
         }
         if let Some(url) = &self.store.url
-            && !["sqlite://", "postgres://", "postgresql://"].iter().any(|p| url.starts_with(p))
+            && !["sqlite://", "postgres://", "postgresql://"]
+                .iter()
+                .any(|p| url.starts_with(p))
         {
             problems.push(format!(
                 "store.url: {url:?} is not supported: use postgres://USER@HOST/DB, sqlite://PATH, or leave it unset for <data_dir>/toolgate.db"
@@ -269,9 +292,13 @@ impl Config {
         for (i, t) in self.auth.tokens.iter().enumerate() {
             let at = format!("auth.tokens[{i}] ({:?})", t.name);
             if t.name.trim().is_empty() {
-                problems.push(format!("auth.tokens[{i}].name: must not be empty: name the token's holder"));
+                problems.push(format!(
+                    "auth.tokens[{i}].name: must not be empty: name the token's holder"
+                ));
             } else if !names.insert(t.name.clone()) {
-                problems.push(format!("{at}.name: duplicate name: give each token its own name"));
+                problems.push(format!(
+                    "{at}.name: duplicate name: give each token its own name"
+                ));
             }
             if parse_sha256(&t.sha256).is_none() {
                 problems.push(format!(
@@ -281,7 +308,12 @@ impl Config {
             check_scope(&mut problems, &at, t.role, t.team.as_deref());
         }
         if let Some(anon) = &self.auth.anonymous {
-            check_scope(&mut problems, "auth.anonymous", anon.role, anon.team.as_deref());
+            check_scope(
+                &mut problems,
+                "auth.anonymous",
+                anon.role,
+                anon.team.as_deref(),
+            );
             if matches!(&listen, Ok(addr) if !addr.ip().is_loopback()) {
                 problems.push(format!(
                     "auth.anonymous: anonymous access is only allowed on a loopback listen address, not {}: remove auth.anonymous or listen on 127.0.0.1",
@@ -304,26 +336,43 @@ impl Config {
         if self.limits.max_batch_calls == 0 {
             problems.push("limits.max_batch_calls: must be at least 1".into());
         }
-        if self.limits.max_list_entries == 0 || self.limits.max_list_entries > crate::policy::MAX_LIST_ENTRIES {
+        if self.limits.max_list_entries == 0
+            || self.limits.max_list_entries > crate::policy::MAX_LIST_ENTRIES
+        {
             problems.push(format!(
                 "limits.max_list_entries: must be between 1 and {}",
                 crate::policy::MAX_LIST_ENTRIES
             ));
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
-            problems.push(format!("log.level: {:?} is not a tracing filter: use e.g. info or toolgate=debug", self.log.level));
+            problems.push(format!(
+                "log.level: {:?} is not a tracing filter: use e.g. info or toolgate=debug",
+                self.log.level
+            ));
         }
-        if problems.is_empty() { Ok(()) } else { Err(ConfigError { problems }) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems })
+        }
     }
 
     /// The PostgreSQL URL, when the store is PostgreSQL.
     pub fn postgres_url(&self) -> Option<&str> {
-        self.store.url.as_deref().filter(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"))
+        self.store
+            .url
+            .as_deref()
+            .filter(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"))
     }
 
     /// The SQLite file the embedded store uses.
     pub fn sqlite_path(&self) -> PathBuf {
-        match self.store.url.as_deref().and_then(|u| u.strip_prefix("sqlite://")) {
+        match self
+            .store
+            .url
+            .as_deref()
+            .and_then(|u| u.strip_prefix("sqlite://"))
+        {
             Some(path) => PathBuf::from(path),
             None => self.data_dir.join("toolgate.db"),
         }
@@ -361,7 +410,13 @@ impl Config {
     /// The configuration without secrets, for `GetServerConfig`.
     pub fn public_json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).unwrap_or_default();
-        if let Some(tokens) = value.pointer_mut("/auth/tokens").and_then(|t| t.as_array_mut()) {
+        if let Some(url) = self.store.url.as_deref() {
+            value["store"]["url"] = serde_json::Value::String(redact_password(url));
+        }
+        if let Some(tokens) = value
+            .pointer_mut("/auth/tokens")
+            .and_then(|t| t.as_array_mut())
+        {
             for t in tokens {
                 if let Some(obj) = t.as_object_mut() {
                     obj.remove("sha256");
@@ -372,12 +427,32 @@ impl Config {
     }
 }
 
+/// `scheme://user:secret@host/…` → `scheme://user:***@host/…`.
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((credentials, host)) = rest.split_once('@') else {
+        return url.to_owned();
+    };
+    match credentials.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
 fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&str>) {
     match (role, team) {
-        (Role::Operator, Some(_)) => problems.push(format!("{at}.team: an operator spans all teams: remove team")),
+        (Role::Operator, Some(_)) => problems.push(format!(
+            "{at}.team: an operator spans all teams: remove team"
+        )),
         (Role::Operator, None) => {}
-        (_, None) => problems.push(format!("{at}.team: required for role {role:?}: name the team")),
-        (_, Some(t)) if t.trim().is_empty() => problems.push(format!("{at}.team: must not be empty")),
+        (_, None) => problems.push(format!(
+            "{at}.team: required for role {role:?}: name the team"
+        )),
+        (_, Some(t)) if t.trim().is_empty() => {
+            problems.push(format!("{at}.team: must not be empty"))
+        }
         _ => {}
     }
 }
@@ -392,7 +467,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     #[test]
@@ -403,7 +481,10 @@ mod tests {
 
     #[test]
     fn env_overrides_nested_keys_and_cli_overrides_env() {
-        let cli = CliOverrides { listen: Some("127.0.0.1:9999".into()), data_dir: None };
+        let cli = CliOverrides {
+            listen: Some("127.0.0.1:9999".into()),
+            data_dir: None,
+        };
         let c = Config::load(
             None,
             env(&[
@@ -422,7 +503,12 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_rejected() {
-        let err = Config::load(None, env(&[("TOOLGATE_LISTN", "x")]), &CliOverrides::default()).unwrap_err();
+        let err = Config::load(
+            None,
+            env(&[("TOOLGATE_LISTN", "x")]),
+            &CliOverrides::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("listn"), "{err}");
     }
 
@@ -445,7 +531,12 @@ role = "admin"
         .unwrap();
         let err = Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap_err();
         let text = err.to_string();
-        for needle in ["auth.tokens[0] (\"a\").sha256", "auth.tokens[0] (\"a\").team", "auth.anonymous.team", "loopback"] {
+        for needle in [
+            "auth.tokens[0] (\"a\").sha256",
+            "auth.tokens[0] (\"a\").team",
+            "auth.anonymous.team",
+            "loopback",
+        ] {
             assert!(text.contains(needle), "missing {needle} in {text}");
         }
         assert_eq!(err.problems.len(), 4, "{text}");
@@ -461,8 +552,11 @@ role = "admin"
             team: None,
             user: None,
         });
+        c.store.url = Some("postgres://tg:hunter2@db/toolgate".into());
         let json = c.public_json().to_string();
         assert!(!json.contains(&"00".repeat(32)));
+        assert!(!json.contains("hunter2"));
+        assert!(json.contains("postgres://tg:***@db/toolgate"));
         assert!(json.contains("\"name\":\"a\""));
     }
 }

@@ -11,9 +11,11 @@
 //! resyncs from a snapshot.
 
 use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, PolicyError, UserSettings};
-use crate::store::{Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned};
-use futures::StreamExt;
+use crate::store::{
+    Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned,
+};
 use dashmap::DashMap;
+use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use tokio::sync::{Mutex, broadcast};
@@ -28,7 +30,11 @@ pub enum HubError {
     Store(#[from] StoreError),
     /// A stored document that no longer compiles: stored before a validation rule existed.
     #[error("stored {what} of team {team_id} does not compile: {source}")]
-    Compile { team_id: String, what: &'static str, source: PolicyError },
+    Compile {
+        team_id: String,
+        what: &'static str,
+        source: PolicyError,
+    },
 }
 
 /// A compiled document with the stored record it came from.
@@ -78,7 +84,9 @@ pub struct Hub {
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hub").field("teams", &self.teams.len()).finish_non_exhaustive()
+        f.debug_struct("Hub")
+            .field("teams", &self.teams.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -104,7 +112,11 @@ impl Hub {
     /// `queue_size` bounds each team's broadcast ring: how far a subscriber may fall
     /// behind before it must resync.
     pub fn new(store: Arc<dyn Store>, queue_size: usize) -> Self {
-        Self { store, teams: DashMap::new(), queue_size: queue_size.max(1) }
+        Self {
+            store,
+            teams: DashMap::new(),
+            queue_size: queue_size.max(1),
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -139,29 +151,47 @@ impl Hub {
     /// The team's admin settings, from the cache.
     pub async fn admin(&self, team_id: &str) -> Result<Arc<CachedAdmin>, HubError> {
         let team = self.team(team_id).await?;
-        Ok(team.admin.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone())
+        Ok(team
+            .admin
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone())
     }
 
     /// The user's effective policy, from the cache (loading on a miss).
     pub async fn effective(&self, team_id: &str, user_id: &str) -> Result<Effective, HubError> {
         let team = self.team(team_id).await?;
         let revision = team.published.load(Ordering::Acquire);
-        let admin = team.admin.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let admin = team
+            .admin
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let user = match team.users.get(user_id) {
             Some(user) => user.clone(),
             None => {
-                let loaded = Arc::new(compile_user(team_id, self.store.get_user(team_id, user_id).await?)?);
+                let loaded = Arc::new(compile_user(
+                    team_id,
+                    self.store.get_user(team_id, user_id).await?,
+                )?);
                 // a change applied while we loaded wins over what we read
                 let entry = team.users.entry(user_id.to_owned()).or_insert(loaded);
                 entry.clone()
             }
         };
-        Ok(Effective { revision, admin, user })
+        Ok(Effective {
+            revision,
+            admin,
+            user,
+        })
     }
 
     /// Subscribes to the team's changes. Subscribe before reading a snapshot or the
     /// history so that nothing committed in between is missed.
-    pub async fn subscribe(&self, team_id: &str) -> Result<broadcast::Receiver<HubEvent>, HubError> {
+    pub async fn subscribe(
+        &self,
+        team_id: &str,
+    ) -> Result<broadcast::Receiver<HubEvent>, HubError> {
         Ok(self.team(team_id).await?.tx.subscribe())
     }
 
@@ -172,7 +202,11 @@ impl Hub {
         let _guard = team.catch_up.lock().await;
         loop {
             let after = team.published.load(Ordering::Acquire);
-            match self.store.changes_after(team_id, after, CATCH_UP_BATCH).await? {
+            match self
+                .store
+                .changes_after(team_id, after, CATCH_UP_BATCH)
+                .await?
+            {
                 History::Truncated => {
                     self.reload(team_id, &team).await?;
                     let _ = team.tx.send(HubEvent::Resync);
@@ -224,7 +258,10 @@ impl Hub {
         match &change.doc {
             ChangeDoc::Admin { controls } => {
                 let cached = Arc::new(compile_admin(team_id, versioned(change, controls.clone()))?);
-                *team.admin.write().unwrap_or_else(std::sync::PoisonError::into_inner) = cached;
+                *team
+                    .admin
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = cached;
             }
             ChangeDoc::User { user_id, settings } => {
                 let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
@@ -238,7 +275,10 @@ impl Hub {
     async fn reload(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
         let revision = self.store.team_revision(team_id).await?;
         let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
-        *team.admin.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(admin);
+        *team
+            .admin
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(admin);
         team.users.clear();
         team.published.store(revision, Ordering::Release);
         Ok(())

@@ -5,7 +5,7 @@ pub mod config;
 pub mod grpc;
 pub mod hub;
 pub mod policy;
-pub mod store;
 pub mod proto;
 pub mod server;
 pub mod service;
+pub mod store;

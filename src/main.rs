@@ -8,7 +8,11 @@ use toolgate::config::{CliOverrides, Config, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Parser)]
-#[command(name = "toolgate", version, about = "A policy server for AI-agent tool calls")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "A policy server for AI-agent tool calls"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,15 +45,25 @@ struct ServeArgs {
 
 impl ServeArgs {
     fn load(&self) -> anyhow::Result<Config> {
-        let cli = CliOverrides { listen: self.listen.clone(), data_dir: self.data_dir.clone() };
-        Ok(Config::load(self.config.as_deref(), std::env::vars(), &cli)?)
+        let cli = CliOverrides {
+            listen: self.listen.clone(),
+            data_dir: self.data_dir.clone(),
+        };
+        Ok(Config::load(
+            self.config.as_deref(),
+            std::env::vars(),
+            &cli,
+        )?)
     }
 }
 
 fn init_logging(config: &Config) {
     let filter = EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     match config.log.format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -88,7 +102,9 @@ async fn main() -> anyhow::Result<()> {
             init_logging(&config);
             let addr = config.listen_addr();
             let app = toolgate::server::App::build(config).await?;
-            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
             toolgate::server::run(listener, app, shutdown_signal()).await?;
         }
         Command::CheckConfig(args) => {
@@ -104,12 +120,18 @@ async fn main() -> anyhow::Result<()> {
                     line.trim().to_owned()
                 }
             };
-            anyhow::ensure!(!token.is_empty(), "no token given: pass it as an argument or on stdin");
+            anyhow::ensure!(
+                !token.is_empty(),
+                "no token given: pass it as an argument or on stdin"
+            );
             println!("{}", toolgate::auth::hash_token(&token));
         }
         Command::NewToken => {
             let token = toolgate::auth::generate_token();
-            println!("token:  {token}\nsha256: {}", toolgate::auth::hash_token(&token));
+            println!(
+                "token:  {token}\nsha256: {}",
+                toolgate::auth::hash_token(&token)
+            );
         }
     }
     Ok(())

@@ -28,11 +28,17 @@ pub const BOOTSTRAP_TOKEN_FILE: &str = "bootstrap-token";
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("cannot create data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot open store: {0}")]
     Store(#[from] StoreError),
     #[error("bootstrap token file {path}: {source}")]
-    Bootstrap { path: PathBuf, source: std::io::Error },
+    Bootstrap {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport: {0}")]
@@ -54,8 +60,10 @@ impl App {
     /// Opens the store and prepares authentication. With no tokens and no anonymous
     /// access configured, an operator token is written to `<data_dir>/bootstrap-token`.
     pub async fn build(config: Config) -> Result<Self, ServerError> {
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|source| ServerError::DataDir { path: config.data_dir.clone(), source })?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
+            path: config.data_dir.clone(),
+            source,
+        })?;
         let history = config.watch.history_per_team;
         let store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
@@ -81,18 +89,32 @@ impl App {
             info!(path = %path.display(), "no tokens configured: the bootstrap operator token is in this file");
             tokens.push((
                 token_digest(&token),
-                Principal { name: "bootstrap-operator".into(), role: Role::Operator, team: None, user: None },
+                Principal {
+                    name: "bootstrap-operator".into(),
+                    role: Role::Operator,
+                    team: None,
+                    user: None,
+                },
             ));
             bootstrap_token_path = Some(path);
         }
         let auth = Arc::new(Authenticator::new(tokens, config.anonymous_principal()));
-        Ok(Self { service, auth, config, bootstrap_token_path, shutdown })
+        Ok(Self {
+            service,
+            auth,
+            config,
+            bootstrap_token_path,
+            shutdown,
+        })
     }
 }
 
 /// Reads the bootstrap token, or creates it readable by the owner only.
 fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
-    let err = |source| ServerError::Bootstrap { path: path.to_owned(), source };
+    let err = |source| ServerError::Bootstrap {
+        path: path.to_owned(),
+        source,
+    };
     match std::fs::read_to_string(path) {
         Ok(token) if !token.trim().is_empty() => return Ok(token.trim().to_owned()),
         Ok(_) => {}
@@ -113,15 +135,27 @@ fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
 /// Serves the app on `listener` until `shutdown` completes, then marks health
 /// NOT_SERVING, ends watch streams with UNAVAILABLE and drains in-flight calls for
 /// at most `shutdown_grace_secs`.
-pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
-    let App { service, auth, config, shutdown: stop_streams, .. } = app;
+pub async fn run(
+    listener: TcpListener,
+    app: App,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServerError> {
+    let App {
+        service,
+        auth,
+        config,
+        shutdown: stop_streams,
+        ..
+    } = app;
     let limit = config.limits.max_request_bytes;
     let api = Api::new(service, config.public_json().to_string());
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     for name in SERVICE_NAMES {
-        health.set_service_status(name, ServingStatus::Serving).await;
+        health
+            .set_service_status(name, ServingStatus::Serving)
+            .await;
     }
     let reflection = || {
         tonic_reflection::server::Builder::configure()
@@ -139,7 +173,9 @@ pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output =
             shutdown.await;
             info!("shutting down: draining calls");
             for name in SERVICE_NAMES {
-                health.set_service_status(name, ServingStatus::NotServing).await;
+                health
+                    .set_service_status(name, ServingStatus::NotServing)
+                    .await;
             }
             stop_streams.cancel();
             drain_started.notify_one();

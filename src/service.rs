@@ -37,7 +37,9 @@ pub enum ServiceError {
     Unauthenticated(&'static str),
     #[error("{0}")]
     PermissionDenied(String),
-    #[error("expected revision {expected} but the settings are at revision {actual}: read them again and retry")]
+    #[error(
+        "expected revision {expected} but the settings are at revision {actual}: read them again and retry"
+    )]
     Conflict { expected: u64, actual: u64 },
     #[error("{0}")]
     Unavailable(String),
@@ -75,7 +77,10 @@ impl From<HubError> for ServiceError {
 
 impl ServiceError {
     fn invalid(field: &str, message: impl Into<String>) -> Self {
-        Self::InvalidArgument { field: field.to_owned(), message: message.into() }
+        Self::InvalidArgument {
+            field: field.to_owned(),
+            message: message.into(),
+        }
     }
 
     /// Prefixes each problem's field with the message path it came from.
@@ -95,10 +100,21 @@ impl ServiceError {
 /// One event of a watch stream.
 #[derive(Debug, Clone)]
 pub enum WatchEvent {
-    Snapshot { effective: Effective, resync: bool },
-    Admin { revision: u64, admin: Versioned<AdminControls> },
-    User { revision: u64, user: Versioned<UserSettings> },
-    Heartbeat { revision: u64 },
+    Snapshot {
+        effective: Effective,
+        resync: bool,
+    },
+    Admin {
+        revision: u64,
+        admin: Versioned<AdminControls>,
+    },
+    User {
+        revision: u64,
+        user: Versioned<UserSettings>,
+    },
+    Heartbeat {
+        revision: u64,
+    },
 }
 
 /// The outcome of an allowlist edit.
@@ -125,27 +141,48 @@ pub fn check_id(field: &str, value: &str) -> Result<(), ServiceError> {
         return Err(ServiceError::invalid(field, "must not be empty"));
     }
     if value.chars().count() > MAX_ID_LEN {
-        return Err(ServiceError::invalid(field, format!("must be at most {MAX_ID_LEN} characters")));
+        return Err(ServiceError::invalid(
+            field,
+            format!("must be at most {MAX_ID_LEN} characters"),
+        ));
     }
     if value.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(field, "must not contain control characters"));
+        return Err(ServiceError::invalid(
+            field,
+            "must not contain control characters",
+        ));
     }
     Ok(())
 }
 
 impl Service {
     /// Starts the DENY audit writer; it stops when `shutdown` is cancelled and the queue drains.
-    pub fn new(hub: Arc<Hub>, limits: LimitsConfig, heartbeat: Duration, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        hub: Arc<Hub>,
+        limits: LimitsConfig,
+        heartbeat: Duration,
+        shutdown: CancellationToken,
+    ) -> Self {
         let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
         tokio::spawn(audit_writer(hub.clone(), audit_rx));
-        Self { hub, limits, heartbeat, audit_tx, shutdown }
+        Self {
+            hub,
+            limits,
+            heartbeat,
+            audit_tx,
+            shutdown,
+        }
     }
 
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
     }
 
-    fn check_lists(&self, prefix: &str, lists: &[(&str, &Vec<String>)]) -> Result<(), ServiceError> {
+    fn check_lists(
+        &self,
+        prefix: &str,
+        lists: &[(&str, &Vec<String>)],
+    ) -> Result<(), ServiceError> {
         let problems: Vec<EntryProblem> = lists
             .iter()
             .filter(|(_, l)| l.len() > self.limits.max_list_entries)
@@ -153,13 +190,24 @@ impl Service {
                 field: format!("{prefix}{name}"),
                 entry: format!("{} entries", l.len()),
                 rule: policy::Rule::TooMany,
-                hint: format!("at most {} entries are allowed: use wildcards or globs", self.limits.max_list_entries),
+                hint: format!(
+                    "at most {} entries are allowed: use wildcards or globs",
+                    self.limits.max_list_entries
+                ),
             })
             .collect();
-        if problems.is_empty() { Ok(()) } else { Err(ServiceError::InvalidEntries(problems)) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ServiceError::InvalidEntries(problems))
+        }
     }
 
-    pub async fn get_admin(&self, p: &Principal, team: &str) -> Result<Arc<CachedAdmin>, ServiceError> {
+    pub async fn get_admin(
+        &self,
+        p: &Principal,
+        team: &str,
+    ) -> Result<Arc<CachedAdmin>, ServiceError> {
         check_id("team_id", team)?;
         authorize(p, team, Action::ReadTeam)?;
         Ok(self.hub.admin(team).await?)
@@ -187,12 +235,20 @@ impl Service {
             ],
         )?;
         CompiledAdmin::compile(&controls).map_err(|e| ServiceError::entries(prefix, e))?;
-        let stored = self.hub.store().put_admin(team, &controls, expected, &p.name).await?;
+        let stored = self
+            .hub
+            .store()
+            .put_admin(team, &controls, expected, &p.name)
+            .await?;
         self.publish(team).await;
         Ok(stored)
     }
 
-    pub async fn list_audit(&self, p: &Principal, mut filter: AuditFilter) -> Result<Vec<AuditEvent>, ServiceError> {
+    pub async fn list_audit(
+        &self,
+        p: &Principal,
+        mut filter: AuditFilter,
+    ) -> Result<Vec<AuditEvent>, ServiceError> {
         match filter.team_id.as_deref() {
             Some(team) => {
                 check_id("team_id", team)?;
@@ -201,7 +257,10 @@ impl Service {
             None if p.role == crate::auth::Role::Operator => {}
             None => {
                 // a team principal lists its own team
-                let team = p.team.clone().ok_or_else(|| ServiceError::invalid("team_id", "must not be empty"))?;
+                let team = p
+                    .team
+                    .clone()
+                    .ok_or_else(|| ServiceError::invalid("team_id", "must not be empty"))?;
                 authorize(p, &team, Action::ReadAudit)?;
                 filter.team_id = Some(team);
             }
@@ -213,7 +272,12 @@ impl Service {
         Ok(self.hub.store().list_audit(&filter).await?)
     }
 
-    pub async fn get_user(&self, p: &Principal, team: &str, user: &str) -> Result<Arc<CachedUser>, ServiceError> {
+    pub async fn get_user(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+    ) -> Result<Arc<CachedUser>, ServiceError> {
         check_id("team_id", team)?;
         check_id("user_id", user)?;
         authorize(p, team, Action::ReadUser(user))?;
@@ -252,7 +316,11 @@ impl Service {
             ],
         )?;
         CompiledUser::compile(&settings).map_err(|e| ServiceError::entries(prefix, e))?;
-        let stored = self.hub.store().put_user(team, user, &settings, expected, &p.name).await?;
+        let stored = self
+            .hub
+            .store()
+            .put_user(team, user, &settings, expected, &p.name)
+            .await?;
         self.publish(team).await;
         Ok(stored)
     }
@@ -266,11 +334,17 @@ impl Service {
         server: &str,
         tool: &str,
     ) -> Result<AllowlistChange, ServiceError> {
-        self.edit_allowlist(p, team, user, |list| match policy::add_mcp_entry(list, server, tool) {
-            Err(e) => Err(ServiceError::entries("", e)),
-            Ok(AddOutcome::Added(list)) => Ok(Ok(list)),
-            Ok(AddOutcome::AlreadyPresent) => Ok(Err(format!("{server}:{tool} is already in the allowlist"))),
-            Ok(AddOutcome::CoveredBy(entry)) => Ok(Err(format!("{server}:{tool} is already covered by {entry}"))),
+        self.edit_allowlist(p, team, user, |list| {
+            match policy::add_mcp_entry(list, server, tool) {
+                Err(e) => Err(ServiceError::entries("", e)),
+                Ok(AddOutcome::Added(list)) => Ok(Ok(list)),
+                Ok(AddOutcome::AlreadyPresent) => {
+                    Ok(Err(format!("{server}:{tool} is already in the allowlist")))
+                }
+                Ok(AddOutcome::CoveredBy(entry)) => Ok(Err(format!(
+                    "{server}:{tool} is already covered by {entry}"
+                ))),
+            }
         })
         .await
     }
@@ -283,7 +357,8 @@ impl Service {
         entry: &str,
     ) -> Result<AllowlistChange, ServiceError> {
         self.edit_allowlist(p, team, user, |list| {
-            Ok(policy::remove_entry(list, entry).ok_or_else(|| format!("{entry} is not in the allowlist")))
+            Ok(policy::remove_entry(list, entry)
+                .ok_or_else(|| format!("{entry} is not in the allowlist")))
         })
         .await
     }
@@ -306,17 +381,34 @@ impl Service {
             let current = self.hub.store().get_user(team, user).await?;
             let list = match edit(&current.doc.mcp_allowed_tools)? {
                 Ok(list) => list,
-                Err(detail) => return Ok(AllowlistChange { settings: current, changed: false, detail }),
+                Err(detail) => {
+                    return Ok(AllowlistChange {
+                        settings: current,
+                        changed: false,
+                        detail,
+                    });
+                }
             };
             let mut settings = current.doc.clone();
             settings.mcp_allowed_tools = list;
-            match self.write_user(p, team, user, settings, Some(current.revision)).await {
-                Ok(settings) => return Ok(AllowlistChange { settings, changed: true, detail: String::new() }),
+            match self
+                .write_user(p, team, user, settings, Some(current.revision))
+                .await
+            {
+                Ok(settings) => {
+                    return Ok(AllowlistChange {
+                        settings,
+                        changed: true,
+                        detail: String::new(),
+                    });
+                }
                 Err(ServiceError::Conflict { .. }) => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(ServiceError::Unavailable("too many concurrent writes to these settings: retry".into()))
+        Err(ServiceError::Unavailable(
+            "too many concurrent writes to these settings: retry".into(),
+        ))
     }
 
     /// Brings the hub up to date after a commit. The commit is already durable, so a
@@ -327,7 +419,12 @@ impl Service {
         }
     }
 
-    pub async fn effective(&self, p: &Principal, team: &str, user: &str) -> Result<Effective, ServiceError> {
+    pub async fn effective(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+    ) -> Result<Effective, ServiceError> {
         check_id("team_id", team)?;
         check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
@@ -345,12 +442,18 @@ impl Service {
         if calls.len() > self.limits.max_batch_calls {
             return Err(ServiceError::invalid(
                 "calls",
-                format!("{} calls is more than the limit of {}: split the batch", calls.len(), self.limits.max_batch_calls),
+                format!(
+                    "{} calls is more than the limit of {}: split the batch",
+                    calls.len(),
+                    self.limits.max_batch_calls
+                ),
             ));
         }
         let eff = self.effective(p, team, user).await?;
-        let decisions: Vec<Decision> =
-            calls.iter().map(|c| policy::decide(&eff.admin.compiled, &eff.user.compiled, c)).collect();
+        let decisions: Vec<Decision> = calls
+            .iter()
+            .map(|c| policy::decide(&eff.admin.compiled, &eff.user.compiled, c))
+            .collect();
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {
                 self.audit_deny(p, team, user, eff.revision, &format!("{call:?}"), d);
@@ -359,7 +462,15 @@ impl Service {
         Ok((decisions, eff.revision))
     }
 
-    fn audit_deny(&self, p: &Principal, team: &str, user: &str, revision: u64, call: &str, d: &Decision) {
+    fn audit_deny(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        revision: u64,
+        call: &str,
+        d: &Decision,
+    ) {
         let event = NewAuditEvent {
             team_id: team.to_owned(),
             revision,
@@ -386,10 +497,15 @@ impl Service {
         tools_json: &str,
     ) -> Result<(FilteredTools, u64), ServiceError> {
         let eff = self.effective(p, team, user).await?;
-        let value: serde_json::Value = serde_json::from_str(tools_json)
-            .map_err(|e| ServiceError::invalid("tools_json", format!("is not JSON ({e}): pass the tools/list result")))?;
-        let filtered = policy::filter_tools(&eff.admin.compiled, &eff.user.compiled, server, &value)
-            .map_err(|e| ServiceError::entries("tools_json.", e))?;
+        let value: serde_json::Value = serde_json::from_str(tools_json).map_err(|e| {
+            ServiceError::invalid(
+                "tools_json",
+                format!("is not JSON ({e}): pass the tools/list result"),
+            )
+        })?;
+        let filtered =
+            policy::filter_tools(&eff.admin.compiled, &eff.user.compiled, server, &value)
+                .map_err(|e| ServiceError::entries("tools_json.", e))?;
         Ok((filtered, eff.revision))
     }
 
@@ -411,18 +527,32 @@ impl Service {
         let (team, user) = (team.to_owned(), user.to_owned());
         let mut first: Vec<WatchEvent> = Vec::new();
         let mut seen = match after {
-            Some(after) => match this.hub.store().changes_after(&team, after, u32::MAX).await? {
+            Some(after) => match this
+                .hub
+                .store()
+                .changes_after(&team, after, u32::MAX)
+                .await?
+            {
                 History::Truncated => {
                     let effective = this.hub.effective(&team, &user).await?;
                     let revision = effective.revision;
-                    first.push(WatchEvent::Snapshot { effective, resync: true });
+                    first.push(WatchEvent::Snapshot {
+                        effective,
+                        resync: true,
+                    });
                     revision
                 }
                 History::Changes(changes) => {
                     let mut seen = after;
                     for change in changes {
                         seen = change.revision;
-                        first.extend(relevant(&user, change.revision, &change.doc, change.at_ms, &change.actor));
+                        first.extend(relevant(
+                            &user,
+                            change.revision,
+                            &change.doc,
+                            change.at_ms,
+                            &change.actor,
+                        ));
                     }
                     seen.max(after)
                 }
@@ -430,7 +560,10 @@ impl Service {
             None => {
                 let effective = this.hub.effective(&team, &user).await?;
                 let revision = effective.revision;
-                first.push(WatchEvent::Snapshot { effective, resync: false });
+                first.push(WatchEvent::Snapshot {
+                    effective,
+                    resync: false,
+                });
                 revision
             }
         };
@@ -486,13 +619,32 @@ impl Service {
 }
 
 /// The watch event a change makes for `user`, if it affects them.
-fn relevant(user: &str, revision: u64, doc: &ChangeDoc, at_ms: i64, actor: &str) -> Option<WatchEvent> {
-    let stamp = |d| Versioned { doc: d, revision, updated_at_ms: at_ms, updated_by: actor.to_owned() };
+fn relevant(
+    user: &str,
+    revision: u64,
+    doc: &ChangeDoc,
+    at_ms: i64,
+    actor: &str,
+) -> Option<WatchEvent> {
+    let stamp = |d| Versioned {
+        doc: d,
+        revision,
+        updated_at_ms: at_ms,
+        updated_by: actor.to_owned(),
+    };
     match doc {
-        ChangeDoc::Admin { controls } => Some(WatchEvent::Admin { revision, admin: stamp(controls.clone()) }),
+        ChangeDoc::Admin { controls } => Some(WatchEvent::Admin {
+            revision,
+            admin: stamp(controls.clone()),
+        }),
         ChangeDoc::User { user_id, settings } if user_id == user => Some(WatchEvent::User {
             revision,
-            user: Versioned { doc: settings.clone(), revision, updated_at_ms: at_ms, updated_by: actor.to_owned() },
+            user: Versioned {
+                doc: settings.clone(),
+                revision,
+                updated_at_ms: at_ms,
+                updated_by: actor.to_owned(),
+            },
         }),
         ChangeDoc::User { .. } => None,
     }

@@ -19,8 +19,13 @@ fn spawn(config: &std::path::Path) -> (Child, String) {
         .expect("spawn toolgate");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let addr = loop {
-        let line = lines.next().expect("toolgate exited before serving").unwrap();
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        let line = lines
+            .next()
+            .expect("toolgate exited before serving")
+            .unwrap();
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
         if v["fields"]["message"] == "serving" {
             break v["fields"]["addr"].as_str().unwrap().to_owned();
         }
@@ -39,8 +44,16 @@ fn write_config(dir: &std::path::Path, store_url: Option<&str>) -> std::path::Pa
     path
 }
 
-async fn client(addr: &str) -> UserSettingsServiceClient<tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>> {
-    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+async fn client(
+    addr: &str,
+) -> UserSettingsServiceClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>,
+> {
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     UserSettingsServiceClient::with_interceptor(channel, Auth::new("admin-token"))
 }
 
@@ -54,7 +67,13 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
         for i in 0u64.. {
             let mut s = user_settings(TEAM, "alice");
             s.mcp_allowed_tools = vec![format!("s{i}:*")];
-            match users.update_user_settings(pb::UpdateUserSettingsRequest { settings: Some(s), expected_revision: None }).await {
+            match users
+                .update_user_settings(pb::UpdateUserSettingsRequest {
+                    settings: Some(s),
+                    expected_revision: None,
+                })
+                .await
+            {
                 Ok(r) => acked.push((r.into_inner().revision, format!("s{i}:*"))),
                 Err(_) => break,
             }
@@ -63,11 +82,18 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
     });
     // let a good number of writes through, then kill while more are in flight
     let policy_addr = addr.clone();
-    let channel = tonic::transport::Channel::from_shared(format!("http://{policy_addr}")).unwrap().connect().await.unwrap();
+    let channel = tonic::transport::Channel::from_shared(format!("http://{policy_addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let mut policy = PolicyServiceClient::with_interceptor(channel, Auth::new("admin-token"));
     loop {
         let eff = policy
-            .get_effective_policy(pb::GetEffectivePolicyRequest { team_id: TEAM.into(), user_id: "alice".into() })
+            .get_effective_policy(pb::GetEffectivePolicyRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+            })
             .await
             .unwrap()
             .into_inner();
@@ -82,10 +108,18 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
     assert!(acked.len() >= 40, "{} writes acknowledged", acked.len());
 
     let (mut child, addr) = spawn(&yaml);
-    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let mut policy = PolicyServiceClient::with_interceptor(channel, Auth::new("admin-token"));
     let mut events = policy
-        .watch_policy(pb::WatchPolicyRequest { team_id: TEAM.into(), user_id: "alice".into(), after_revision: Some(0) })
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            after_revision: Some(0),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -112,6 +146,8 @@ async fn sqlite_acknowledged_writes_survive_sigkill() {
 
 #[tokio::test]
 async fn postgres_acknowledged_writes_survive_sigkill() {
-    let Some(url) = common::pg::fresh_database("postgres crash safety").await else { return };
+    let Some(url) = common::pg::fresh_database("postgres crash safety").await else {
+        return;
+    };
     kill_mid_stream_and_check(Some(&url)).await;
 }

@@ -48,7 +48,11 @@ fn allowlist(e: &pb::PolicyEvent) -> Vec<String> {
 async fn watch(server: &TestServer) -> tonic::Streaming<pb::PolicyEvent> {
     server
         .policy("alice-token")
-        .watch_policy(pb::WatchPolicyRequest { team_id: TEAM.into(), user_id: "alice".into(), after_revision: None })
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            after_revision: None,
+        })
         .await
         .unwrap()
         .into_inner()
@@ -56,13 +60,23 @@ async fn watch(server: &TestServer) -> tonic::Streaming<pb::PolicyEvent> {
 
 #[tokio::test]
 async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
-    let Some(url) = common::pg::fresh_database("postgres replicas").await else { return };
+    let Some(url) = common::pg::fresh_database("postgres replicas").await else {
+        return;
+    };
     let (a, _da) = replica(&url).await;
     let (b, _db) = replica(&url).await;
     let mut on_b = watch(&b).await;
-    assert!(matches!(next_change(&mut on_b).await.event, Some(Event::Snapshot(_))));
+    assert!(matches!(
+        next_change(&mut on_b).await.event,
+        Some(Event::Snapshot(_))
+    ));
     for (i, allow) in ["jira:*", "github:*", "slack:*"].iter().enumerate() {
-        let written = a.admin("admin-token").update_team_admin_settings(update(allow, None)).await.unwrap().into_inner();
+        let written = a
+            .admin("admin-token")
+            .update_team_admin_settings(update(allow, None))
+            .await
+            .unwrap()
+            .into_inner();
         let e = next_change(&mut on_b).await;
         assert_eq!(e.revision, written.revision);
         assert_eq!(e.revision, i as u64 + 1);
@@ -81,14 +95,19 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
         .unwrap()
         .into_inner();
     assert_eq!(d.revision, 3);
-    assert_eq!(d.matched_entry, "", "auto-run is off for alice, so no entry decides");
+    assert_eq!(
+        d.matched_entry, "",
+        "auto-run is off for alice, so no entry decides"
+    );
     a.stop().await;
     b.stop().await;
 }
 
 #[tokio::test]
 async fn postgres_concurrent_writers_on_two_replicas_never_both_win() {
-    let Some(url) = common::pg::fresh_database("postgres concurrent replicas").await else { return };
+    let Some(url) = common::pg::fresh_database("postgres concurrent replicas").await else {
+        return;
+    };
     let (a, _da) = replica(&url).await;
     let (b, _db) = replica(&url).await;
     for round in 0..10u64 {
@@ -97,10 +116,16 @@ async fn postgres_concurrent_writers_on_two_replicas_never_both_win() {
             ca.update_team_admin_settings(update("a:*", Some(round))),
             cb.update_team_admin_settings(update("b:*", Some(round))),
         );
-        let codes = [ra.as_ref().err().map(tonic::Status::code), rb.as_ref().err().map(tonic::Status::code)];
+        let codes = [
+            ra.as_ref().err().map(tonic::Status::code),
+            rb.as_ref().err().map(tonic::Status::code),
+        ];
         let wins = codes.iter().filter(|c| c.is_none()).count();
         assert_eq!(wins, 1, "round {round}: {codes:?}");
-        assert!(codes.contains(&Some(Code::Aborted)), "round {round}: {codes:?}");
+        assert!(
+            codes.contains(&Some(Code::Aborted)),
+            "round {round}: {codes:?}"
+        );
     }
     a.stop().await;
     b.stop().await;
@@ -108,12 +133,20 @@ async fn postgres_concurrent_writers_on_two_replicas_never_both_win() {
 
 #[tokio::test]
 async fn postgres_restart_under_a_running_replica() {
-    let Some(cluster) = common::pg::Cluster::start("postgres restart under a replica") else { return };
+    let Some(cluster) = common::pg::Cluster::start("postgres restart under a replica") else {
+        return;
+    };
     let (a, _da) = replica(&cluster.url()).await;
     let (b, _db) = replica(&cluster.url()).await;
-    a.admin("admin-token").update_team_admin_settings(update("jira:*", None)).await.unwrap();
+    a.admin("admin-token")
+        .update_team_admin_settings(update("jira:*", None))
+        .await
+        .unwrap();
     let mut on_a = watch(&a).await;
-    assert!(matches!(next_change(&mut on_a).await.event, Some(Event::Snapshot(_))));
+    assert!(matches!(
+        next_change(&mut on_a).await.event,
+        Some(Event::Snapshot(_))
+    ));
     let evaluate = pb::EvaluateRequest {
         team_id: TEAM.into(),
         user_id: "alice".into(),
@@ -123,15 +156,28 @@ async fn postgres_restart_under_a_running_replica() {
 
     cluster.ctl("stop");
     // writes fail fast; decisions keep coming from the last known policy
-    let err = a.admin("admin-token").update_team_admin_settings(update("down:*", None)).await.unwrap_err();
+    let err = a
+        .admin("admin-token")
+        .update_team_admin_settings(update("down:*", None))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
-    let d = a.policy("alice-token").evaluate(evaluate.clone()).await.unwrap().into_inner();
+    let d = a
+        .policy("alice-token")
+        .evaluate(evaluate.clone())
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(d.revision, 1);
 
     cluster.ctl("start");
     // the pool reconnects by itself; a write through B may land before A listens again
     let written = loop {
-        match b.admin("admin-token").update_team_admin_settings(update("back:*", None)).await {
+        match b
+            .admin("admin-token")
+            .update_team_admin_settings(update("back:*", None))
+            .await
+        {
             Ok(w) => break w.into_inner(),
             Err(e) if e.code() == Code::Unavailable => tokio::task::yield_now().await,
             Err(e) => panic!("{e:?}"),
@@ -140,7 +186,12 @@ async fn postgres_restart_under_a_running_replica() {
     assert_eq!(written.revision, 2);
     let e = next_change(&mut on_a).await;
     assert_eq!((e.revision, allowlist(&e)), (2, vec!["back:*".to_owned()]));
-    let d = a.policy("alice-token").evaluate(evaluate).await.unwrap().into_inner();
+    let d = a
+        .policy("alice-token")
+        .evaluate(evaluate)
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(d.revision, 2);
     a.stop().await;
     b.stop().await;

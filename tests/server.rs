@@ -124,10 +124,21 @@ async fn decision_vectors_through_evaluate() {
         let expect = &case["expect"];
         let outcome = format!("OUTCOME_{}", expect["outcome"].as_str().unwrap());
         let reason = format!("REASON_{}", expect["reason"].as_str().unwrap());
-        assert_eq!(pb::Outcome::try_from(d.outcome).unwrap().as_str_name(), outcome, "{name}");
-        assert_eq!(pb::Reason::try_from(d.reason).unwrap().as_str_name(), reason, "{name}");
+        assert_eq!(
+            pb::Outcome::try_from(d.outcome).unwrap().as_str_name(),
+            outcome,
+            "{name}"
+        );
+        assert_eq!(
+            pb::Reason::try_from(d.reason).unwrap().as_str_name(),
+            reason,
+            "{name}"
+        );
         assert_eq!(d.need_approval, outcome != "OUTCOME_ALLOW", "{name}");
-        assert!(d.revision >= 1, "{name}: a decision says which revision it saw");
+        assert!(
+            d.revision >= 1,
+            "{name}: a decision says which revision it saw"
+        );
         assert!(!d.explanation.is_empty(), "{name}: explanation asked for");
         if let Some(m) = expect.get("matched_entry") {
             assert_eq!(d.matched_entry, m.as_str().unwrap(), "{name}");
@@ -137,10 +148,18 @@ async fn decision_vectors_through_evaluate() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|c| (c["server"].as_str().unwrap().into(), c["tool"].as_str().unwrap().into()))
+                .map(|c| {
+                    (
+                        c["server"].as_str().unwrap().into(),
+                        c["tool"].as_str().unwrap().into(),
+                    )
+                })
                 .collect();
-            let got: Vec<(String, String)> =
-                d.candidates_for_allowlist.iter().map(|c| (c.server.clone(), c.tool.clone())).collect();
+            let got: Vec<(String, String)> = d
+                .candidates_for_allowlist
+                .iter()
+                .map(|c| (c.server.clone(), c.tool.clone()))
+                .collect();
             assert_eq!(got, want, "{name}");
         }
     }
@@ -157,19 +176,40 @@ async fn add_to_allowlist_follows_seed_rules() {
         server: server.into(),
         tool: tool.into(),
     };
-    let r = users.add_to_allowlist(add("github", "create_issue")).await.unwrap().into_inner();
+    let r = users
+        .add_to_allowlist(add("github", "create_issue"))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(r.changed);
-    assert_eq!(r.settings.unwrap().mcp_allowed_tools, ["github:create_issue"]);
-    let r = users.add_to_allowlist(add("github", "create_issue")).await.unwrap().into_inner();
+    assert_eq!(
+        r.settings.unwrap().mcp_allowed_tools,
+        ["github:create_issue"]
+    );
+    let r = users
+        .add_to_allowlist(add("github", "create_issue"))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(!r.changed, "duplicate entries are not added");
     assert!(r.detail.contains("already"), "{}", r.detail);
     users.add_to_allowlist(add("github", "*")).await.unwrap();
-    let r = users.add_to_allowlist(add("github", "merge_pr")).await.unwrap().into_inner();
+    let r = users
+        .add_to_allowlist(add("github", "merge_pr"))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(!r.changed, "an entry covered by server:* is not added");
     assert!(r.detail.contains("github:*"), "{}", r.detail);
     let settings = r.settings.unwrap();
-    assert_eq!(settings.mcp_allowed_tools, ["github:create_issue", "github:*"]);
-    let err = users.add_to_allowlist(add("git:hub", "x")).await.unwrap_err();
+    assert_eq!(
+        settings.mcp_allowed_tools,
+        ["github:create_issue", "github:*"]
+    );
+    let err = users
+        .add_to_allowlist(add("git:hub", "x"))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     let r = users
         .remove_from_allowlist(pb::RemoveFromAllowlistRequest {
@@ -213,7 +253,10 @@ async fn restart_keeps_every_setting_and_revision() {
     settings.mcp_allowed_tools = vec!["github:create_issue".into()];
     let before_user = server
         .users("alice-token")
-        .update_user_settings(pb::UpdateUserSettingsRequest { settings: Some(settings), expected_revision: None })
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(settings),
+            expected_revision: None,
+        })
         .await
         .unwrap()
         .into_inner();
@@ -223,13 +266,18 @@ async fn restart_keeps_every_setting_and_revision() {
     let server = TestServer::start(test_config(dir.path())).await;
     let after_admin = server
         .admin("alice-token")
-        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest { team_id: TEAM.into() })
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
         .await
         .unwrap()
         .into_inner();
     let after_user = server
         .users("alice-token")
-        .get_user_settings(pb::GetUserSettingsRequest { team_id: TEAM.into(), user_id: "alice".into() })
+        .get_user_settings(pb::GetUserSettingsRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -237,7 +285,10 @@ async fn restart_keeps_every_setting_and_revision() {
     assert_eq!(after_user, before_user);
     let eff = server
         .policy("alice-token")
-        .get_effective_policy(pb::GetEffectivePolicyRequest { team_id: TEAM.into(), user_id: "alice".into() })
+        .get_effective_policy(pb::GetEffectivePolicyRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -270,12 +321,21 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         }),
         expected_revision: expected,
     };
-    let first = admin.update_team_admin_settings(update("jira:*", Some(0))).await.unwrap().into_inner();
-    let err = admin.update_team_admin_settings(update("github:*", Some(0))).await.unwrap_err();
+    let first = admin
+        .update_team_admin_settings(update("jira:*", Some(0)))
+        .await
+        .unwrap()
+        .into_inner();
+    let err = admin
+        .update_team_admin_settings(update("github:*", Some(0)))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::Aborted, "{err:?}");
     assert!(err.message().contains("revision 1"), "{}", err.message());
     let now = admin
-        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest { team_id: TEAM.into() })
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -299,7 +359,10 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         .unwrap_err();
     assert_eq!(err.code(), Code::Aborted);
     let again = users
-        .get_user_settings(pb::GetUserSettingsRequest { team_id: TEAM.into(), user_id: "alice".into() })
+        .get_user_settings(pb::GetUserSettingsRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -316,7 +379,11 @@ async fn invalid_entries_name_field_entry_and_rule() {
             team_id: TEAM.into(),
             auto_run_controls: Some(pb::AutoRunControls {
                 enabled: true,
-                mcp_tool_allowlist: vec!["ok:fine".into(), "no-separator".into(), format!("s:{}", "x".repeat(257))],
+                mcp_tool_allowlist: vec![
+                    "ok:fine".into(),
+                    "no-separator".into(),
+                    format!("s:{}", "x".repeat(257)),
+                ],
                 ..Default::default()
             }),
             expected_revision: None,
@@ -325,8 +392,14 @@ async fn invalid_entries_name_field_entry_and_rule() {
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
     let msg = err.message();
-    assert!(msg.contains("auto_run_controls.mcp_tool_allowlist[1]"), "{msg}");
-    assert!(msg.contains("auto_run_controls.mcp_tool_allowlist[2]"), "{msg}");
+    assert!(
+        msg.contains("auto_run_controls.mcp_tool_allowlist[1]"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("auto_run_controls.mcp_tool_allowlist[2]"),
+        "{msg}"
+    );
     use tonic_types::StatusExt;
     let details = err.get_error_details();
     let bad = details.bad_request().expect("BadRequest details");
@@ -334,7 +407,9 @@ async fn invalid_entries_name_field_entry_and_rule() {
     // nothing was written
     let now = server
         .admin("admin-token")
-        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest { team_id: TEAM.into() })
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -342,7 +417,12 @@ async fn invalid_entries_name_field_entry_and_rule() {
 
     let err = server
         .policy("alice-token")
-        .evaluate(pb::EvaluateRequest { team_id: TEAM.into(), user_id: "alice".into(), call: None, explain: false })
+        .evaluate(pb::EvaluateRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            call: None,
+            explain: false,
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
@@ -350,7 +430,10 @@ async fn invalid_entries_name_field_entry_and_rule() {
 
     let err = server
         .users("alice-token")
-        .get_user_settings(pb::GetUserSettingsRequest { team_id: String::new(), user_id: "alice".into() })
+        .get_user_settings(pb::GetUserSettingsRequest {
+            team_id: String::new(),
+            user_id: "alice".into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
@@ -400,7 +483,11 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
         })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument, "fails closed on a bad list");
+    assert_eq!(
+        err.code(),
+        Code::InvalidArgument,
+        "fails closed on a bad list"
+    );
     server.stop().await;
 }
 
@@ -411,7 +498,10 @@ async fn deny_decisions_and_changes_are_audited() {
         .admin("admin-token")
         .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
             team_id: TEAM.into(),
-            auto_run_controls: Some(pb::AutoRunControls { kill_switch: true, ..Default::default() }),
+            auto_run_controls: Some(pb::AutoRunControls {
+                kill_switch: true,
+                ..Default::default()
+            }),
             expected_revision: None,
         })
         .await
@@ -432,7 +522,10 @@ async fn deny_decisions_and_changes_are_audited() {
     let mut admin = server.admin("admin-token");
     let events = loop {
         let events = admin
-            .list_audit_events(pb::ListAuditEventsRequest { team_id: TEAM.into(), ..Default::default() })
+            .list_audit_events(pb::ListAuditEventsRequest {
+                team_id: TEAM.into(),
+                ..Default::default()
+            })
             .await
             .unwrap()
             .into_inner()
@@ -447,7 +540,11 @@ async fn deny_decisions_and_changes_are_audited() {
     assert_eq!(events[0].revision, 1);
     let deny = events.iter().find(|e| e.kind == "decision_denied").unwrap();
     assert_eq!(deny.actor, "alice");
-    assert!(deny.detail_json.contains("KILL_SWITCH"), "{}", deny.detail_json);
+    assert!(
+        deny.detail_json.contains("KILL_SWITCH"),
+        "{}",
+        deny.detail_json
+    );
     server.stop().await;
 }
 
@@ -458,15 +555,28 @@ async fn health_and_server_config() {
     let mut health = HealthClient::new(server.channel.clone());
     for service in ["", "toolgate.v1.PolicyService"] {
         let r = health
-            .check(tonic_health::pb::HealthCheckRequest { service: service.into() })
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(r.status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32);
+        assert_eq!(
+            r.status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+        );
     }
-    let cfg = server.info("alice-token").get_server_config(pb::GetServerConfigRequest {}).await.unwrap().into_inner();
+    let cfg = server
+        .info("alice-token")
+        .get_server_config(pb::GetServerConfigRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     let json: Value = serde_json::from_str(&cfg.config_json).unwrap();
-    assert!(json["auth"]["tokens"][0].get("sha256").is_none(), "token hashes are not exposed");
+    assert!(
+        json["auth"]["tokens"][0].get("sha256").is_none(),
+        "token hashes are not exposed"
+    );
     assert_eq!(json["auth"]["tokens"][0]["name"], "operator");
     server.stop().await;
 }
@@ -482,16 +592,23 @@ async fn bootstrap_token_is_written_owner_only_and_works() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
     server
         .admin(&token)
-        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest { team_id: TEAM.into() })
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
         .await
         .unwrap();
     let err = server
         .admin("")
-        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest { team_id: TEAM.into() })
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
@@ -505,8 +622,16 @@ async fn role_matrix() {
     const OK: Code = Code::Ok;
     const PD: Code = Code::PermissionDenied;
     const UA: Code = Code::Unauthenticated;
-    let callers =
-        ["operator-token", "admin-token", "alice-token", "bob-token", "service-token", "other-admin-token", "", "bad"];
+    let callers = [
+        "operator-token",
+        "admin-token",
+        "alice-token",
+        "bob-token",
+        "service-token",
+        "other-admin-token",
+        "",
+        "bad",
+    ];
     let table: &[(&str, [Code; 8])] = &[
         ("GetTeamAdminSettings", [OK, OK, OK, OK, OK, PD, UA, UA]),
         ("UpdateTeamAdminSettings", [OK, OK, PD, PD, PD, PD, UA, UA]),
@@ -552,12 +677,18 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
             .map(drop),
         "ListAuditEvents" => server
             .admin(token)
-            .list_audit_events(pb::ListAuditEventsRequest { team_id: team(), ..Default::default() })
+            .list_audit_events(pb::ListAuditEventsRequest {
+                team_id: team(),
+                ..Default::default()
+            })
             .await
             .map(drop),
         "GetUserSettings" => server
             .users(token)
-            .get_user_settings(pb::GetUserSettingsRequest { team_id: team(), user_id: alice() })
+            .get_user_settings(pb::GetUserSettingsRequest {
+                team_id: team(),
+                user_id: alice(),
+            })
             .await
             .map(drop),
         "UpdateUserSettings" => server
@@ -619,15 +750,26 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
             .map(drop),
         "GetEffectivePolicy" => server
             .policy(token)
-            .get_effective_policy(pb::GetEffectivePolicyRequest { team_id: team(), user_id: alice() })
+            .get_effective_policy(pb::GetEffectivePolicyRequest {
+                team_id: team(),
+                user_id: alice(),
+            })
             .await
             .map(drop),
         "WatchPolicy" => server
             .policy(token)
-            .watch_policy(pb::WatchPolicyRequest { team_id: team(), user_id: alice(), after_revision: None })
+            .watch_policy(pb::WatchPolicyRequest {
+                team_id: team(),
+                user_id: alice(),
+                after_revision: None,
+            })
             .await
             .map(drop),
-        "GetServerConfig" => server.info(token).get_server_config(pb::GetServerConfigRequest {}).await.map(drop),
+        "GetServerConfig" => server
+            .info(token)
+            .get_server_config(pb::GetServerConfigRequest {})
+            .await
+            .map(drop),
         other => panic!("unknown rpc {other}"),
     };
     match result {
@@ -640,24 +782,35 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
 /// Python client in `third_party.rs`.
 #[tokio::test]
 async fn reflection_v1_lists_services() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
     use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
     let (server, _dir) = start().await;
     let mut client = ServerReflectionClient::new(server.channel.clone());
     let request = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
     };
-    let mut responses = client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+    let mut responses = client
+        .server_reflection_info(futures::stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
     let response = responses.message().await.unwrap().unwrap();
     let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
         panic!("unexpected reflection response {response:?}");
     };
     let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    for want in ["toolgate.v1.PolicyService", "toolgate.v1.AdminService", "grpc.health.v1.Health"] {
-        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    for want in [
+        "toolgate.v1.PolicyService",
+        "toolgate.v1.AdminService",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
     }
     server.stop().await;
 }

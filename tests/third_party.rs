@@ -18,12 +18,20 @@ fn python_has_grpc() -> bool {
 #[tokio::test]
 async fn python_grpcio_discovers_services_by_reflection_and_evaluates() {
     if !python_has_grpc() {
-        assert!(std::env::var_os("CI").is_none(), "CI must have python3 with grpcio and grpcio-reflection");
-        eprintln!("skipped: python3 with grpcio and grpcio-reflection not found (pip install grpcio grpcio-reflection)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have python3 with grpcio and grpcio-reflection"
+        );
+        eprintln!(
+            "skipped: python3 with grpcio and grpcio-reflection not found (pip install grpcio grpcio-reflection)"
+        );
         return;
     }
     let (server, _dir) = start().await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/reflection_client.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/reflection_client.py"
+    );
     let addr = server.addr.to_string();
     let output = tokio::process::Command::new("python3")
         .args([script, &addr, "operator-token"])
@@ -37,7 +45,12 @@ async fn python_grpcio_discovers_services_by_reflection_and_evaluates() {
         String::from_utf8_lossy(&output.stderr)
     );
     let seen: Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
-    let services: Vec<&str> = seen["services"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let services: Vec<&str> = seen["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
     for want in [
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",

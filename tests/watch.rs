@@ -11,10 +11,20 @@ use toolgate::proto::v1::policy_event::Event;
 
 type Events = tonic::Streaming<pb::PolicyEvent>;
 
-async fn watch(server: &TestServer, token: &str, team: &str, user: &str, after: Option<u64>) -> Events {
+async fn watch(
+    server: &TestServer,
+    token: &str,
+    team: &str,
+    user: &str,
+    after: Option<u64>,
+) -> Events {
     server
         .policy(token)
-        .watch_policy(pb::WatchPolicyRequest { team_id: team.into(), user_id: user.into(), after_revision: after })
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: team.into(),
+            user_id: user.into(),
+            after_revision: after,
+        })
         .await
         .unwrap()
         .into_inner()
@@ -31,7 +41,11 @@ async fn next(events: &mut Events) -> pb::PolicyEvent {
 }
 
 async fn set_admin(server: &TestServer, team: &str, allow: &str) -> u64 {
-    let token = if team == TEAM { "admin-token" } else { "operator-token" };
+    let token = if team == TEAM {
+        "admin-token"
+    } else {
+        "operator-token"
+    };
     server
         .admin(token)
         .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
@@ -54,7 +68,10 @@ async fn set_user(server: &TestServer, user: &str, allow: &str) -> u64 {
     s.mcp_allowed_tools = vec![allow.into()];
     server
         .users("admin-token")
-        .update_user_settings(pb::UpdateUserSettingsRequest { settings: Some(s), expected_revision: None })
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(s),
+            expected_revision: None,
+        })
         .await
         .unwrap()
         .into_inner()
@@ -70,16 +87,23 @@ fn snapshot(e: &pb::PolicyEvent) -> (&pb::PolicySnapshot, u64) {
 
 fn admin_allow(e: &pb::PolicyEvent) -> (u64, String) {
     match &e.event {
-        Some(Event::AdminSettings(a)) => {
-            (e.revision, a.auto_run_controls.as_ref().unwrap().mcp_tool_allowlist.join(","))
-        }
+        Some(Event::AdminSettings(a)) => (
+            e.revision,
+            a.auto_run_controls
+                .as_ref()
+                .unwrap()
+                .mcp_tool_allowlist
+                .join(","),
+        ),
         other => panic!("expected admin settings, got {other:?}"),
     }
 }
 
 fn user_allow(e: &pb::PolicyEvent) -> (u64, String, String) {
     match &e.event {
-        Some(Event::UserSettings(u)) => (e.revision, u.user_id.clone(), u.mcp_allowed_tools.join(",")),
+        Some(Event::UserSettings(u)) => {
+            (e.revision, u.user_id.clone(), u.mcp_allowed_tools.join(","))
+        }
         other => panic!("expected user settings, got {other:?}"),
     }
 }
@@ -97,7 +121,17 @@ async fn snapshot_first_then_changes_to_every_team_subscriber_only() {
         assert_eq!(rev, 1);
         assert!(!snap.resync);
         let policy = snap.policy.as_ref().unwrap();
-        assert_eq!(policy.admin.as_ref().unwrap().auto_run_controls.as_ref().unwrap().mcp_tool_allowlist, ["jira:*"]);
+        assert_eq!(
+            policy
+                .admin
+                .as_ref()
+                .unwrap()
+                .auto_run_controls
+                .as_ref()
+                .unwrap()
+                .mcp_tool_allowlist,
+            ["jira:*"]
+        );
     }
     assert_eq!(snapshot(&next(&mut other).await).1, 0);
 
@@ -120,7 +154,10 @@ async fn user_change_reaches_only_that_user() {
     snapshot(&next(&mut bob).await);
     set_user(&server, "bob", "github:*").await;
     set_admin(&server, TEAM, "jira:*").await;
-    assert_eq!(user_allow(&next(&mut bob).await), (1, "bob".into(), "github:*".into()));
+    assert_eq!(
+        user_allow(&next(&mut bob).await),
+        (1, "bob".into(), "github:*".into())
+    );
     assert_eq!(admin_allow(&next(&mut bob).await), (2, "jira:*".into()));
     // alice skips bob's change: her next event is the admin change
     assert_eq!(admin_allow(&next(&mut alice).await), (2, "jira:*".into()));
@@ -140,7 +177,10 @@ async fn resume_replays_exactly_the_missed_changes() {
     set_user(&server, "bob", "c:*").await; // 3, not alice's
     set_admin(&server, TEAM, "d:*").await; // 4
     let mut resumed = watch(&server, "alice-token", TEAM, "alice", Some(1)).await;
-    assert_eq!(user_allow(&next(&mut resumed).await), (2, "alice".into(), "b:*".into()));
+    assert_eq!(
+        user_allow(&next(&mut resumed).await),
+        (2, "alice".into(), "b:*".into())
+    );
     assert_eq!(admin_allow(&next(&mut resumed).await), (4, "d:*".into()));
     // then live changes, with nothing repeated
     set_admin(&server, TEAM, "e:*").await; // 5
@@ -149,7 +189,10 @@ async fn resume_replays_exactly_the_missed_changes() {
     // resuming at the head sends nothing until the next change
     let mut at_head = watch(&server, "alice-token", TEAM, "alice", Some(5)).await;
     set_user(&server, "alice", "f:*").await; // 6
-    assert_eq!(user_allow(&next(&mut at_head).await), (6, "alice".into(), "f:*".into()));
+    assert_eq!(
+        user_allow(&next(&mut at_head).await),
+        (6, "alice".into(), "f:*".into())
+    );
     server.stop().await;
 }
 
@@ -219,15 +262,32 @@ async fn slow_subscriber_is_resynced_and_blocks_nobody() {
     config.watch.queue_size = 4;
     let app = toolgate::server::App::build(config).await.unwrap();
     let service = app.service.clone();
-    let admin = Principal { name: "admin".into(), role: Role::Admin, team: Some(TEAM.into()), user: None };
+    let admin = Principal {
+        name: "admin".into(),
+        role: Role::Admin,
+        team: Some(TEAM.into()),
+        user: None,
+    };
     let mut slow = Box::pin(service.watch(&admin, TEAM, "alice", None).await.unwrap());
     let mut fast = Box::pin(service.watch(&admin, TEAM, "bob", None).await.unwrap());
-    assert!(matches!(slow.next().await, Some(Ok(WatchEvent::Snapshot { resync: false, .. }))));
-    assert!(matches!(fast.next().await, Some(Ok(WatchEvent::Snapshot { resync: false, .. }))));
+    assert!(matches!(
+        slow.next().await,
+        Some(Ok(WatchEvent::Snapshot { resync: false, .. }))
+    ));
+    assert!(matches!(
+        fast.next().await,
+        Some(Ok(WatchEvent::Snapshot { resync: false, .. }))
+    ));
     for i in 1..=20u64 {
-        let controls = AdminControls { mcp_tool_allowlist: vec![format!("s{i}:*")], ..Default::default() };
+        let controls = AdminControls {
+            mcp_tool_allowlist: vec![format!("s{i}:*")],
+            ..Default::default()
+        };
         // acknowledged although `slow` has not read anything since its snapshot
-        let stored = service.update_admin(&admin, TEAM, controls, None).await.unwrap();
+        let stored = service
+            .update_admin(&admin, TEAM, controls, None)
+            .await
+            .unwrap();
         assert_eq!(stored.revision, i);
         match fast.next().await {
             Some(Ok(WatchEvent::Admin { revision, .. })) => assert_eq!(revision, i),

@@ -25,7 +25,12 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Service
     let mcp_access_mode = match pb::McpAccessMode::try_from(c.mcp_access_mode) {
         Ok(pb::McpAccessMode::Unspecified | pb::McpAccessMode::Blocklist) => AccessMode::Blocklist,
         Ok(pb::McpAccessMode::Allowlist) => AccessMode::Allowlist,
-        Err(_) => return Err(unknown_enum("auto_run_controls.mcp_access_mode", c.mcp_access_mode)),
+        Err(_) => {
+            return Err(unknown_enum(
+                "auto_run_controls.mcp_access_mode",
+                c.mcp_access_mode,
+            ));
+        }
     };
     Ok(AdminControls {
         enabled: c.enabled,
@@ -35,7 +40,9 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Service
         delete_file_protection: c.delete_file_protection,
         enable_run_everything: c.enable_run_everything,
         mcp_tool_allowlist: c.mcp_tool_allowlist,
-        sandboxing_controls: c.sandboxing_controls.map(|s| SandboxingControls { enabled: s.enabled }),
+        sandboxing_controls: c
+            .sandboxing_controls
+            .map(|s| SandboxingControls { enabled: s.enabled }),
         browser_protection: c.browser_protection,
         mcp_tool_blocklist: c.mcp_tool_blocklist,
         kill_switch: c.kill_switch,
@@ -67,7 +74,10 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
         delete_file_protection: c.delete_file_protection,
         enable_run_everything: c.enable_run_everything,
         mcp_tool_allowlist: c.mcp_tool_allowlist.clone(),
-        sandboxing_controls: c.sandboxing_controls.as_ref().map(|s| pb::SandboxingControls { enabled: s.enabled }),
+        sandboxing_controls: c
+            .sandboxing_controls
+            .as_ref()
+            .map(|s| pb::SandboxingControls { enabled: s.enabled }),
         browser_protection: c.browser_protection,
         mcp_tool_blocklist: c.mcp_tool_blocklist.clone(),
         kill_switch: c.kill_switch,
@@ -128,8 +138,14 @@ pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> 
 pub fn call_from_pb(field: &str, call: Option<pb::ToolCall>) -> Result<Call, ServiceError> {
     use pb::tool_call::Kind;
     match call.and_then(|c| c.kind) {
-        Some(Kind::Mcp(m)) => Ok(Call::Mcp { server: m.server, tool: m.tool }),
-        Some(Kind::McpInternal(m)) => Ok(Call::McpInternal { name: m.name, fallback_server: m.fallback_server }),
+        Some(Kind::Mcp(m)) => Ok(Call::Mcp {
+            server: m.server,
+            tool: m.tool,
+        }),
+        Some(Kind::McpInternal(m)) => Ok(Call::McpInternal {
+            name: m.name,
+            fallback_server: m.fallback_server,
+        }),
         Some(Kind::Shell(line)) => Ok(Call::Shell(line)),
         Some(Kind::DeleteFile(path)) => Ok(Call::DeleteFile(path)),
         None => Err(ServiceError::InvalidArgument {
@@ -174,7 +190,9 @@ pub fn decision_to_pb(d: Decision, revision: u64, explain: bool) -> pb::Decision
     let mut commands = Vec::new();
     for c in d.candidates {
         match c {
-            Candidate::Mcp { server, tool } => candidates.push(pb::AllowlistCandidate { server, tool }),
+            Candidate::Mcp { server, tool } => {
+                candidates.push(pb::AllowlistCandidate { server, tool })
+            }
             Candidate::Command(c) => commands.push(c),
         }
     }
@@ -188,7 +206,13 @@ pub fn decision_to_pb(d: Decision, revision: u64, explain: bool) -> pb::Decision
         command_candidates: commands,
         revision,
         explanation: if explain {
-            d.explanation.into_iter().map(|c| pb::Check { name: c.name.to_owned(), result: c.result }).collect()
+            d.explanation
+                .into_iter()
+                .map(|c| pb::Check {
+                    name: c.name.to_owned(),
+                    result: c.result,
+                })
+                .collect()
         } else {
             Vec::new()
         },
@@ -208,16 +232,29 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Pol
     let (revision, event) = match e {
         WatchEvent::Snapshot { effective, resync } => (
             effective.revision,
-            Event::Snapshot(pb::PolicySnapshot { policy: Some(effective_to_pb(team_id, user_id, &effective)), resync }),
+            Event::Snapshot(pb::PolicySnapshot {
+                policy: Some(effective_to_pb(team_id, user_id, &effective)),
+                resync,
+            }),
         ),
-        WatchEvent::Admin { revision, admin } => (revision, Event::AdminSettings(admin_to_pb(team_id, &admin))),
-        WatchEvent::User { revision, user } => (revision, Event::UserSettings(user_to_pb(team_id, user_id, &user))),
+        WatchEvent::Admin { revision, admin } => {
+            (revision, Event::AdminSettings(admin_to_pb(team_id, &admin)))
+        }
+        WatchEvent::User { revision, user } => (
+            revision,
+            Event::UserSettings(user_to_pb(team_id, user_id, &user)),
+        ),
         WatchEvent::Heartbeat { revision } => (
             revision,
-            Event::Heartbeat(pb::Heartbeat { at: timestamp(crate::store::now_ms()) }),
+            Event::Heartbeat(pb::Heartbeat {
+                at: timestamp(crate::store::now_ms()),
+            }),
         ),
     };
-    pb::PolicyEvent { revision, event: Some(event) }
+    pb::PolicyEvent {
+        revision,
+        event: Some(event),
+    }
 }
 
 pub fn audit_to_pb(e: AuditEvent) -> pb::AuditEvent {

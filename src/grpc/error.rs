@@ -11,14 +11,25 @@ impl From<ServiceError> for Status {
             ServiceError::InvalidArgument { field, message } => {
                 let mut details = ErrorDetails::new();
                 details.add_bad_request_violation(field.clone(), message.clone());
-                Status::with_error_details(Code::InvalidArgument, format!("{field}: {message}"), details)
+                Status::with_error_details(
+                    Code::InvalidArgument,
+                    format!("{field}: {message}"),
+                    details,
+                )
             }
             ServiceError::InvalidEntries(problems) => {
                 let mut details = ErrorDetails::new();
                 for p in &problems {
-                    details.add_bad_request_violation(p.field.clone(), format!("{:?}: {}", p.entry, p.hint));
+                    details.add_bad_request_violation(
+                        p.field.clone(),
+                        format!("{:?}: {}", p.entry, p.hint),
+                    );
                 }
-                let message = problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+                let message = problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 Status::with_error_details(Code::InvalidArgument, message, details)
             }
             ServiceError::Unauthenticated(m) => Status::unauthenticated(m),

@@ -29,7 +29,10 @@ pub fn auth_interceptor(
 ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |mut req: Request<()>| {
         let header = match req.metadata().get("authorization") {
-            Some(v) => Some(v.to_str().map_err(|_| Status::unauthenticated("authorization is not ASCII"))?),
+            Some(v) => Some(
+                v.to_str()
+                    .map_err(|_| Status::unauthenticated("authorization is not ASCII"))?,
+            ),
             None => None,
         };
         let principal = auth.authenticate(header).map_err(ServiceError::from)?;
@@ -42,7 +45,9 @@ fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
     req.extensions()
         .get::<Arc<Principal>>()
         .cloned()
-        .ok_or_else(|| ServiceError::Unauthenticated("no principal: the auth interceptor did not run").into())
+        .ok_or_else(|| {
+            ServiceError::Unauthenticated("no principal: the auth interceptor did not run").into()
+        })
 }
 
 /// All four toolgate services share one implementation over the domain service.
@@ -54,7 +59,10 @@ pub struct Api {
 
 impl Api {
     pub fn new(service: Arc<Service>, config_json: String) -> Self {
-        Self { service, config_json: Arc::new(config_json) }
+        Self {
+            service,
+            config_json: Arc::new(config_json),
+        }
     }
 }
 
@@ -76,12 +84,18 @@ impl AdminService for Api {
     ) -> Result<Response<pb::TeamAdminSettings>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let controls = r.auto_run_controls.ok_or_else(|| ServiceError::InvalidArgument {
-            field: "auto_run_controls".into(),
-            message: "must be set: send the complete controls (they replace the current ones)".into(),
-        })?;
+        let controls = r
+            .auto_run_controls
+            .ok_or_else(|| ServiceError::InvalidArgument {
+                field: "auto_run_controls".into(),
+                message: "must be set: send the complete controls (they replace the current ones)"
+                    .into(),
+            })?;
         let controls = controls_from_pb(controls)?;
-        let stored = self.service.update_admin(&p, &r.team_id, controls, r.expected_revision).await?;
+        let stored = self
+            .service
+            .update_admin(&p, &r.team_id, controls, r.expected_revision)
+            .await?;
         Ok(Response::new(admin_to_pb(&r.team_id, &stored)))
     }
 
@@ -117,7 +131,11 @@ impl UserSettingsService for Api {
         let p = principal(&req)?;
         let r = req.into_inner();
         let user = self.service.get_user(&p, &r.team_id, &r.user_id).await?;
-        Ok(Response::new(user_to_pb(&r.team_id, &r.user_id, &user.stored)))
+        Ok(Response::new(user_to_pb(
+            &r.team_id,
+            &r.user_id,
+            &user.stored,
+        )))
     }
 
     async fn update_user_settings(
@@ -128,10 +146,20 @@ impl UserSettingsService for Api {
         let r = req.into_inner();
         let settings = r.settings.ok_or_else(|| ServiceError::InvalidArgument {
             field: "settings".into(),
-            message: "must be set: send the complete settings (they replace the current ones)".into(),
+            message: "must be set: send the complete settings (they replace the current ones)"
+                .into(),
         })?;
         let (team, user) = (settings.team_id.clone(), settings.user_id.clone());
-        let stored = self.service.update_user(&p, &team, &user, user_from_pb(settings), r.expected_revision).await?;
+        let stored = self
+            .service
+            .update_user(
+                &p,
+                &team,
+                &user,
+                user_from_pb(settings),
+                r.expected_revision,
+            )
+            .await?;
         Ok(Response::new(user_to_pb(&team, &user, &stored)))
     }
 
@@ -141,7 +169,10 @@ impl UserSettingsService for Api {
     ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let change = self.service.add_to_allowlist(&p, &r.team_id, &r.user_id, &r.server, &r.tool).await?;
+        let change = self
+            .service
+            .add_to_allowlist(&p, &r.team_id, &r.user_id, &r.server, &r.tool)
+            .await?;
         Ok(Response::new(pb::AllowlistChangeResponse {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
@@ -155,7 +186,10 @@ impl UserSettingsService for Api {
     ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let change = self.service.remove_from_allowlist(&p, &r.team_id, &r.user_id, &r.entry).await?;
+        let change = self
+            .service
+            .remove_from_allowlist(&p, &r.team_id, &r.user_id, &r.entry)
+            .await?;
         Ok(Response::new(pb::AllowlistChangeResponse {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
@@ -168,13 +202,20 @@ type EventStream = Pin<Box<dyn Stream<Item = Result<pb::PolicyEvent, Status>> + 
 
 #[tonic::async_trait]
 impl PolicyService for Api {
-    async fn evaluate(&self, req: Request<pb::EvaluateRequest>) -> Result<Response<pb::Decision>, Status> {
+    async fn evaluate(
+        &self,
+        req: Request<pb::EvaluateRequest>,
+    ) -> Result<Response<pb::Decision>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let call = call_from_pb("call", r.call)?;
-        let (mut decisions, revision) =
-            self.service.evaluate(&p, &r.team_id, &r.user_id, std::slice::from_ref(&call)).await?;
-        let decision = decisions.pop().ok_or_else(|| ServiceError::Internal("no decision".into()))?;
+        let (mut decisions, revision) = self
+            .service
+            .evaluate(&p, &r.team_id, &r.user_id, std::slice::from_ref(&call))
+            .await?;
+        let decision = decisions
+            .pop()
+            .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
         Ok(Response::new(decision_to_pb(decision, revision, r.explain)))
     }
 
@@ -190,9 +231,15 @@ impl PolicyService for Api {
             .enumerate()
             .map(|(i, c)| call_from_pb(&format!("calls[{i}]"), Some(c)))
             .collect::<Result<Vec<_>, _>>()?;
-        let (decisions, revision) = self.service.evaluate(&p, &r.team_id, &r.user_id, &calls).await?;
+        let (decisions, revision) = self
+            .service
+            .evaluate(&p, &r.team_id, &r.user_id, &calls)
+            .await?;
         Ok(Response::new(pb::EvaluateBatchResponse {
-            decisions: decisions.into_iter().map(|d| decision_to_pb(d, revision, r.explain)).collect(),
+            decisions: decisions
+                .into_iter()
+                .map(|d| decision_to_pb(d, revision, r.explain))
+                .collect(),
             revision,
         }))
     }
@@ -203,8 +250,10 @@ impl PolicyService for Api {
     ) -> Result<Response<pb::FilterToolsResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let (filtered, revision) =
-            self.service.filter_tools(&p, &r.team_id, &r.user_id, &r.server, &r.tools_json).await?;
+        let (filtered, revision) = self
+            .service
+            .filter_tools(&p, &r.team_id, &r.user_id, &r.server, &r.tools_json)
+            .await?;
         Ok(Response::new(pb::FilterToolsResponse {
             tools_json: filtered.tools.to_string(),
             removed: filtered.removed,
@@ -231,9 +280,15 @@ impl PolicyService for Api {
     ) -> Result<Response<Self::WatchPolicyStream>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let events = self.service.watch(&p, &r.team_id, &r.user_id, r.after_revision).await?;
+        let events = self
+            .service
+            .watch(&p, &r.team_id, &r.user_id, r.after_revision)
+            .await?;
         let (team, user) = (r.team_id, r.user_id);
-        let stream = events.map(move |e| e.map(|e| watch_event_to_pb(&team, &user, e)).map_err(Status::from));
+        let stream = events.map(move |e| {
+            e.map(|e| watch_event_to_pb(&team, &user, e))
+                .map_err(Status::from)
+        });
         Ok(Response::new(Box::pin(stream)))
     }
 }

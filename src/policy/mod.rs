@@ -55,7 +55,10 @@ pub enum Call {
     Mcp { server: String, tool: String },
     /// An internal name (`mcp_<server>_<tool>`, `mcp__<server>__<tool>`) or a plain
     /// tool name that belongs to `fallback_server`.
-    McpInternal { name: String, fallback_server: String },
+    McpInternal {
+        name: String,
+        fallback_server: String,
+    },
     /// A shell command line.
     Shell(String),
     /// The path of a file to delete.
@@ -65,7 +68,10 @@ pub enum Call {
 /// An entry the user could add to their allowlist to let the call auto-run next time.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Candidate {
-    Mcp { server: String, tool: String },
+    Mcp {
+        server: String,
+        tool: String,
+    },
     /// A simple command of a shell line that no allowed prefix covers.
     Command(String),
 }

@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Server ids whose tools are browser tools unless the admin names others (seed 001 `dxe`).
-pub const DEFAULT_BROWSER_SERVER_IDS: [&str; 2] = ["cursor-browser-extension", "cursor-ide-browser"];
+pub const DEFAULT_BROWSER_SERVER_IDS: [&str; 2] =
+    ["cursor-browser-extension", "cursor-ide-browser"];
 
 /// How the admin's MCP allowlist combines with the user's while admin controls are on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -85,7 +86,10 @@ impl Default for AdminControls {
 }
 
 pub fn default_browser_server_ids() -> Vec<String> {
-    DEFAULT_BROWSER_SERVER_IDS.iter().map(|s| (*s).to_owned()).collect()
+    DEFAULT_BROWSER_SERVER_IDS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
 }
 
 /// A user's own settings within a team (seed 001's "Related Settings" plus command lists).

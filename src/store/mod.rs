@@ -47,7 +47,12 @@ pub struct Versioned<T> {
 impl<T: Default> Versioned<T> {
     /// The document a team or user has before anything is written.
     pub fn unset() -> Self {
-        Self { doc: T::default(), revision: 0, updated_at_ms: 0, updated_by: String::new() }
+        Self {
+            doc: T::default(),
+            revision: 0,
+            updated_at_ms: 0,
+            updated_by: String::new(),
+        }
     }
 }
 
@@ -55,8 +60,13 @@ impl<T: Default> Versioned<T> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ChangeDoc {
-    Admin { controls: AdminControls },
-    User { user_id: String, settings: UserSettings },
+    Admin {
+        controls: AdminControls,
+    },
+    User {
+        user_id: String,
+        settings: UserSettings,
+    },
 }
 
 /// One committed change, as kept in the change history.
@@ -142,7 +152,11 @@ pub trait Store: Send + Sync + 'static {
         actor: &str,
     ) -> Result<Versioned<AdminControls>, StoreError>;
 
-    async fn get_user(&self, team_id: &str, user_id: &str) -> Result<Versioned<UserSettings>, StoreError>;
+    async fn get_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError>;
 
     /// Replaces a user's settings, as [`Store::put_admin`] does for the team's.
     async fn put_user(
@@ -155,7 +169,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Versioned<UserSettings>, StoreError>;
 
     /// The team's changes with a revision above `after`, oldest first, at most `limit`.
-    async fn changes_after(&self, team_id: &str, after: u64, limit: u32) -> Result<History, StoreError>;
+    async fn changes_after(
+        &self,
+        team_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<History, StoreError>;
 
     async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError>;
 

@@ -9,8 +9,8 @@ use super::{
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions, PgRow};
 use std::time::Duration;
 
 /// The channel replicas announce commits on; the payload is the team id.
@@ -70,9 +70,10 @@ pub struct PostgresStore {
 
 fn unavailable_or(e: sqlx::Error) -> StoreError {
     match e {
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) => {
-            StoreError::Unavailable(format!("postgresql: {e}"))
-        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Tls(_) => StoreError::Unavailable(format!("postgresql: {e}")),
         other => StoreError::Backend(other),
     }
 }
@@ -88,7 +89,10 @@ impl PostgresStore {
             .await
             .map_err(unavailable_or)?;
         migrate(&pool).await?;
-        Ok(Self { pool, history_limit: history_limit.max(1) })
+        Ok(Self {
+            pool,
+            history_limit: history_limit.max(1),
+        })
     }
 
     async fn write_doc(
@@ -119,14 +123,14 @@ impl PostgresStore {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(unavailable_or)?,
-            Some(user_id) => {
-                sqlx::query_scalar("SELECT revision FROM user_settings WHERE team_id = $1 AND user_id = $2")
-                    .bind(team_id)
-                    .bind(user_id)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(unavailable_or)?
-            }
+            Some(user_id) => sqlx::query_scalar(
+                "SELECT revision FROM user_settings WHERE team_id = $1 AND user_id = $2",
+            )
+            .bind(team_id)
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(unavailable_or)?,
         };
         let actual = current.map_or(0, to_u64);
         if let Some(expected) = expected
@@ -175,15 +179,17 @@ impl PostgresStore {
             }
         };
         let change_json = to_json(&change)?;
-        sqlx::query("INSERT INTO changes (team_id, revision, doc, at, actor) VALUES ($1, $2, $3, $4, $5)")
-            .bind(team_id)
-            .bind(revision)
-            .bind(&change_json)
-            .bind(now)
-            .bind(actor)
-            .execute(&mut *tx)
-            .await
-            .map_err(unavailable_or)?;
+        sqlx::query(
+            "INSERT INTO changes (team_id, revision, doc, at, actor) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(team_id)
+        .bind(revision)
+        .bind(&change_json)
+        .bind(now)
+        .bind(actor)
+        .execute(&mut *tx)
+        .await
+        .map_err(unavailable_or)?;
         sqlx::query("INSERT INTO audit (team_id, revision, actor, kind, at, detail) VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(team_id)
             .bind(revision)
@@ -222,18 +228,28 @@ impl PostgresStore {
 }
 
 async fn listen(pool: &PgPool) -> Result<PgListener, StoreError> {
-    let mut listener = PgListener::connect_with(pool).await.map_err(unavailable_or)?;
-    listener.listen(NOTIFY_CHANNEL).await.map_err(unavailable_or)?;
+    let mut listener = PgListener::connect_with(pool)
+        .await
+        .map_err(unavailable_or)?;
+    listener
+        .listen(NOTIFY_CHANNEL)
+        .await
+        .map_err(unavailable_or)?;
     Ok(listener)
 }
 
 async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
     let mut tx = pool.begin().await.map_err(unavailable_or)?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await?;
     sqlx::raw_sql("CREATE TABLE IF NOT EXISTS toolgate_schema (version INTEGER NOT NULL)")
         .execute(&mut *tx)
         .await?;
-    let version: Option<i32> = sqlx::query_scalar("SELECT max(version) FROM toolgate_schema").fetch_one(&mut *tx).await?;
+    let version: Option<i32> = sqlx::query_scalar("SELECT max(version) FROM toolgate_schema")
+        .fetch_one(&mut *tx)
+        .await?;
     let version = usize::try_from(version.unwrap_or(0)).unwrap_or(0);
     if version > MIGRATIONS.len() {
         return Err(StoreError::Corrupt(format!(
@@ -268,7 +284,10 @@ fn from_json<T: DeserializeOwned>(what: &str, s: &str) -> Result<T, StoreError> 
     serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
-fn versioned<T: DeserializeOwned + Default>(what: &str, row: Option<PgRow>) -> Result<Versioned<T>, StoreError> {
+fn versioned<T: DeserializeOwned + Default>(
+    what: &str,
+    row: Option<PgRow>,
+) -> Result<Versioned<T>, StoreError> {
     let Some(row) = row else {
         return Ok(Versioned::unset());
     };
@@ -292,11 +311,13 @@ impl Store for PostgresStore {
     }
 
     async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
-        let row = sqlx::query("SELECT doc, revision, updated_at, updated_by FROM admin_settings WHERE team_id = $1")
-            .bind(team_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(unavailable_or)?;
+        let row = sqlx::query(
+            "SELECT doc, revision, updated_at, updated_by FROM admin_settings WHERE team_id = $1",
+        )
+        .bind(team_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(unavailable_or)?;
         versioned("admin settings", row)
     }
 
@@ -307,12 +328,25 @@ impl Store for PostgresStore {
         expected: Option<u64>,
         actor: &str,
     ) -> Result<Versioned<AdminControls>, StoreError> {
-        let change = ChangeDoc::Admin { controls: controls.clone() };
-        let (revision, at) = self.write_doc(team_id, None, to_json(controls)?, change, expected, actor).await?;
-        Ok(Versioned { doc: controls.clone(), revision, updated_at_ms: at, updated_by: actor.to_owned() })
+        let change = ChangeDoc::Admin {
+            controls: controls.clone(),
+        };
+        let (revision, at) = self
+            .write_doc(team_id, None, to_json(controls)?, change, expected, actor)
+            .await?;
+        Ok(Versioned {
+            doc: controls.clone(),
+            revision,
+            updated_at_ms: at,
+            updated_by: actor.to_owned(),
+        })
     }
 
-    async fn get_user(&self, team_id: &str, user_id: &str) -> Result<Versioned<UserSettings>, StoreError> {
+    async fn get_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
         let row = sqlx::query(
             "SELECT doc, revision, updated_at, updated_by FROM user_settings WHERE team_id = $1 AND user_id = $2",
         )
@@ -332,24 +366,46 @@ impl Store for PostgresStore {
         expected: Option<u64>,
         actor: &str,
     ) -> Result<Versioned<UserSettings>, StoreError> {
-        let change = ChangeDoc::User { user_id: user_id.to_owned(), settings: settings.clone() };
-        let (revision, at) =
-            self.write_doc(team_id, Some(user_id), to_json(settings)?, change, expected, actor).await?;
-        Ok(Versioned { doc: settings.clone(), revision, updated_at_ms: at, updated_by: actor.to_owned() })
+        let change = ChangeDoc::User {
+            user_id: user_id.to_owned(),
+            settings: settings.clone(),
+        };
+        let (revision, at) = self
+            .write_doc(
+                team_id,
+                Some(user_id),
+                to_json(settings)?,
+                change,
+                expected,
+                actor,
+            )
+            .await?;
+        Ok(Versioned {
+            doc: settings.clone(),
+            revision,
+            updated_at_ms: at,
+            updated_by: actor.to_owned(),
+        })
     }
 
-    async fn changes_after(&self, team_id: &str, after: u64, limit: u32) -> Result<History, StoreError> {
+    async fn changes_after(
+        &self,
+        team_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<History, StoreError> {
         // repeatable read: the floor and the rows come from one snapshot
         let mut tx = self.pool.begin().await.map_err(unavailable_or)?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)
             .await
             .map_err(unavailable_or)?;
-        let floor: Option<i64> = sqlx::query_scalar("SELECT history_floor FROM teams WHERE team_id = $1")
-            .bind(team_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(unavailable_or)?;
+        let floor: Option<i64> =
+            sqlx::query_scalar("SELECT history_floor FROM teams WHERE team_id = $1")
+                .bind(team_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(unavailable_or)?;
         if to_i64(after) < floor.unwrap_or(0) {
             return Ok(History::Truncated);
         }

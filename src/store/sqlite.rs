@@ -91,7 +91,11 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, readers, history_limit: history_limit.max(1) })
+        Ok(Self {
+            writer,
+            readers,
+            history_limit: history_limit.max(1),
+        })
     }
 
     async fn write_doc(
@@ -174,14 +178,16 @@ impl SqliteStore {
             }
         };
         let change_json = to_json(&change)?;
-        sqlx::query("INSERT INTO changes (team_id, revision, doc, at, actor) VALUES (?, ?, ?, ?, ?)")
-            .bind(team_id)
-            .bind(revision)
-            .bind(&change_json)
-            .bind(now)
-            .bind(actor)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO changes (team_id, revision, doc, at, actor) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(team_id)
+        .bind(revision)
+        .bind(&change_json)
+        .bind(now)
+        .bind(actor)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(
             "INSERT INTO audit (team_id, revision, actor, kind, at, detail) VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -214,7 +220,9 @@ impl SqliteStore {
 
 async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let version: i64 = sqlx::query_scalar("PRAGMA user_version").fetch_one(&mut *tx).await?;
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&mut *tx)
+        .await?;
     let version = usize::try_from(version).unwrap_or(0);
     if version > MIGRATIONS.len() {
         return Err(StoreError::Corrupt(format!(
@@ -224,7 +232,9 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
         sqlx::raw_sql(sql).execute(&mut *tx).await?;
-        sqlx::raw_sql(&format!("PRAGMA user_version = {}", i + 1)).execute(&mut *tx).await?;
+        sqlx::raw_sql(&format!("PRAGMA user_version = {}", i + 1))
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(())
@@ -288,14 +298,32 @@ impl Store for SqliteStore {
         expected: Option<u64>,
         actor: &str,
     ) -> Result<Versioned<AdminControls>, StoreError> {
-        let change = ChangeDoc::Admin { controls: controls.clone() };
+        let change = ChangeDoc::Admin {
+            controls: controls.clone(),
+        };
         let (revision, at) = self
-            .write_doc(team_id, DocKey::Admin, to_json(controls)?, change, expected, actor)
+            .write_doc(
+                team_id,
+                DocKey::Admin,
+                to_json(controls)?,
+                change,
+                expected,
+                actor,
+            )
             .await?;
-        Ok(Versioned { doc: controls.clone(), revision, updated_at_ms: at, updated_by: actor.to_owned() })
+        Ok(Versioned {
+            doc: controls.clone(),
+            revision,
+            updated_at_ms: at,
+            updated_by: actor.to_owned(),
+        })
     }
 
-    async fn get_user(&self, team_id: &str, user_id: &str) -> Result<Versioned<UserSettings>, StoreError> {
+    async fn get_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
         let row = sqlx::query(
             "SELECT doc, revision, updated_at, updated_by FROM user_settings
              WHERE team_id = ? AND user_id = ?",
@@ -315,20 +343,41 @@ impl Store for SqliteStore {
         expected: Option<u64>,
         actor: &str,
     ) -> Result<Versioned<UserSettings>, StoreError> {
-        let change = ChangeDoc::User { user_id: user_id.to_owned(), settings: settings.clone() };
+        let change = ChangeDoc::User {
+            user_id: user_id.to_owned(),
+            settings: settings.clone(),
+        };
         let (revision, at) = self
-            .write_doc(team_id, DocKey::User(user_id), to_json(settings)?, change, expected, actor)
+            .write_doc(
+                team_id,
+                DocKey::User(user_id),
+                to_json(settings)?,
+                change,
+                expected,
+                actor,
+            )
             .await?;
-        Ok(Versioned { doc: settings.clone(), revision, updated_at_ms: at, updated_by: actor.to_owned() })
+        Ok(Versioned {
+            doc: settings.clone(),
+            revision,
+            updated_at_ms: at,
+            updated_by: actor.to_owned(),
+        })
     }
 
-    async fn changes_after(&self, team_id: &str, after: u64, limit: u32) -> Result<History, StoreError> {
+    async fn changes_after(
+        &self,
+        team_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<History, StoreError> {
         // one read transaction so the floor and the rows agree
         let mut tx = self.readers.begin().await?;
-        let floor: Option<i64> = sqlx::query_scalar("SELECT history_floor FROM teams WHERE team_id = ?")
-            .bind(team_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let floor: Option<i64> =
+            sqlx::query_scalar("SELECT history_floor FROM teams WHERE team_id = ?")
+                .bind(team_id)
+                .fetch_optional(&mut *tx)
+                .await?;
         if to_i64(after) < floor.unwrap_or(0) {
             return Ok(History::Truncated);
         }

@@ -38,10 +38,12 @@ pub const PRINCIPALS: &[(&str, Role, Option<&str>, Option<&str>)] = &[
 ];
 
 pub fn test_config(data_dir: &Path) -> Config {
-    let mut config = Config::default();
-    config.listen = "127.0.0.1:0".into();
-    config.data_dir = data_dir.to_owned();
-    config.shutdown_grace_secs = 5;
+    let mut config = Config {
+        listen: "127.0.0.1:0".into(),
+        data_dir: data_dir.to_owned(),
+        shutdown_grace_secs: 5,
+        ..Default::default()
+    };
     config.auth.tokens = PRINCIPALS
         .iter()
         .map(|(token, role, team, user)| TokenConfig {
@@ -67,7 +69,9 @@ impl TestServer {
     /// Starts a server with `config`.
     pub async fn start(config: Config) -> Self {
         let app = App::build(config).await.expect("build app");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -84,7 +88,12 @@ impl TestServer {
             .connect()
             .await
             .expect("connect");
-        Self { addr, channel, stop: Some(stop), task: Some(task) }
+        Self {
+            addr,
+            channel,
+            stop: Some(stop),
+            task: Some(task),
+        }
     }
 
     /// Stops gracefully and waits until the server has finished.
@@ -101,7 +110,10 @@ impl TestServer {
         AdminServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
-    pub fn users(&self, token: &str) -> UserSettingsServiceClient<InterceptedService<Channel, Auth>> {
+    pub fn users(
+        &self,
+        token: &str,
+    ) -> UserSettingsServiceClient<InterceptedService<Channel, Auth>> {
         UserSettingsServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
@@ -149,9 +161,18 @@ pub async fn start() -> (TestServer, TempDir) {
 }
 
 pub fn mcp(server: &str, tool: &str) -> pb::ToolCall {
-    pb::ToolCall { kind: Some(pb::tool_call::Kind::Mcp(pb::McpCall { server: server.into(), tool: tool.into() })) }
+    pb::ToolCall {
+        kind: Some(pb::tool_call::Kind::Mcp(pb::McpCall {
+            server: server.into(),
+            tool: tool.into(),
+        })),
+    }
 }
 
 pub fn user_settings(team: &str, user: &str) -> pb::UserSettings {
-    pb::UserSettings { team_id: team.into(), user_id: user.into(), ..Default::default() }
+    pb::UserSettings {
+        team_id: team.into(),
+        user_id: user.into(),
+        ..Default::default()
+    }
 }
