@@ -5,6 +5,7 @@ pub mod config;
 pub mod grpc;
 pub mod hub;
 pub mod policy;
+pub mod policy_file;
 pub mod proto;
 pub mod server;
 pub mod service;

@@ -1,6 +1,8 @@
 //! The `toolgate` binary: parses the command line, loads the configuration and runs
 //! the server (everything else lives in the library).
 
+mod cli;
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -14,6 +16,8 @@ use tracing_subscriber::EnvFilter;
     about = "A policy server for AI-agent tool calls"
 )]
 struct Cli {
+    #[command(flatten)]
+    connection: cli::Connection,
     #[command(subcommand)]
     command: Command,
 }
@@ -28,6 +32,8 @@ enum Command {
     HashToken { token: Option<String> },
     /// Prints a new random token and its SHA-256.
     NewToken,
+    #[command(flatten)]
+    Client(cli::ClientCommand),
 }
 
 #[derive(Debug, clap::Args)]
@@ -96,7 +102,8 @@ async fn wait_signal() {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    let parsed = Cli::parse();
+    match parsed.command {
         Command::Serve(args) => {
             let config = args.load()?;
             init_logging(&config);
@@ -132,6 +139,12 @@ async fn main() -> anyhow::Result<()> {
                 "token:  {token}\nsha256: {}",
                 toolgate::auth::hash_token(&token)
             );
+        }
+        Command::Client(command) => {
+            let code = cli::run(&parsed.connection, command).await?;
+            if code != 0 {
+                std::process::exit(code);
+            }
         }
     }
     Ok(())

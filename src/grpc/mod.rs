@@ -1,7 +1,7 @@
 //! The gRPC layer: tonic services over the domain [`Service`]. The only code that
 //! sees protobuf and tonic types.
 
-mod convert;
+pub mod convert;
 mod error;
 
 use crate::auth::{Action, Authenticator, Principal, authorize};
@@ -112,6 +112,9 @@ impl AdminService for Api {
             limit: r.limit,
             kind: non_empty(r.kind),
             actor: non_empty(r.actor),
+            since_ms: r
+                .since
+                .map(|t| t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000)),
         };
         let events = self.service.list_audit(&p, filter).await?;
         let next_after_id = events.last().map_or(0, |e| e.id);

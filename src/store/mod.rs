@@ -117,6 +117,8 @@ pub struct AuditFilter {
     pub limit: u32,
     pub kind: Option<String>,
     pub actor: Option<String>,
+    /// Unix milliseconds; only events at or after it.
+    pub since_ms: Option<i64>,
 }
 
 /// Audit kinds written by the store itself.

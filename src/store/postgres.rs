@@ -463,7 +463,7 @@ impl Store for PostgresStore {
         let rows = sqlx::query(
             "SELECT id, team_id, revision, actor, kind, at, detail FROM audit
              WHERE id > $1 AND ($2::text IS NULL OR team_id = $2) AND ($3::text IS NULL OR kind = $3)
-               AND ($4::text IS NULL OR actor = $4)
+               AND ($4::text IS NULL OR actor = $4) AND ($6::bigint IS NULL OR at >= $6)
              ORDER BY id LIMIT $5",
         )
         .bind(to_i64(filter.after_id))
@@ -471,6 +471,7 @@ impl Store for PostgresStore {
         .bind(filter.kind.as_deref())
         .bind(filter.actor.as_deref())
         .bind(i64::from(filter.limit))
+        .bind(filter.since_ms)
         .fetch_all(&self.pool)
         .await
         .map_err(unavailable_or)?;

@@ -433,7 +433,7 @@ impl Store for SqliteStore {
         let rows = sqlx::query(
             "SELECT id, team_id, revision, actor, kind, at, detail FROM audit
              WHERE id > ?1 AND (?2 IS NULL OR team_id = ?2) AND (?3 IS NULL OR kind = ?3)
-               AND (?4 IS NULL OR actor = ?4)
+               AND (?4 IS NULL OR actor = ?4) AND (?6 IS NULL OR at >= ?6)
              ORDER BY id LIMIT ?5",
         )
         .bind(to_i64(filter.after_id))
@@ -441,6 +441,7 @@ impl Store for SqliteStore {
         .bind(filter.kind.as_deref())
         .bind(filter.actor.as_deref())
         .bind(i64::from(filter.limit))
+        .bind(filter.since_ms)
         .fetch_all(&self.readers)
         .await?;
         rows.into_iter()
