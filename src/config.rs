@@ -171,6 +171,10 @@ pub struct ConfigError {
     pub problems: Vec<String>,
 }
 
+/// `TOOLGATE_*` variables that are not server settings: the config file's name, the
+/// CLI client's connection, and the test suite's own.
+const NOT_SETTINGS: [&str; 4] = ["CONFIG", "SERVER", "TOKEN", "TOKEN_FILE"];
+
 /// The environment layer: `TOOLGATE_A__B=v` sets `a.b`, values parsed as figment values.
 struct EnvMap(BTreeMap<String, String>);
 
@@ -185,8 +189,7 @@ impl Provider for EnvMap {
             let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
                 continue;
             };
-            // TOOLGATE_CONFIG names the file; it is not a setting
-            if rest.is_empty() || rest == "CONFIG" {
+            if rest.is_empty() || NOT_SETTINGS.contains(&rest) || rest.starts_with("TEST_") {
                 continue;
             }
             let path = rest.to_ascii_lowercase().replace("__", ".");
@@ -492,6 +495,8 @@ mod tests {
                 ("TOOLGATE_WATCH__HEARTBEAT_SECS", "3"),
                 ("TOOLGATE_DATA_DIR", "/tmp/x"),
                 ("OTHER", "ignored"),
+                ("TOOLGATE_TOKEN", "a client setting, not a server one"),
+                ("TOOLGATE_TEST_POSTGRES_URL", "the test suite's"),
             ]),
             &cli,
         )

@@ -438,6 +438,7 @@ impl Service {
         team: &str,
         user: &str,
         calls: &[Call],
+        explain: bool,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
         if calls.len() > self.limits.max_batch_calls {
             return Err(ServiceError::invalid(
@@ -450,13 +451,18 @@ impl Service {
             ));
         }
         let eff = self.effective(p, team, user).await?;
+        let decide = if explain {
+            policy::explain
+        } else {
+            policy::decide
+        };
         let decisions: Vec<Decision> = calls
             .iter()
-            .map(|c| policy::decide(&eff.admin.compiled, &eff.user.compiled, c))
+            .map(|c| decide(&eff.admin.compiled, &eff.user.compiled, c))
             .collect();
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {
-                self.audit_deny(p, team, user, eff.revision, &format!("{call:?}"), d);
+                self.audit_deny(p, team, user, eff.revision, call, d);
             }
         }
         Ok((decisions, eff.revision))
@@ -468,7 +474,7 @@ impl Service {
         team: &str,
         user: &str,
         revision: u64,
-        call: &str,
+        call: &Call,
         d: &Decision,
     ) {
         let event = NewAuditEvent {
@@ -478,9 +484,10 @@ impl Service {
             kind: "decision_denied".into(),
             detail: serde_json::json!({
                 "user_id": user,
-                "call": call,
-                "reason": d.reason,
-                "matched_entry": d.matched_entry,
+                "call": format!("{call:?}"),
+                "reason": d.reason.as_str(),
+                "matched_entry": d.matched_entry.as_deref(),
+                "message": d.message(call),
             }),
         };
         if self.audit_tx.try_send(event).is_err() {

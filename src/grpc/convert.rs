@@ -185,7 +185,8 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
     }
 }
 
-pub fn decision_to_pb(d: Decision, revision: u64, explain: bool) -> pb::Decision {
+pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
+    let message = d.message(call);
     let mut candidates = Vec::new();
     let mut commands = Vec::new();
     for c in d.candidates {
@@ -200,22 +201,19 @@ pub fn decision_to_pb(d: Decision, revision: u64, explain: bool) -> pb::Decision
         outcome: outcome_to_pb(d.outcome) as i32,
         need_approval: d.outcome != Outcome::Allow,
         reason: reason_to_pb(d.reason) as i32,
-        message: d.message,
-        matched_entry: d.matched_entry.unwrap_or_default(),
+        message,
+        matched_entry: d.matched_entry.as_deref().unwrap_or_default().to_owned(),
         candidates_for_allowlist: candidates,
         command_candidates: commands,
         revision,
-        explanation: if explain {
-            d.explanation
-                .into_iter()
-                .map(|c| pb::Check {
-                    name: c.name.to_owned(),
-                    result: c.result,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
+        explanation: d
+            .explanation
+            .into_iter()
+            .map(|c| pb::Check {
+                name: c.name.to_owned(),
+                result: c.result,
+            })
+            .collect(),
     }
 }
 

@@ -214,12 +214,18 @@ impl PolicyService for Api {
         let call = call_from_pb("call", r.call)?;
         let (mut decisions, revision) = self
             .service
-            .evaluate(&p, &r.team_id, &r.user_id, std::slice::from_ref(&call))
+            .evaluate(
+                &p,
+                &r.team_id,
+                &r.user_id,
+                std::slice::from_ref(&call),
+                r.explain,
+            )
             .await?;
         let decision = decisions
             .pop()
             .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
-        Ok(Response::new(decision_to_pb(decision, revision, r.explain)))
+        Ok(Response::new(decision_to_pb(decision, &call, revision)))
     }
 
     async fn evaluate_batch(
@@ -236,12 +242,13 @@ impl PolicyService for Api {
             .collect::<Result<Vec<_>, _>>()?;
         let (decisions, revision) = self
             .service
-            .evaluate(&p, &r.team_id, &r.user_id, &calls)
+            .evaluate(&p, &r.team_id, &r.user_id, &calls, r.explain)
             .await?;
         Ok(Response::new(pb::EvaluateBatchResponse {
             decisions: decisions
                 .into_iter()
-                .map(|d| decision_to_pb(d, revision, r.explain))
+                .zip(&calls)
+                .map(|(d, c)| decision_to_pb(d, c, revision))
                 .collect(),
             revision,
         }))

@@ -4,14 +4,36 @@
 //! tonic, protobuf or storage. The server, the CLI and embedded clients all
 //! decide with this module.
 
+mod builtin;
+mod decide;
+mod entry;
+mod lists;
+mod matcher;
 mod settings;
+mod shell;
 
+pub use builtin::{
+    READONLY as READONLY_TOOLS, SERVER as BUILTIN_SERVER, TOOLS as BUILTIN_TOOLS,
+    canonical as canonical_builtin, cli_name as builtin_cli_name,
+};
+pub use decide::{FilteredTools, decide, explain, filter_tools};
+pub use entry::{
+    Entry, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name, validate_call_name,
+    validate_name,
+};
+pub use lists::{
+    AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, add_mcp_entry, normalise,
+    remove_entry,
+};
+pub use matcher::{CompiledList, reference_first_match};
 pub use settings::{
     AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls,
     UserSettings, default_browser_server_ids,
 };
+pub use shell::{Prefix, SimpleCommand, split as split_command_line};
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What a decision lets happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -77,7 +99,7 @@ pub enum Candidate {
 }
 
 /// One step of a decision, in the order it was made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
     /// e.g. `kill_switch`, `name_valid`, `admin_blocklist`, `allowlist`.
     pub name: &'static str,
@@ -86,16 +108,14 @@ pub struct Check {
 }
 
 /// The answer to "may this call run without a human approving it?".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     pub outcome: Outcome,
     pub reason: Reason,
     /// The entry (as written in its list) that decided, when one did.
-    pub matched_entry: Option<String>,
+    pub matched_entry: Option<Arc<str>>,
     pub candidates: Vec<Candidate>,
-    /// A sentence for people.
-    pub message: String,
-    /// Every check made, in order.
+    /// Every check made, in order; empty unless the decision came from [`explain`].
     pub explanation: Vec<Check>,
 }
 
@@ -103,6 +123,36 @@ impl Decision {
     /// True unless the call may run without approval.
     pub fn need_approval(&self) -> bool {
         self.outcome != Outcome::Allow
+    }
+
+    /// A sentence for people about this decision on `call`.
+    pub fn message(&self, call: &Call) -> String {
+        decide::message(self, call)
+    }
+}
+
+impl Reason {
+    /// The stable name, e.g. `KILL_SWITCH`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::KillSwitch => "KILL_SWITCH",
+            Self::InvalidName => "INVALID_NAME",
+            Self::BlockedByAdmin => "BLOCKED_BY_ADMIN",
+            Self::NotInAccessAllowlist => "NOT_IN_ACCESS_ALLOWLIST",
+            Self::AdminDisabled => "ADMIN_DISABLED",
+            Self::ProtectionOn => "PROTECTION_ON",
+            Self::BrowserUnprotected => "BROWSER_UNPROTECTED",
+            Self::RunEverything => "RUN_EVERYTHING",
+            Self::AutoRunOff => "AUTO_RUN_OFF",
+            Self::Allowlisted => "ALLOWLISTED",
+            Self::NotInAdminAllowlist => "NOT_IN_ADMIN_ALLOWLIST",
+            Self::NotAllowlisted => "NOT_ALLOWLISTED",
+            Self::CommandAllowed => "COMMAND_ALLOWED",
+            Self::CommandBlocked => "COMMAND_BLOCKED",
+            Self::CommandNotAllowlisted => "COMMAND_NOT_ALLOWLISTED",
+            Self::DeleteProtected => "DELETE_PROTECTED",
+            Self::AutoRunOn => "AUTO_RUN_ON",
+        }
     }
 }
 
@@ -154,103 +204,4 @@ pub enum PolicyError {
     /// A `tools/list` result that is not JSON of the expected shape.
     #[error("invalid tools/list result: {0}")]
     InvalidToolsList(String),
-}
-
-// ---------------------------------------------------------------------------
-// API CONTRACT (stubs to be replaced by the implementation; signatures fixed)
-// ---------------------------------------------------------------------------
-
-/// The most entries one list may hold.
-pub const MAX_LIST_ENTRIES: usize = 100_000;
-
-/// Team admin controls compiled for decisions whose cost does not grow with list size.
-#[derive(Debug, Clone)]
-pub struct CompiledAdmin {
-    controls: AdminControls,
-}
-
-impl CompiledAdmin {
-    /// Validates every entry (reporting all problems at once) and builds the lookup tables.
-    pub fn compile(controls: &AdminControls) -> Result<Self, PolicyError> {
-        let _ = controls;
-        unimplemented!("policy core")
-    }
-
-    pub fn controls(&self) -> &AdminControls {
-        &self.controls
-    }
-}
-
-/// User settings compiled like [`CompiledAdmin`].
-#[derive(Debug, Clone)]
-pub struct CompiledUser {
-    settings: UserSettings,
-}
-
-impl CompiledUser {
-    pub fn compile(settings: &UserSettings) -> Result<Self, PolicyError> {
-        let _ = settings;
-        unimplemented!("policy core")
-    }
-
-    pub fn settings(&self) -> &UserSettings {
-        &self.settings
-    }
-}
-
-/// Decides one call, in the order of DESIGN.md "The decision".
-pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    let _ = (admin, user, call);
-    unimplemented!("policy core")
-}
-
-/// What adding an entry did (seed 001 `Yro`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AddOutcome {
-    /// The new list, with the entry appended.
-    Added(Vec<String>),
-    /// The exact entry is already there.
-    AlreadyPresent,
-    /// A wildcard entry of the list already covers it (the entry named).
-    CoveredBy(String),
-}
-
-/// Adds `server:tool` to a list by seed 001's `Yro` rules; invalid names are an error.
-pub fn add_mcp_entry(list: &[String], server: &str, tool: &str) -> Result<AddOutcome, PolicyError> {
-    let _ = (list, server, tool);
-    unimplemented!("policy core")
-}
-
-/// Removes an entry; `None` when it is not in the list.
-pub fn remove_entry(list: &[String], entry: &str) -> Option<Vec<String>> {
-    let _ = (list, entry);
-    unimplemented!("policy core")
-}
-
-/// Drops duplicates and entries that a wildcard entry of the same list covers.
-pub fn normalise(list: &[String]) -> Vec<String> {
-    let _ = list;
-    unimplemented!("policy core")
-}
-
-/// A `tools/list` result with the denied tools removed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FilteredTools {
-    /// Same shape as given (`{"tools": [...]}` or the bare array).
-    pub tools: serde_json::Value,
-    /// Names of the tools removed because they are denied.
-    pub removed: Vec<String>,
-    /// Entries skipped because they are not an object with a string `name`.
-    pub malformed_skipped: usize,
-}
-
-/// Keeps only the tools of `server` that are not DENIED (seed 003).
-pub fn filter_tools(
-    admin: &CompiledAdmin,
-    user: &CompiledUser,
-    server: &str,
-    tools: &serde_json::Value,
-) -> Result<FilteredTools, PolicyError> {
-    let _ = (admin, user, server, tools);
-    unimplemented!("policy core")
 }

@@ -1,0 +1,497 @@
+//! The decision (DESIGN.md "The decision"; seed 001 `m4c` from step 4 on) for MCP and
+//! built-in tool calls, shell command lines and file deletions, and `tools/list`
+//! filtering (seed 003).
+
+use super::builtin;
+use super::entry::{split_internal_name, validate_call_name};
+use super::lists::{CompiledAdmin, CompiledUser};
+use super::shell::{self, Prefix};
+use super::{AccessMode, Call, Candidate, Check, Decision, Outcome, PolicyError, Reason};
+use std::sync::Arc;
+
+/// Records the checks of a decision, or not: the quiet form costs nothing.
+trait Explain {
+    fn check(&mut self, name: &'static str, result: impl FnOnce() -> String);
+    fn take(self) -> Vec<Check>;
+}
+
+struct Quiet;
+
+impl Explain for Quiet {
+    #[inline]
+    fn check(&mut self, _: &'static str, _: impl FnOnce() -> String) {}
+
+    fn take(self) -> Vec<Check> {
+        Vec::new()
+    }
+}
+
+struct Record(Vec<Check>);
+
+impl Explain for Record {
+    fn check(&mut self, name: &'static str, result: impl FnOnce() -> String) {
+        self.0.push(Check {
+            name,
+            result: result(),
+        });
+    }
+
+    fn take(self) -> Vec<Check> {
+        self.0
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+/// Decides one call. The explanation is left empty; see [`explain`].
+pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
+    decide_with(admin, user, call, Quiet)
+}
+
+/// Decides one call and lists every check made, in order.
+pub fn explain(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
+    decide_with(admin, user, call, Record(Vec::new()))
+}
+
+fn decide_with<E: Explain>(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+    mut ex: E,
+) -> Decision {
+    let (outcome, reason, matched_entry, candidates) = match call {
+        Call::Mcp { server, tool } => mcp(admin, user, server, tool, &mut ex),
+        Call::McpInternal {
+            name,
+            fallback_server,
+        } => {
+            let (server, tool) = split_internal_name(name, fallback_server);
+            ex.check("internal_name", || {
+                format!("{name:?} is server {server:?}, tool {tool:?}")
+            });
+            mcp(admin, user, server, tool, &mut ex)
+        }
+        Call::Shell(line) => command_line(admin, user, line, &mut ex),
+        Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
+    };
+    Decision {
+        outcome,
+        reason,
+        matched_entry,
+        candidates,
+        explanation: ex.take(),
+    }
+}
+
+type Parts = (Outcome, Reason, Option<Arc<str>>, Vec<Candidate>);
+
+fn kill_switch<E: Explain>(admin: &CompiledAdmin, ex: &mut E) -> Option<Parts> {
+    let on = admin.controls.kill_switch;
+    ex.check("kill_switch", || on_off(on).to_owned());
+    on.then(|| (Outcome::Deny, Reason::KillSwitch, None, Vec::new()))
+}
+
+/// The user's modes; both off when the admin disabled auto-run (seed 001 `shouldAutoRun_*`).
+fn modes<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, ex: &mut E) -> (bool, bool) {
+    let auto_run = user.settings.use_yolo_mode && !admin.disabled;
+    let run_everything = auto_run && user.settings.yolo_enable_run_everything;
+    ex.check("modes", || {
+        format!(
+            "auto-run {}, run-everything {}",
+            on_off(auto_run),
+            on_off(run_everything)
+        )
+    });
+    (auto_run, run_everything)
+}
+
+fn mcp<E: Explain>(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    server: &str,
+    tool: &str,
+    ex: &mut E,
+) -> Parts {
+    if let Some(parts) = kill_switch(admin, ex) {
+        return parts;
+    }
+    if let Err(rule) = validate_call_name(server).and_then(|()| validate_call_name(tool)) {
+        ex.check("names", || {
+            format!("server {server:?} or tool {tool:?} breaks rule {rule:?}")
+        });
+        return (Outcome::Ask, Reason::InvalidName, None, Vec::new());
+    }
+    // one spelling per built-in tool, so one rule covers every client
+    let tool = if server == builtin::SERVER {
+        builtin::canonical(tool)
+    } else {
+        tool
+    };
+    ex.check("names", || format!("valid: {server}:{tool}"));
+
+    if let Some(entry) = admin.blocklist.matched(server, tool) {
+        ex.check("admin_blocklist", || format!("{entry} matches"));
+        return (
+            Outcome::Deny,
+            Reason::BlockedByAdmin,
+            Some(entry.clone()),
+            Vec::new(),
+        );
+    }
+    ex.check("admin_blocklist", || "no entry matches".to_owned());
+    if admin.controls.mcp_access_mode == AccessMode::Allowlist {
+        match admin.access.matched(server, tool) {
+            Some(entry) => ex.check("admin_access_allowlist", || format!("{entry} matches")),
+            None => {
+                ex.check("admin_access_allowlist", || {
+                    "no entry matches: the tool is not permitted".to_owned()
+                });
+                return (
+                    Outcome::Deny,
+                    Reason::NotInAccessAllowlist,
+                    None,
+                    Vec::new(),
+                );
+            }
+        }
+    }
+
+    let controlled = admin.controlled();
+    let browser = admin.is_browser(server);
+    let protection = match (controlled, browser) {
+        (true, true) => admin.controls.browser_protection,
+        (true, false) => admin.controls.disable_mcp_auto_run,
+        (false, true) => user.settings.playwright_protection,
+        (false, false) => user.settings.yolo_mcp_tools_disabled,
+    };
+    ex.check("admin_controls", || {
+        if controlled {
+            "enabled: the admin's values stand in for the user's"
+        } else {
+            "not enabled"
+        }
+        .to_owned()
+    });
+    if admin.disabled {
+        ex.check("admin_disabled", || {
+            "the admin allows nothing to auto-run".to_owned()
+        });
+        return (Outcome::Ask, Reason::AdminDisabled, None, Vec::new());
+    }
+    ex.check("protection", || {
+        let kind = if browser {
+            "browser protection"
+        } else {
+            "mcp tool protection"
+        };
+        format!("{kind} {}", on_off(protection))
+    });
+    if protection {
+        return (Outcome::Ask, Reason::ProtectionOn, None, Vec::new());
+    }
+    if browser {
+        ex.check("browser", || {
+            format!("{server} is a browser server and its protection is off")
+        });
+        return (Outcome::Allow, Reason::BrowserUnprotected, None, Vec::new());
+    }
+
+    let (auto_run, run_everything) = modes(admin, user, ex);
+    if run_everything && !controlled {
+        return (Outcome::Allow, Reason::RunEverything, None, Vec::new());
+    }
+    if !auto_run {
+        return (Outcome::Ask, Reason::AutoRunOff, None, Vec::new());
+    }
+    let matched = if controlled {
+        let from_admin = admin.allowlist.matched(server, tool);
+        if from_admin.is_none() && admin.union() {
+            user.allowlist.matched(server, tool)
+        } else {
+            from_admin
+        }
+    } else {
+        user.allowlist.matched(server, tool)
+    };
+    if let Some(entry) = matched {
+        ex.check("allowlist", || format!("{entry} matches"));
+        return (
+            Outcome::Allow,
+            Reason::Allowlisted,
+            Some(entry.clone()),
+            Vec::new(),
+        );
+    }
+    ex.check("allowlist", || {
+        let which = match (controlled, admin.union()) {
+            (true, false) => "the admin's list",
+            (true, true) => "the admin's list or the user's",
+            (false, _) => "the user's list",
+        };
+        format!("no entry of {which} matches")
+    });
+    if controlled && run_everything && admin.controls.enable_run_everything {
+        ex.check("admin_run_everything", || {
+            "the admin permits run-everything".to_owned()
+        });
+        return (Outcome::Allow, Reason::RunEverything, None, Vec::new());
+    }
+    if controlled && !admin.union() {
+        return (Outcome::Ask, Reason::NotInAdminAllowlist, None, Vec::new());
+    }
+    let candidate = Candidate::Mcp {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+    };
+    (Outcome::Ask, Reason::NotAllowlisted, None, vec![candidate])
+}
+
+/// The admin's prefixes when admin-controlled (with the user's too in union mode),
+/// else the user's own.
+fn prefixes<'a>(
+    admin: &CompiledAdmin,
+    from_admin: &'a [Prefix],
+    from_user: &'a [Prefix],
+) -> impl Iterator<Item = &'a Prefix> {
+    let (a, u): (&[Prefix], &[Prefix]) = match (admin.controlled(), admin.union()) {
+        (true, false) => (from_admin, &[]),
+        (true, true) => (from_admin, from_user),
+        (false, _) => (&[], from_user),
+    };
+    a.iter().chain(u)
+}
+
+fn command_line<E: Explain>(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    line: &str,
+    ex: &mut E,
+) -> Parts {
+    if let Some(parts) = kill_switch(admin, ex) {
+        return parts;
+    }
+    if admin.disabled {
+        ex.check("admin_disabled", || {
+            "the admin allows nothing to auto-run".to_owned()
+        });
+        return (Outcome::Ask, Reason::AdminDisabled, None, Vec::new());
+    }
+    let commands = shell::split(line);
+    ex.check("split", || {
+        format!(
+            "{} simple command(s): {}",
+            commands.len(),
+            commands
+                .iter()
+                .map(|c| c.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        )
+    });
+    if commands.is_empty() {
+        return (
+            Outcome::Ask,
+            Reason::CommandNotAllowlisted,
+            None,
+            Vec::new(),
+        );
+    }
+    for command in &commands {
+        if command.opaque {
+            ex.check("blocked", || {
+                format!("{:?} holds a substitution or subshell", command.text)
+            });
+            return (Outcome::Ask, Reason::CommandBlocked, None, Vec::new());
+        }
+        if let Some(p) = prefixes(admin, &admin.blocked, &user.denied).find(|p| p.matches(command))
+        {
+            ex.check("blocked", || {
+                format!("{:?} matches blocked prefix {:?}", command.text, p.raw)
+            });
+            return (
+                Outcome::Ask,
+                Reason::CommandBlocked,
+                Some(Arc::from(p.raw.as_str())),
+                Vec::new(),
+            );
+        }
+    }
+    ex.check("blocked", || {
+        "no command matches a blocked prefix".to_owned()
+    });
+    let (auto_run, run_everything) = modes(admin, user, ex);
+    if run_everything && (!admin.controlled() || admin.controls.enable_run_everything) {
+        return (Outcome::Allow, Reason::RunEverything, None, Vec::new());
+    }
+    if !auto_run {
+        return (Outcome::Ask, Reason::AutoRunOff, None, Vec::new());
+    }
+    let mut first_prefix = None;
+    let mut unlisted = Vec::new();
+    for command in &commands {
+        match prefixes(admin, &admin.allowed, &user.allowed).find(|p| p.matches(command)) {
+            Some(p) => {
+                first_prefix.get_or_insert_with(|| Arc::<str>::from(p.raw.as_str()));
+            }
+            None => unlisted.push(Candidate::Command(command.text.clone())),
+        }
+    }
+    if unlisted.is_empty() {
+        ex.check("allowed", || {
+            "every command matches an allowed prefix".to_owned()
+        });
+        return (
+            Outcome::Allow,
+            Reason::CommandAllowed,
+            first_prefix,
+            Vec::new(),
+        );
+    }
+    ex.check("allowed", || {
+        format!("{} command(s) match no allowed prefix", unlisted.len())
+    });
+    (Outcome::Ask, Reason::CommandNotAllowlisted, None, unlisted)
+}
+
+fn delete<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, path: &str, ex: &mut E) -> Parts {
+    if let Some(parts) = kill_switch(admin, ex) {
+        return parts;
+    }
+    if path.trim().is_empty() {
+        ex.check("path", || "empty".to_owned());
+        return (Outcome::Ask, Reason::InvalidName, None, Vec::new());
+    }
+    let protected = admin.controlled() && admin.controls.delete_file_protection;
+    ex.check("delete_file_protection", || on_off(protected).to_owned());
+    if protected {
+        return (Outcome::Ask, Reason::DeleteProtected, None, Vec::new());
+    }
+    let (auto_run, run_everything) = modes(admin, user, ex);
+    if run_everything && (!admin.controlled() || admin.controls.enable_run_everything) {
+        (Outcome::Allow, Reason::RunEverything, None, Vec::new())
+    } else if auto_run {
+        (Outcome::Allow, Reason::AutoRunOn, None, Vec::new())
+    } else {
+        (Outcome::Ask, Reason::AutoRunOff, None, Vec::new())
+    }
+}
+
+/// A sentence for people about `d`, a decision on `call`.
+pub(super) fn message(d: &Decision, call: &Call) -> String {
+    let subject = match call {
+        Call::Mcp { server, tool } => format!("{server}:{tool}"),
+        Call::McpInternal { name, .. } => name.clone(),
+        Call::Shell(line) => format!("command {line:?}"),
+        Call::DeleteFile(path) => format!("deleting {path:?}"),
+    };
+    let entry = d.matched_entry.as_deref().unwrap_or("");
+    let why = match d.reason {
+        Reason::KillSwitch => "is denied: the team's kill switch is on".to_owned(),
+        Reason::InvalidName => {
+            "needs approval: its server, tool or path is not a valid name".to_owned()
+        }
+        Reason::BlockedByAdmin => format!("is denied by the admin blocklist entry {entry}"),
+        Reason::NotInAccessAllowlist => {
+            "is denied: the admin permits only listed tools, and it is not listed".to_owned()
+        }
+        Reason::AdminDisabled => "needs approval: the admin has disabled auto-run".to_owned(),
+        Reason::ProtectionOn => "needs approval: tool protection is on".to_owned(),
+        Reason::BrowserUnprotected => "may run: browser protection is off".to_owned(),
+        Reason::RunEverything => "may run: run-everything mode is on".to_owned(),
+        Reason::AutoRunOff => "needs approval: auto-run is off".to_owned(),
+        Reason::Allowlisted => format!("may run: allowlisted by {entry}"),
+        Reason::NotInAdminAllowlist => {
+            "needs approval: it is not in the admin's allowlist".to_owned()
+        }
+        Reason::NotAllowlisted => {
+            "needs approval: it is not in the allowlist (it can be added)".to_owned()
+        }
+        Reason::CommandAllowed => format!("may run: every command is allowed (first by {entry})"),
+        Reason::CommandBlocked if entry.is_empty() => {
+            "needs approval: it holds a substitution or subshell, which never auto-runs".to_owned()
+        }
+        Reason::CommandBlocked => format!("needs approval: blocked by {entry}"),
+        Reason::CommandNotAllowlisted => {
+            "needs approval: not every command is allowlisted".to_owned()
+        }
+        Reason::DeleteProtected => "needs approval: the admin protects file deletion".to_owned(),
+        Reason::AutoRunOn => "may run: auto-run is on".to_owned(),
+    };
+    format!("{subject} {why}")
+}
+
+/// A `tools/list` result with the denied tools removed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilteredTools {
+    /// Same shape as given (`{"tools": [...]}` or the bare array).
+    pub tools: serde_json::Value,
+    /// Names of the tools removed because they are denied.
+    pub removed: Vec<String>,
+    /// Entries skipped because they are not an object with a string `name`.
+    pub malformed_skipped: usize,
+}
+
+/// Keeps only the tools of `server` that are not DENIED (seed 003), skipping malformed
+/// entries. Anything but `{"tools": [...]}` or an array is an error: the caller fails
+/// closed on it.
+pub fn filter_tools(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    server: &str,
+    tools: &serde_json::Value,
+) -> Result<FilteredTools, PolicyError> {
+    use serde_json::Value;
+    let list = match tools {
+        Value::Array(list) => list,
+        Value::Object(obj) => match obj.get("tools") {
+            Some(Value::Array(list)) => list,
+            _ => {
+                return Err(PolicyError::InvalidToolsList(
+                    "expected a \"tools\" array".into(),
+                ));
+            }
+        },
+        _ => {
+            return Err(PolicyError::InvalidToolsList(
+                "expected {\"tools\": [...]} or an array".into(),
+            ));
+        }
+    };
+    let mut kept = Vec::with_capacity(list.len());
+    let mut removed = Vec::new();
+    let mut malformed_skipped = 0;
+    for tool in list {
+        let Some(name) = tool
+            .as_object()
+            .and_then(|o| o.get("name"))
+            .and_then(Value::as_str)
+        else {
+            malformed_skipped += 1;
+            continue;
+        };
+        let call = Call::Mcp {
+            server: server.to_owned(),
+            tool: name.to_owned(),
+        };
+        if decide(admin, user, &call).outcome == Outcome::Deny {
+            removed.push(name.to_owned());
+        } else {
+            kept.push(tool.clone());
+        }
+    }
+    let tools = match tools {
+        Value::Object(obj) => {
+            let mut obj = obj.clone();
+            obj.insert("tools".into(), Value::Array(kept));
+            Value::Object(obj)
+        }
+        _ => Value::Array(kept),
+    };
+    Ok(FilteredTools {
+        tools,
+        removed,
+        malformed_skipped,
+    })
+}

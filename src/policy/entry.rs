@@ -1,0 +1,384 @@
+//! Names and `server:tool` entries: validation (seed 001 `ihe`), parsing (`vOh`),
+//! formatting (`d4c`), matching (`f4c` plus globs), internal names (`h4c`).
+
+use super::builtin;
+use super::{EntryProblem, Rule};
+
+/// The separator between server and tool (seed 001 `UJt`).
+pub const SEPARATOR: char = ':';
+/// The wildcard (seed 001 `bY`).
+pub const WILDCARD: &str = "*";
+/// Longest server or tool name (seed 001 `ihe`).
+pub const MAX_NAME_LEN: usize = 256;
+
+/// Seed 001 `ihe`: not empty, at most 256 characters, not only whitespace, and no
+/// `:` or `*` unless the name is the wildcard itself.
+pub fn validate_name(name: &str) -> Result<(), Rule> {
+    if name.is_empty() {
+        return Err(Rule::Empty);
+    }
+    if name.chars().count() > MAX_NAME_LEN {
+        return Err(Rule::TooLong);
+    }
+    if name.trim().is_empty() {
+        return Err(Rule::Whitespace);
+    }
+    if name != WILDCARD && name.contains([':', '*']) {
+        return Err(Rule::ReservedCharacter);
+    }
+    Ok(())
+}
+
+/// Like [`validate_name`] for a name in a call: the wildcard is not a name there.
+pub fn validate_call_name(name: &str) -> Result<(), Rule> {
+    if name == WILDCARD {
+        return Err(Rule::ReservedCharacter);
+    }
+    validate_name(name)
+}
+
+/// The checks of `ihe` that apply to an entry side, where `*` may also form a glob.
+fn validate_side(side: &str) -> Result<(), Rule> {
+    if side.is_empty() {
+        return Err(Rule::Empty);
+    }
+    if side.chars().count() > MAX_NAME_LEN {
+        return Err(Rule::TooLong);
+    }
+    if side.trim().is_empty() {
+        return Err(Rule::Whitespace);
+    }
+    if side.contains(':') {
+        return Err(Rule::ReservedCharacter);
+    }
+    Ok(())
+}
+
+/// Seed 001 `d4c`: the entry string for a server and a tool.
+pub fn format_entry(server: &str, tool: &str) -> String {
+    format!("{server}{SEPARATOR}{tool}")
+}
+
+/// One side of an entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// `*`: anything.
+    Any,
+    /// A plain name, matched exactly and case-sensitively.
+    Exact(String),
+    /// A name with `*` inside (the glob extension), e.g. `get_*`.
+    Glob(String),
+}
+
+impl Side {
+    fn parse(side: &str) -> Result<Self, Rule> {
+        validate_side(side)?;
+        Ok(if side == WILDCARD {
+            Self::Any
+        } else if side.contains('*') {
+            Self::Glob(side.to_owned())
+        } else {
+            Self::Exact(side.to_owned())
+        })
+    }
+
+    /// Whether `name` (a valid call name) is matched by this side.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Exact(s) => s == name,
+            Self::Glob(pattern) => glob_match(pattern, name),
+        }
+    }
+}
+
+/// `*` matches any run of characters (also none); everything else matches itself.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// A parsed entry of an MCP list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// `server:tool` in any of its wildcard and glob forms. A built-in tool's
+    /// alias (`builtin:Read`) is stored under its canonical name.
+    Pair { server: Side, tool: Side },
+    /// `@name`: a named set of built-in tools (seed 002 presets).
+    Preset(&'static str),
+}
+
+impl Entry {
+    /// Seed 001 `vOh` with the glob and preset extensions: exactly one `:`, each side
+    /// valid; or `@preset`.
+    pub fn parse(entry: &str) -> Result<Self, Rule> {
+        if let Some(name) = entry.strip_prefix('@') {
+            return builtin::preset(name)
+                .map(|(name, _)| Self::Preset(name))
+                .ok_or(Rule::UnknownPreset);
+        }
+        let mut sides = entry.split(SEPARATOR);
+        let (Some(server), Some(tool), None) = (sides.next(), sides.next(), sides.next()) else {
+            return Err(Rule::Separator);
+        };
+        let server = Side::parse(server)?;
+        let mut tool = Side::parse(tool)?;
+        if server == Side::Exact(builtin::SERVER.to_owned())
+            && let Side::Exact(name) = &tool
+        {
+            tool = Side::Exact(builtin::canonical(name).to_owned());
+        }
+        Ok(Self::Pair { server, tool })
+    }
+
+    /// Seed 001 `f4c`, generalised to globs and presets. `server` and `tool` are
+    /// valid call names, built-in tools already canonical.
+    pub fn matches(&self, server: &str, tool: &str) -> bool {
+        match self {
+            Self::Pair { server: s, tool: t } => s.matches(server) && t.matches(tool),
+            Self::Preset(name) => {
+                server == builtin::SERVER
+                    && builtin::preset(name).is_some_and(|(_, tools)| tools.contains(&tool))
+            }
+        }
+    }
+}
+
+/// The problem with an entry, for people: what rule it breaks and how to fix it.
+pub fn hint(rule: Rule) -> &'static str {
+    match rule {
+        Rule::Empty => "a server or tool name is empty: write server:tool, with * for any",
+        Rule::TooLong => {
+            "a server or tool name is longer than 256 characters: shorten it or use a glob"
+        }
+        Rule::Whitespace => "a server or tool name is only whitespace: write the name",
+        Rule::ReservedCharacter => {
+            "`:` and `*` are reserved: `:` separates server from tool, `*` alone means any"
+        }
+        Rule::Separator => {
+            "an entry is server:tool with exactly one `:` (e.g. github:create_issue, github:*)"
+        }
+        Rule::UnknownPreset => "no such preset: the presets are @readonly",
+        Rule::EmptyCommand => {
+            "a command prefix is empty: write the command words, e.g. `git status`"
+        }
+        Rule::TooMany => "the list is longer than the limit: use wildcards or globs",
+    }
+}
+
+/// Parses every entry of a list, reporting every bad one.
+pub fn parse_list(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> Vec<Entry> {
+    let mut entries = Vec::with_capacity(list.len());
+    for (i, raw) in list.iter().enumerate() {
+        match Entry::parse(raw) {
+            Ok(e) => entries.push(e),
+            Err(rule) => problems.push(EntryProblem {
+                field: format!("{field}[{i}]"),
+                entry: raw.clone(),
+                rule,
+                hint: hint(rule).to_owned(),
+            }),
+        }
+    }
+    entries
+}
+
+/// Splits an internal tool name into server and tool: `mcp__server__tool` (double
+/// underscores), then seed 001 `h4c` (`mcp_server_tool`, split at the first `_` after
+/// the prefix); anything else is a tool of `fallback_server`.
+pub fn split_internal_name<'a>(name: &'a str, fallback_server: &'a str) -> (&'a str, &'a str) {
+    if let Some(rest) = name.strip_prefix("mcp__")
+        && let Some((server, tool)) = rest.split_once("__")
+    {
+        return (server, tool);
+    }
+    if let Some(rest) = name.strip_prefix("mcp_")
+        && let Some((server, tool)) = rest.split_once('_')
+    {
+        return (server, tool);
+    }
+    (fallback_server, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ihe_table() {
+        let long = "x".repeat(256);
+        let too_long = "x".repeat(257);
+        let table: &[(&str, Result<(), Rule>)] = &[
+            ("github", Ok(())),
+            ("*", Ok(())),
+            ("", Err(Rule::Empty)),
+            (&long, Ok(())),
+            (&too_long, Err(Rule::TooLong)),
+            ("   ", Err(Rule::Whitespace)),
+            ("\t", Err(Rule::Whitespace)),
+            (" a ", Ok(())),
+            ("a:b", Err(Rule::ReservedCharacter)),
+            ("a*", Err(Rule::ReservedCharacter)),
+            ("**", Err(Rule::ReservedCharacter)),
+            (":", Err(Rule::ReservedCharacter)),
+            ("é", Ok(())),
+        ];
+        for (name, want) in table {
+            assert_eq!(validate_name(name), *want, "{name:?}");
+        }
+        // 256 characters, not bytes
+        assert_eq!(validate_name(&"é".repeat(256)), Ok(()));
+        assert_eq!(validate_call_name("*"), Err(Rule::ReservedCharacter));
+    }
+
+    #[test]
+    fn d4c_and_voh_round_trip() {
+        assert_eq!(
+            format_entry("github", "create_issue"),
+            "github:create_issue"
+        );
+        let table: &[(&str, Result<Entry, Rule>)] = &[
+            (
+                "github:create_issue",
+                Ok(Entry::Pair {
+                    server: Side::Exact("github".into()),
+                    tool: Side::Exact("create_issue".into()),
+                }),
+            ),
+            (
+                "github:*",
+                Ok(Entry::Pair {
+                    server: Side::Exact("github".into()),
+                    tool: Side::Any,
+                }),
+            ),
+            (
+                "*:search",
+                Ok(Entry::Pair {
+                    server: Side::Any,
+                    tool: Side::Exact("search".into()),
+                }),
+            ),
+            (
+                "*:*",
+                Ok(Entry::Pair {
+                    server: Side::Any,
+                    tool: Side::Any,
+                }),
+            ),
+            (
+                "github:get_*",
+                Ok(Entry::Pair {
+                    server: Side::Exact("github".into()),
+                    tool: Side::Glob("get_*".into()),
+                }),
+            ),
+            (
+                "builtin:Read",
+                Ok(Entry::Pair {
+                    server: Side::Exact("builtin".into()),
+                    tool: Side::Exact("read_file".into()),
+                }),
+            ),
+            ("@readonly", Ok(Entry::Preset("readonly"))),
+            ("@nope", Err(Rule::UnknownPreset)),
+            ("github", Err(Rule::Separator)),
+            ("a:b:c", Err(Rule::Separator)),
+            (":tool", Err(Rule::Empty)),
+            ("server:", Err(Rule::Empty)),
+            ("  :tool", Err(Rule::Whitespace)),
+            ("", Err(Rule::Separator)),
+        ];
+        for (raw, want) in table {
+            assert_eq!(Entry::parse(raw), *want, "{raw:?}");
+        }
+        assert_eq!(
+            Entry::parse(&format!("s:{}", "x".repeat(257))),
+            Err(Rule::TooLong)
+        );
+        assert!(Entry::parse(&format!("s:{}", "x".repeat(256))).is_ok());
+    }
+
+    #[test]
+    fn f4c_every_form() {
+        let m = |e: &str, s: &str, t: &str| Entry::parse(e).unwrap().matches(s, t);
+        assert!(m("*:*", "any", "thing"));
+        assert!(m("*:search", "brave", "search"));
+        assert!(!m("*:search", "brave", "searchx"));
+        assert!(m("github:*", "github", "x"));
+        assert!(!m("github:*", "gitlab", "x"));
+        assert!(m("github:create_issue", "github", "create_issue"));
+        assert!(
+            !m("github:create_issue", "GitHub", "create_issue"),
+            "case-sensitive"
+        );
+        assert!(!m("github:create_issue", "github", "Create_issue"));
+        assert!(m("github:get_*", "github", "get_issue"));
+        assert!(m("github:get_*", "github", "get_"));
+        assert!(!m("github:get_*", "github", "list_issues"));
+        assert!(m("git*:*_pr", "gitlab", "merge_pr"));
+        assert!(m("@readonly", "builtin", "read_file"));
+        assert!(!m("@readonly", "builtin", "write_file"));
+        assert!(!m("@readonly", "fs", "read_file"));
+    }
+
+    #[test]
+    fn globs() {
+        let table: &[(&str, &str, bool)] = &[
+            ("a*", "a", true),
+            ("a*", "abc", true),
+            ("*c", "abc", true),
+            ("a*c", "ac", true),
+            ("a*c", "abbc", true),
+            ("a*c", "abcd", false),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "acb", false),
+            ("*", "", true),
+            ("ab*ba", "aba", false),
+            ("[x]*", "[x]y", true),
+        ];
+        for (p, n, want) in table {
+            assert_eq!(glob_match(p, n), *want, "{p} ~ {n}");
+        }
+    }
+
+    #[test]
+    fn h4c_table() {
+        let table: &[(&str, &str, (&str, &str))] = &[
+            ("mcp_github_create_issue", "fb", ("github", "create_issue")),
+            ("mcp_github", "fb", ("fb", "mcp_github")),
+            ("mcp_", "fb", ("fb", "mcp_")),
+            ("mcp_a_", "fb", ("a", "")),
+            ("read_file", "fs", ("fs", "read_file")),
+            (
+                "mcp__github__create_issue",
+                "fb",
+                ("github", "create_issue"),
+            ),
+            (
+                "mcp__github__create__issue",
+                "fb",
+                ("github", "create__issue"),
+            ),
+            ("mcp__github", "fb", ("", "github")),
+            ("MCP_github_x", "fb", ("fb", "MCP_github_x")),
+        ];
+        for (name, fallback, want) in table {
+            assert_eq!(split_internal_name(name, fallback), *want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! Settings compiled for decisions, and the list edits of seed 001 (`Yro`) plus
+//! remove and normalise.
+
+use super::entry::{self, Entry, Side, hint, parse_list, validate_call_name, validate_name};
+use super::matcher::CompiledList;
+use super::shell::Prefix;
+use super::{AdminControls, EntryProblem, ListMode, PolicyError, Rule, UserSettings, settings};
+
+/// The most entries one list may hold.
+pub const MAX_LIST_ENTRIES: usize = 100_000;
+
+fn check_len(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) {
+    if list.len() > MAX_LIST_ENTRIES {
+        problems.push(EntryProblem {
+            field: field.to_owned(),
+            entry: format!("{} entries", list.len()),
+            rule: Rule::TooMany,
+            hint: format!("at most {MAX_LIST_ENTRIES} entries: use wildcards or globs"),
+        });
+    }
+}
+
+fn compile_mcp(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> CompiledList {
+    check_len(field, list, problems);
+    let entries = parse_list(field, list, problems);
+    if entries.len() == list.len() {
+        CompiledList::new(list, &entries)
+    } else {
+        CompiledList::default()
+    }
+}
+
+fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> Vec<Prefix> {
+    check_len(field, list, problems);
+    let mut out = Vec::with_capacity(list.len());
+    for (i, raw) in list.iter().enumerate() {
+        match Prefix::parse(raw) {
+            Some(p) => out.push(p),
+            None => problems.push(EntryProblem {
+                field: format!("{field}[{i}]"),
+                entry: raw.clone(),
+                rule: Rule::EmptyCommand,
+                hint: hint(Rule::EmptyCommand).to_owned(),
+            }),
+        }
+    }
+    out
+}
+
+fn result<T>(value: T, problems: Vec<EntryProblem>) -> Result<T, PolicyError> {
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(PolicyError::InvalidEntries(problems))
+    }
+}
+
+/// Team admin controls compiled for decisions whose cost does not grow with list size.
+#[derive(Debug, Clone)]
+pub struct CompiledAdmin {
+    pub(super) controls: AdminControls,
+    pub(super) allowlist: CompiledList,
+    pub(super) blocklist: CompiledList,
+    pub(super) access: CompiledList,
+    pub(super) allowed: Vec<Prefix>,
+    pub(super) blocked: Vec<Prefix>,
+    pub(super) browser_server_ids: Vec<String>,
+    /// Seed 001 `isDisabledByAdmin`: controls on, and nothing allowed at all.
+    pub(super) disabled: bool,
+}
+
+impl CompiledAdmin {
+    /// Validates every entry (reporting all problems at once) and builds the lookup tables.
+    pub fn compile(controls: &AdminControls) -> Result<Self, PolicyError> {
+        let mut problems = Vec::new();
+        let allowlist = compile_mcp(
+            "mcp_tool_allowlist",
+            &controls.mcp_tool_allowlist,
+            &mut problems,
+        );
+        let blocklist = compile_mcp(
+            "mcp_tool_blocklist",
+            &controls.mcp_tool_blocklist,
+            &mut problems,
+        );
+        let access = compile_mcp(
+            "mcp_access_allowlist",
+            &controls.mcp_access_allowlist,
+            &mut problems,
+        );
+        let allowed = compile_prefixes("allowed", &controls.allowed, &mut problems);
+        let blocked = compile_prefixes("blocked", &controls.blocked, &mut problems);
+        check_len(
+            "browser_server_ids",
+            &controls.browser_server_ids,
+            &mut problems,
+        );
+        for (i, id) in controls.browser_server_ids.iter().enumerate() {
+            if let Err(rule) = validate_call_name(id) {
+                problems.push(EntryProblem {
+                    field: format!("browser_server_ids[{i}]"),
+                    entry: id.clone(),
+                    rule,
+                    hint: "a browser server id is a plain server name".to_owned(),
+                });
+            }
+        }
+        let browser_server_ids = if controls.browser_server_ids.is_empty() {
+            settings::default_browser_server_ids()
+        } else {
+            controls.browser_server_ids.clone()
+        };
+        let disabled = controls.enabled
+            && controls.mcp_tool_allowlist.is_empty()
+            && controls.allowed.is_empty()
+            && !controls.enable_run_everything;
+        result(
+            Self {
+                controls: controls.clone(),
+                allowlist,
+                blocklist,
+                access,
+                allowed,
+                blocked,
+                browser_server_ids,
+                disabled,
+            },
+            problems,
+        )
+    }
+
+    pub fn controls(&self) -> &AdminControls {
+        &self.controls
+    }
+
+    /// Admin controls are on: the admin's values stand in for the user's.
+    pub fn controlled(&self) -> bool {
+        self.controls.enabled
+    }
+
+    pub(super) fn union(&self) -> bool {
+        self.controls.list_mode == ListMode::Union
+    }
+
+    pub(super) fn is_browser(&self, server: &str) -> bool {
+        self.browser_server_ids.iter().any(|id| id == server)
+    }
+}
+
+/// User settings compiled like [`CompiledAdmin`].
+#[derive(Debug, Clone)]
+pub struct CompiledUser {
+    pub(super) settings: UserSettings,
+    pub(super) allowlist: CompiledList,
+    pub(super) allowed: Vec<Prefix>,
+    pub(super) denied: Vec<Prefix>,
+}
+
+impl CompiledUser {
+    pub fn compile(settings: &UserSettings) -> Result<Self, PolicyError> {
+        let mut problems = Vec::new();
+        let allowlist = compile_mcp(
+            "mcp_allowed_tools",
+            &settings.mcp_allowed_tools,
+            &mut problems,
+        );
+        let allowed = compile_prefixes(
+            "command_allowlist",
+            &settings.command_allowlist,
+            &mut problems,
+        );
+        let denied = compile_prefixes(
+            "command_denylist",
+            &settings.command_denylist,
+            &mut problems,
+        );
+        result(
+            Self {
+                settings: settings.clone(),
+                allowlist,
+                allowed,
+                denied,
+            },
+            problems,
+        )
+    }
+
+    pub fn settings(&self) -> &UserSettings {
+        &self.settings
+    }
+}
+
+/// What adding an entry did (seed 001 `Yro`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddOutcome {
+    /// The new list, with the entry appended.
+    Added(Vec<String>),
+    /// The exact entry is already there.
+    AlreadyPresent,
+    /// A wildcard entry of the list already covers it (the entry named).
+    CoveredBy(String),
+}
+
+/// Adds `server:tool` by seed 001's `Yro`: both names valid by `ihe` (else an error),
+/// no duplicate, nothing `server:*` already covers. Generalising `Yro`, an entry that
+/// `*:*`, `*:tool`, a glob or a preset of the list covers is not added either.
+pub fn add_mcp_entry(list: &[String], server: &str, tool: &str) -> Result<AddOutcome, PolicyError> {
+    let mut problems = Vec::new();
+    for (field, name) in [("server", server), ("tool", tool)] {
+        if let Err(rule) = validate_name(name) {
+            problems.push(EntryProblem {
+                field: field.to_owned(),
+                entry: name.to_owned(),
+                rule,
+                hint: entry::hint(rule).to_owned(),
+            });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(PolicyError::InvalidEntries(problems));
+    }
+    let new_entry = entry::format_entry(server, tool);
+    if list.contains(&new_entry) {
+        return Ok(AddOutcome::AlreadyPresent);
+    }
+    let server_wildcard = entry::format_entry(server, entry::WILDCARD);
+    if list.contains(&server_wildcard) {
+        return Ok(AddOutcome::CoveredBy(server_wildcard));
+    }
+    let parsed: Vec<Option<Entry>> = list.iter().map(|e| Entry::parse(e).ok()).collect();
+    let new = Entry::parse(&new_entry).map_err(|rule| {
+        PolicyError::InvalidEntries(vec![EntryProblem {
+            field: "entry".into(),
+            entry: new_entry.clone(),
+            rule,
+            hint: entry::hint(rule).to_owned(),
+        }])
+    })?;
+    if let Some(i) = parsed
+        .iter()
+        .position(|e| e.as_ref().is_some_and(|e| covers(e, &new)))
+    {
+        return Ok(AddOutcome::CoveredBy(list[i].clone()));
+    }
+    let mut out = list.to_vec();
+    out.push(new_entry);
+    Ok(AddOutcome::Added(out))
+}
+
+/// Whether every call `inner` matches, `outer` matches too (decided conservatively:
+/// `false` when unsure).
+fn covers(outer: &Entry, inner: &Entry) -> bool {
+    if outer == inner {
+        return true;
+    }
+    match inner {
+        Entry::Pair {
+            server: Side::Exact(s),
+            tool: Side::Exact(t),
+        } => outer.matches(s, t),
+        Entry::Pair { server, tool } => match outer {
+            Entry::Pair {
+                server: os,
+                tool: ot,
+            } => side_covers(os, server) && side_covers(ot, tool),
+            Entry::Preset(_) => false,
+        },
+        Entry::Preset(name) => {
+            let tools = super::builtin::preset(name).map_or(&[][..], |(_, t)| t);
+            tools
+                .iter()
+                .all(|t| outer.matches(super::builtin::SERVER, t))
+        }
+    }
+}
+
+fn side_covers(outer: &Side, inner: &Side) -> bool {
+    match (outer, inner) {
+        (Side::Any, _) => true,
+        (_, Side::Any) => false,
+        (o, Side::Exact(name)) => o.matches(name),
+        (Side::Glob(o), Side::Glob(i)) => o == i,
+        (Side::Exact(_), Side::Glob(_)) => false,
+    }
+}
+
+/// Removes every copy of `entry`; `None` when it is not in the list.
+pub fn remove_entry(list: &[String], entry: &str) -> Option<Vec<String>> {
+    list.iter()
+        .any(|e| e == entry)
+        .then(|| list.iter().filter(|e| *e != entry).cloned().collect())
+}
+
+/// Drops duplicates, invalid entries, and entries another kept entry of the same list
+/// covers. Decisions (outcome and reason) are unchanged; the entry reported as
+/// matched may become the covering one.
+pub fn normalise(list: &[String]) -> Vec<String> {
+    let mut kept: Vec<(String, Entry)> = Vec::new();
+    for raw in list {
+        let Ok(parsed) = Entry::parse(raw) else {
+            continue;
+        };
+        if kept.iter().any(|(_, k)| covers(k, &parsed)) {
+            continue;
+        }
+        kept.retain(|(_, k)| !covers(&parsed, k));
+        kept.push((raw.clone(), parsed));
+    }
+    kept.into_iter().map(|(raw, _)| raw).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(entries: &[&str]) -> Vec<String> {
+        entries.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn yro_table() {
+        type Case<'a> = (&'a [&'a str], &'a str, &'a str, Result<AddOutcome, ()>);
+        let table: &[Case<'_>] = &[
+            (
+                &[],
+                "github",
+                "create_issue",
+                Ok(AddOutcome::Added(list(&["github:create_issue"]))),
+            ),
+            (
+                &["github:create_issue"],
+                "github",
+                "create_issue",
+                Ok(AddOutcome::AlreadyPresent),
+            ),
+            (
+                &["github:*"],
+                "github",
+                "merge_pr",
+                Ok(AddOutcome::CoveredBy("github:*".into())),
+            ),
+            (
+                &["gitlab:*"],
+                "github",
+                "merge_pr",
+                Ok(AddOutcome::Added(list(&["gitlab:*", "github:merge_pr"]))),
+            ),
+            (
+                &["*:*"],
+                "github",
+                "merge_pr",
+                Ok(AddOutcome::CoveredBy("*:*".into())),
+            ),
+            (
+                &["*:merge_pr"],
+                "github",
+                "merge_pr",
+                Ok(AddOutcome::CoveredBy("*:merge_pr".into())),
+            ),
+            (
+                &["github:merge_*"],
+                "github",
+                "merge_pr",
+                Ok(AddOutcome::CoveredBy("github:merge_*".into())),
+            ),
+            (
+                &["github:x"],
+                "github",
+                "*",
+                Ok(AddOutcome::Added(list(&["github:x", "github:*"]))),
+            ),
+            (
+                &["*:*"],
+                "github",
+                "*",
+                Ok(AddOutcome::CoveredBy("*:*".into())),
+            ),
+            (&[], "git:hub", "x", Err(())),
+            (&[], "github", "", Err(())),
+            (&[], "github", "get_*", Err(())),
+            (&[], "   ", "x", Err(())),
+        ];
+        for (existing, server, tool, want) in table {
+            let got = add_mcp_entry(&list(existing), server, tool).map_err(|_| ());
+            assert_eq!(&got, want, "{existing:?} + {server}:{tool}");
+        }
+    }
+
+    #[test]
+    fn remove_and_normalise() {
+        assert_eq!(
+            remove_entry(&list(&["a:b", "c:d", "a:b"]), "a:b"),
+            Some(list(&["c:d"]))
+        );
+        assert_eq!(remove_entry(&list(&["a:b"]), "x:y"), None);
+        assert_eq!(
+            normalise(&list(&[
+                "github:x",
+                "github:x",
+                "jira:y",
+                "github:*",
+                "github:get_*",
+                "*:y",
+                "bad"
+            ])),
+            list(&["github:*", "*:y"])
+        );
+        assert_eq!(
+            normalise(&list(&["builtin:Read", "builtin:read_file"])),
+            list(&["builtin:Read"])
+        );
+        assert_eq!(
+            normalise(&list(&["builtin:read_file", "@readonly"])),
+            list(&["@readonly"])
+        );
+        assert_eq!(normalise(&list(&["a:*", "*:*", "b:c"])), list(&["*:*"]));
+    }
+
+    #[test]
+    fn compile_reports_every_problem() {
+        let controls = AdminControls {
+            mcp_tool_allowlist: list(&["ok:x", "nocolon", "a:b:c"]),
+            mcp_tool_blocklist: list(&["@nope"]),
+            allowed: list(&["git status", "  "]),
+            browser_server_ids: list(&["a:b"]),
+            ..AdminControls::default()
+        };
+        let Err(PolicyError::InvalidEntries(problems)) = CompiledAdmin::compile(&controls) else {
+            panic!("invalid entries accepted")
+        };
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "mcp_tool_allowlist[1]",
+                "mcp_tool_allowlist[2]",
+                "mcp_tool_blocklist[0]",
+                "allowed[1]",
+                "browser_server_ids[0]"
+            ]
+        );
+        assert_eq!(problems[0].rule, Rule::Separator);
+        assert_eq!(problems[2].rule, Rule::UnknownPreset);
+        assert_eq!(problems[3].rule, Rule::EmptyCommand);
+    }
+}
