@@ -4,15 +4,22 @@
 
 use serde_json::Value;
 use toolgate::policy::{
-    AdminControls, Call, Candidate, CompiledAdmin, CompiledUser, Outcome, UserSettings, decide, explain,
+    AdminControls, Call, Candidate, CompiledAdmin, CompiledUser, Outcome, UserSettings, decide,
+    explain,
 };
 
 fn call(v: &Value) -> Call {
     let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
     if let Some(m) = v.get("mcp") {
-        Call::Mcp { server: s(m, "server"), tool: s(m, "tool") }
+        Call::Mcp {
+            server: s(m, "server"),
+            tool: s(m, "tool"),
+        }
     } else if let Some(m) = v.get("mcp_internal") {
-        Call::McpInternal { name: s(m, "name"), fallback_server: s(m, "fallback_server") }
+        Call::McpInternal {
+            name: s(m, "name"),
+            fallback_server: s(m, "fallback_server"),
+        }
     } else if let Some(line) = v.get("shell") {
         Call::Shell(line.as_str().unwrap().to_owned())
     } else if let Some(path) = v.get("delete_file") {
@@ -31,10 +38,11 @@ fn run(file: &str, text: &str) -> usize {
         let admin: AdminControls = if case["admin"].is_null() {
             AdminControls::default()
         } else {
-            serde_json::from_value(case["admin"].clone()).unwrap_or_else(|e| panic!("{name}: admin: {e}"))
+            serde_json::from_value(case["admin"].clone())
+                .unwrap_or_else(|e| panic!("{name}: admin: {e}"))
         };
-        let user: UserSettings =
-            serde_json::from_value(case["user"].clone()).unwrap_or_else(|e| panic!("{name}: user: {e}"));
+        let user: UserSettings = serde_json::from_value(case["user"].clone())
+            .unwrap_or_else(|e| panic!("{name}: user: {e}"));
         let admin = CompiledAdmin::compile(&admin).unwrap_or_else(|e| panic!("{name}: {e}"));
         let user = CompiledUser::compile(&user).unwrap_or_else(|e| panic!("{name}: {e}"));
         let call = call(&case["call"]);
@@ -46,7 +54,11 @@ fn run(file: &str, text: &str) -> usize {
             problems.push(format!("outcome {outcome} != {}", expect["outcome"]));
         }
         if d.reason.as_str() != expect["reason"] {
-            problems.push(format!("reason {} != {}", d.reason.as_str(), expect["reason"]));
+            problems.push(format!(
+                "reason {} != {}",
+                d.reason.as_str(),
+                expect["reason"]
+            ));
         }
         if d.need_approval() != (d.outcome != Outcome::Allow) {
             problems.push("need_approval disagrees with the outcome".into());
@@ -60,7 +72,9 @@ fn run(file: &str, text: &str) -> usize {
             .candidates
             .iter()
             .filter_map(|c| match c {
-                Candidate::Mcp { server, tool } => Some(serde_json::json!({"server": server, "tool": tool})),
+                Candidate::Mcp { server, tool } => {
+                    Some(serde_json::json!({"server": server, "tool": tool}))
+                }
                 Candidate::Command(_) => None,
             })
             .collect();
@@ -84,11 +98,23 @@ fn run(file: &str, text: &str) -> usize {
         }
         // the explained decision is the same decision, with its checks listed
         let explained = explain(&admin, &user, &call);
-        if (explained.outcome, explained.reason, &explained.matched_entry) != (d.outcome, d.reason, &d.matched_entry) {
+        if (
+            explained.outcome,
+            explained.reason,
+            &explained.matched_entry,
+        ) != (d.outcome, d.reason, &d.matched_entry)
+        {
             problems.push("explain() decided differently".into());
         }
-        if !explained.explanation.iter().any(|c| c.name == "kill_switch") {
-            problems.push(format!("explanation lacks the kill switch check: {:?}", explained.explanation));
+        if !explained
+            .explanation
+            .iter()
+            .any(|c| c.name == "kill_switch")
+        {
+            problems.push(format!(
+                "explanation lacks the kill switch check: {:?}",
+                explained.explanation
+            ));
         }
         if d.message(&call).is_empty() {
             problems.push("empty message".into());
@@ -109,6 +135,9 @@ fn shared_vectors() {
 
 #[test]
 fn toolgate_vectors() {
-    let n = run("decisions_extra.json", include_str!("data/decisions_extra.json"));
+    let n = run(
+        "decisions_extra.json",
+        include_str!("data/decisions_extra.json"),
+    );
     assert!(n >= 40);
 }
