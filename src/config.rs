@@ -27,6 +27,7 @@ pub struct Config {
     pub watch: WatchConfig,
     pub limits: LimitsConfig,
     pub log: LogConfig,
+    pub telemetry: TelemetryConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
     pub shutdown_grace_secs: u64,
 }
@@ -41,6 +42,7 @@ impl Default for Config {
             watch: WatchConfig::default(),
             limits: LimitsConfig::default(),
             log: LogConfig::default(),
+            telemetry: TelemetryConfig::default(),
             shutdown_grace_secs: 10,
         }
     }
@@ -151,6 +153,23 @@ impl Default for LogConfig {
         Self {
             level: "info".into(),
             format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`; unset exports no spans.
+    pub otlp_endpoint: Option<String>,
+    pub service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "toolgate".into(),
         }
     }
 }
@@ -345,6 +364,13 @@ impl Config {
             problems.push(format!(
                 "limits.max_list_entries: must be between 1 and {}",
                 crate::policy::MAX_LIST_ENTRIES
+            ));
+        }
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            problems.push(format!(
+                "telemetry.otlp_endpoint: {endpoint:?} is not a URL: use http://HOST:4317 (OTLP over gRPC)"
             ));
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {

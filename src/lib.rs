@@ -10,3 +10,4 @@ pub mod proto;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod telemetry;

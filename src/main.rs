@@ -6,8 +6,7 @@ mod cli;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-use toolgate::config::{CliOverrides, Config, LogFormat};
-use tracing_subscriber::EnvFilter;
+use toolgate::config::{CliOverrides, Config};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -63,19 +62,6 @@ impl ServeArgs {
     }
 }
 
-fn init_logging(config: &Config) {
-    let filter = EnvFilter::try_new(&config.log.level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi);
-    match config.log.format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
-
 /// Resolves on the first SIGINT or SIGTERM; a second one exits at once.
 async fn shutdown_signal() {
     wait_signal().await;
@@ -106,13 +92,20 @@ async fn main() -> anyhow::Result<()> {
     match parsed.command {
         Command::Serve(args) => {
             let config = args.load()?;
-            init_logging(&config);
+            let telemetry = toolgate::telemetry::init(&config)?;
             let addr = config.listen_addr();
-            let app = toolgate::server::App::build(config).await?;
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr}"))?;
-            toolgate::server::run(listener, app, shutdown_signal()).await?;
+            let served = async {
+                let app = toolgate::server::App::build(config).await?;
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr}"))?;
+                toolgate::server::run(listener, app, shutdown_signal()).await?;
+                anyhow::Ok(())
+            }
+            .await;
+            // flush spans whether the server stopped cleanly or not
+            telemetry.shutdown();
+            served?;
         }
         Command::CheckConfig(args) => {
             let config = args.load()?;

@@ -186,6 +186,7 @@ pub async fn run(
         info!(%addr, "serving");
     }
     let serve = tonic::transport::Server::builder()
+        .trace_fn(|req| tracing::info_span!("rpc", path = %req.uri().path()))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

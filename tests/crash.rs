@@ -4,36 +4,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use toolgate::proto::v1 as pb;
-
-/// Starts `toolgate serve` and returns it with the address it logged.
-fn spawn(config: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["serve", "--config"])
-        .arg(config)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn toolgate");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("toolgate exited before serving")
-            .unwrap();
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        if v["fields"]["message"] == "serving" {
-            break v["fields"]["addr"].as_str().unwrap().to_owned();
-        }
-    };
-    // keep draining the log so the child never blocks on a full pipe
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
-}
 
 fn write_config(dir: &std::path::Path, store_url: Option<&str>) -> std::path::PathBuf {
     let mut config = test_config(&dir.join("data"));
@@ -60,7 +31,7 @@ async fn client(
 async fn kill_mid_stream_and_check(store_url: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = write_config(dir.path(), store_url);
-    let (mut child, addr) = spawn(&yaml);
+    let (mut child, addr) = spawn_binary(&yaml);
     let mut users = client(&addr).await;
     let writer = tokio::spawn(async move {
         let mut acked = Vec::new();
@@ -108,7 +79,7 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
     // the write in flight at the kill may have committed without its answer arriving
     assert!(acked.len() >= 39, "{} writes acknowledged", acked.len());
 
-    let (mut child, addr) = spawn(&yaml);
+    let (mut child, addr) = spawn_binary(&yaml);
     let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()

@@ -176,3 +176,38 @@ pub fn user_settings(team: &str, user: &str) -> pb::UserSettings {
         ..Default::default()
     }
 }
+
+/// Starts the real `toolgate serve --config FILE` (JSON logs expected) and returns it
+/// with the address it logged. `TOOLGATE_*` variables of the test's own environment
+/// are not passed on.
+pub fn spawn_binary(config: &Path) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        command.env_remove(key);
+    }
+    let mut child = command
+        .args(["serve", "--config"])
+        .arg(config)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn toolgate");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let addr = loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("toolgate exited before serving: {seen:#?}");
+        };
+        seen.push(line.clone());
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if v["fields"]["message"] == "serving" {
+            break v["fields"]["addr"].as_str().unwrap().to_owned();
+        }
+    };
+    // keep draining the log so the child never blocks on a full pipe
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
