@@ -6,6 +6,7 @@ use super::builtin;
 use super::entry::{split_internal_name, validate_call_name};
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::shell::{self, Prefix};
+use super::tool_actions::{ToolActionLists, qualified_name};
 use super::{AccessMode, Call, Candidate, Check, Decision, Outcome, PolicyError, Reason};
 use std::sync::Arc;
 
@@ -45,24 +46,81 @@ fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
 }
 
-/// Decides one call. The explanation is left empty; see [`explain`].
+/// Decides one call, with no policy-file lists. The explanation is left empty; see
+/// [`explain`].
 pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    decide_with(admin, user, call, Quiet)
+    decide_with(&ToolActionLists::default(), admin, user, call, Quiet)
 }
 
 /// Decides one call and lists every check made, in order.
 pub fn explain(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    decide_with(admin, user, call, Record(Vec::new()))
+    decide_with(
+        &ToolActionLists::default(),
+        admin,
+        user,
+        call,
+        Record(Vec::new()),
+    )
+}
+
+/// [`decide`] under the policy file's `tool.action` lists.
+pub fn decide_in(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+) -> Decision {
+    decide_with(files, admin, user, call, Quiet)
+}
+
+/// [`explain`] under the policy file's `tool.action` lists.
+pub fn explain_in(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+) -> Decision {
+    decide_with(files, admin, user, call, Record(Vec::new()))
+}
+
+/// The action a `tool.action` list is asked about.
+#[derive(Clone, Copy)]
+enum Action<'a> {
+    /// The call names this action, or none.
+    Given(Option<&'a str>),
+    /// A `tools/list` entry: the tool stays if some action of it may run.
+    Listing,
 }
 
 fn decide_with<E: Explain>(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
     call: &Call,
     mut ex: E,
 ) -> Decision {
+    let mut allowed_tools = None;
     let (outcome, reason, matched_entry, candidates) = match call {
-        Call::Mcp { server, tool } => mcp(admin, user, server, tool, &mut ex),
+        Call::Mcp { server, tool } => mcp(
+            files,
+            admin,
+            user,
+            (server, tool, Action::Given(None)),
+            &mut allowed_tools,
+            &mut ex,
+        ),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => mcp(
+            files,
+            admin,
+            user,
+            (server, tool, Action::Given(Some(action))),
+            &mut allowed_tools,
+            &mut ex,
+        ),
         Call::McpInternal {
             name,
             fallback_server,
@@ -71,7 +129,14 @@ fn decide_with<E: Explain>(
             ex.check("internal_name", || {
                 format!("{name:?} is server {server:?}, tool {tool:?}")
             });
-            mcp(admin, user, server, tool, &mut ex)
+            mcp(
+                files,
+                admin,
+                user,
+                (server, tool, Action::Given(None)),
+                &mut allowed_tools,
+                &mut ex,
+            )
         }
         Call::Shell(line) => command_line(admin, user, line, &mut ex),
         Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
@@ -82,6 +147,7 @@ fn decide_with<E: Explain>(
         matched_entry,
         candidates,
         explanation: ex.take(),
+        allowed_tools,
     }
 }
 
@@ -108,18 +174,26 @@ fn modes<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, ex: &mut E) -> 
 }
 
 fn mcp<E: Explain>(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
-    server: &str,
-    tool: &str,
+    (server, tool, action): (&str, &str, Action<'_>),
+    allowed_tools: &mut Option<std::sync::Arc<[String]>>,
     ex: &mut E,
 ) -> Parts {
     if let Some(parts) = kill_switch(admin, ex) {
         return parts;
     }
-    if let Err(rule) = validate_call_name(server).and_then(|()| validate_call_name(tool)) {
+    let action_valid = match action {
+        Action::Given(Some(a)) => validate_call_name(a),
+        _ => Ok(()),
+    };
+    if let Err(rule) = validate_call_name(server)
+        .and_then(|()| validate_call_name(tool))
+        .and(action_valid)
+    {
         ex.check("names", || {
-            format!("server {server:?} or tool {tool:?} breaks rule {rule:?}")
+            format!("server {server:?}, tool {tool:?} or its action breaks rule {rule:?}")
         });
         return (Outcome::Ask, Reason::InvalidName, None, Vec::new());
     }
@@ -141,6 +215,22 @@ fn mcp<E: Explain>(
         );
     }
     ex.check("admin_blocklist", || "no entry matches".to_owned());
+    if let Some(list) = files.get(server) {
+        let (allowed, name) = match action {
+            Action::Given(action) => (list.allows(tool, action), qualified_name(tool, action)),
+            Action::Listing => (list.allows_some_action(tool), format!("{tool}.*")),
+        };
+        if !allowed {
+            ex.check("file_allowlist", || {
+                format!("{name} matches no pattern of the policy file's list for {server}")
+            });
+            *allowed_tools = Some(list.allowed_tools().clone());
+            return (Outcome::Deny, Reason::NotInFileAllowlist, None, Vec::new());
+        }
+        ex.check("file_allowlist", || {
+            format!("{name} is allowed by the policy file's list for {server}")
+        });
+    }
     if admin.controls.mcp_access_mode == AccessMode::Allowlist {
         match admin.access.matched(server, tool) {
             Some(entry) => ex.check("admin_access_allowlist", || format!("{entry} matches")),
@@ -380,8 +470,26 @@ fn delete<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, path: &str, ex
 
 /// A sentence for people about `d`, a decision on `call`.
 pub(super) fn message(d: &Decision, call: &Call) -> String {
+    if let (Reason::NotInFileAllowlist, Some(allowed)) = (d.reason, &d.allowed_tools) {
+        // seed 000's error, word for word
+        let name = match call {
+            Call::McpAction { tool, action, .. } => qualified_name(tool, Some(action)),
+            Call::Mcp { tool, .. } => tool.clone(),
+            Call::McpInternal {
+                name,
+                fallback_server,
+            } => split_internal_name(name, fallback_server).1.to_owned(),
+            Call::Shell(_) | Call::DeleteFile(_) => String::new(),
+        };
+        return format!("{name} is not permitted. Allowed: {}", allowed.join(", "));
+    }
     let subject = match call {
         Call::Mcp { server, tool } => format!("{server}:{tool}"),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => format!("{server}:{tool} (action {action})"),
         Call::McpInternal { name, .. } => name.clone(),
         Call::Shell(line) => format!("command {line:?}"),
         Call::DeleteFile(path) => format!("deleting {path:?}"),
@@ -418,6 +526,7 @@ pub(super) fn message(d: &Decision, call: &Call) -> String {
         }
         Reason::DeleteProtected => "needs approval: the admin protects file deletion".to_owned(),
         Reason::AutoRunOn => "may run: auto-run is on".to_owned(),
+        Reason::NotInFileAllowlist => "is not permitted by the policy file".to_owned(),
     };
     format!("{subject} {why}")
 }
@@ -437,6 +546,18 @@ pub struct FilteredTools {
 /// entries. Anything but `{"tools": [...]}` or an array is an error: the caller fails
 /// closed on it.
 pub fn filter_tools(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    server: &str,
+    tools: &serde_json::Value,
+) -> Result<FilteredTools, PolicyError> {
+    filter_tools_in(&ToolActionLists::default(), admin, user, server, tools)
+}
+
+/// [`filter_tools`] under the policy file's `tool.action` lists: a tool none of
+/// whose actions the list allows is removed.
+pub fn filter_tools_in(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
     server: &str,
@@ -471,11 +592,16 @@ pub fn filter_tools(
             malformed_skipped += 1;
             continue;
         };
-        let call = Call::Mcp {
-            server: server.to_owned(),
-            tool: name.to_owned(),
-        };
-        if decide(admin, user, &call).outcome == Outcome::Deny {
+        let mut unused = None;
+        let (outcome, ..) = mcp(
+            files,
+            admin,
+            user,
+            (server, name, Action::Listing),
+            &mut unused,
+            &mut Quiet,
+        );
+        if outcome == Outcome::Deny {
             removed.push(name.to_owned());
         } else {
             kept.push(tool.clone());
