@@ -104,8 +104,20 @@ async fn wait_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// Errors print as one `error: …` line chain, without a backtrace: they are for
+/// people running a command, not for debugging toolgate.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn run() -> anyhow::Result<()> {
     let parsed = Cli::parse();
     match parsed.command {
         Command::Serve(args) => {

@@ -38,11 +38,8 @@ const WRITE_ATTEMPTS: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManagedError {
-    #[error("cannot read policy file {path}: {source}: fix policy_file (or --policy-file)")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot read policy file {path}: {error}: fix policy_file (or --policy-file)")]
+    Read { path: String, error: std::io::Error },
     #[error("invalid policy file (nothing in it was applied):\n{0}")]
     Invalid(String),
     #[error("cannot apply policy file {path}: {source}")]
@@ -80,9 +77,9 @@ pub async fn start(
 async fn read(path: &Path, name: &str) -> Result<String, ManagedError> {
     tokio::fs::read_to_string(path)
         .await
-        .map_err(|source| ManagedError::Read {
+        .map_err(|error| ManagedError::Read {
             path: name.to_owned(),
-            source,
+            error,
         })
 }
 
