@@ -109,11 +109,28 @@ fn yaml_error(file: &str, e: &serde_norway::Error) -> PolicyFileError {
     if let Some(at) = message.rfind(" at line ") {
         message.truncate(at);
     }
+    let fix = if message.contains("unknown field `allowed_tools`, expected `teams`") {
+        "put a server's list under mcp_servers: [{server: ID, allowed_tools: [...]}]"
+    } else if message.contains("unknown field") {
+        "remove or rename the key (README.md, \"For org admins\", lists the keys)"
+    } else if message.contains("unknown variant") {
+        "use one of the values named"
+    } else if message.contains("invalid type") {
+        "give a value of the type named"
+    } else {
+        "fix the YAML syntax"
+    };
     PolicyFileError {
         file: file.to_owned(),
         line,
-        message: format!("{message}: fix the YAML (keys are AutoRunControls field names)"),
+        message: format!("{message}: {fix}"),
     }
+}
+
+/// Problems in file order, the way people read them.
+fn sorted(mut errors: Vec<PolicyFileError>) -> Vec<PolicyFileError> {
+    errors.sort_by_key(|e| e.line);
+    errors
 }
 
 fn rule_name(rule: Rule) -> String {
@@ -198,7 +215,7 @@ pub fn parse_team_policy(file: &str, text: &str) -> Result<TeamPolicy, Vec<Polic
         &mut errors,
     );
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(sorted(errors));
     }
     normalise(&mut policy.auto_run_controls);
     Ok(policy)
@@ -272,7 +289,7 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
             tool_actions,
         })
     } else {
-        Err(errors)
+        Err(sorted(errors))
     }
 }
 
