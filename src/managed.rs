@@ -208,13 +208,27 @@ impl Watcher {
             }
         }
         let released: Vec<String> = self.status.teams.difference(&teams).cloned().collect();
-        let hub = self.service.hub();
+        let hub = self.service.hub().clone();
         let lists_changed = *hub.tool_actions() != policy.tool_actions;
-        let mcp_servers = policy
+        let mcp_servers: std::collections::BTreeMap<String, Vec<String>> = policy
             .tool_actions
             .iter()
             .map(|l| (l.server().to_owned(), l.allowed_tools().to_vec()))
             .collect();
+        // recorded before the lists take effect: whoever sees the change finds its record
+        if !changed.is_empty() || !released.is_empty() || lists_changed {
+            self.audit(
+                AUDIT_RELOADED,
+                serde_json::json!({
+                    "path": self.name,
+                    "teams_changed": changed,
+                    "teams_released": released,
+                    "mcp_servers_changed": lists_changed,
+                    "mcp_servers": mcp_servers,
+                }),
+            )
+            .await;
+        }
         if lists_changed {
             hub.set_tool_actions(Arc::new(policy.tool_actions));
         }
@@ -236,19 +250,6 @@ impl Watcher {
         );
         if !released.is_empty() {
             info!(path = %self.name, teams = ?released, "teams no longer in the policy file are writable through the API again");
-        }
-        if !changed.is_empty() || !released.is_empty() || lists_changed {
-            self.audit(
-                AUDIT_RELOADED,
-                serde_json::json!({
-                    "path": self.name,
-                    "teams_changed": changed,
-                    "teams_released": released,
-                    "mcp_servers_changed": lists_changed,
-                    "mcp_servers": self.status.mcp_servers,
-                }),
-            )
-            .await;
         }
         Ok(())
     }
