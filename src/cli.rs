@@ -102,6 +102,7 @@ pub enum AdminCommand {
     },
     /// Shows what applying the file would change; exit 3 when it would change something.
     Diff {
+        /// The team policy YAML (deploy/examples/team.yaml shows every key).
         #[arg(long, short)]
         file: PathBuf,
     },
@@ -109,11 +110,13 @@ pub enum AdminCommand {
     /// revision: `--expected-revision`, else the file's `revision:`, else the one the
     /// diff was computed against. A stale one exits 4 and changes nothing.
     Apply {
+        /// The team policy YAML (deploy/examples/team.yaml shows every key).
         #[arg(long, short)]
         file: PathBuf,
         /// Show the diff, change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Apply only if the team is still at this revision.
         #[arg(long)]
         expected_revision: Option<u64>,
     },
