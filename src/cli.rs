@@ -1,9 +1,10 @@
 //! The admin and client commands of the `toolgate` binary: they talk to a server over
 //! gRPC and print human tables or, with `--output json`, one JSON document.
 //!
-//! Exit codes: 0 success; 1 failure; 2 bad usage; 3 `admin diff` found differences;
-//! 4 a stale expected revision (someone else wrote first); with `evaluate
-//! --exit-code`, 10 for ASK and 11 for DENY.
+//! Exit codes: 0 success; 1 failure (server unreachable, refused, invalid file); 2
+//! bad usage; 3 `admin diff` found differences; 4 a stale expected revision (someone
+//! else wrote first: nothing was changed); with `evaluate --exit-code`, 10 for ASK
+//! and 11 for DENY.
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -17,10 +18,20 @@ use toolgate::policy::AdminControls;
 use toolgate::policy_file::{self, TeamPolicy};
 use toolgate::proto::v1 as pb;
 
+pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_DIFFERENT: i32 = 3;
 pub const EXIT_CONFLICT: i32 = 4;
 pub const EXIT_ASK: i32 = 10;
 pub const EXIT_DENY: i32 = 11;
+
+/// A command line that cannot work as given: exits [`EXIT_USAGE`], like clap's own.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(message: String) -> anyhow::Error {
+    UsageError(message).into()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
@@ -91,21 +102,29 @@ pub enum AdminCommand {
     },
     /// Shows what applying the file would change; exit 3 when it would change something.
     Diff {
+        /// The team policy YAML (deploy/examples/team.yaml shows every key).
         #[arg(long, short)]
         file: PathBuf,
     },
-    /// Shows the diff and applies it at the revision it was computed against.
+    /// Shows the diff and applies it, only if the team is still at the expected
+    /// revision: `--expected-revision`, else the file's `revision:`, else the one the
+    /// diff was computed against. A stale one exits 4 and changes nothing.
     Apply {
+        /// The team policy YAML (deploy/examples/team.yaml shows every key).
         #[arg(long, short)]
         file: PathBuf,
         /// Show the diff, change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Apply only if the team is still at this revision.
+        #[arg(long)]
+        expected_revision: Option<u64>,
     },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum AllowlistCommand {
+    /// Prints the user's MCP allowlist.
     List {
         #[arg(long)]
         team: String,
@@ -120,6 +139,7 @@ pub enum AllowlistCommand {
         user: String,
         entry: String,
     },
+    /// Removes an entry as written (`server:tool`).
     Remove {
         #[arg(long)]
         team: String,
@@ -138,6 +158,9 @@ pub struct EvaluateArgs {
     /// An MCP call, `server:tool`.
     #[arg(long, group = "call")]
     mcp: Option<String>,
+    /// The MCP tool's action (seed 000's `tool.action`), e.g. `navigate`.
+    #[arg(long, requires = "mcp")]
+    action: Option<String>,
     /// An internal tool name (`mcp_server_tool`); see --fallback-server.
     #[arg(long, group = "call")]
     internal: Option<String>,
@@ -156,6 +179,7 @@ pub struct EvaluateArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
+    /// Prints the events that match, oldest first, at most --limit.
     List(AuditArgs),
     /// Prints new events as they are recorded (polls once a second).
     Tail(AuditArgs),
@@ -163,16 +187,20 @@ pub enum AuditCommand {
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
+    /// The team (default: the token's own; an operator sees every team, and `*` for
+    /// server-wide events such as policy file reloads).
     #[arg(long)]
     team: Option<String>,
     #[arg(long)]
     actor: Option<String>,
-    /// admin_settings_updated, user_settings_updated, decision_denied, …
+    /// admin_settings_updated, user_settings_updated, decision_denied,
+    /// policy_file_reloaded, policy_file_rejected.
     #[arg(long)]
     kind: Option<String>,
     /// Only events since: an RFC 3339 time or a duration ago (`1h`, `30m`).
     #[arg(long)]
     since: Option<String>,
+    /// At most this many events (list), or per request (tail).
     #[arg(long, default_value_t = 100)]
     limit: u32,
 }
@@ -215,8 +243,19 @@ impl Clients {
                 .transpose()
                 .context("the token is not valid ASCII")?,
         );
-        let channel = Channel::from_shared(c.server.clone())
-            .with_context(|| format!("bad server address {:?}: use http://HOST:PORT", c.server))?
+        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
+        let address = if c.server.contains("://") {
+            c.server.clone()
+        } else {
+            format!("http://{}", c.server)
+        };
+        let channel = Channel::from_shared(address)
+            .map_err(|e| {
+                usage(format!(
+                    "--server {:?}: {e}: use http://HOST:PORT",
+                    c.server
+                ))
+            })?
             .connect()
             .await
             .with_context(|| format!("cannot connect to {}", c.server))?;
@@ -295,15 +334,8 @@ async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u6
 fn read_policy(file: &PathBuf) -> anyhow::Result<TeamPolicy> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    policy_file::parse_team_policy(&file.display().to_string(), &text).map_err(|errors| {
-        anyhow::anyhow!(
-            errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })
+    policy_file::parse_team_policy(&file.display().to_string(), &text)
+        .map_err(|errors| anyhow::anyhow!(policy_file::format_errors(&errors)))
 }
 
 /// One line per changed field: lists by entry, scalars by value.
@@ -378,12 +410,14 @@ async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32> {
             let (controls, revision) = get_admin(c, &team).await?;
             let policy = TeamPolicy {
                 team,
+                // so that applying an edited copy fails if someone else wrote meanwhile
+                revision: Some(revision),
                 auto_run_controls: controls,
             };
             if c.json() {
                 println!("{}", json!({"revision": revision, "policy": policy}));
             } else {
-                println!("# revision {revision}\n{}", policy_file::to_yaml(&policy));
+                print!("{}", policy_file::to_yaml(&policy));
             }
             Ok(0)
         }
@@ -405,41 +439,43 @@ async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32> {
                 EXIT_DIFFERENT
             })
         }
-        AdminCommand::Apply { file, dry_run } => {
+        AdminCommand::Apply {
+            file,
+            dry_run,
+            expected_revision,
+        } => {
             let policy = read_policy(&file)?;
             let (current, revision) = get_admin(c, &policy.team).await?;
+            let expected = expected_revision.or(policy.revision).unwrap_or(revision);
             let changes = diff(&current, &policy.auto_run_controls);
+            let report = |applied: bool, revision: u64| {
+                json!({"team": policy.team, "revision": revision, "expected_revision": expected,
+                       "changes": changes, "applied": applied, "dry_run": dry_run})
+            };
             if !c.json() {
                 print_diff(&policy.team, revision, &changes);
             }
             if dry_run || changes.is_empty() {
                 if c.json() {
-                    println!(
-                        "{}",
-                        json!({"team": policy.team, "revision": revision, "changes": changes, "applied": false})
-                    );
+                    println!("{}", report(false, revision));
                 } else if dry_run {
                     println!("dry run: nothing applied");
                 }
                 return Ok(0);
             }
-            // applied only if nobody wrote since the diff was computed
             let result = c
                 .admin()
                 .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
                     team_id: policy.team.clone(),
                     auto_run_controls: Some(controls_to_pb(&policy.auto_run_controls)),
-                    expected_revision: Some(revision),
+                    expected_revision: Some(expected),
                 })
                 .await;
             match result {
                 Ok(r) => {
                     let r = r.into_inner();
                     if c.json() {
-                        println!(
-                            "{}",
-                            json!({"team": policy.team, "revision": r.revision, "changes": changes, "applied": true})
-                        );
+                        println!("{}", report(true, r.revision));
                     } else {
                         println!(
                             "applied: team {} is at revision {}",
@@ -449,10 +485,18 @@ async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32> {
                     Ok(0)
                 }
                 Err(status) if status.code() == tonic::Code::Aborted => {
-                    eprintln!(
-                        "not applied: the settings changed since revision {revision} ({}); run diff again",
-                        status.message()
+                    let message = format!(
+                        "not applied: team {} changed since revision {expected} ({}): run `toolgate admin diff -f {}`, review, then apply again",
+                        policy.team,
+                        status.message(),
+                        file.display()
                     );
+                    if c.json() {
+                        let mut r = report(false, revision);
+                        r["error"] = json!(message);
+                        println!("{r}");
+                    }
+                    eprintln!("{message}");
                     Ok(EXIT_CONFLICT)
                 }
                 Err(status) => Err(rpc_error(status)),
@@ -477,7 +521,9 @@ async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Result<i32> {
         }
         AllowlistCommand::Add { team, user, entry } => {
             let Some((server, tool)) = entry.split_once(':') else {
-                bail!("entry {entry:?} must be server:tool");
+                return Err(usage(format!(
+                    "entry {entry:?} is not server:tool: write e.g. github:create_issue"
+                )));
             };
             let r = c
                 .users()
@@ -531,11 +577,14 @@ async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32> {
     use pb::tool_call::Kind;
     let kind = if let Some(m) = a.mcp {
         let Some((server, tool)) = m.split_once(':') else {
-            bail!("--mcp {m:?} must be server:tool")
+            return Err(usage(format!(
+                "--mcp {m:?} is not server:tool: write e.g. github:create_issue"
+            )));
         };
         Kind::Mcp(pb::McpCall {
             server: server.into(),
             tool: tool.into(),
+            action: a.action.unwrap_or_default(),
         })
     } else if let Some(name) = a.internal {
         Kind::McpInternal(pb::McpInternalCall {
@@ -547,7 +596,10 @@ async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32> {
     } else if let Some(path) = a.delete {
         Kind::DeleteFile(path)
     } else {
-        bail!("give the call: --mcp SERVER:TOOL, --internal NAME, --shell LINE or --delete PATH");
+        return Err(usage(
+            "give the call: --mcp SERVER:TOOL [--action A], --internal NAME, --shell LINE or --delete PATH"
+                .into(),
+        ));
     };
     let d = c
         .policy()
@@ -575,6 +627,7 @@ async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32> {
                 "candidates_for_allowlist": d.candidates_for_allowlist.iter()
                     .map(|c| json!({"server": c.server, "tool": c.tool})).collect::<Vec<_>>(),
                 "command_candidates": d.command_candidates,
+                "allowed_tools": d.allowed_tools,
                 "revision": d.revision,
                 "explanation": d.explanation.iter().map(|c| json!({"check": c.name, "result": c.result})).collect::<Vec<_>>(),
             })
@@ -625,7 +678,7 @@ fn parse_since(s: &str) -> anyhow::Result<prost_types::Timestamp> {
     })
 }
 
-fn print_event(c: &Clients, e: &pb::AuditEvent) {
+fn event_json(e: &pb::AuditEvent) -> serde_json::Value {
     let at =
         e.at.map(|t| {
             let when = std::time::UNIX_EPOCH
@@ -636,18 +689,21 @@ fn print_event(c: &Clients, e: &pb::AuditEvent) {
             humantime::format_rfc3339_millis(when).to_string()
         })
         .unwrap_or_default();
-    if c.json() {
-        println!(
-            "{}",
-            json!({"id": e.id, "team": e.team_id, "revision": e.revision, "actor": e.actor, "kind": e.kind,
-                   "at": at, "detail": serde_json::from_str::<serde_json::Value>(&e.detail_json).unwrap_or_default()})
-        );
-    } else {
-        println!(
-            "{:>6}  {at}  {:<12} rev {:<5} {:<24} {}",
-            e.id, e.team_id, e.revision, e.kind, e.actor
-        );
-    }
+    json!({"id": e.id, "team": e.team_id, "revision": e.revision, "actor": e.actor, "kind": e.kind,
+           "at": at, "detail": serde_json::from_str::<serde_json::Value>(&e.detail_json).unwrap_or_default()})
+}
+
+fn print_event(e: &pb::AuditEvent) {
+    let j = event_json(e);
+    println!(
+        "{:>6}  {}  {:<12} rev {:<5} {:<24} {}",
+        e.id,
+        j["at"].as_str().unwrap_or(""),
+        e.team_id,
+        e.revision,
+        e.kind,
+        e.actor
+    );
 }
 
 async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32> {
@@ -656,15 +712,28 @@ async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32> {
         AuditCommand::Tail(a) => (a, true),
     };
     let since = args.since.as_deref().map(parse_since).transpose()?;
+    let limit = args.limit.clamp(1, 1000);
     let mut after_id = 0;
-    let mut all = Vec::new();
+    let mut listed = Vec::new();
     loop {
+        // list stops at --limit; tail pages through everything, then polls
+        let want = if follow {
+            limit
+        } else {
+            limit.min(
+                args.limit
+                    .saturating_sub(u32::try_from(listed.len()).unwrap_or(u32::MAX)),
+            )
+        };
+        if want == 0 {
+            break;
+        }
         let r = c
             .admin()
             .list_audit_events(pb::ListAuditEventsRequest {
                 team_id: args.team.clone().unwrap_or_default(),
                 after_id,
-                limit: args.limit.clamp(1, 1000),
+                limit: want,
                 kind: args.kind.clone().unwrap_or_default(),
                 actor: args.actor.clone().unwrap_or_default(),
                 since,
@@ -672,35 +741,35 @@ async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32> {
             .await
             .map_err(rpc_error)?
             .into_inner();
-        let page_full = r.events.len() >= args.limit.clamp(1, 1000) as usize;
+        let page_full = r.events.len() >= want as usize;
         if r.next_after_id > 0 {
             after_id = r.next_after_id;
         }
-        if follow || c.output == Output::Human {
-            for e in &r.events {
-                print_event(c, e);
-            }
-        } else {
-            all.extend(r.events);
-        }
         if follow {
+            for e in &r.events {
+                if c.json() {
+                    println!("{}", event_json(e));
+                } else {
+                    print_event(e);
+                }
+            }
             if !page_full {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             }
             continue;
         }
-        if !page_full || all.len() >= args.limit as usize {
+        listed.extend(r.events);
+        if !page_full {
             break;
         }
     }
-    if c.json() && !follow {
-        let events: Vec<_> = all
-            .iter()
-            .map(|e| json!({"id": e.id, "team": e.team_id, "revision": e.revision, "actor": e.actor,
-                            "kind": e.kind, "at_seconds": e.at.map(|t| t.seconds),
-                            "detail": serde_json::from_str::<serde_json::Value>(&e.detail_json).unwrap_or_default()}))
-            .collect();
+    if c.json() {
+        let events: Vec<_> = listed.iter().map(event_json).collect();
         println!("{}", json!({"events": events}));
+    } else {
+        for e in &listed {
+            print_event(e);
+        }
     }
     Ok(0)
 }
@@ -709,10 +778,17 @@ async fn kill_switch(c: &Clients, team: &str, on: bool) -> anyhow::Result<i32> {
     for _ in 0..5 {
         let (mut controls, revision) = get_admin(c, team).await?;
         if controls.kill_switch == on {
-            println!(
-                "kill switch of team {team} is already {}",
-                if on { "on" } else { "off" }
-            );
+            if c.json() {
+                println!(
+                    "{}",
+                    json!({"team": team, "kill_switch": on, "revision": revision, "changed": false})
+                );
+            } else {
+                println!(
+                    "kill switch of team {team} is already {}",
+                    if on { "on" } else { "off" }
+                );
+            }
             return Ok(0);
         }
         controls.kill_switch = on;
@@ -730,7 +806,7 @@ async fn kill_switch(c: &Clients, team: &str, on: bool) -> anyhow::Result<i32> {
                 if c.json() {
                     println!(
                         "{}",
-                        json!({"team": team, "kill_switch": on, "revision": r.revision})
+                        json!({"team": team, "kill_switch": on, "revision": r.revision, "changed": true})
                     );
                 } else {
                     println!(
@@ -774,9 +850,14 @@ async fn watch(c: &Clients, team: &str, user: &str, after: Option<u64>) -> anyho
                     json!({"mcp_allowed_tools": u.mcp_allowed_tools, "use_yolo_mode": u.use_yolo_mode,
                            "yolo_enable_run_everything": u.yolo_enable_run_everything})
                 });
+                let files: serde_json::Map<String, serde_json::Value> = p
+                    .file_allowlists
+                    .iter()
+                    .map(|l| (l.server.clone(), json!(l.allowed_tools)))
+                    .collect();
                 (
                     if s.resync { "resync" } else { "snapshot" },
-                    json!({"admin": admin, "user": user}),
+                    json!({"admin": admin, "user": user, "file_allowlists": files}),
                 )
             }
             Some(Event::AdminSettings(a)) => (

@@ -30,6 +30,9 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
     pub shutdown_grace_secs: u64,
+    /// A YAML file of file-managed policy (team admin settings, seed 000's
+    /// `tool.action` lists), applied at start and reloaded when it changes.
+    pub policy_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -44,6 +47,7 @@ impl Default for Config {
             log: LogConfig::default(),
             telemetry: TelemetryConfig::default(),
             shutdown_grace_secs: 10,
+            policy_file: None,
         }
     }
 }
@@ -181,6 +185,8 @@ pub struct CliOverrides {
     pub listen: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_file: Option<PathBuf>,
 }
 
 /// Every problem found in a configuration.
@@ -295,6 +301,16 @@ impl Config {
                 "listen: {:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:7070",
                 self.listen
             ));
+        }
+        if self
+            .policy_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            problems.push(
+                "policy_file: must not be empty: give the policy YAML's path or leave it unset"
+                    .into(),
+            );
         }
         if self.data_dir.as_os_str().is_empty() {
             problems.push(
@@ -513,6 +529,7 @@ mod tests {
         let cli = CliOverrides {
             listen: Some("127.0.0.1:9999".into()),
             data_dir: None,
+            policy_file: Some("/etc/toolgate/policy.yaml".into()),
         };
         let c = Config::load(
             None,
@@ -530,6 +547,10 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:9999");
         assert_eq!(c.watch.heartbeat_secs, 3);
         assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(
+            c.policy_file,
+            Some(PathBuf::from("/etc/toolgate/policy.yaml"))
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! bounded broadcast ring; a subscriber that falls behind is told it lagged and
 //! resyncs from a snapshot.
 
-use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, PolicyError, UserSettings};
+use crate::policy::{
+    AdminControls, CompiledAdmin, CompiledUser, PolicyError, ToolActionLists, UserSettings,
+};
 use crate::store::{
     Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned,
 };
@@ -51,7 +53,8 @@ pub type CachedUser = Cached<UserSettings, CompiledUser>;
 #[derive(Debug, Clone)]
 pub enum HubEvent {
     Change(Arc<Change>),
-    /// The hub itself lost track (history truncated under it): every subscriber resyncs.
+    /// The hub itself lost track (history truncated under it), or the policy file's
+    /// server-wide `tool.action` lists changed: every subscriber resyncs.
     Resync,
 }
 
@@ -62,6 +65,8 @@ pub struct Effective {
     pub revision: u64,
     pub admin: Arc<CachedAdmin>,
     pub user: Arc<CachedUser>,
+    /// The policy file's `tool.action` lists, the same for every team.
+    pub tool_actions: Arc<ToolActionLists>,
 }
 
 #[derive(Debug)]
@@ -80,6 +85,8 @@ pub struct Hub {
     store: Arc<dyn Store>,
     teams: DashMap<String, Arc<Team>>,
     queue_size: usize,
+    /// Not stored: each replica reads them from its own policy file.
+    tool_actions: RwLock<Arc<ToolActionLists>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -116,6 +123,7 @@ impl Hub {
             store,
             teams: DashMap::new(),
             queue_size: queue_size.max(1),
+            tool_actions: RwLock::default(),
         }
     }
 
@@ -183,7 +191,28 @@ impl Hub {
             revision,
             admin,
             user,
+            tool_actions: self.tool_actions(),
         })
+    }
+
+    /// The policy file's `tool.action` lists in force.
+    pub fn tool_actions(&self) -> Arc<ToolActionLists> {
+        self.tool_actions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the `tool.action` lists. They carry no team revision, so every
+    /// subscriber of every team is sent a fresh snapshot.
+    pub fn set_tool_actions(&self, lists: Arc<ToolActionLists>) {
+        *self
+            .tool_actions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = lists;
+        for team in &self.teams {
+            let _ = team.tx.send(HubEvent::Resync);
+        }
     }
 
     /// Subscribes to the team's changes. Subscribe before reading a snapshot or the

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod config;
 pub mod grpc;
 pub mod hub;
+pub mod managed;
 pub mod policy;
 pub mod policy_file;
 pub mod proto;

@@ -46,6 +46,9 @@ struct ServeArgs {
     /// Directory for the embedded store and the bootstrap token.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// File-managed policy YAML (teams, MCP `tool.action` lists), reloaded on change.
+    #[arg(long)]
+    policy_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -53,6 +56,7 @@ impl ServeArgs {
         let cli = CliOverrides {
             listen: self.listen.clone(),
             data_dir: self.data_dir.clone(),
+            policy_file: self.policy_file.clone(),
         };
         Ok(Config::load(
             self.config.as_deref(),
@@ -86,8 +90,20 @@ async fn wait_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// Errors print as one `error: …` line chain, without a backtrace: they are for
+/// people running a command, not for debugging toolgate.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn run() -> anyhow::Result<()> {
     let parsed = Cli::parse();
     match parsed.command {
         Command::Serve(args) => {
@@ -109,6 +125,17 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::CheckConfig(args) => {
             let config = args.load()?;
+            if let Some(path) = &config.policy_file {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read policy file {}", path.display()))?;
+                toolgate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
+                    .map_err(|errors| {
+                        anyhow::anyhow!(
+                            "invalid policy file:\n{}",
+                            toolgate::policy_file::format_errors(&errors)
+                        )
+                    })?;
+            }
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
         }
         Command::HashToken { token } => {
@@ -133,12 +160,15 @@ async fn main() -> anyhow::Result<()> {
                 toolgate::auth::hash_token(&token)
             );
         }
-        Command::Client(command) => {
-            let code = cli::run(&parsed.connection, command).await?;
-            if code != 0 {
-                std::process::exit(code);
+        Command::Client(command) => match cli::run(&parsed.connection, command).await {
+            Ok(0) => {}
+            Ok(code) => std::process::exit(code),
+            Err(e) if e.is::<cli::UsageError>() => {
+                eprintln!("error: {e}");
+                std::process::exit(cli::EXIT_USAGE);
             }
-        }
+            Err(e) => return Err(e),
+        },
     }
     Ok(())
 }

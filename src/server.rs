@@ -39,6 +39,8 @@ pub enum ServerError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    PolicyFile(#[from] crate::managed::ManagedError),
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport: {0}")]
@@ -81,6 +83,11 @@ impl App {
             Duration::from_secs(config.watch.heartbeat_secs),
             shutdown.clone(),
         ));
+        if let Some(path) = &config.policy_file {
+            // before anything serves: a bad file stops the start, and clients never
+            // see the teams it manages in their stored state
+            crate::managed::start(path, service.clone(), shutdown.clone()).await?;
+        }
         let mut tokens = config.token_principals();
         let mut bootstrap_token_path = None;
         if tokens.is_empty() && config.auth.anonymous.is_none() {

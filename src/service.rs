@@ -41,6 +41,10 @@ pub enum ServiceError {
         "expected revision {expected} but the settings are at revision {actual}: read them again and retry"
     )]
     Conflict { expected: u64, actual: u64 },
+    /// The request is valid but the state forbids it (e.g. a team managed by the
+    /// policy file): retrying does not help until the state changes.
+    #[error("{0}")]
+    FailedPrecondition(String),
     #[error("{0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -125,6 +129,37 @@ pub struct AllowlistChange {
     pub detail: String,
 }
 
+/// The policy file as last loaded (see `managed`): the teams it manages, which are
+/// read-only through the API, and whether its latest content was rejected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyFileStatus {
+    pub path: String,
+    /// Unix milliseconds of the last successful load.
+    pub loaded_at_ms: i64,
+    /// Why the file's current content is not in force, when it is not.
+    pub last_error: Option<String>,
+    pub teams: std::collections::BTreeSet<String>,
+    /// Server id → its `tool.action` patterns.
+    pub mcp_servers: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl PolicyFileStatus {
+    /// The `policy_file` object of `GetServerConfig`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let loaded_at = u64::try_from(self.loaded_at_ms).ok().map(|ms| {
+            humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+                .to_string()
+        });
+        serde_json::json!({
+            "path": self.path,
+            "loaded_at": loaded_at,
+            "last_error": self.last_error,
+            "teams": self.teams,
+            "mcp_servers": self.mcp_servers,
+        })
+    }
+}
+
 /// The domain service, shared by every RPC.
 #[derive(Debug)]
 pub struct Service {
@@ -133,6 +168,7 @@ pub struct Service {
     heartbeat: Duration,
     audit_tx: mpsc::Sender<NewAuditEvent>,
     shutdown: CancellationToken,
+    policy_file: std::sync::RwLock<Option<Arc<PolicyFileStatus>>>,
 }
 
 /// Checks a team or user id: the field name goes into the error.
@@ -171,11 +207,27 @@ impl Service {
             heartbeat,
             audit_tx,
             shutdown,
+            policy_file: std::sync::RwLock::default(),
         }
     }
 
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
+    }
+
+    /// The policy file's status, when the server runs with one.
+    pub fn policy_file(&self) -> Option<Arc<PolicyFileStatus>> {
+        self.policy_file
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set_policy_file(&self, status: PolicyFileStatus) {
+        *self
+            .policy_file
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(status));
     }
 
     fn check_lists(
@@ -222,6 +274,25 @@ impl Service {
     ) -> Result<Versioned<AdminControls>, ServiceError> {
         check_id("team_id", team)?;
         authorize(p, team, Action::WriteTeam)?;
+        if let Some(file) = self.policy_file().filter(|f| f.teams.contains(team)) {
+            return Err(ServiceError::FailedPrecondition(format!(
+                "team {team} is managed by the policy file {}: edit that file (the server reloads it) or remove the team from it",
+                file.path
+            )));
+        }
+        self.write_admin(&p.name, team, controls, expected).await
+    }
+
+    /// Validates and stores admin controls as `actor`, with no authorization: for the
+    /// policy file's reloads, whose authority is the file itself.
+    pub async fn write_admin(
+        &self,
+        actor: &str,
+        team: &str,
+        controls: AdminControls,
+        expected: Option<u64>,
+    ) -> Result<Versioned<AdminControls>, ServiceError> {
+        check_id("team_id", team)?;
         let prefix = "auto_run_controls.";
         self.check_lists(
             prefix,
@@ -238,7 +309,7 @@ impl Service {
         let stored = self
             .hub
             .store()
-            .put_admin(team, &controls, expected, &p.name)
+            .put_admin(team, &controls, expected, actor)
             .await?;
         self.publish(team).await;
         Ok(stored)
@@ -452,13 +523,20 @@ impl Service {
         }
         let eff = self.effective(p, team, user).await?;
         let decide = if explain {
-            policy::explain
+            policy::explain_in
         } else {
-            policy::decide
+            policy::decide_in
         };
         let decisions: Vec<Decision> = calls
             .iter()
-            .map(|c| decide(&eff.admin.compiled, &eff.user.compiled, c))
+            .map(|c| {
+                decide(
+                    &eff.tool_actions,
+                    &eff.admin.compiled,
+                    &eff.user.compiled,
+                    c,
+                )
+            })
             .collect();
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {
@@ -510,9 +588,14 @@ impl Service {
                 format!("is not JSON ({e}): pass the tools/list result"),
             )
         })?;
-        let filtered =
-            policy::filter_tools(&eff.admin.compiled, &eff.user.compiled, server, &value)
-                .map_err(|e| ServiceError::entries("tools_json.", e))?;
+        let filtered = policy::filter_tools_in(
+            &eff.tool_actions,
+            &eff.admin.compiled,
+            &eff.user.compiled,
+            server,
+            &value,
+        )
+        .map_err(|e| ServiceError::entries("tools_json.", e))?;
         Ok((filtered, eff.revision))
     }
 

@@ -66,6 +66,7 @@ fn call_from_json(v: &Value) -> pb::ToolCall {
         Kind::Mcp(pb::McpCall {
             server: m["server"].as_str().unwrap().into(),
             tool: m["tool"].as_str().unwrap().into(),
+            action: m["action"].as_str().unwrap_or_default().into(),
         })
     } else if let Some(m) = v.get("mcp_internal") {
         Kind::McpInternal(pb::McpInternalCall {

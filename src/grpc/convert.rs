@@ -138,9 +138,14 @@ pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> 
 pub fn call_from_pb(field: &str, call: Option<pb::ToolCall>) -> Result<Call, ServiceError> {
     use pb::tool_call::Kind;
     match call.and_then(|c| c.kind) {
-        Some(Kind::Mcp(m)) => Ok(Call::Mcp {
+        Some(Kind::Mcp(m)) if m.action.is_empty() => Ok(Call::Mcp {
             server: m.server,
             tool: m.tool,
+        }),
+        Some(Kind::Mcp(m)) => Ok(Call::McpAction {
+            server: m.server,
+            tool: m.tool,
+            action: m.action,
         }),
         Some(Kind::McpInternal(m)) => Ok(Call::McpInternal {
             name: m.name,
@@ -182,6 +187,7 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
         Reason::CommandNotAllowlisted => pb::Reason::CommandNotAllowlisted,
         Reason::DeleteProtected => pb::Reason::DeleteProtected,
         Reason::AutoRunOn => pb::Reason::AutoRunOn,
+        Reason::NotInFileAllowlist => pb::Reason::NotInFileAllowlist,
     }
 }
 
@@ -214,6 +220,7 @@ pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
                 result: c.result,
             })
             .collect(),
+        allowed_tools: d.allowed_tools.map(|a| a.to_vec()).unwrap_or_default(),
     }
 }
 
@@ -222,6 +229,14 @@ pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::Effec
         admin: Some(admin_to_pb(team_id, &e.admin.stored)),
         user: Some(user_to_pb(team_id, user_id, &e.user.stored)),
         revision: e.revision,
+        file_allowlists: e
+            .tool_actions
+            .iter()
+            .map(|l| pb::ToolActionAllowlist {
+                server: l.server().to_owned(),
+                allowed_tools: l.allowed_tools().to_vec(),
+            })
+            .collect(),
     }
 }
 

@@ -35,6 +35,7 @@ impl From<ServiceError> for Status {
             ServiceError::Unauthenticated(m) => Status::unauthenticated(m),
             ServiceError::PermissionDenied(m) => Status::permission_denied(m),
             e @ ServiceError::Conflict { .. } => Status::aborted(e.to_string()),
+            ServiceError::FailedPrecondition(m) => Status::failed_precondition(m),
             ServiceError::Unavailable(m) => Status::unavailable(m),
             ServiceError::Internal(detail) => {
                 // the detail may name files or queries: log it, answer generically

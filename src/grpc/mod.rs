@@ -315,9 +315,19 @@ impl ServerInfoService for Api {
             check_id("team_id", &team)?;
         }
         authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
+        let config_json = match self.service.policy_file() {
+            // the file's state changes at run time; the rest of the config does not
+            Some(status) => {
+                let mut config: serde_json::Value =
+                    serde_json::from_str(&self.config_json).unwrap_or_default();
+                config["policy_file"] = status.to_json();
+                config.to_string()
+            }
+            None => self.config_json.as_str().to_owned(),
+        };
         Ok(Response::new(pb::ServerConfig {
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            config_json: self.config_json.as_str().to_owned(),
+            config_json,
         }))
     }
 }

@@ -6,6 +6,7 @@ use super::builtin;
 use super::entry::{split_internal_name, validate_call_name};
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::shell::{self, Prefix};
+use super::tool_actions::{ToolActionLists, qualified_name};
 use super::{AccessMode, Call, Candidate, Check, Decision, Outcome, PolicyError, Reason};
 use std::sync::Arc;
 
@@ -45,24 +46,81 @@ fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
 }
 
-/// Decides one call. The explanation is left empty; see [`explain`].
+/// Decides one call, with no policy-file lists. The explanation is left empty; see
+/// [`explain`].
 pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    decide_with(admin, user, call, Quiet)
+    decide_with(&ToolActionLists::default(), admin, user, call, Quiet)
 }
 
 /// Decides one call and lists every check made, in order.
 pub fn explain(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    decide_with(admin, user, call, Record(Vec::new()))
+    decide_with(
+        &ToolActionLists::default(),
+        admin,
+        user,
+        call,
+        Record(Vec::new()),
+    )
+}
+
+/// [`decide`] under the policy file's `tool.action` lists.
+pub fn decide_in(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+) -> Decision {
+    decide_with(files, admin, user, call, Quiet)
+}
+
+/// [`explain`] under the policy file's `tool.action` lists.
+pub fn explain_in(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+) -> Decision {
+    decide_with(files, admin, user, call, Record(Vec::new()))
+}
+
+/// The action a `tool.action` list is asked about.
+#[derive(Clone, Copy)]
+enum Action<'a> {
+    /// The call names this action, or none.
+    Given(Option<&'a str>),
+    /// A `tools/list` entry: the tool stays if some action of it may run.
+    Listing,
 }
 
 fn decide_with<E: Explain>(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
     call: &Call,
     mut ex: E,
 ) -> Decision {
+    let mut allowed_tools = None;
     let (outcome, reason, matched_entry, candidates) = match call {
-        Call::Mcp { server, tool } => mcp(admin, user, server, tool, &mut ex),
+        Call::Mcp { server, tool } => mcp(
+            files,
+            admin,
+            user,
+            (server, tool, Action::Given(None)),
+            &mut allowed_tools,
+            &mut ex,
+        ),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => mcp(
+            files,
+            admin,
+            user,
+            (server, tool, Action::Given(Some(action))),
+            &mut allowed_tools,
+            &mut ex,
+        ),
         Call::McpInternal {
             name,
             fallback_server,
@@ -71,7 +129,14 @@ fn decide_with<E: Explain>(
             ex.check("internal_name", || {
                 format!("{name:?} is server {server:?}, tool {tool:?}")
             });
-            mcp(admin, user, server, tool, &mut ex)
+            mcp(
+                files,
+                admin,
+                user,
+                (server, tool, Action::Given(None)),
+                &mut allowed_tools,
+                &mut ex,
+            )
         }
         Call::Shell(line) => command_line(admin, user, line, &mut ex),
         Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
@@ -82,6 +147,7 @@ fn decide_with<E: Explain>(
         matched_entry,
         candidates,
         explanation: ex.take(),
+        allowed_tools,
     }
 }
 
@@ -108,18 +174,26 @@ fn modes<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, ex: &mut E) -> 
 }
 
 fn mcp<E: Explain>(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
-    server: &str,
-    tool: &str,
+    (server, tool, action): (&str, &str, Action<'_>),
+    allowed_tools: &mut Option<std::sync::Arc<[String]>>,
     ex: &mut E,
 ) -> Parts {
     if let Some(parts) = kill_switch(admin, ex) {
         return parts;
     }
-    if let Err(rule) = validate_call_name(server).and_then(|()| validate_call_name(tool)) {
+    let action_valid = match action {
+        Action::Given(Some(a)) => validate_call_name(a),
+        _ => Ok(()),
+    };
+    if let Err(rule) = validate_call_name(server)
+        .and_then(|()| validate_call_name(tool))
+        .and(action_valid)
+    {
         ex.check("names", || {
-            format!("server {server:?} or tool {tool:?} breaks rule {rule:?}")
+            format!("server {server:?}, tool {tool:?} or its action breaks rule {rule:?}")
         });
         return (Outcome::Ask, Reason::InvalidName, None, Vec::new());
     }
@@ -141,6 +215,22 @@ fn mcp<E: Explain>(
         );
     }
     ex.check("admin_blocklist", || "no entry matches".to_owned());
+    if let Some(list) = files.get(server) {
+        let (allowed, name) = match action {
+            Action::Given(action) => (list.allows(tool, action), qualified_name(tool, action)),
+            Action::Listing => (list.allows_some_action(tool), format!("{tool}.*")),
+        };
+        if !allowed {
+            ex.check("file_allowlist", || {
+                format!("{name} matches no pattern of the policy file's list for {server}")
+            });
+            *allowed_tools = Some(list.allowed_tools().clone());
+            return (Outcome::Deny, Reason::NotInFileAllowlist, None, Vec::new());
+        }
+        ex.check("file_allowlist", || {
+            format!("{name} is allowed by the policy file's list for {server}")
+        });
+    }
     if admin.controls.mcp_access_mode == AccessMode::Allowlist {
         match admin.access.matched(server, tool) {
             Some(entry) => ex.check("admin_access_allowlist", || format!("{entry} matches")),
@@ -380,8 +470,26 @@ fn delete<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, path: &str, ex
 
 /// A sentence for people about `d`, a decision on `call`.
 pub(super) fn message(d: &Decision, call: &Call) -> String {
+    if let (Reason::NotInFileAllowlist, Some(allowed)) = (d.reason, &d.allowed_tools) {
+        // seed 000's error, word for word
+        let name = match call {
+            Call::McpAction { tool, action, .. } => qualified_name(tool, Some(action)),
+            Call::Mcp { tool, .. } => tool.clone(),
+            Call::McpInternal {
+                name,
+                fallback_server,
+            } => split_internal_name(name, fallback_server).1.to_owned(),
+            Call::Shell(_) | Call::DeleteFile(_) => String::new(),
+        };
+        return format!("{name} is not permitted. Allowed: {}", allowed.join(", "));
+    }
     let subject = match call {
         Call::Mcp { server, tool } => format!("{server}:{tool}"),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => format!("{server}:{tool} (action {action})"),
         Call::McpInternal { name, .. } => name.clone(),
         Call::Shell(line) => format!("command {line:?}"),
         Call::DeleteFile(path) => format!("deleting {path:?}"),
@@ -418,6 +526,7 @@ pub(super) fn message(d: &Decision, call: &Call) -> String {
         }
         Reason::DeleteProtected => "needs approval: the admin protects file deletion".to_owned(),
         Reason::AutoRunOn => "may run: auto-run is on".to_owned(),
+        Reason::NotInFileAllowlist => "is not permitted by the policy file".to_owned(),
     };
     format!("{subject} {why}")
 }
@@ -437,6 +546,18 @@ pub struct FilteredTools {
 /// entries. Anything but `{"tools": [...]}` or an array is an error: the caller fails
 /// closed on it.
 pub fn filter_tools(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    server: &str,
+    tools: &serde_json::Value,
+) -> Result<FilteredTools, PolicyError> {
+    filter_tools_in(&ToolActionLists::default(), admin, user, server, tools)
+}
+
+/// [`filter_tools`] under the policy file's `tool.action` lists: a tool none of
+/// whose actions the list allows is removed.
+pub fn filter_tools_in(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
     server: &str,
@@ -471,11 +592,16 @@ pub fn filter_tools(
             malformed_skipped += 1;
             continue;
         };
-        let call = Call::Mcp {
-            server: server.to_owned(),
-            tool: name.to_owned(),
-        };
-        if decide(admin, user, &call).outcome == Outcome::Deny {
+        let mut unused = None;
+        let (outcome, ..) = mcp(
+            files,
+            admin,
+            user,
+            (server, name, Action::Listing),
+            &mut unused,
+            &mut Quiet,
+        );
+        if outcome == Outcome::Deny {
             removed.push(name.to_owned());
         } else {
             kept.push(tool.clone());
@@ -494,4 +620,157 @@ pub fn filter_tools(
         removed,
         malformed_skipped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{AdminControls, ToolActionList, UserSettings};
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn files(patterns: &[&str]) -> ToolActionLists {
+        let list =
+            ToolActionList::compile("allowed_tools", "gasoline", &strings(patterns)).unwrap();
+        ToolActionLists::new(vec![list]).unwrap()
+    }
+
+    fn action(tool: &str, action: &str) -> Call {
+        Call::McpAction {
+            server: "gasoline".into(),
+            tool: tool.into(),
+            action: action.into(),
+        }
+    }
+
+    /// A user for whom everything else would ALLOW: only the file list can deny.
+    fn setup(controls: AdminControls) -> (CompiledAdmin, CompiledUser) {
+        let user = UserSettings {
+            use_yolo_mode: true,
+            yolo_enable_run_everything: true,
+            ..UserSettings::default()
+        };
+        (
+            CompiledAdmin::compile(&controls).unwrap(),
+            CompiledUser::compile(&user).unwrap(),
+        )
+    }
+
+    #[test]
+    fn file_allowlist_denies_with_seed_000_message() {
+        let (admin, user) = setup(AdminControls::default());
+        let files = files(&["observe.*", "generate.*", "interact.navigate"]);
+        let call = action("interact", "execute_js");
+        let d = decide_in(&files, &admin, &user, &call);
+        assert_eq!(
+            (d.outcome, d.reason),
+            (Outcome::Deny, Reason::NotInFileAllowlist)
+        );
+        assert_eq!(
+            d.message(&call),
+            "interact.execute_js is not permitted. Allowed: observe.*, generate.*, interact.navigate"
+        );
+        assert_eq!(
+            d.allowed_tools.as_deref(),
+            Some(&strings(&["observe.*", "generate.*", "interact.navigate"])[..])
+        );
+        // the same error every time (seed 000 edge case 4)
+        assert_eq!(decide_in(&files, &admin, &user, &call), d);
+        // a call without an action is named by its tool alone
+        let bare = Call::Mcp {
+            server: "gasoline".into(),
+            tool: "interact".into(),
+        };
+        let d = decide_in(&files, &admin, &user, &bare);
+        assert_eq!(d.reason, Reason::NotInFileAllowlist);
+        assert!(
+            d.message(&bare)
+                .starts_with("interact is not permitted. Allowed: ")
+        );
+    }
+
+    #[test]
+    fn file_allowlist_table() {
+        let (admin, user) = setup(AdminControls::default());
+        type Case<'a> = (&'a [&'a str], &'a str, &'a str, bool);
+        let table: &[Case<'_>] = &[
+            (&["*"], "interact", "execute_js", true),
+            (&[], "interact", "execute_js", true),
+            (&["interact.*"], "interact", "execute_js", true),
+            (&["interact.*"], "INTERACT", "Execute_JS", true),
+            (&["Interact.Navigate"], "interact", "navigate", true),
+            (&["interact.navigate"], "interact", "refresh", false),
+            (&["interact.navigate"], "observe", "navigate", false),
+            (&["observe.*"], "observer", "logs", false),
+        ];
+        for (patterns, tool, act, allowed) in table {
+            let d = decide_in(&files(patterns), &admin, &user, &action(tool, act));
+            let want = if *allowed {
+                (Outcome::Allow, Reason::RunEverything)
+            } else {
+                (Outcome::Deny, Reason::NotInFileAllowlist)
+            };
+            assert_eq!((d.outcome, d.reason), want, "{patterns:?} {tool}.{act}");
+        }
+        // other servers are not restricted by gasoline's list
+        let other = Call::McpAction {
+            server: "other".into(),
+            tool: "interact".into(),
+            action: "execute_js".into(),
+        };
+        assert_eq!(
+            decide_in(&files(&["observe.*"]), &admin, &user, &other).outcome,
+            Outcome::Allow
+        );
+    }
+
+    #[test]
+    fn file_allowlist_comes_after_kill_switch_names_and_blocklist() {
+        let files = files(&["observe.*"]);
+        let call = action("interact", "execute_js");
+        let (admin, user) = setup(AdminControls {
+            kill_switch: true,
+            ..AdminControls::default()
+        });
+        assert_eq!(
+            decide_in(&files, &admin, &user, &call).reason,
+            Reason::KillSwitch
+        );
+        let (admin, user) = setup(AdminControls {
+            mcp_tool_blocklist: strings(&["gasoline:interact"]),
+            ..AdminControls::default()
+        });
+        assert_eq!(
+            decide_in(&files, &admin, &user, &call).reason,
+            Reason::BlockedByAdmin
+        );
+        let (admin, user) = setup(AdminControls::default());
+        assert_eq!(
+            decide_in(&files, &admin, &user, &action("interact", "a:b")).reason,
+            Reason::InvalidName
+        );
+        let explained = explain_in(&files, &admin, &user, &call);
+        let names: Vec<&str> = explained.explanation.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            ["kill_switch", "names", "admin_blocklist", "file_allowlist"]
+        );
+        // without the file's lists nothing is denied
+        assert_eq!(decide(&admin, &user, &call).outcome, Outcome::Allow);
+    }
+
+    #[test]
+    fn filter_tools_hides_tools_with_no_allowed_action() {
+        let (admin, user) = setup(AdminControls::default());
+        let files = files(&["observe.*", "interact.navigate"]);
+        let tools = serde_json::json!({"tools": [
+            {"name": "observe"}, {"name": "interact"}, {"name": "generate"}
+        ]});
+        let out = filter_tools_in(&files, &admin, &user, "gasoline", &tools).unwrap();
+        assert_eq!(out.removed, ["generate"]);
+        let kept = filter_tools_in(&files, &admin, &user, "other", &tools).unwrap();
+        assert!(kept.removed.is_empty());
+    }
 }

@@ -177,6 +177,7 @@ pub fn hint(rule: Rule) -> &'static str {
             "a command prefix is empty: write the command words, e.g. `git status`"
         }
         Rule::TooMany => "the list is longer than the limit: use wildcards or globs",
+        Rule::Duplicate => "named twice: keep one",
     }
 }
 

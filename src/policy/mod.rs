@@ -11,12 +11,15 @@ mod lists;
 mod matcher;
 mod settings;
 mod shell;
+mod tool_actions;
 
 pub use builtin::{
     READONLY as READONLY_TOOLS, SERVER as BUILTIN_SERVER, TOOLS as BUILTIN_TOOLS,
     canonical as canonical_builtin, cli_name as builtin_cli_name,
 };
-pub use decide::{FilteredTools, decide, explain, filter_tools};
+pub use decide::{
+    FilteredTools, decide, decide_in, explain, explain_in, filter_tools, filter_tools_in,
+};
 pub use entry::{
     Entry, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name, validate_call_name,
     validate_name,
@@ -31,6 +34,7 @@ pub use settings::{
     UserSettings, default_browser_server_ids,
 };
 pub use shell::{Prefix, SimpleCommand, split as split_command_line};
+pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -68,6 +72,7 @@ pub enum Reason {
     CommandNotAllowlisted,
     DeleteProtected,
     AutoRunOn,
+    NotInFileAllowlist,
 }
 
 /// A call to decide on.
@@ -75,6 +80,14 @@ pub enum Reason {
 pub enum Call {
     /// An MCP (or built-in, server `builtin`) tool call.
     Mcp { server: String, tool: String },
+    /// An MCP tool call with an action (seed 000's `interact({action: "navigate"})`):
+    /// decided as [`Call::Mcp`], and the policy file's `tool.action` lists match
+    /// `tool.action`.
+    McpAction {
+        server: String,
+        tool: String,
+        action: String,
+    },
     /// An internal name (`mcp_<server>_<tool>`, `mcp__<server>__<tool>`) or a plain
     /// tool name that belongs to `fallback_server`.
     McpInternal {
@@ -117,6 +130,8 @@ pub struct Decision {
     pub candidates: Vec<Candidate>,
     /// Every check made, in order; empty unless the decision came from [`explain`].
     pub explanation: Vec<Check>,
+    /// With [`Reason::NotInFileAllowlist`]: the patterns the policy file allows.
+    pub allowed_tools: Option<Arc<[String]>>,
 }
 
 impl Decision {
@@ -152,6 +167,7 @@ impl Reason {
             Self::CommandNotAllowlisted => "COMMAND_NOT_ALLOWLISTED",
             Self::DeleteProtected => "DELETE_PROTECTED",
             Self::AutoRunOn => "AUTO_RUN_ON",
+            Self::NotInFileAllowlist => "NOT_IN_FILE_ALLOWLIST",
         }
     }
 }
@@ -176,6 +192,8 @@ pub enum Rule {
     EmptyCommand,
     /// A list longer than the limit.
     TooMany,
+    /// Named twice where each may appear once (a team or a server in the policy file).
+    Duplicate,
 }
 
 /// One bad entry: where it is, what it is, which rule it breaks and how to fix it.

@@ -165,6 +165,7 @@ pub fn mcp(server: &str, tool: &str) -> pb::ToolCall {
         kind: Some(pb::tool_call::Kind::Mcp(pb::McpCall {
             server: server.into(),
             tool: tool.into(),
+            action: String::new(),
         })),
     }
 }

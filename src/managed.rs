@@ -1,0 +1,298 @@
+//! The server's policy file (`policy_file`, `--policy-file`): loaded before the
+//! server serves, written through the store like any other change, and reloaded
+//! when it changes.
+//!
+//! Teams the file names are read-only through the API (their admin settings are
+//! the file's); each change a load makes to one is an ordinary commit by the actor
+//! `file:<path>`, so it has a revision, an audit record and reaches `WatchPolicy`
+//! subscribers. The file's `tool.action` lists belong to no team and have no
+//! revision: a change to them is recorded once in the audit trail under team `*`,
+//! and every subscriber is sent a fresh snapshot (marked resync) that holds them.
+//!
+//! The file is polled rather than watched through inotify: a small read every
+//! [`POLL`] works the same on every filesystem (bind mounts and ConfigMap symlink
+//! swaps included) and needs no extra dependency. A change is applied once two
+//! polls in a row read the same content, so an editor's half-written file is not
+//! taken for an invalid one.
+
+use crate::policy::AdminControls;
+use crate::policy_file::{self, ManagedPolicy};
+use crate::service::{PolicyFileStatus, Service, ServiceError};
+use crate::store::{NewAuditEvent, now_ms};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+/// How often the file is read.
+pub const POLL: Duration = Duration::from_millis(250);
+/// The audit team of server-wide events (the file's `tool.action` lists).
+pub const SERVER_WIDE_TEAM: &str = "*";
+pub const AUDIT_RELOADED: &str = "policy_file_reloaded";
+pub const AUDIT_REJECTED: &str = "policy_file_rejected";
+/// Write attempts per team before a reload gives up on contention (and retries later).
+const WRITE_ATTEMPTS: usize = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManagedError {
+    #[error("cannot read policy file {path}: {error}: fix policy_file (or --policy-file)")]
+    Read { path: String, error: std::io::Error },
+    #[error("invalid policy file (nothing in it was applied):\n{0}")]
+    Invalid(String),
+    #[error("cannot apply policy file {path}: {source}")]
+    Apply { path: String, source: ServiceError },
+}
+
+/// Loads the file and applies it; then keeps reloading it until `shutdown`.
+/// An invalid or unreadable file is an error: the server must not start on it.
+pub async fn start(
+    path: &Path,
+    service: Arc<Service>,
+    shutdown: CancellationToken,
+) -> Result<(), ManagedError> {
+    let mut watcher = Watcher {
+        name: path.display().to_string(),
+        path: path.to_owned(),
+        service,
+        applied: None,
+        seen: None,
+        rejected: None,
+        status: PolicyFileStatus {
+            path: path.display().to_string(),
+            ..PolicyFileStatus::default()
+        },
+    };
+    let text = read(&watcher.path, &watcher.name).await?;
+    watcher.apply(&text).await?;
+    let hash = Some(digest(&text));
+    watcher.applied = hash;
+    watcher.seen = hash;
+    tokio::spawn(watcher.run(shutdown));
+    Ok(())
+}
+
+async fn read(path: &Path, name: &str) -> Result<String, ManagedError> {
+    tokio::fs::read_to_string(path)
+        .await
+        .map_err(|error| ManagedError::Read {
+            path: name.to_owned(),
+            error,
+        })
+}
+
+fn digest(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+struct Watcher {
+    path: PathBuf,
+    name: String,
+    service: Arc<Service>,
+    /// The content in force.
+    applied: Option<[u8; 32]>,
+    /// The content the last poll read.
+    seen: Option<[u8; 32]>,
+    /// Content found invalid: not tried again until it changes.
+    rejected: Option<[u8; 32]>,
+    status: PolicyFileStatus,
+}
+
+impl Watcher {
+    fn actor(&self) -> String {
+        format!("file:{}", self.name)
+    }
+
+    async fn run(mut self, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => self.poll().await,
+            }
+        }
+    }
+
+    async fn poll(&mut self) {
+        let text = match read(&self.path, &self.name).await {
+            Ok(text) => text,
+            Err(e) => {
+                self.seen = None;
+                self.fail(format!(
+                    "{e}; the last good policy stays in force until the file is back"
+                ));
+                return;
+            }
+        };
+        let hash = Some(digest(&text));
+        if hash == self.applied {
+            self.seen = hash;
+            if self.status.last_error.take().is_some() {
+                info!(path = %self.name, "policy file is back to the policy in force");
+                self.publish_status();
+            }
+            return;
+        }
+        if hash != self.seen {
+            // wait one more poll: the writer may not have finished
+            self.seen = hash;
+            return;
+        }
+        if hash == self.rejected {
+            return;
+        }
+        match self.apply(&text).await {
+            Ok(()) => {
+                self.applied = hash;
+                self.rejected = None;
+            }
+            Err(e @ ManagedError::Invalid(_))
+            | Err(
+                e @ ManagedError::Apply {
+                    source: ServiceError::InvalidEntries(_) | ServiceError::InvalidArgument { .. },
+                    ..
+                },
+            ) => {
+                self.rejected = hash;
+                let message = e.to_string();
+                self.audit(
+                    AUDIT_REJECTED,
+                    serde_json::json!({"path": self.name, "error": message}),
+                )
+                .await;
+                self.fail(format!("{message}\nthe previous policy stays in force"));
+            }
+            // the store is unavailable: the next poll tries again
+            Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    /// Records a failed reload once per distinct error.
+    fn fail(&mut self, message: String) {
+        if self.status.last_error.as_ref() != Some(&message) {
+            error!(path = %self.name, error = %message, "policy file not applied");
+            self.status.last_error = Some(message);
+            self.publish_status();
+        }
+    }
+
+    fn publish_status(&self) {
+        self.service.set_policy_file(self.status.clone());
+    }
+
+    /// Applies a file's content: its teams through the store, its lists to the hub.
+    async fn apply(&mut self, text: &str) -> Result<(), ManagedError> {
+        let policy: ManagedPolicy = policy_file::parse_managed_policy(&self.name, text)
+            .map_err(|errors| ManagedError::Invalid(policy_file::format_errors(&errors)))?;
+        let teams: BTreeSet<String> = policy.teams.iter().map(|(t, _)| t.clone()).collect();
+        // read-only first (the old teams too, until the new file is in force), so no API
+        // write slips in between the file's writes
+        let mut guard = self.status.clone();
+        guard.teams.extend(teams.iter().cloned());
+        self.service.set_policy_file(guard);
+
+        let mut changed = Vec::new();
+        for (team, controls) in &policy.teams {
+            let wrote = self.write_team(team, controls).await.map_err(|source| {
+                self.publish_status();
+                ManagedError::Apply {
+                    path: self.name.clone(),
+                    source,
+                }
+            })?;
+            if wrote {
+                changed.push(team.clone());
+            }
+        }
+        let released: Vec<String> = self.status.teams.difference(&teams).cloned().collect();
+        let hub = self.service.hub().clone();
+        let lists_changed = *hub.tool_actions() != policy.tool_actions;
+        let mcp_servers: std::collections::BTreeMap<String, Vec<String>> = policy
+            .tool_actions
+            .iter()
+            .map(|l| (l.server().to_owned(), l.allowed_tools().to_vec()))
+            .collect();
+        // recorded before the lists take effect: whoever sees the change finds its record
+        if !changed.is_empty() || !released.is_empty() || lists_changed {
+            self.audit(
+                AUDIT_RELOADED,
+                serde_json::json!({
+                    "path": self.name,
+                    "teams_changed": changed,
+                    "teams_released": released,
+                    "mcp_servers_changed": lists_changed,
+                    "mcp_servers": mcp_servers,
+                }),
+            )
+            .await;
+        }
+        if lists_changed {
+            hub.set_tool_actions(Arc::new(policy.tool_actions));
+        }
+        self.status = PolicyFileStatus {
+            path: self.name.clone(),
+            loaded_at_ms: now_ms(),
+            last_error: None,
+            teams,
+            mcp_servers,
+        };
+        self.publish_status();
+        info!(
+            path = %self.name,
+            teams = self.status.teams.len(),
+            teams_changed = changed.len(),
+            mcp_servers = self.status.mcp_servers.len(),
+            lists_changed,
+            "policy file loaded"
+        );
+        if !released.is_empty() {
+            info!(path = %self.name, teams = ?released, "teams no longer in the policy file are writable through the API again");
+        }
+        Ok(())
+    }
+
+    /// Writes the team's controls unless the store already holds them; true if written.
+    async fn write_team(&self, team: &str, controls: &AdminControls) -> Result<bool, ServiceError> {
+        let store = self.service.hub().store();
+        for _ in 0..WRITE_ATTEMPTS {
+            let current = store.get_admin(team).await?;
+            if &current.doc == controls {
+                return Ok(false);
+            }
+            match self
+                .service
+                .write_admin(
+                    &self.actor(),
+                    team,
+                    controls.clone(),
+                    Some(current.revision),
+                )
+                .await
+            {
+                Ok(_) => return Ok(true),
+                // another replica applying the same file, most likely: compare again
+                Err(ServiceError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ServiceError::Unavailable(format!(
+            "team {team} keeps changing while the policy file is applied: will retry"
+        )))
+    }
+
+    async fn audit(&self, kind: &str, detail: serde_json::Value) {
+        let event = NewAuditEvent {
+            team_id: SERVER_WIDE_TEAM.to_owned(),
+            revision: 0,
+            actor: self.actor(),
+            kind: kind.to_owned(),
+            detail,
+        };
+        if let Err(e) = self.service.hub().store().append_audit(&[event]).await {
+            warn!(path = %self.name, error = %e, "cannot record the policy file event in the audit trail");
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Golden tests of the policy YAML formats: every file in `tests/data/policy_yaml/`
+//! parses to exactly the errors in its `.err` twin (file, line, rule), and the
+//! examples in `deploy/examples/` are valid. `UPDATE_GOLDEN=1` rewrites the twins.
+
+use std::path::{Path, PathBuf};
+use toolgate::policy::{AdminControls, ListMode};
+use toolgate::policy_file::{self, TeamPolicy};
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policy_yaml")
+}
+
+/// The errors of one file as printed, or `ok` when it is valid.
+fn outcome(name: &str, text: &str) -> String {
+    let errors = if name.starts_with("managed_") {
+        policy_file::parse_managed_policy(name, text).err()
+    } else {
+        policy_file::parse_team_policy(name, text).err()
+    };
+    errors.map_or_else(|| "ok".to_owned(), |e| policy_file::format_errors(&e)) + "\n"
+}
+
+#[test]
+fn error_goldens() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(data())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "golden inputs missing");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut mismatches = Vec::new();
+    for file in files {
+        let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+        let got = outcome(&name, &std::fs::read_to_string(&file).unwrap());
+        let golden = file.with_extension("err");
+        if update {
+            std::fs::write(&golden, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&golden)
+            .unwrap_or_else(|_| panic!("{} missing: run with UPDATE_GOLDEN=1", golden.display()));
+        if got != want {
+            mismatches.push(format!("{name}:\n--- want\n{want}--- got\n{got}"));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn examples_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/examples");
+    let team = std::fs::read_to_string(dir.join("team.yaml")).unwrap();
+    let policy = policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    assert_eq!(policy.team, "acme");
+    assert!(policy.auto_run_controls.enabled);
+    for name in ["policy-file.yaml", "gasoline-allowlist.yaml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let managed = policy_file::parse_managed_policy(name, &text)
+            .unwrap_or_else(|e| panic!("{}", policy_file::format_errors(&e)));
+        assert!(managed.tool_actions.get("gasoline").is_some(), "{name}");
+    }
+}
+
+#[test]
+fn every_field_round_trips_through_yaml() {
+    let policy = TeamPolicy {
+        team: "acme".into(),
+        revision: Some(3),
+        auto_run_controls: AdminControls {
+            enabled: true,
+            allowed: vec!["git status".into()],
+            blocked: vec!["rm".into()],
+            disable_mcp_auto_run: true,
+            delete_file_protection: true,
+            enable_run_everything: true,
+            mcp_tool_allowlist: vec!["jira:*".into()],
+            sandboxing_controls: Some(toolgate::policy::SandboxingControls { enabled: true }),
+            browser_protection: true,
+            mcp_tool_blocklist: vec!["github:delete_*".into()],
+            kill_switch: true,
+            browser_server_ids: vec!["my-browser".into()],
+            list_mode: ListMode::Union,
+            mcp_access_mode: toolgate::policy::AccessMode::Allowlist,
+            mcp_access_allowlist: vec!["*:*".into()],
+        },
+    };
+    let yaml = policy_file::to_yaml(&policy);
+    let golden = data().join("admin_get.golden");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &yaml).unwrap();
+    }
+    assert_eq!(
+        yaml,
+        std::fs::read_to_string(&golden).unwrap(),
+        "admin get's YAML drifted"
+    );
+    assert_eq!(policy_file::parse_team_policy("t", &yaml).unwrap(), policy);
+}
+
+#[test]
+fn empty_managed_file_restricts_nothing() {
+    for text in ["", "# only a comment\n"] {
+        let p = policy_file::parse_managed_policy("p.yaml", text).unwrap();
+        assert!(p.teams.is_empty() && p.tool_actions.is_empty());
+    }
+}
+
+#[test]
+fn left_out_browser_server_ids_mean_the_defaults() {
+    let p = policy_file::parse_team_policy(
+        "t",
+        "team: a\nauto_run_controls: {browser_server_ids: []}\n",
+    )
+    .unwrap();
+    assert_eq!(p.auto_run_controls, AdminControls::default());
+}
