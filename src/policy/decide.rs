@@ -395,7 +395,8 @@ fn command_line<E: Explain>(
             });
             return (Outcome::Ask, Reason::CommandBlocked, None, Vec::new());
         }
-        if let Some(p) = prefixes(admin, &admin.blocked, &user.denied).find(|p| p.matches(command))
+        if let Some(p) =
+            prefixes(admin, &admin.blocked, &user.denied).find(|p| p.occurs_in(command))
         {
             ex.check("blocked", || {
                 format!("{:?} matches blocked prefix {:?}", command.text, p.raw)

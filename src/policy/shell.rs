@@ -165,6 +165,25 @@ impl Prefix {
         command.words.len() >= self.words.len()
             && self.words.iter().zip(&command.words).all(|(p, w)| p == w)
     }
+
+    /// Like [`Prefix::matches`], but anywhere in the command and on a word's file
+    /// name, so a blocked `rm` also catches `sudo rm`, `env X=1 /bin/rm`,
+    /// `xargs rm` and `find . -exec rm`. It errs towards blocking (`echo rm` is
+    /// caught too): a blocked command asks, and asking is safe.
+    pub fn occurs_in(&self, command: &SimpleCommand) -> bool {
+        let Some((first, rest)) = self.words.split_first() else {
+            return false;
+        };
+        let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_owned();
+        command.words.iter().enumerate().any(|(i, w)| {
+            base(w) == *first
+                && command.words.len() > i + rest.len()
+                && rest
+                    .iter()
+                    .zip(&command.words[i + 1..])
+                    .all(|(p, w)| p == w)
+        })
+    }
 }
 
 #[cfg(test)]
