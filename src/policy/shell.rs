@@ -6,7 +6,8 @@
 pub struct SimpleCommand {
     /// The command as written, trimmed.
     pub text: String,
-    /// Its words with quotes removed and leading `VAR=value` assignments dropped.
+    /// Its words with quotes removed. Leading `VAR=value` assignments stay: an allowed
+    /// prefix does not cover `LD_PRELOAD=x.so git status`.
     pub words: Vec<String>,
     /// Holds `$(…)`, backticks, `<(…)`, `>(…)` or a `(`/`{` group: what runs cannot be
     /// known from the text.
@@ -76,30 +77,35 @@ fn parse_simple(text: &str) -> Option<SimpleCommand> {
     if text.is_empty() {
         return None;
     }
-    let opaque = text.contains("$(")
-        || text.contains('`')
-        || text.contains("<(")
-        || text.contains(">(")
-        || text.starts_with('(')
-        || text.starts_with('{');
-    let words: Vec<String> = words(text)
-        .into_iter()
-        .skip_while(|w| is_assignment(w))
-        .collect();
     Some(SimpleCommand {
         text: text.to_owned(),
-        words,
-        opaque,
+        words: words(text),
+        opaque: is_opaque(text),
     })
 }
 
-/// `NAME=value` before a command sets its environment; it is not the command.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
+/// Whether the shell would run something the text does not show: `$(…)`, backticks,
+/// process substitution (not inside single quotes, where they are plain text), a
+/// group or subshell, or an unclosed quote (the line does not end where it seems to).
+fn is_opaque(text: &str) -> bool {
+    if text.starts_with('(') || text.starts_with('{') {
+        return true;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if !single => i += 1,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '`' if !single => return true,
+            '$' | '<' | '>' if !single && chars.get(i + 1) == Some(&'(') => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    single || double
 }
 
 /// Words with quotes removed (no expansion).
@@ -226,8 +232,11 @@ mod tests {
             assert!(split(line).iter().any(|c| c.opaque), "{line}");
         }
         assert!(!split("echo ${HOME}").iter().any(|c| c.opaque));
-        // conservative inside quotes too: asking is safe, guessing is not
-        assert!(split("echo '$(not run)'").iter().any(|c| c.opaque));
+        // single quotes make it text; double quotes do not
+        assert!(!split("echo '$(not run)' '`x`'").iter().any(|c| c.opaque));
+        assert!(split(r#"echo "$(run)""#).iter().any(|c| c.opaque));
+        // an unclosed quote hides where the command ends
+        assert!(split("echo 'unclosed; rm -rf /").iter().any(|c| c.opaque));
     }
 
     #[test]
@@ -241,9 +250,28 @@ mod tests {
         assert!(!p.matches(&cmd("git")));
         let rm = Prefix::parse("rm").unwrap();
         assert!(
-            rm.matches(&cmd("FOO=1 rm -rf /")),
-            "assignments do not hide the command"
+            rm.occurs_in(&cmd("FOO=1 rm -rf /")),
+            "assignments do not hide a blocked command"
         );
+        let status = Prefix::parse("git status").unwrap();
+        assert!(
+            !status.matches(&cmd("LD_PRELOAD=x.so git status")),
+            "nor make an allowed one"
+        );
+        for hidden in [
+            "sudo rm -rf /",
+            "env X=1 /bin/rm x",
+            "find . -exec rm {} ;",
+            "xargs rm",
+            "sudo -u root rm x",
+        ] {
+            assert!(rm.occurs_in(&cmd(hidden)), "{hidden}");
+        }
+        assert!(!rm.occurs_in(&cmd("rmdir x")));
+        let push = Prefix::parse("git push").unwrap();
+        assert!(push.occurs_in(&cmd("sudo git push origin")));
+        assert!(!push.occurs_in(&cmd("git status")));
+        assert!(!push.occurs_in(&cmd("echo git")));
         assert!(Prefix::parse("   ").is_none());
     }
 }
