@@ -93,6 +93,10 @@ impl CompiledList {
 
     /// The first entry (in list order) matching the call, as its index.
     pub fn first_match(&self, server: &str, tool: &str) -> Option<usize> {
+        // most lists a decision consults are empty (no blocklist, no access list)
+        if self.raw.is_empty() {
+            return None;
+        }
         let mut best = self.any;
         let mut consider = |i: Option<usize>| {
             if let Some(i) = i
