@@ -189,6 +189,25 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// Revisions are `u64` in the domain and `BIGINT` (`i64`) in the databases.
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Documents are stored as JSON text: readable with any SQL client, and the same in
+/// both backends.
+fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(format!("cannot encode record: {e}")))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(what: &str, s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -2,7 +2,7 @@
 
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, Change, ChangeDoc, History,
-    NewAuditEvent, Store, StoreError, Versioned, now_ms,
+    NewAuditEvent, Store, StoreError, Versioned, from_json, now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -238,22 +238,6 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     }
     tx.commit().await?;
     Ok(())
-}
-
-fn to_u64(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(format!("cannot encode record: {e}")))
-}
-
-fn from_json<T: DeserializeOwned>(what: &str, s: &str) -> Result<T, StoreError> {
-    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
 fn versioned<T: DeserializeOwned + Default>(
