@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
@@ -213,7 +213,7 @@ pub async fn run(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
         ))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
+        .serve_with_incoming_shutdown(incoming(listener), signal);
     tokio::pin!(serve);
     tokio::select! {
         result = &mut serve => result?,
@@ -227,6 +227,15 @@ pub async fn run(
     }
     info!("stopped");
     Ok(())
+}
+
+/// Accepted connections with `TCP_NODELAY` (a small answer is sent at once, not held
+/// back by Nagle's algorithm waiting for an ACK) and TCP keepalive (a watcher whose
+/// peer vanished is found out even on a quiet stream).
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(Duration::from_secs(60)))
 }
 
 /// The services health reports on; "" is the server as a whole.

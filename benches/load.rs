@@ -1,0 +1,434 @@
+//! gRPC load against the real server binary: requests/s and latency of `Evaluate`,
+//! `EvaluateBatch` and durable admin writes, next to `grpc.health.v1.Health/Check`
+//! on the same server in the same run (the transport's own floor), then `Evaluate`
+//! at half of its maximum rate.
+//!
+//! `cargo bench --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
+//! [--batch 100] [--entries 1000] [--postgres]`
+//!
+//! The server runs as its own process (`toolgate serve`, the bench profile's build) on
+//! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
+//! cluster instead (needs root and the server binaries, as the PostgreSQL tests do).
+//! The last line printed is the figures as JSON.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+use toolgate::proto::v1 as pb;
+
+#[derive(Debug, Clone)]
+struct Args {
+    connections: usize,
+    concurrency: usize,
+    duration: Duration,
+    batch: usize,
+    entries: usize,
+    postgres: bool,
+}
+
+impl Args {
+    fn parse() -> Self {
+        let mut args = Self {
+            connections: 4,
+            concurrency: 64,
+            duration: Duration::from_secs(10),
+            batch: 100,
+            entries: 1_000,
+            postgres: false,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let mut value = || -> usize {
+                it.next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("{flag} takes a whole number"))
+            };
+            match flag.as_str() {
+                "--connections" => args.connections = value().max(1),
+                "--concurrency" => args.concurrency = value().max(1),
+                "--duration" => args.duration = Duration::from_secs(value() as u64),
+                "--batch" => args.batch = value().max(1),
+                "--entries" => args.entries = value(),
+                "--postgres" => args.postgres = true,
+                // cargo passes --bench to every bench binary
+                _ => {}
+            }
+        }
+        args
+    }
+}
+
+/// What one RPC did over a run.
+struct Measured {
+    requests: u64,
+    errors: u64,
+    elapsed: Duration,
+    /// Latencies in nanoseconds, sorted.
+    latencies: Vec<u64>,
+}
+
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile_us(&self, p: f64) -> f64 {
+        if self.latencies.is_empty() {
+            return 0.0;
+        }
+        let i = ((self.latencies.len() - 1) as f64 * p).round() as usize;
+        self.latencies[i] as f64 / 1_000.0
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "requests": self.requests,
+            "errors": self.errors,
+            "rps": self.rate().round(),
+            "p50_us": self.percentile_us(0.5),
+            "p99_us": self.percentile_us(0.99),
+            "max_us": self.percentile_us(1.0),
+        })
+    }
+
+    fn print(&self, name: &str) {
+        println!(
+            "{name:<18} {:>10.0} req/s   p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>9.1} µs   ({} requests, {} errors)",
+            self.rate(),
+            self.percentile_us(0.5),
+            self.percentile_us(0.99),
+            self.percentile_us(1.0),
+            self.requests,
+            self.errors
+        );
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Rpc {
+    Health,
+    Evaluate,
+    EvaluateBatch,
+    /// A durable admin write, each worker on a team of its own.
+    Update,
+}
+
+/// One request of `rpc`; the worker's index picks its team for writes.
+struct Caller {
+    health: HealthClient<Channel>,
+    policy: PolicyServiceClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>,
+    admin: AdminServiceClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>,
+    batch: Arc<pb::EvaluateBatchRequest>,
+    team: String,
+    writes: u64,
+}
+
+impl Caller {
+    fn new(channel: Channel, batch: Arc<pb::EvaluateBatchRequest>, worker: usize) -> Self {
+        Self {
+            health: HealthClient::new(channel.clone()),
+            policy: PolicyServiceClient::with_interceptor(
+                channel.clone(),
+                Auth::new("service-token"),
+            ),
+            admin: AdminServiceClient::with_interceptor(channel, Auth::new("operator-token")),
+            batch,
+            team: format!("bench-writes-{worker}"),
+            writes: 0,
+        }
+    }
+
+    async fn call(&mut self, rpc: Rpc) -> bool {
+        match rpc {
+            Rpc::Health => self
+                .health
+                .check(HealthCheckRequest {
+                    service: String::new(),
+                })
+                .await
+                .is_ok(),
+            Rpc::Evaluate => self
+                .policy
+                .evaluate(pb::EvaluateRequest {
+                    team_id: TEAM.into(),
+                    user_id: "alice".into(),
+                    call: Some(mcp("jira", "create_ticket")),
+                    explain: false,
+                })
+                .await
+                .is_ok_and(|r| r.get_ref().outcome == pb::Outcome::Allow as i32),
+            Rpc::EvaluateBatch => self
+                .policy
+                .evaluate_batch((*self.batch).clone())
+                .await
+                .is_ok_and(|r| r.get_ref().decisions.len() == self.batch.calls.len()),
+            Rpc::Update => {
+                self.writes += 1;
+                self.admin
+                    .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                        team_id: self.team.clone(),
+                        auto_run_controls: Some(pb::AutoRunControls {
+                            enabled: true,
+                            mcp_tool_allowlist: vec![format!("jira:tool{}", self.writes)],
+                            ..Default::default()
+                        }),
+                        expected_revision: Some(self.writes - 1),
+                    })
+                    .await
+                    .is_ok()
+            }
+        }
+    }
+}
+
+/// `concurrency` workers spread over `channels`. Closed loop (`rate: None`): each
+/// sends its next request as soon as the last is answered. Open loop: a pacing thread
+/// hands out send times at `rate` requests/s, round robin, and latency counts from
+/// the intended send time, so a request that waited for a busy worker is charged for
+/// the wait (no coordinated omission). A thread, not tokio's timer: the timer's 1 ms
+/// ticks would send in bursts.
+async fn drive(
+    channels: &[Channel],
+    concurrency: usize,
+    duration: Duration,
+    rpc: Rpc,
+    batch: &Arc<pb::EvaluateBatchRequest>,
+    rate: Option<f64>,
+) -> Measured {
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut workers = Vec::with_capacity(concurrency);
+    let mut pacer_txs = Vec::new();
+    for w in 0..concurrency {
+        let mut caller = Caller::new(channels[w % channels.len()].clone(), batch.clone(), w);
+        let mut paced = rate.map(|_| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+            pacer_txs.push(tx);
+            rx
+        });
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(1 << 14);
+            let mut errors = 0u64;
+            loop {
+                let sent = match paced.as_mut() {
+                    Some(rx) => match rx.recv().await {
+                        Some(at) => at,
+                        None => break,
+                    },
+                    None => Instant::now(),
+                };
+                if sent >= deadline {
+                    break;
+                }
+                if !caller.call(rpc).await {
+                    errors += 1;
+                }
+                latencies.push(sent.elapsed().as_nanos() as u64);
+            }
+            (latencies, errors)
+        }));
+    }
+    if let Some(rate) = rate {
+        let interval = Duration::from_secs_f64(1.0 / rate);
+        std::thread::spawn(move || {
+            let mut next = start;
+            let mut i = 0usize;
+            while next < deadline {
+                let now = Instant::now();
+                while next <= now && next < deadline {
+                    let _ = pacer_txs[i % pacer_txs.len()].send(next);
+                    i += 1;
+                    next += interval;
+                }
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            // dropping the senders ends the workers
+        });
+    }
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for w in workers {
+        let (l, e) = w.await.expect("worker");
+        latencies.extend(l);
+        errors += e;
+    }
+    let elapsed = start.elapsed();
+    latencies.sort_unstable();
+    Measured {
+        requests: latencies.len() as u64,
+        errors,
+        elapsed,
+        latencies,
+    }
+}
+
+/// An admin allowlist of `n` entries (exact, `server:*`, `*:tool` and globs) that
+/// lets `jira:*` auto-run, and alice in auto-run mode.
+async fn seed(channel: &Channel, n: usize) {
+    let mut allowlist: Vec<String> = (0..n.saturating_sub(1))
+        .map(|i| match i % 10 {
+            0 => format!("srv{i}:*"),
+            1 => format!("*:tool{i}"),
+            2 => format!("srv{i}:get_*"),
+            _ => format!("srv{i}:tool{i}"),
+        })
+        .collect();
+    allowlist.push("jira:*".into());
+    AdminServiceClient::with_interceptor(channel.clone(), Auth::new("admin-token"))
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                enabled: true,
+                mcp_tool_allowlist: allowlist,
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .expect("seed admin settings");
+    UserSettingsServiceClient::with_interceptor(channel.clone(), Auth::new("admin-token"))
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(pb::UserSettings {
+                use_yolo_mode: true,
+                ..user_settings(TEAM, "alice")
+            }),
+            expected_revision: None,
+        })
+        .await
+        .expect("seed user settings");
+}
+
+/// A batch of `n` calls: allowed, unlisted and globbed tools, no denials (a DENY
+/// writes an audit record, which is another benchmark).
+fn batch_request(n: usize) -> pb::EvaluateBatchRequest {
+    pb::EvaluateBatchRequest {
+        team_id: TEAM.into(),
+        user_id: "alice".into(),
+        calls: (0..n)
+            .map(|i| match i % 4 {
+                0 => mcp("jira", &format!("tool{i}")),
+                1 => mcp("github", "create_issue"),
+                2 => mcp(&format!("srv{}", 10 * i + 2), "get_thing"),
+                _ => mcp(
+                    &format!("srv{}", 10 * i + 3),
+                    &format!("tool{}", 10 * i + 3),
+                ),
+            })
+            .collect(),
+        explain: false,
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = if args.postgres {
+        Some(common::pg::Cluster::start("load bench on postgresql").expect("postgresql"))
+    } else {
+        None
+    };
+    let mut config = test_config(&dir.path().join("data"));
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.store.url = cluster.as_ref().map(common::pg::Cluster::url);
+    config.limits.max_batch_calls = config.limits.max_batch_calls.max(args.batch);
+    let config_path = dir.path().join("toolgate.yaml");
+    std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
+    let (mut child, addr) = spawn_binary(&config_path);
+
+    let mut channels = Vec::new();
+    for _ in 0..args.connections {
+        // one TCP connection each: a Channel built by connect() never pools
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .expect("connect");
+        channels.push(channel);
+    }
+    seed(&channels[0], args.entries).await;
+    let batch = Arc::new(batch_request(args.batch));
+
+    println!(
+        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries",
+        args.connections,
+        args.concurrency,
+        args.duration,
+        if args.postgres {
+            "postgresql"
+        } else {
+            "sqlite"
+        },
+        args.entries
+    );
+    // a short warm-up so connections, caches and the allocator are settled
+    drive(
+        &channels,
+        args.concurrency,
+        Duration::from_secs(1),
+        Rpc::Evaluate,
+        &batch,
+        None,
+    )
+    .await;
+    let run = |rpc, rate| {
+        drive(
+            &channels,
+            args.concurrency,
+            args.duration,
+            rpc,
+            &batch,
+            rate,
+        )
+    };
+    let health = run(Rpc::Health, None).await;
+    health.print("health/check");
+    let evaluate = run(Rpc::Evaluate, None).await;
+    evaluate.print("evaluate");
+    let batched = run(Rpc::EvaluateBatch, None).await;
+    batched.print(&format!("evaluate_batch×{}", args.batch));
+    let half_rate = evaluate.rate() / 2.0;
+    let half = run(Rpc::Evaluate, Some(half_rate)).await;
+    half.print("evaluate at ½ max");
+    let writes = run(Rpc::Update, None).await;
+    writes.print("admin update");
+
+    let ratio = evaluate.rate() / health.rate();
+    println!(
+        "evaluate runs at {:.0}% of the health-check floor; {:.0} decisions/s batched",
+        ratio * 100.0,
+        batched.rate() * args.batch as f64
+    );
+    let mut batch_json = batched.json();
+    batch_json["decisions_per_s"] = json!((batched.rate() * args.batch as f64).round());
+    let mut half_json = half.json();
+    half_json["target_rps"] = json!(half_rate.round());
+    println!(
+        "{}",
+        json!({
+            "bench": "load",
+            "store": if args.postgres { "postgresql" } else { "sqlite" },
+            "connections": args.connections,
+            "concurrency": args.concurrency,
+            "duration_s": args.duration.as_secs(),
+            "entries": args.entries,
+            "batch": args.batch,
+            "health": health.json(),
+            "evaluate": evaluate.json(),
+            "evaluate_batch": batch_json,
+            "evaluate_at_half_max": half_json,
+            "admin_update": writes.json(),
+            "evaluate_vs_health": (ratio * 100.0).round() / 100.0,
+        })
+    );
+    child.kill().ok();
+    child.wait().ok();
+}
