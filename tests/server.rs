@@ -807,6 +807,8 @@ async fn reflection_v1_lists_services() {
         "toolgate.v1.PolicyService",
         "toolgate.v1.AdminService",
         "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
     ] {
         assert!(
             names.iter().any(|n| n == want),
