@@ -4,7 +4,7 @@
 //! subscriber.
 //!
 //! `cargo bench --bench fanout -- [--subscribers 1000,10000] [--per-connection 100]
-//! [--writes 20]`
+//! [--writes 20] [--entries 100]`
 //!
 //! Each write waits until every subscriber has it before the next is sent, so a
 //! figure is one write's fan-out, not a queue of them. Delivery is timed from the
@@ -28,6 +28,8 @@ struct Args {
     subscribers: Vec<usize>,
     per_connection: usize,
     writes: usize,
+    /// Entries in the admin allowlist each write carries: what each subscriber is sent.
+    entries: usize,
 }
 
 impl Args {
@@ -36,6 +38,7 @@ impl Args {
             subscribers: vec![1_000, 10_000],
             per_connection: 100,
             writes: 20,
+            entries: 100,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -54,6 +57,7 @@ impl Args {
                 }
                 "--per-connection" => args.per_connection = number().max(1),
                 "--writes" => args.writes = number().max(1),
+                "--entries" => args.entries = number().max(1),
                 // cargo passes --bench to every bench binary
                 _ => {}
             }
@@ -73,6 +77,20 @@ fn rss_bytes(pid: u32) -> u64 {
         * 1024
 }
 
+/// CPU time the server has used, user and system, from /proc (clock ticks of 10 ms).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
+    // the fields after the command name, which is in parentheses and may hold spaces
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
 fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i].as_secs_f64() * 1e6
@@ -87,19 +105,44 @@ async fn connect(addr: &str) -> Channel {
         .expect("connect")
 }
 
+/// Only the revision of a `PolicyEvent`. The bench times the server's fan-out;
+/// decoding every document on this same 2-core machine would charge the clients'
+/// work to it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RevisionOnly {
+    #[prost(uint64, tag = "1")]
+    revision: u64,
+}
+
+/// A WatchPolicy stream as the service's subscriber sees it, decoding revisions only.
+async fn watch_revisions(channel: Channel, user: String) -> tonic::Streaming<RevisionOnly> {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("channel ready");
+    let mut request = tonic::Request::new(pb::WatchPolicyRequest {
+        team_id: TEAM.into(),
+        user_id: user,
+        after_revision: None,
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", "Bearer service-token".parse().unwrap());
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+        "/toolgate.v1.PolicyService/WatchPolicy",
+    );
+    grpc.server_streaming(request, path, tonic_prost::ProstCodec::default())
+        .await
+        .expect("watch")
+        .into_inner()
+}
+
 /// Counts deliveries of the write in flight and wakes the writer when all have it.
 struct Progress {
     delivered: AtomicUsize,
     all: Notify,
 }
 
-async fn measure(
-    addr: &str,
-    pid: u32,
-    n: usize,
-    per_connection: usize,
-    writes: usize,
-) -> serde_json::Value {
+async fn measure(addr: &str, pid: u32, n: usize, args: &Args) -> serde_json::Value {
+    let (per_connection, writes) = (args.per_connection, args.writes);
     let admin_channel = connect(addr).await;
     let mut admin = AdminServiceClient::with_interceptor(admin_channel, Auth::new("admin-token"));
     let before = rss_bytes(pid);
@@ -115,20 +158,9 @@ async fn measure(
     let opening = Instant::now();
     let mut opened = Vec::with_capacity(n);
     for i in 0..n {
-        let mut client = PolicyServiceClient::with_interceptor(
-            channels[i / per_connection].clone(),
-            Auth::new("service-token"),
-        );
+        let channel = channels[i / per_connection].clone();
         opened.push(tokio::spawn(async move {
-            let mut events = client
-                .watch_policy(pb::WatchPolicyRequest {
-                    team_id: TEAM.into(),
-                    user_id: format!("user{i}"),
-                    after_revision: None,
-                })
-                .await
-                .expect("watch")
-                .into_inner();
+            let mut events = watch_revisions(channel, format!("user{i}")).await;
             let snapshot = events.message().await.expect("snapshot").expect("snapshot");
             (events, snapshot.revision)
         }));
@@ -149,10 +181,13 @@ async fn measure(
         let last = start_revision + writes as u64;
         readers.push(tokio::spawn(async move {
             let mut received = Vec::with_capacity(writes);
+            let mut seen = start_revision;
             while let Some(event) = events.message().await.expect("event") {
-                if matches!(event.event, Some(pb::policy_event::Event::Heartbeat(_))) {
+                // a heartbeat carries the revision already seen
+                if event.revision <= seen {
                     continue;
                 }
+                seen = event.revision;
                 received.push((event.revision, Instant::now()));
                 if progress.delivered.fetch_add(1, Ordering::AcqRel) + 1 == n {
                     progress.all.notify_one();
@@ -165,6 +200,7 @@ async fn measure(
         }));
     }
 
+    let cpu_before = cpu_time(pid);
     let mut sent_at = Vec::with_capacity(writes);
     let mut acked_at = Vec::with_capacity(writes);
     for w in 0..writes {
@@ -176,7 +212,9 @@ async fn measure(
                 team_id: TEAM.into(),
                 auto_run_controls: Some(pb::AutoRunControls {
                     enabled: true,
-                    mcp_tool_allowlist: vec![format!("jira:*"), format!("tool{w}:*")],
+                    mcp_tool_allowlist: (0..args.entries)
+                        .map(|i| format!("srv{i}:tool{w}"))
+                        .collect(),
                     ..Default::default()
                 }),
                 expected_revision: Some(start_revision + w as u64),
@@ -190,6 +228,7 @@ async fn measure(
         all.await;
     }
 
+    let server_cpu_per_write = (cpu_time(pid) - cpu_before) / writes as u32;
     let mut after_ack = Vec::with_capacity(n * writes);
     let mut after_send = Vec::with_capacity(n * writes);
     for r in readers {
@@ -209,7 +248,8 @@ async fn measure(
     let per_sub = idle.saturating_sub(before) as f64 / n as f64;
     println!(
         "{n:>6} subscribers ({} connections, opened in {open_secs:.1} s): after ack p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; \
-         after send p50 {:.0} µs, p99 {:.0} µs; {:.1} KiB resident per idle subscriber",
+         after send p50 {:.0} µs, p99 {:.0} µs; {:.1} KiB resident per idle subscriber; \
+         server CPU {server_cpu_per_write:?} per write",
         channels.len(),
         percentile_us(&after_ack, 0.5),
         percentile_us(&after_ack, 0.99),
@@ -223,6 +263,7 @@ async fn measure(
         "subscribers": n,
         "connections": n.div_ceil(per_connection),
         "writes": writes,
+        "entries_per_write": args.entries,
         "after_ack_p50_us": percentile_us(&after_ack, 0.5).round(),
         "after_ack_p99_us": percentile_us(&after_ack, 0.99).round(),
         "after_ack_max_us": percentile_us(&after_ack, 1.0).round(),
@@ -232,6 +273,7 @@ async fn measure(
         "rss_before_mib": before as f64 / 1048576.0,
         "rss_idle_mib": idle as f64 / 1048576.0,
         "bytes_per_idle_subscriber": per_sub.round(),
+        "server_cpu_ms_per_write": server_cpu_per_write.as_secs_f64() * 1e3,
     })
 }
 
@@ -247,7 +289,7 @@ async fn main() {
         let config_path = dir.path().join("toolgate.yaml");
         std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
         let (mut child, addr) = spawn_binary(&config_path);
-        results.push(measure(&addr, child.id(), n, args.per_connection, args.writes).await);
+        results.push(measure(&addr, child.id(), n, &args).await);
         child.kill().ok();
         child.wait().ok();
     }

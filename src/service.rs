@@ -10,7 +10,7 @@ use crate::policy::{
     FilteredTools, Outcome, PolicyError, UserSettings,
 };
 use crate::store::{
-    AuditEvent, AuditFilter, ChangeDoc, History, NewAuditEvent, StoreError, Versioned,
+    AuditEvent, AuditFilter, Change, ChangeDoc, History, NewAuditEvent, StoreError, Versioned,
 };
 use futures::Stream;
 use std::sync::Arc;
@@ -108,17 +108,24 @@ pub enum WatchEvent {
         effective: Effective,
         resync: bool,
     },
-    Admin {
-        revision: u64,
-        admin: Versioned<AdminControls>,
-    },
-    User {
-        revision: u64,
-        user: Versioned<UserSettings>,
-    },
+    /// A committed change that affects the subscriber: the team's admin settings, or
+    /// the subscriber's own user settings. One `Arc` is shared by every subscriber of
+    /// the team, so a fan-out copies no document.
+    Change(Arc<Change>),
     Heartbeat {
         revision: u64,
     },
+}
+
+impl WatchEvent {
+    /// The team revision the event brings the subscriber to.
+    pub fn revision(&self) -> u64 {
+        match self {
+            Self::Snapshot { effective, .. } => effective.revision,
+            Self::Change(change) => change.revision,
+            Self::Heartbeat { revision } => *revision,
+        }
+    }
 }
 
 /// The outcome of an allowlist edit.
@@ -636,13 +643,9 @@ impl Service {
                     let mut seen = after;
                     for change in changes {
                         seen = change.revision;
-                        first.extend(relevant(
-                            &user,
-                            change.revision,
-                            &change.doc,
-                            change.at_ms,
-                            &change.actor,
-                        ));
+                        if affects(&user, &change) {
+                            first.push(WatchEvent::Change(Arc::new(change)));
+                        }
                     }
                     seen.max(after)
                 }
@@ -680,8 +683,8 @@ impl Service {
                             }
                             seen = change.revision;
                             heartbeat.reset();
-                            if let Some(event) = relevant(&user, change.revision, &change.doc, change.at_ms, &change.actor) {
-                                yield Ok(event);
+                            if affects(&user, &change) {
+                                yield Ok(WatchEvent::Change(change));
                             }
                         }
                         Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -708,35 +711,12 @@ impl Service {
     }
 }
 
-/// The watch event a change makes for `user`, if it affects them.
-fn relevant(
-    user: &str,
-    revision: u64,
-    doc: &ChangeDoc,
-    at_ms: i64,
-    actor: &str,
-) -> Option<WatchEvent> {
-    let stamp = |d| Versioned {
-        doc: d,
-        revision,
-        updated_at_ms: at_ms,
-        updated_by: actor.to_owned(),
-    };
-    match doc {
-        ChangeDoc::Admin { controls } => Some(WatchEvent::Admin {
-            revision,
-            admin: stamp(controls.clone()),
-        }),
-        ChangeDoc::User { user_id, settings } if user_id == user => Some(WatchEvent::User {
-            revision,
-            user: Versioned {
-                doc: settings.clone(),
-                revision,
-                updated_at_ms: at_ms,
-                updated_by: actor.to_owned(),
-            },
-        }),
-        ChangeDoc::User { .. } => None,
+/// Whether a change concerns a subscriber of `user`: every admin change does, a user
+/// change only the user's own.
+fn affects(user: &str, change: &Change) -> bool {
+    match &change.doc {
+        ChangeDoc::Admin { .. } => true,
+        ChangeDoc::User { user_id, .. } => user_id == user,
     }
 }
 

@@ -290,7 +290,7 @@ async fn slow_subscriber_is_resynced_and_blocks_nobody() {
             .unwrap();
         assert_eq!(stored.revision, i);
         match fast.next().await {
-            Some(Ok(WatchEvent::Admin { revision, .. })) => assert_eq!(revision, i),
+            Some(Ok(WatchEvent::Change(change))) => assert_eq!(change.revision, i),
             other => panic!("fast subscriber: {other:?}"),
         }
     }

@@ -7,7 +7,7 @@ use crate::policy::{
 };
 use crate::proto::v1 as pb;
 use crate::service::{ServiceError, WatchEvent};
-use crate::store::{AuditEvent, Versioned};
+use crate::store::{AuditEvent, ChangeDoc, Versioned};
 
 pub fn timestamp(ms: i64) -> Option<prost_types::Timestamp> {
     (ms > 0).then(|| prost_types::Timestamp {
@@ -242,27 +242,34 @@ pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::Effec
 
 pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::PolicyEvent {
     use pb::policy_event::Event;
-    let (revision, event) = match e {
-        WatchEvent::Snapshot { effective, resync } => (
-            effective.revision,
-            Event::Snapshot(pb::PolicySnapshot {
-                policy: Some(effective_to_pb(team_id, user_id, &effective)),
-                resync,
+    let revision = e.revision();
+    let event = match e {
+        WatchEvent::Snapshot { effective, resync } => Event::Snapshot(pb::PolicySnapshot {
+            policy: Some(effective_to_pb(team_id, user_id, &effective)),
+            resync,
+        }),
+        WatchEvent::Change(change) => match &change.doc {
+            ChangeDoc::Admin { controls } => Event::AdminSettings(pb::TeamAdminSettings {
+                team_id: team_id.to_owned(),
+                auto_run_controls: Some(controls_to_pb(controls)),
+                revision: change.revision,
+                updated_at: timestamp(change.at_ms),
+                updated_by: change.actor.clone(),
             }),
-        ),
-        WatchEvent::Admin { revision, admin } => {
-            (revision, Event::AdminSettings(admin_to_pb(team_id, &admin)))
-        }
-        WatchEvent::User { revision, user } => (
-            revision,
-            Event::UserSettings(user_to_pb(team_id, user_id, &user)),
-        ),
-        WatchEvent::Heartbeat { revision } => (
-            revision,
-            Event::Heartbeat(pb::Heartbeat {
-                at: timestamp(crate::store::now_ms()),
-            }),
-        ),
+            ChangeDoc::User { settings, .. } => Event::UserSettings(user_to_pb(
+                team_id,
+                user_id,
+                &Versioned {
+                    doc: settings.clone(),
+                    revision: change.revision,
+                    updated_at_ms: change.at_ms,
+                    updated_by: change.actor.clone(),
+                },
+            )),
+        },
+        WatchEvent::Heartbeat { .. } => Event::Heartbeat(pb::Heartbeat {
+            at: timestamp(crate::store::now_ms()),
+        }),
     };
     pb::PolicyEvent {
         revision,
