@@ -1,12 +1,23 @@
 //! Properties of the policy core, checked with proptest against simple reference
 //! models: the compiled matcher equals seed 001's linear scan, `Yro` then a covered
-//! call allows, and `normalise` never changes a decision.
+//! call allows, `normalise` never changes a decision, and a compiled glob matches as a
+//! naive backtracking matcher does.
 
 use proptest::prelude::*;
 use toolgate::policy::{
-    AddOutcome, AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, Outcome,
-    UserSettings, add_mcp_entry, canonical_builtin, decide, normalise, reference_first_match,
+    AddOutcome, AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, Glob,
+    Outcome, UserSettings, add_mcp_entry, canonical_builtin, decide, normalise,
+    reference_first_match,
 };
+
+/// The reference for globs: `*` tries every split, everything else matches itself.
+fn naive_glob(pattern: &[u8], name: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => name.is_empty(),
+        Some((b'*', rest)) => (0..=name.len()).any(|i| naive_glob(rest, &name[i..])),
+        Some((c, rest)) => name.first() == Some(c) && naive_glob(rest, &name[1..]),
+    }
+}
 
 /// A small alphabet so that entries and calls collide often.
 const NAMES: &[&str] = &["a", "b", "ab", "ba", "builtin", "Read", "read_file", "grep"];
@@ -54,6 +65,15 @@ proptest! {
         let compiled = CompiledList::new(&list, &entries);
         let tool = canonical(server, tool);
         prop_assert_eq!(compiled.first_match(server, tool), reference_first_match(&entries, server, tool));
+    }
+
+    #[test]
+    fn glob_equals_naive_backtracking(pattern in "[ab*]{0,7}", name in "[ab]{0,8}") {
+        prop_assert_eq!(
+            Glob::new(&pattern).matches(&name),
+            naive_glob(pattern.as_bytes(), name.as_bytes()),
+            "{:?} ~ {:?}", pattern, name
+        );
     }
 
     #[test]

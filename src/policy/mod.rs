@@ -21,8 +21,8 @@ pub use decide::{
     FilteredTools, decide, decide_in, explain, explain_in, filter_tools, filter_tools_in,
 };
 pub use entry::{
-    Entry, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name, validate_call_name,
-    validate_name,
+    Entry, Glob, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name,
+    validate_call_name, validate_name,
 };
 pub use lists::{
     AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, add_mcp_entry, normalise,
