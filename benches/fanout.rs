@@ -66,31 +66,6 @@ impl Args {
     }
 }
 
-/// The server's resident set in bytes, from /proc.
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmRSS")
-        * 1024
-}
-
-/// CPU time the server has used, user and system, from /proc (clock ticks of 10 ms).
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
-    // the fields after the command name, which is in parentheses and may hold spaces
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    Duration::from_millis(ticks * 10)
-}
-
 fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i].as_secs_f64() * 1e6
@@ -145,7 +120,7 @@ async fn measure(addr: &str, pid: u32, n: usize, args: &Args) -> serde_json::Val
     let (per_connection, writes) = (args.per_connection, args.writes);
     let admin_channel = connect(addr).await;
     let mut admin = AdminServiceClient::with_interceptor(admin_channel, Auth::new("admin-token"));
-    let before = rss_bytes(pid);
+    let before = process_rss_bytes(pid);
 
     let progress = Arc::new(Progress {
         delivered: AtomicUsize::new(0),
@@ -173,7 +148,7 @@ async fn measure(addr: &str, pid: u32, n: usize, args: &Args) -> serde_json::Val
     let start_revision = streams.iter().map(|(_, r)| *r).max().unwrap_or(0);
     // let the server finish what opening cost it before reading its memory
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let idle = rss_bytes(pid);
+    let idle = process_rss_bytes(pid);
 
     let mut readers = Vec::with_capacity(n);
     for (mut events, _) in streams {
@@ -200,7 +175,7 @@ async fn measure(addr: &str, pid: u32, n: usize, args: &Args) -> serde_json::Val
         }));
     }
 
-    let cpu_before = cpu_time(pid);
+    let cpu_before = process_cpu_time(pid);
     let mut sent_at = Vec::with_capacity(writes);
     let mut acked_at = Vec::with_capacity(writes);
     for w in 0..writes {
@@ -228,7 +203,7 @@ async fn measure(addr: &str, pid: u32, n: usize, args: &Args) -> serde_json::Val
         all.await;
     }
 
-    let server_cpu_per_write = (cpu_time(pid) - cpu_before) / writes as u32;
+    let server_cpu_per_write = (process_cpu_time(pid) - cpu_before) / writes as u32;
     let mut after_ack = Vec::with_capacity(n * writes);
     let mut after_send = Vec::with_capacity(n * writes);
     for r in readers {

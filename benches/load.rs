@@ -4,11 +4,15 @@
 //! at half of its maximum rate.
 //!
 //! `cargo bench --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
-//! [--batch 100] [--entries 1000] [--postgres]`
+//! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
 //! cluster instead (needs root and the server binaries, as the PostgreSQL tests do).
+//! `--pin` gives the server CPU 0 and this load generator CPU 1 (with `taskset`), so
+//! neither steals the other's core: the way to read latency at a given rate on a
+//! 2-core machine, where the generator otherwise competes with the server.
+//! `--rates` runs only `Evaluate`, paced at each rate given, to read its latency.
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/common/mod.rs"]
@@ -31,6 +35,9 @@ struct Args {
     batch: usize,
     entries: usize,
     postgres: bool,
+    pin: bool,
+    /// Only `Evaluate` at each of these rates (requests/s), nothing else.
+    rates: Vec<f64>,
 }
 
 impl Args {
@@ -42,6 +49,8 @@ impl Args {
             batch: 100,
             entries: 1_000,
             postgres: false,
+            pin: false,
+            rates: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -57,6 +66,15 @@ impl Args {
                 "--batch" => args.batch = value().max(1),
                 "--entries" => args.entries = value(),
                 "--postgres" => args.postgres = true,
+                "--pin" => args.pin = true,
+                "--rates" => {
+                    args.rates = it
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .map(|r| r.trim().parse().expect("--rates takes R[,R…] requests/s"))
+                        .collect();
+                }
                 // cargo passes --bench to every bench binary
                 _ => {}
             }
@@ -72,6 +90,8 @@ struct Measured {
     elapsed: Duration,
     /// Latencies in nanoseconds, sorted.
     latencies: Vec<u64>,
+    /// The server's CPU use over the run, in cores (2.0 is all of a 2-core machine).
+    server_cores: f64,
 }
 
 impl Measured {
@@ -95,16 +115,18 @@ impl Measured {
             "p50_us": self.percentile_us(0.5),
             "p99_us": self.percentile_us(0.99),
             "max_us": self.percentile_us(1.0),
+            "server_cores": (self.server_cores * 100.0).round() / 100.0,
         })
     }
 
     fn print(&self, name: &str) {
         println!(
-            "{name:<18} {:>10.0} req/s   p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>9.1} µs   ({} requests, {} errors)",
+            "{name:<18} {:>10.0} req/s   p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>9.1} µs   server {:.2} cores   ({} requests, {} errors)",
             self.rate(),
             self.percentile_us(0.5),
             self.percentile_us(0.99),
             self.percentile_us(1.0),
+            self.server_cores,
             self.requests,
             self.errors
         );
@@ -195,6 +217,7 @@ impl Caller {
 /// the wait (no coordinated omission). A thread, not tokio's timer: the timer's 1 ms
 /// ticks would send in bursts.
 async fn drive(
+    server_pid: u32,
     channels: &[Channel],
     concurrency: usize,
     duration: Duration,
@@ -202,6 +225,7 @@ async fn drive(
     batch: &Arc<pb::EvaluateBatchRequest>,
     rate: Option<f64>,
 ) -> Measured {
+    let cpu_before = process_cpu_time(server_pid);
     let start = Instant::now();
     let deadline = start + duration;
     let mut workers = Vec::with_capacity(concurrency);
@@ -260,13 +284,26 @@ async fn drive(
         errors += e;
     }
     let elapsed = start.elapsed();
+    let server_cores =
+        (process_cpu_time(server_pid) - cpu_before).as_secs_f64() / elapsed.as_secs_f64();
     latencies.sort_unstable();
     Measured {
         requests: latencies.len() as u64,
         errors,
         elapsed,
         latencies,
+        server_cores,
     }
+}
+
+/// Every thread of process `pid` (and those it starts later) onto one CPU.
+fn pin(pid: u32, cpu: usize) {
+    let status = std::process::Command::new("taskset")
+        .args(["-a", "-c", "-p", &cpu.to_string(), &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("taskset (util-linux) is needed for --pin");
+    assert!(status.success(), "taskset -p {cpu} {pid} failed");
 }
 
 /// An admin allowlist of `n` entries (exact, `server:*`, `*:tool` and globs) that
@@ -342,6 +379,10 @@ async fn main() {
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
     let (mut child, addr) = spawn_binary(&config_path);
+    if args.pin {
+        pin(child.id(), 0);
+        pin(std::process::id(), 1);
+    }
 
     let mut channels = Vec::new();
     for _ in 0..args.connections {
@@ -358,7 +399,7 @@ async fn main() {
     let batch = Arc::new(batch_request(args.batch));
 
     println!(
-        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries",
+        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries{}",
         args.connections,
         args.concurrency,
         args.duration,
@@ -367,10 +408,17 @@ async fn main() {
         } else {
             "sqlite"
         },
-        args.entries
+        args.entries,
+        if args.pin {
+            ", server on CPU 0 and load on CPU 1"
+        } else {
+            ""
+        }
     );
     // a short warm-up so connections, caches and the allocator are settled
+    let server_pid = child.id();
     drive(
+        server_pid,
         &channels,
         args.concurrency,
         Duration::from_secs(1),
@@ -381,6 +429,7 @@ async fn main() {
     .await;
     let run = |rpc, rate| {
         drive(
+            server_pid,
             &channels,
             args.concurrency,
             args.duration,
@@ -389,6 +438,23 @@ async fn main() {
             rate,
         )
     };
+    if !args.rates.is_empty() {
+        let mut results = Vec::new();
+        for &rate in &args.rates {
+            let m = run(Rpc::Evaluate, Some(rate)).await;
+            m.print(&format!("evaluate at {rate:.0}/s"));
+            let mut figures = m.json();
+            figures["target_rps"] = json!(rate);
+            results.push(figures);
+        }
+        println!(
+            "{}",
+            json!({"bench": "load", "pinned": args.pin, "evaluate_at_rates": results})
+        );
+        child.kill().ok();
+        child.wait().ok();
+        return;
+    }
     let health = run(Rpc::Health, None).await;
     health.print("health/check");
     let evaluate = run(Rpc::Evaluate, None).await;
@@ -416,6 +482,7 @@ async fn main() {
         json!({
             "bench": "load",
             "store": if args.postgres { "postgresql" } else { "sqlite" },
+            "pinned": args.pin,
             "connections": args.connections,
             "concurrency": args.concurrency,
             "duration_s": args.duration.as_secs(),
