@@ -667,9 +667,13 @@ impl Service {
             let mut heartbeat = tokio::time::interval(this.heartbeat);
             heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             heartbeat.tick().await;
+            // made once, not at every turn of the loop: each new one registers with the
+            // token, and a fan-out turns this loop once per subscriber
+            let cancelled = this.shutdown.cancelled();
+            tokio::pin!(cancelled);
             loop {
                 tokio::select! {
-                    () = this.shutdown.cancelled() => {
+                    () = &mut cancelled => {
                         yield Err(ServiceError::Unavailable("server shutting down: reconnect with after_revision".into()));
                         break;
                     }
@@ -682,8 +686,8 @@ impl Service {
                                 continue;
                             }
                             seen = change.revision;
-                            heartbeat.reset();
                             if affects(&user, &change) {
+                                heartbeat.reset();
                                 yield Ok(WatchEvent::Change(change));
                             }
                         }

@@ -315,6 +315,7 @@ mod tests {
         }
         // 256 characters, not bytes
         assert_eq!(validate_name(&"é".repeat(256)), Ok(()));
+        assert_eq!(validate_name(&"é".repeat(257)), Err(Rule::TooLong));
         assert_eq!(validate_call_name("*"), Err(Rule::ReservedCharacter));
     }
 
