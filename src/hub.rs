@@ -49,10 +49,37 @@ pub struct Cached<D, C> {
 pub type CachedAdmin = Cached<AdminControls, CompiledAdmin>;
 pub type CachedUser = Cached<UserSettings, CompiledUser>;
 
+/// A committed change as the hub hands it to every subscriber of its team: one
+/// allocation shared by all of them, with a slot where the transport keeps the
+/// change's encoding, so a fan-out to many subscribers encodes it once.
+#[derive(Debug)]
+pub struct Published {
+    pub change: Change,
+    /// Opaque to the hub: bytes the transport computed from `change` alone.
+    pub wire: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl Published {
+    pub fn new(change: Change) -> Self {
+        Self {
+            change,
+            wire: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl std::ops::Deref for Published {
+    type Target = Change;
+
+    fn deref(&self) -> &Change {
+        &self.change
+    }
+}
+
 /// What the hub tells subscribers of a team.
 #[derive(Debug, Clone)]
 pub enum HubEvent {
-    Change(Arc<Change>),
+    Change(Arc<Published>),
     /// The hub itself lost track (history truncated under it), or the policy file's
     /// server-wide `tool.action` lists changed: every subscriber resyncs.
     Resync,
@@ -247,7 +274,9 @@ impl Hub {
                         self.apply(team_id, &team, &change)?;
                         team.published.store(change.revision, Ordering::Release);
                         // no receivers is fine: nobody is watching this team
-                        let _ = team.tx.send(HubEvent::Change(Arc::new(change)));
+                        let _ = team
+                            .tx
+                            .send(HubEvent::Change(Arc::new(Published::new(change))));
                     }
                     if !full {
                         return Ok(());

@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyServiceServer, ServerInfoServiceServer,
-    UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, UserSettingsServiceServer,
+    auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -212,7 +212,7 @@ pub async fn run(
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(
-            PolicyServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            PolicyRouter::new(api.clone(), limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

@@ -4,7 +4,7 @@
 
 use crate::auth::{Action, AuthError, Principal, authorize};
 use crate::config::LimitsConfig;
-use crate::hub::{CachedAdmin, CachedUser, Effective, Hub, HubError, HubEvent};
+use crate::hub::{CachedAdmin, CachedUser, Effective, Hub, HubError, HubEvent, Published};
 use crate::policy::{
     self, AddOutcome, AdminControls, Call, CompiledAdmin, CompiledUser, Decision, EntryProblem,
     FilteredTools, Outcome, PolicyError, UserSettings,
@@ -111,7 +111,7 @@ pub enum WatchEvent {
     /// A committed change that affects the subscriber: the team's admin settings, or
     /// the subscriber's own user settings. One `Arc` is shared by every subscriber of
     /// the team, so a fan-out copies no document.
-    Change(Arc<Change>),
+    Change(Arc<Published>),
     Heartbeat {
         revision: u64,
     },
@@ -644,7 +644,7 @@ impl Service {
                     for change in changes {
                         seen = change.revision;
                         if affects(&user, &change) {
-                            first.push(WatchEvent::Change(Arc::new(change)));
+                            first.push(WatchEvent::Change(Arc::new(Published::new(change))));
                         }
                     }
                     seen.max(after)

@@ -3,6 +3,7 @@
 
 pub mod convert;
 mod error;
+mod watch;
 
 use crate::auth::{Action, Authenticator, Principal, authorize};
 use crate::proto::v1 as pb;
@@ -22,6 +23,7 @@ pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
 pub use pb::user_settings_service_server::UserSettingsServiceServer;
+pub use watch::PolicyRouter;
 
 /// Authenticates every request and leaves the [`Principal`] in its extensions.
 pub fn auth_interceptor(
