@@ -286,6 +286,9 @@ impl PolicyService for Api {
 
     type WatchPolicyStream = EventStream;
 
+    /// Served by [`PolicyRouter`], which shares each change's encoding between
+    /// streams; this per-stream form answers only where the generated server is
+    /// mounted on its own.
     async fn watch_policy(
         &self,
         req: Request<pb::WatchPolicyRequest>,
