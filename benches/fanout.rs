@@ -42,15 +42,16 @@ impl Args {
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
-            let value = it.next().unwrap_or_default();
-            let number = || -> usize {
-                value
+            // only a known flag takes the next argument as its value
+            let mut value = || it.next().unwrap_or_default();
+            let mut number = || -> usize {
+                value()
                     .parse()
                     .unwrap_or_else(|_| panic!("{flag} takes a whole number"))
             };
             match flag.as_str() {
                 "--subscribers" => {
-                    args.subscribers = value
+                    args.subscribers = value()
                         .split(',')
                         .map(|n| n.trim().parse().expect("--subscribers takes N[,N…]"))
                         .collect();
