@@ -23,8 +23,10 @@ use tracing::{error, warn};
 pub const MAX_ID_LEN: usize = 256;
 /// How many write attempts a read-modify-write makes before giving up on contention.
 const MAX_WRITE_ATTEMPTS: usize = 8;
-/// Pending DENY audit records before new ones are dropped (and counted in the log).
+/// Pending DENY audit records before a denying call waits for room.
 const AUDIT_QUEUE: usize = 8_192;
+/// Tries of one batch of DENY records: 0.1 + 0.2 + 0.4 + 0.8 s of waits in between.
+const AUDIT_WRITE_ATTEMPTS: u32 = 5;
 
 /// Errors of the domain service; the gRPC layer maps each to one status code.
 #[derive(Debug, thiserror::Error)]
@@ -547,13 +549,16 @@ impl Service {
             .collect();
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {
-                self.audit_deny(p, team, user, eff.revision, call, d);
+                self.audit_deny(p, team, user, eff.revision, call, d).await;
             }
         }
         Ok((decisions, eff.revision))
     }
 
-    fn audit_deny(
+    /// Queues the DENY record for the audit writer. A full queue makes the caller
+    /// wait for room rather than lose the record: a flood of denials is slowed to
+    /// what the store can write.
+    async fn audit_deny(
         &self,
         p: &Principal,
         team: &str,
@@ -575,8 +580,9 @@ impl Service {
                 "message": d.message(call),
             }),
         };
-        if self.audit_tx.try_send(event).is_err() {
-            warn!(team = %team, user = %user, "audit queue full: a deny record was dropped");
+        if self.audit_tx.send(event).await.is_err() {
+            // only once the writer is gone, at shutdown
+            warn!(team = %team, user = %user, "audit writer stopped: a deny record was dropped");
         }
     }
 
@@ -728,8 +734,21 @@ fn affects(user: &str, change: &Change) -> bool {
 async fn audit_writer(hub: Arc<Hub>, mut rx: mpsc::Receiver<NewAuditEvent>) {
     let mut batch = Vec::with_capacity(256);
     while rx.recv_many(&mut batch, 256).await > 0 {
-        if let Err(e) = hub.store().append_audit(&batch).await {
-            error!(error = %e, records = batch.len(), "cannot write deny audit records");
+        // a passing store error costs a short wait, not the records; a store that
+        // stays down must not hold decisions up, so the batch is then given up
+        let mut wait = Duration::from_millis(100);
+        for attempt in 1..=AUDIT_WRITE_ATTEMPTS {
+            match hub.store().append_audit(&batch).await {
+                Ok(()) => break,
+                Err(e) if attempt == AUDIT_WRITE_ATTEMPTS => {
+                    error!(error = %e, records = batch.len(), attempts = attempt, "cannot write deny audit records: dropped");
+                }
+                Err(e) => {
+                    warn!(error = %e, records = batch.len(), attempt, "cannot write deny audit records: retrying");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+            }
         }
         batch.clear();
     }

@@ -549,6 +549,72 @@ async fn deny_decisions_and_changes_are_audited() {
     server.stop().await;
 }
 
+/// A burst of denials larger than the audit queue: every one is recorded (a full
+/// queue slows the denying calls down; it never drops a record).
+#[tokio::test]
+async fn a_flood_of_denials_loses_no_audit_record() {
+    const BATCHES: usize = 12;
+    const CALLS: usize = 1_000;
+    let (server, _dir) = start().await;
+    server
+        .admin("admin-token")
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                mcp_tool_blocklist: vec!["x:*".into()],
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .unwrap();
+    let floods = (0..BATCHES).map(|b| {
+        let mut policy = server.policy("alice-token");
+        async move {
+            policy
+                .evaluate_batch(pb::EvaluateBatchRequest {
+                    team_id: TEAM.into(),
+                    user_id: "alice".into(),
+                    calls: (0..CALLS).map(|i| mcp("x", &format!("t{b}_{i}"))).collect(),
+                    explain: false,
+                })
+                .await
+                .unwrap()
+        }
+    });
+    futures::future::join_all(floods).await;
+    // the records are written in the background: count them until all are in, with
+    // a deadline so that a lost record fails the test instead of hanging it
+    let mut admin = server.admin("admin-token");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (mut count, mut after_id) = (0, 0);
+        loop {
+            let page = admin
+                .list_audit_events(pb::ListAuditEventsRequest {
+                    team_id: TEAM.into(),
+                    after_id,
+                    limit: 1_000,
+                    kind: "decision_denied".into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .events;
+            let Some(last) = page.last() else { break };
+            after_id = last.id;
+            count += page.len();
+        }
+        if count == BATCHES * CALLS || std::time::Instant::now() > deadline {
+            assert_eq!(count, BATCHES * CALLS, "every denial has its record");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn health_and_server_config() {
     use tonic_health::pb::health_client::HealthClient;
