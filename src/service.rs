@@ -13,11 +13,12 @@ use crate::store::{
     AuditEvent, AuditFilter, Change, ChangeDoc, History, NewAuditEvent, StoreError, Versioned,
 };
 use futures::Stream;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 /// Longest team or user id.
 pub const MAX_ID_LEN: usize = 256;
@@ -25,8 +26,15 @@ pub const MAX_ID_LEN: usize = 256;
 const MAX_WRITE_ATTEMPTS: usize = 8;
 /// Pending DENY audit records before a denying call waits for room.
 const AUDIT_QUEUE: usize = 8_192;
-/// Tries of one batch of DENY records: 0.1 + 0.2 + 0.4 + 0.8 s of waits in between.
-const AUDIT_WRITE_ATTEMPTS: u32 = 5;
+/// DENY records written in one transaction.
+const AUDIT_BATCH: usize = 256;
+/// DENY records kept in memory while the store fails, before the oldest are dropped.
+const AUDIT_SPILL: usize = 100_000;
+/// The first and the longest wait between tries of a failed audit write.
+const AUDIT_RETRY_MIN: Duration = Duration::from_millis(100);
+const AUDIT_RETRY_MAX: Duration = Duration::from_secs(5);
+/// Tries of an audit batch that fails for another reason than an unreachable store.
+const AUDIT_REJECTED_TRIES: u32 = 5;
 
 /// Errors of the domain service; the gRPC layer maps each to one status code.
 #[derive(Debug, thiserror::Error)]
@@ -730,26 +738,83 @@ fn affects(user: &str, change: &Change) -> bool {
     }
 }
 
-/// Writes DENY records in batches so a burst of denials costs one transaction.
+/// Writes DENY records in batches so a burst of denials costs one transaction. While
+/// the store fails, records wait in memory (up to [`AUDIT_SPILL`], the oldest given up
+/// past that) and the batch is retried with backoff, so an outage loses nothing it
+/// outlasts and never holds up a decision.
 async fn audit_writer(hub: Arc<Hub>, mut rx: mpsc::Receiver<NewAuditEvent>) {
-    let mut batch = Vec::with_capacity(256);
-    while rx.recv_many(&mut batch, 256).await > 0 {
-        // a passing store error costs a short wait, not the records; a store that
-        // stays down must not hold decisions up, so the batch is then given up
-        let mut wait = Duration::from_millis(100);
-        for attempt in 1..=AUDIT_WRITE_ATTEMPTS {
-            match hub.store().append_audit(&batch).await {
-                Ok(()) => break,
-                Err(e) if attempt == AUDIT_WRITE_ATTEMPTS => {
-                    error!(error = %e, records = batch.len(), attempts = attempt, "cannot write deny audit records: dropped");
+    let mut pending: VecDeque<NewAuditEvent> = VecDeque::new();
+    let mut open = true;
+    let mut wait = AUDIT_RETRY_MIN;
+    // failures of the batch at the head that were not the store being away
+    let mut rejected = 0;
+    loop {
+        if pending.is_empty() {
+            let mut batch = Vec::with_capacity(AUDIT_BATCH);
+            if rx.recv_many(&mut batch, AUDIT_BATCH).await == 0 {
+                return;
+            }
+            pending.extend(batch);
+        }
+        let n = pending.len().min(AUDIT_BATCH);
+        match hub
+            .store()
+            .append_audit(&pending.make_contiguous()[..n])
+            .await
+        {
+            Ok(()) => {
+                pending.drain(..n);
+                rejected = 0;
+                if wait > AUDIT_RETRY_MIN {
+                    info!(
+                        waiting = pending.len(),
+                        "deny audit records are written again"
+                    );
                 }
-                Err(e) => {
-                    warn!(error = %e, records = batch.len(), attempt, "cannot write deny audit records: retrying");
-                    tokio::time::sleep(wait).await;
-                    wait *= 2;
+                wait = AUDIT_RETRY_MIN;
+            }
+            // an error that is not an outage may be the records themselves: a batch
+            // refused that often is given up rather than block every later one
+            Err(e)
+                if !matches!(e, StoreError::Unavailable(_))
+                    && rejected + 1 >= AUDIT_REJECTED_TRIES =>
+            {
+                error!(error = %e, records = n, "deny audit records refused by the store: dropped");
+                pending.drain(..n);
+                rejected = 0;
+            }
+            Err(e) => {
+                if !matches!(e, StoreError::Unavailable(_)) {
+                    rejected += 1;
                 }
+                warn!(error = %e, waiting = pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
+                // keep taking records while waiting, so denying calls never wait on an outage
+                let retry = tokio::time::sleep(wait);
+                tokio::pin!(retry);
+                loop {
+                    let mut more = Vec::new();
+                    tokio::select! {
+                        () = &mut retry => break,
+                        received = rx.recv_many(&mut more, AUDIT_BATCH), if open => {
+                            open = received > 0;
+                            pending.extend(more);
+                        }
+                    }
+                }
+                if pending.len() > AUDIT_SPILL {
+                    let dropped = pending.len() - AUDIT_SPILL;
+                    pending.drain(..dropped);
+                    error!(
+                        dropped,
+                        kept = AUDIT_SPILL,
+                        "deny audit records waiting for the store past the limit: the oldest were dropped"
+                    );
+                }
+                wait = (wait * 2).min(AUDIT_RETRY_MAX);
             }
         }
-        batch.clear();
+        if !open && pending.is_empty() {
+            return;
+        }
     }
 }

@@ -196,3 +196,71 @@ async fn postgres_restart_under_a_running_replica() {
     a.stop().await;
     b.stop().await;
 }
+
+/// DENY records made while PostgreSQL is down are kept and written once it is back;
+/// the decisions themselves never wait for it.
+#[tokio::test]
+async fn postgres_outage_keeps_deny_records_until_it_is_back() {
+    const DENIALS: usize = 20;
+    let Some(cluster) = common::pg::Cluster::start("deny records across a postgres outage") else {
+        return;
+    };
+    let (a, _da) = replica(&cluster.url()).await;
+    a.admin("admin-token")
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                kill_switch: true,
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .unwrap();
+    let mut policy = a.policy("alice-token");
+    let deny = || pb::EvaluateRequest {
+        team_id: TEAM.into(),
+        user_id: "alice".into(),
+        call: Some(mcp("jira", "create")),
+        explain: false,
+    };
+    // one decision before the outage puts the team and alice in the replica's cache
+    let d = policy.evaluate(deny()).await.unwrap().into_inner();
+    assert_eq!(d.reason, pb::Reason::KillSwitch as i32);
+
+    cluster.ctl("stop");
+    for _ in 0..DENIALS {
+        let d = policy.evaluate(deny()).await.unwrap().into_inner();
+        assert_eq!(d.reason, pb::Reason::KillSwitch as i32);
+    }
+    // the scenario: an outage that outlasts several failed writes of those records
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    cluster.ctl("start");
+
+    // the writer retries with backoff (at most 5 s apart); a deadline turns a lost
+    // record into a failure instead of a hang
+    let mut admin = a.admin("admin-token");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let denied = match admin
+            .list_audit_events(pb::ListAuditEventsRequest {
+                team_id: TEAM.into(),
+                limit: 1_000,
+                kind: "decision_denied".into(),
+                ..Default::default()
+            })
+            .await
+        {
+            Ok(r) => r.into_inner().events.len(),
+            // the pool may not have reconnected yet
+            Err(e) if e.code() == Code::Unavailable => 0,
+            Err(e) => panic!("{e:?}"),
+        };
+        if denied == DENIALS + 1 || std::time::Instant::now() > deadline {
+            assert_eq!(denied, DENIALS + 1, "every denial has its record");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    a.stop().await;
+}
