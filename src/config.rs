@@ -124,6 +124,9 @@ pub struct LimitsConfig {
     pub max_batch_calls: usize,
     /// Most entries in one list of a settings document.
     pub max_list_entries: usize,
+    /// Most users of one team whose compiled settings are kept in memory; past it,
+    /// some are let go and read again from the store when next needed.
+    pub max_cached_users_per_team: usize,
 }
 
 impl Default for LimitsConfig {
@@ -132,6 +135,7 @@ impl Default for LimitsConfig {
             max_request_bytes: 4 * 1024 * 1024,
             max_batch_calls: 1_000,
             max_list_entries: crate::policy::MAX_LIST_ENTRIES,
+            max_cached_users_per_team: 100_000,
         }
     }
 }
@@ -381,6 +385,9 @@ impl Config {
                 "limits.max_list_entries: must be between 1 and {}",
                 crate::policy::MAX_LIST_ENTRIES
             ));
+        }
+        if self.limits.max_cached_users_per_team == 0 {
+            problems.push("limits.max_cached_users_per_team: must be at least 1".into());
         }
         if let Some(endpoint) = &self.telemetry.otlp_endpoint
             && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))

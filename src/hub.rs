@@ -102,9 +102,35 @@ struct Team {
     published: AtomicU64,
     admin: RwLock<Arc<CachedAdmin>>,
     users: DashMap<String, Arc<CachedUser>>,
+    /// Odd while cached users are being let go, and moved on by every such
+    /// eviction (a seqlock): a load that overlapped one may have read a document
+    /// older than a change that was let go, so it reads again.
+    evictions: AtomicU64,
+    /// Serialises evictions, so the count is odd exactly while one runs.
+    evicting: std::sync::Mutex<()>,
     tx: broadcast::Sender<HubEvent>,
     /// Serialises catch-ups so changes are applied and broadcast in order.
     catch_up: Mutex<()>,
+}
+
+impl Team {
+    /// Lets users go (`None`: all of them), bracketed for loads running meanwhile.
+    fn evict(&self, keys: Option<Vec<String>>) {
+        let _one_at_a_time = self
+            .evicting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.evictions.fetch_add(1, Ordering::AcqRel);
+        match keys {
+            Some(keys) => {
+                for key in keys {
+                    self.users.remove(&key);
+                }
+            }
+            None => self.users.clear(),
+        }
+        self.evictions.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// The hub. Cheap to share behind an `Arc`.
@@ -112,6 +138,7 @@ pub struct Hub {
     store: Arc<dyn Store>,
     teams: DashMap<String, Arc<Team>>,
     queue_size: usize,
+    max_cached_users: usize,
     /// Not stored: each replica reads them from its own policy file.
     tool_actions: RwLock<Arc<ToolActionLists>>,
 }
@@ -144,12 +171,14 @@ fn compile_user(team_id: &str, stored: Versioned<UserSettings>) -> Result<Cached
 
 impl Hub {
     /// `queue_size` bounds each team's broadcast ring: how far a subscriber may fall
-    /// behind before it must resync.
-    pub fn new(store: Arc<dyn Store>, queue_size: usize) -> Self {
+    /// behind before it must resync. `max_cached_users` bounds the users of a team
+    /// kept compiled in memory.
+    pub fn new(store: Arc<dyn Store>, queue_size: usize, max_cached_users: usize) -> Self {
         Self {
             store,
             teams: DashMap::new(),
             queue_size: queue_size.max(1),
+            max_cached_users: max_cached_users.max(1),
             tool_actions: RwLock::default(),
         }
     }
@@ -170,6 +199,8 @@ impl Hub {
             published: AtomicU64::new(revision),
             admin: RwLock::new(Arc::new(admin)),
             users: DashMap::new(),
+            evictions: AtomicU64::new(0),
+            evicting: std::sync::Mutex::new(()),
             tx,
             catch_up: Mutex::new(()),
         });
@@ -202,16 +233,31 @@ impl Hub {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let user = match team.users.get(user_id) {
-            Some(user) => user.clone(),
+        let cached = team.users.get(user_id).map(|u| u.clone());
+        let user = match cached {
+            Some(user) => user,
             None => {
-                let loaded = Arc::new(compile_user(
-                    team_id,
-                    self.store.get_user(team_id, user_id).await?,
-                )?);
-                // a change applied while we loaded wins over what we read
-                let entry = team.users.entry(user_id.to_owned()).or_insert(loaded);
-                entry.clone()
+                let user = loop {
+                    let before = team.evictions.load(Ordering::Acquire);
+                    let loaded = Arc::new(compile_user(
+                        team_id,
+                        self.store.get_user(team_id, user_id).await?,
+                    )?);
+                    // a change applied while we loaded wins over what we read
+                    let user = team
+                        .users
+                        .entry(user_id.to_owned())
+                        .or_insert(loaded)
+                        .clone();
+                    if before % 2 == 0 && team.evictions.load(Ordering::Acquire) == before {
+                        break user;
+                    }
+                    // users were let go while we read: one may have been this user,
+                    // with a change newer than what we read
+                    team.evict(Some(vec![user_id.to_owned()]));
+                };
+                self.trim_users(&team, user_id);
+                user
             }
         };
         Ok(Effective {
@@ -323,10 +369,36 @@ impl Hub {
             }
             ChangeDoc::User { user_id, settings } => {
                 let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
+                // inserted even when not cached: a load racing with this change then
+                // keeps the change, not what it read (see `effective`)
                 team.users.insert(user_id.clone(), cached);
+                self.trim_users(team, user_id);
             }
         }
         Ok(())
+    }
+
+    /// Past the limit, lets a tenth of the team's cached users go (any but `keep`):
+    /// they are read again from the store, which is at least as new, when next needed.
+    fn trim_users(&self, team: &Team, keep: &str) {
+        let len = team.users.len();
+        if len <= self.max_cached_users {
+            return;
+        }
+        let target = self.max_cached_users - self.max_cached_users / 10;
+        let keys: Vec<String> = team
+            .users
+            .iter()
+            .map(|u| u.key().clone())
+            .filter(|k| k != keep)
+            .take(len - target)
+            .collect();
+        team.evict(Some(keys));
+    }
+
+    /// How many users of the team are held compiled in memory.
+    pub fn cached_users(&self, team_id: &str) -> usize {
+        self.teams.get(team_id).map_or(0, |t| t.users.len())
     }
 
     /// Rebuilds the team's cache from the store (the history no longer reaches back).
@@ -337,7 +409,7 @@ impl Hub {
             .admin
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(admin);
-        team.users.clear();
+        team.evict(None);
         team.published.store(revision, Ordering::Release);
         Ok(())
     }

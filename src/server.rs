@@ -72,7 +72,11 @@ impl App {
             None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
         };
         let notices = store.notices().await?;
-        let hub = Arc::new(Hub::new(store, config.watch.queue_size));
+        let hub = Arc::new(Hub::new(
+            store,
+            config.watch.queue_size,
+            config.limits.max_cached_users_per_team,
+        ));
         if let Some(notices) = notices {
             tokio::spawn(hub.clone().follow(notices));
         }

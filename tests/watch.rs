@@ -303,3 +303,74 @@ async fn slow_subscriber_is_resynced_and_blocks_nobody() {
         other => panic!("slow subscriber: {other:?}"),
     }
 }
+
+/// The hub keeps at most `limits.max_cached_users_per_team` users compiled; the ones
+/// it lets go are read again from the store, so no decision sees stale settings.
+#[tokio::test]
+async fn cached_users_are_bounded_and_never_stale() {
+    use toolgate::auth::{Principal, Role};
+    use toolgate::policy::{Call, Outcome, UserSettings};
+    const USERS: usize = 60;
+    const CAP: usize = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.max_cached_users_per_team = CAP;
+    let app = toolgate::server::App::build(config).await.unwrap();
+    let service = app.service.clone();
+    let admin = Principal {
+        name: "admin".into(),
+        role: Role::Admin,
+        team: Some(TEAM.into()),
+        user: None,
+    };
+    let allowing = |entry: String| UserSettings {
+        use_yolo_mode: true,
+        mcp_allowed_tools: vec![entry],
+        ..UserSettings::default()
+    };
+    let outcome = |user: usize, tool: &str| {
+        let service = service.clone();
+        let admin = admin.clone();
+        let tool = tool.to_owned();
+        async move {
+            let call = Call::Mcp {
+                server: format!("s{user}"),
+                tool,
+            };
+            let (decisions, _) = service
+                .evaluate(&admin, TEAM, &format!("user{user}"), &[call], false)
+                .await
+                .unwrap();
+            decisions[0].outcome
+        }
+    };
+    for round in ["a", "b"] {
+        for u in 0..USERS {
+            service
+                .update_user(
+                    &admin,
+                    TEAM,
+                    &format!("user{u}"),
+                    allowing(format!("s{u}:{round}")),
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        for u in 0..USERS {
+            assert_eq!(
+                outcome(u, round).await,
+                Outcome::Allow,
+                "user{u} round {round}"
+            );
+            let other = if round == "a" { "b" } else { "a" };
+            assert_eq!(
+                outcome(u, other).await,
+                Outcome::Ask,
+                "user{u} round {round}"
+            );
+        }
+        let cached = service.hub().cached_users(TEAM);
+        assert!(cached <= CAP, "{cached} users cached, limit {CAP}");
+    }
+}
