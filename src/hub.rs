@@ -17,6 +17,7 @@ use crate::store::{
     Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned,
 };
 use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
 use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -104,7 +105,7 @@ struct Team {
     users: DashMap<String, Arc<CachedUser>>,
     /// Odd while cached users are being let go, and moved on by every such
     /// eviction (a seqlock): a load that overlapped one may have read a document
-    /// older than a change that was let go, so it reads again.
+    /// older than a change that was let go with it, so it reads again.
     evictions: AtomicU64,
     /// Serialises evictions, so the count is odd exactly while one runs.
     evicting: std::sync::Mutex<()>,
@@ -243,18 +244,21 @@ impl Hub {
                         team_id,
                         self.store.get_user(team_id, user_id).await?,
                     )?);
-                    // a change applied while we loaded wins over what we read
-                    let user = team
-                        .users
-                        .entry(user_id.to_owned())
-                        .or_insert(loaded)
-                        .clone();
+                    // a change applied while we read wins if it is newer than what we read
+                    let user = match team.users.entry(user_id.to_owned()) {
+                        Entry::Occupied(mut cached) => {
+                            if cached.get().stored.revision < loaded.stored.revision {
+                                cached.insert(loaded);
+                            }
+                            cached.get().clone()
+                        }
+                        Entry::Vacant(slot) => slot.insert(loaded).clone(),
+                    };
+                    // users let go while we read may have taken a newer change of this
+                    // user with them: read again, after the eviction
                     if before % 2 == 0 && team.evictions.load(Ordering::Acquire) == before {
                         break user;
                     }
-                    // users were let go while we read: one may have been this user,
-                    // with a change newer than what we read
-                    team.evict(Some(vec![user_id.to_owned()]));
                 };
                 self.trim_users(&team, user_id);
                 user
@@ -370,8 +374,18 @@ impl Hub {
             ChangeDoc::User { user_id, settings } => {
                 let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
                 // inserted even when not cached: a load racing with this change then
-                // keeps the change, not what it read (see `effective`)
-                team.users.insert(user_id.clone(), cached);
+                // keeps it over an older read (see `effective`); a load that already
+                // read a newer document keeps that
+                match team.users.entry(user_id.clone()) {
+                    Entry::Occupied(mut held) => {
+                        if held.get().stored.revision <= change.revision {
+                            held.insert(cached);
+                        }
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(cached);
+                    }
+                }
                 self.trim_users(team, user_id);
             }
         }
