@@ -206,17 +206,11 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
         return;
     };
     let (a, _da) = replica(&cluster.url()).await;
-    a.admin("admin-token")
-        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
-            team_id: TEAM.into(),
-            auto_run_controls: Some(pb::AutoRunControls {
-                kill_switch: true,
-                ..Default::default()
-            }),
-            expected_revision: None,
-        })
-        .await
-        .unwrap();
+    a.set_controls(pb::AutoRunControls {
+        kill_switch: true,
+        ..Default::default()
+    })
+    .await;
     let mut policy = a.policy("alice-token");
     let deny = || pb::EvaluateRequest {
         team_id: TEAM.into(),

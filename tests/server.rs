@@ -446,17 +446,11 @@ async fn invalid_entries_name_field_entry_and_rule() {
 async fn filter_tools_hides_denied_and_skips_malformed() {
     let (server, _dir) = start().await;
     server
-        .admin("admin-token")
-        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
-            team_id: TEAM.into(),
-            auto_run_controls: Some(pb::AutoRunControls {
-                mcp_tool_blocklist: vec!["github:delete_*".into()],
-                ..Default::default()
-            }),
-            expected_revision: None,
+        .set_controls(pb::AutoRunControls {
+            mcp_tool_blocklist: vec!["github:delete_*".into()],
+            ..Default::default()
         })
-        .await
-        .unwrap();
+        .await;
     let tools = r#"{"tools":[{"name":"create_issue"},{"name":"delete_repo"},{"description":"no name"},7],"nextCursor":"x"}"#;
     let r = server
         .policy("service-token")
@@ -496,17 +490,11 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
 async fn deny_decisions_and_changes_are_audited() {
     let (server, _dir) = start().await;
     server
-        .admin("admin-token")
-        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
-            team_id: TEAM.into(),
-            auto_run_controls: Some(pb::AutoRunControls {
-                kill_switch: true,
-                ..Default::default()
-            }),
-            expected_revision: None,
+        .set_controls(pb::AutoRunControls {
+            kill_switch: true,
+            ..Default::default()
         })
-        .await
-        .unwrap();
+        .await;
     let d = server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
@@ -557,17 +545,11 @@ async fn a_flood_of_denials_loses_no_audit_record() {
     const CALLS: usize = 1_000;
     let (server, _dir) = start().await;
     server
-        .admin("admin-token")
-        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
-            team_id: TEAM.into(),
-            auto_run_controls: Some(pb::AutoRunControls {
-                mcp_tool_blocklist: vec!["x:*".into()],
-                ..Default::default()
-            }),
-            expected_revision: None,
+        .set_controls(pb::AutoRunControls {
+            mcp_tool_blocklist: vec!["x:*".into()],
+            ..Default::default()
         })
-        .await
-        .unwrap();
+        .await;
     let floods = (0..BATCHES).map(|b| {
         let mut policy = server.policy("alice-token");
         async move {

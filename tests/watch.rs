@@ -254,7 +254,6 @@ async fn shutdown_ends_streams_with_unavailable() {
 /// reading" is exact (no transport buffers in between).
 #[tokio::test]
 async fn slow_subscriber_is_resynced_and_blocks_nobody() {
-    use toolgate::auth::{Principal, Role};
     use toolgate::policy::AdminControls;
     use toolgate::service::WatchEvent;
     let dir = tempfile::tempdir().unwrap();
@@ -262,12 +261,7 @@ async fn slow_subscriber_is_resynced_and_blocks_nobody() {
     config.watch.queue_size = 4;
     let app = toolgate::server::App::build(config).await.unwrap();
     let service = app.service.clone();
-    let admin = Principal {
-        name: "admin".into(),
-        role: Role::Admin,
-        team: Some(TEAM.into()),
-        user: None,
-    };
+    let admin = team_admin();
     let mut slow = Box::pin(service.watch(&admin, TEAM, "alice", None).await.unwrap());
     let mut fast = Box::pin(service.watch(&admin, TEAM, "bob", None).await.unwrap());
     assert!(matches!(
@@ -308,7 +302,6 @@ async fn slow_subscriber_is_resynced_and_blocks_nobody() {
 /// it lets go are read again from the store, so no decision sees stale settings.
 #[tokio::test]
 async fn cached_users_are_bounded_and_never_stale() {
-    use toolgate::auth::{Principal, Role};
     use toolgate::policy::{Call, Outcome, UserSettings};
     const USERS: usize = 60;
     const CAP: usize = 10;
@@ -317,12 +310,7 @@ async fn cached_users_are_bounded_and_never_stale() {
     config.limits.max_cached_users_per_team = CAP;
     let app = toolgate::server::App::build(config).await.unwrap();
     let service = app.service.clone();
-    let admin = Principal {
-        name: "admin".into(),
-        role: Role::Admin,
-        team: Some(TEAM.into()),
-        user: None,
-    };
+    let admin = team_admin();
     let allowing = |entry: String| UserSettings {
         use_yolo_mode: true,
         mcp_allowed_tools: vec![entry],
@@ -372,5 +360,15 @@ async fn cached_users_are_bounded_and_never_stale() {
         }
         let cached = service.hub().cached_users(TEAM);
         assert!(cached <= CAP, "{cached} users cached, limit {CAP}");
+    }
+}
+
+/// The admin of team [`TEAM`], for tests that drive the domain service directly.
+fn team_admin() -> toolgate::auth::Principal {
+    toolgate::auth::Principal {
+        name: "admin".into(),
+        role: toolgate::auth::Role::Admin,
+        team: Some(TEAM.into()),
+        user: None,
     }
 }

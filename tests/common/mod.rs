@@ -124,6 +124,20 @@ impl TestServer {
     pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {
         ServerInfoServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
+
+    /// Writes the admin controls of team [`TEAM`] as its admin; the revision written.
+    pub async fn set_controls(&self, controls: pb::AutoRunControls) -> u64 {
+        self.admin("admin-token")
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(controls),
+                expected_revision: None,
+            })
+            .await
+            .expect("admin write")
+            .into_inner()
+            .revision
+    }
 }
 
 impl Drop for TestServer {
