@@ -217,19 +217,42 @@ async fn revision_older_than_history_gets_a_resync_snapshot() {
     server.stop().await;
 }
 
+/// On a quiet stream a heartbeat comes every `watch.heartbeat_secs`, with the current
+/// revision. Driven at the service layer with tokio's clock paused: the wait is
+/// skipped, not slept.
 #[tokio::test]
 async fn heartbeats_carry_the_current_revision() {
+    use toolgate::policy::AdminControls;
+    use toolgate::service::WatchEvent;
     let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path());
-    config.watch.heartbeat_secs = 1;
-    let server = TestServer::start(config).await;
-    set_admin(&server, TEAM, "a:*").await;
-    let mut events = watch(&server, "alice-token", TEAM, "alice", None).await;
-    snapshot(&events.message().await.unwrap().unwrap());
-    let e = events.message().await.unwrap().unwrap();
-    assert!(matches!(e.event, Some(Event::Heartbeat(_))), "{e:?}");
-    assert_eq!(e.revision, 1);
-    server.stop().await;
+    let config = test_config(dir.path());
+    let every = std::time::Duration::from_secs(config.watch.heartbeat_secs);
+    let app = toolgate::server::App::build(config).await.unwrap();
+    let service = app.service.clone();
+    let admin = team_admin();
+    service
+        .update_admin(&admin, TEAM, AdminControls::default(), None)
+        .await
+        .unwrap();
+    let mut events = Box::pin(service.watch(&admin, TEAM, "alice", None).await.unwrap());
+    assert!(matches!(
+        events.next().await,
+        Some(Ok(WatchEvent::Snapshot { .. }))
+    ));
+    tokio::time::pause();
+    let quiet_from = tokio::time::Instant::now();
+    for _ in 0..2 {
+        match events.next().await {
+            Some(Ok(WatchEvent::Heartbeat { revision })) => assert_eq!(revision, 1),
+            other => panic!("expected a heartbeat, got {other:?}"),
+        }
+    }
+    // the paused clock moved two heartbeat intervals (and the timer's 1 ms rounding)
+    let waited = quiet_from.elapsed();
+    assert!(
+        waited >= 2 * every && waited < 2 * every + std::time::Duration::from_secs(1),
+        "{waited:?} for two heartbeats {every:?} apart"
+    );
 }
 
 #[tokio::test]
