@@ -7,7 +7,7 @@ use crate::policy::{
 };
 use crate::proto::v1 as pb;
 use crate::service::{ServiceError, WatchEvent};
-use crate::store::{AuditEvent, ChangeDoc, Versioned};
+use crate::store::{AuditEvent, Change, ChangeDoc, Versioned};
 
 pub fn timestamp(ms: i64) -> Option<prost_types::Timestamp> {
     (ms > 0).then(|| prost_types::Timestamp {
@@ -94,14 +94,46 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
     }
 }
 
-pub fn admin_to_pb(team_id: &str, v: &Versioned<AdminControls>) -> pb::TeamAdminSettings {
+/// When a document was written and by whom, as its messages carry it.
+#[derive(Clone, Copy)]
+struct Stamp<'a> {
+    revision: u64,
+    at_ms: i64,
+    by: &'a str,
+}
+
+impl<'a, T> From<&'a Versioned<T>> for Stamp<'a> {
+    fn from(v: &'a Versioned<T>) -> Self {
+        Self {
+            revision: v.revision,
+            at_ms: v.updated_at_ms,
+            by: &v.updated_by,
+        }
+    }
+}
+
+impl<'a> From<&'a Change> for Stamp<'a> {
+    fn from(c: &'a Change) -> Self {
+        Self {
+            revision: c.revision,
+            at_ms: c.at_ms,
+            by: &c.actor,
+        }
+    }
+}
+
+fn admin_pb(team_id: &str, controls: &AdminControls, stamp: Stamp<'_>) -> pb::TeamAdminSettings {
     pb::TeamAdminSettings {
         team_id: team_id.to_owned(),
-        auto_run_controls: Some(controls_to_pb(&v.doc)),
-        revision: v.revision,
-        updated_at: timestamp(v.updated_at_ms),
-        updated_by: v.updated_by.clone(),
+        auto_run_controls: Some(controls_to_pb(controls)),
+        revision: stamp.revision,
+        updated_at: timestamp(stamp.at_ms),
+        updated_by: stamp.by.to_owned(),
     }
+}
+
+pub fn admin_to_pb(team_id: &str, v: &Versioned<AdminControls>) -> pb::TeamAdminSettings {
+    admin_pb(team_id, &v.doc, v.into())
 }
 
 /// The user's settings from a message; team and user ids are taken separately.
@@ -117,8 +149,7 @@ pub fn user_from_pb(s: pb::UserSettings) -> UserSettings {
     }
 }
 
-pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> pb::UserSettings {
-    let s = &v.doc;
+fn user_pb(team_id: &str, user_id: &str, s: &UserSettings, stamp: Stamp<'_>) -> pb::UserSettings {
     pb::UserSettings {
         team_id: team_id.to_owned(),
         user_id: user_id.to_owned(),
@@ -129,10 +160,14 @@ pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> 
         yolo_enable_run_everything: s.yolo_enable_run_everything,
         command_allowlist: s.command_allowlist.clone(),
         command_denylist: s.command_denylist.clone(),
-        revision: v.revision,
-        updated_at: timestamp(v.updated_at_ms),
-        updated_by: v.updated_by.clone(),
+        revision: stamp.revision,
+        updated_at: timestamp(stamp.at_ms),
+        updated_by: stamp.by.to_owned(),
     }
+}
+
+pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> pb::UserSettings {
+    user_pb(team_id, user_id, &v.doc, v.into())
 }
 
 pub fn call_from_pb(field: &str, call: Option<pb::ToolCall>) -> Result<Call, ServiceError> {
@@ -249,23 +284,12 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Pol
             resync,
         }),
         WatchEvent::Change(change) => match &change.doc {
-            ChangeDoc::Admin { controls } => Event::AdminSettings(pb::TeamAdminSettings {
-                team_id: team_id.to_owned(),
-                auto_run_controls: Some(controls_to_pb(controls)),
-                revision: change.revision,
-                updated_at: timestamp(change.at_ms),
-                updated_by: change.actor.clone(),
-            }),
-            ChangeDoc::User { settings, .. } => Event::UserSettings(user_to_pb(
-                team_id,
-                user_id,
-                &Versioned {
-                    doc: settings.clone(),
-                    revision: change.revision,
-                    updated_at_ms: change.at_ms,
-                    updated_by: change.actor.clone(),
-                },
-            )),
+            ChangeDoc::Admin { controls } => {
+                Event::AdminSettings(admin_pb(team_id, controls, (&change.change).into()))
+            }
+            ChangeDoc::User { settings, .. } => {
+                Event::UserSettings(user_pb(team_id, user_id, settings, (&change.change).into()))
+            }
         },
         WatchEvent::Heartbeat { .. } => Event::Heartbeat(pb::Heartbeat {
             at: timestamp(crate::store::now_ms()),
