@@ -1,7 +1,9 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
+pub mod audit;
 pub mod auth;
 pub mod config;
+pub mod connections;
 pub mod grpc;
 pub mod hub;
 pub mod managed;

@@ -30,7 +30,30 @@ pub enum StoreError {
     #[error("corrupt record: {0}")]
     Corrupt(String),
     #[error("store error: {0}")]
-    Backend(#[from] sqlx::Error),
+    Backend(sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    /// The database's own "cannot write now" answers (SQLite busy, read-only, I/O
+    /// error, disk full, cannot open) are an unavailable store: retry later, not a bug.
+    fn from(e: sqlx::Error) -> Self {
+        // SQLite's primary result codes, in the low byte of an extended code
+        const UNAVAILABLE: [i64; 5] = [5, 8, 10, 13, 14];
+        let sqlite_code = e
+            .as_database_error()
+            .filter(|d| d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some())
+            .and_then(|d| d.code())
+            .and_then(|c| c.parse::<i64>().ok());
+        match (sqlite_code, &e) {
+            (Some(code), _) if UNAVAILABLE.contains(&(code & 0xff)) => {
+                Self::Unavailable(format!("sqlite: {e}"))
+            }
+            (_, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => {
+                Self::Unavailable(format!("store: {e}"))
+            }
+            _ => Self::Backend(e),
+        }
+    }
 }
 
 /// A stored document with the revision at which it last changed.
@@ -88,7 +111,7 @@ pub enum History {
 }
 
 /// An audit record to append.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewAuditEvent {
     pub team_id: String,
     pub revision: u64,
@@ -186,6 +209,12 @@ pub trait Store: Send + Sync + 'static {
     /// `None` for a backend only this process writes.
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         Ok(None)
+    }
+
+    /// Whether writes can be trusted to last (e.g. the database file is still the
+    /// one opened); asked on a timer. While it fails, writes fail with the same error.
+    async fn check(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 
