@@ -388,3 +388,267 @@ mod flaky {
         }
     }
 }
+
+/// `toolgate serve --config FILE` through `sh`, with SIGXFSZ ignored so a file-size
+/// limit fails writes (EFBIG) instead of killing the process; its address and pid.
+fn spawn_ignoring_xfsz(config: &Path) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut command = std::process::Command::new("sh");
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        command.env_remove(key);
+    }
+    let mut child = command
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; exec "$0" serve --config "$1""#)
+        .arg(env!("CARGO_BIN_EXE_toolgate"))
+        .arg(config)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn toolgate");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("toolgate exited before serving")
+            .unwrap();
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if v["fields"]["message"] == "serving" {
+            break v["fields"]["addr"].as_str().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+fn binary_config(dir: &Path, store_url: Option<&str>) -> PathBuf {
+    let mut config = test_config(&dir.join("data"));
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.store.url = store_url.map(Into::into);
+    config.store.check_secs = 1;
+    let path = dir.join("toolgate.yaml");
+    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
+    path
+}
+
+/// A client of a server run as a separate process.
+async fn remote(addr: &str) -> TestClient {
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    TestClient { channel }
+}
+
+/// The calls the helpers above make, on any channel.
+struct TestClient {
+    channel: tonic::transport::Channel,
+}
+
+impl TestClient {
+    async fn write(&self, entry: &str) -> Result<u64, tonic::Status> {
+        let mut s = user_settings(TEAM, "alice");
+        s.mcp_allowed_tools = vec![entry.to_owned()];
+        UserSettingsServiceClient::with_interceptor(self.channel.clone(), Auth::new("admin-token"))
+            .update_user_settings(pb::UpdateUserSettingsRequest {
+                settings: Some(s),
+                expected_revision: None,
+            })
+            .await
+            .map(|r| r.into_inner().revision)
+    }
+
+    async fn write_until_ok(&self, entry: &str) -> u64 {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            match self.write(entry).await {
+                Ok(revision) => return revision,
+                Err(e)
+                    if e.code() == Code::Unavailable && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => panic!("writes did not recover: {e:?}"),
+            }
+        }
+    }
+
+    async fn decide(&self) -> pb::Decision {
+        PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new("alice-token"))
+            .evaluate(pb::EvaluateRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                call: Some(mcp("jira", "create")),
+                explain: false,
+            })
+            .await
+            .expect("decisions keep serving")
+            .into_inner()
+    }
+}
+
+fn prlimit_fsize(pid: u32, limit: &str) {
+    let ok = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--fsize={limit}")])
+        .status()
+        .expect("prlimit (util-linux)");
+    assert!(ok.success());
+}
+
+/// The disk full, as a file-size limit on the real process (`RLIMIT_FSIZE`, no mount
+/// or root needed): writes UNAVAILABLE, decisions served; room again, writes go on.
+#[tokio::test]
+async fn disk_full_refuses_writes_until_there_is_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = binary_config(dir.path(), None);
+    let (mut child, addr) = spawn_ignoring_xfsz(&yaml);
+    let client = remote(&addr).await;
+    let mut acked = vec![(client.write("a:1").await.unwrap(), "a:1".to_owned())];
+    // big writes, so the WAL must grow past what it already holds
+    prlimit_fsize(child.id(), "1:unlimited");
+    let err = client.write("a:lost").await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert_eq!(client.decide().await.revision, 1);
+
+    prlimit_fsize(child.id(), "unlimited:unlimited");
+    let revision = client.write_until_ok("a:2").await;
+    acked.push((revision, "a:2".to_owned()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_acknowledged_survive(&dir.path().join("data"), &acked).await;
+}
+
+/// PostgreSQL crashes (immediate stop) under two replicas and comes back: writes
+/// UNAVAILABLE meanwhile, decisions served from the cache, writes and watchers go on
+/// without a restart, and nothing acknowledged is lost.
+#[tokio::test]
+async fn postgres_killed_and_restarted_under_two_replicas() {
+    let Some(cluster) = common::pg::Cluster::start("postgres killed under replicas") else {
+        return;
+    };
+    let replica = |url: String| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path());
+        config.store.url = Some(url);
+        config.store.check_secs = 1;
+        (TestServer::start(config).await, dir)
+    };
+    let (a, _da) = replica(cluster.url()).await;
+    let (b, _db) = replica(cluster.url()).await;
+    let mut acked = vec![(write(&a, "a:1").await.unwrap(), "a:1".to_owned())];
+    let mut on_b = b
+        .policy("alice-token")
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            after_revision: Some(0),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+
+    // each replica decides for alice once, so she is in its cache (a user never seen
+    // cannot be decided while the store is away: that call fails, it does not guess)
+    assert_eq!(decide(&a).await.revision, 1);
+    assert_eq!(decide(&b).await.revision, 1);
+    cluster.kill();
+    let err = write(&a, "a:lost").await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert_eq!(decide(&a).await.revision, 1);
+    assert_eq!(decide(&b).await.revision, 1);
+
+    cluster.ctl("start");
+    let revision = write_until_ok(&a, "a:2").await;
+    acked.push((revision, "a:2".to_owned()));
+    // B's watcher gets every acknowledged write, the one after the crash included
+    let mut seen = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        while seen.last().is_none_or(|(rev, _)| *rev < revision) {
+            let e = on_b.message().await.unwrap().expect("stream ended");
+            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+                seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
+            }
+        }
+    })
+    .await
+    .expect("the watcher on the other replica caught up");
+    for ack in &acked {
+        assert!(seen.contains(ack), "{ack:?} not seen on B: {seen:?}");
+    }
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A replica killed (SIGKILL) in the middle of a stream of writes: the other replica
+/// keeps deciding and taking writes, and its watcher has every write the killed one
+/// acknowledged.
+#[tokio::test]
+async fn postgres_replica_killed_mid_stream() {
+    let Some(url) = common::pg::fresh_database("replica killed mid-stream").await else {
+        return;
+    };
+    let dir_a = tempfile::tempdir().unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    let (mut child_a, addr_a) = spawn_binary(&binary_config(dir_a.path(), Some(&url)));
+    let (mut child_b, addr_b) = spawn_binary(&binary_config(dir_b.path(), Some(&url)));
+    let (a, b) = (remote(&addr_a).await, remote(&addr_b).await);
+    let mut on_b =
+        PolicyServiceClient::with_interceptor(b.channel.clone(), Auth::new("alice-token"))
+            .watch_policy(pb::WatchPolicyRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                after_revision: Some(0),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+    let writer = tokio::spawn(async move {
+        let mut acked = Vec::new();
+        for i in 0u64.. {
+            let entry = format!("s{i}:*");
+            match a.write(&entry).await {
+                Ok(revision) => acked.push((revision, entry)),
+                Err(_) => break,
+            }
+        }
+        acked
+    });
+    // kill A once B has seen a good number of its writes
+    let mut seen = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        while seen.len() < 20 {
+            let e = on_b.message().await.unwrap().expect("stream ended");
+            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+                seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
+            }
+        }
+    })
+    .await
+    .expect("writes through A reach B");
+    child_a.kill().unwrap();
+    child_a.wait().unwrap();
+    let acked = writer.await.unwrap();
+    let last_b = b.write_until_ok("after:kill").await;
+    assert!(b.decide().await.revision >= last_b);
+    tokio::time::timeout(DEADLINE, async {
+        while seen.last().is_none_or(|(rev, _)| *rev < last_b) {
+            let e = on_b.message().await.unwrap().expect("stream ended");
+            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+                seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
+            }
+        }
+    })
+    .await
+    .expect("B's own write reaches its watcher");
+    for ack in &acked {
+        assert!(
+            seen.contains(ack),
+            "{ack:?} acknowledged by A, not seen on B"
+        );
+    }
+    child_b.kill().unwrap();
+    child_b.wait().unwrap();
+}
