@@ -587,9 +587,10 @@ async fn postgres_killed_and_restarted_under_two_replicas() {
 /// acknowledged.
 #[tokio::test]
 async fn postgres_replica_killed_mid_stream() {
-    let Some(url) = common::pg::fresh_database("replica killed mid-stream").await else {
+    let Some(cluster) = common::pg::Cluster::start("replica killed mid-stream") else {
         return;
     };
+    let url = cluster.url();
     let dir_a = tempfile::tempdir().unwrap();
     let dir_b = tempfile::tempdir().unwrap();
     let (mut child_a, addr_a) = spawn_binary(&binary_config(dir_a.path(), Some(&url)));
