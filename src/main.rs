@@ -126,7 +126,7 @@ async fn run() -> anyhow::Result<()> {
         Command::CheckConfig(args) => {
             let config = args.load()?;
             if let Some(path) = &config.policy_file {
-                let text = std::fs::read_to_string(path)
+                let text = toolgate::policy_file::read_file(path)
                     .with_context(|| format!("cannot read policy file {}", path.display()))?;
                 toolgate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
                     .map_err(|errors| {

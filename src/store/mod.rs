@@ -30,7 +30,32 @@ pub enum StoreError {
     #[error("corrupt record: {0}")]
     Corrupt(String),
     #[error("store error: {0}")]
-    Backend(#[from] sqlx::Error),
+    Backend(sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match read_only(&e) {
+            Some(reason) => Self::Unavailable(reason),
+            None => Self::Backend(e),
+        }
+    }
+}
+
+/// Why a write failed on a database that cannot take writes (SQLite's
+/// `SQLITE_READONLY` family: a read-only file, directory or mount; PostgreSQL's
+/// `read_only_sql_transaction`: a standby), when that is why. Waiting or a fix by
+/// an operator helps, not the client: `UNAVAILABLE` with the reason.
+fn read_only(e: &sqlx::Error) -> Option<String> {
+    let db = e.as_database_error()?;
+    let code = db.code()?;
+    let sqlite_read_only = code.parse::<i32>().is_ok_and(|c| c & 0xff == 8);
+    (sqlite_read_only || code == "25006").then(|| {
+        format!(
+            "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",
+            db.message()
+        )
+    })
 }
 
 /// A stored document with the revision at which it last changed.
@@ -213,4 +238,47 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13 item 9: a write refused because the database is read-only is an
+    /// outage with its reason, not an internal error.
+    #[tokio::test]
+    async fn a_read_only_database_is_unavailable_with_the_reason() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("t.db"))
+            .create_if_missing(true);
+        let rw = sqlx::SqlitePool::connect_with(options.clone())
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (x)")
+            .execute(&rw)
+            .await
+            .unwrap();
+        rw.close().await;
+        // what a file, directory or mount that cannot be written gives
+        let pool = sqlx::SqlitePool::connect_with(options.read_only(true))
+            .await
+            .unwrap();
+        let e: StoreError = sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&pool)
+            .await
+            .unwrap_err()
+            .into();
+        match e {
+            StoreError::Unavailable(reason) => assert!(reason.contains("read-only"), "{reason}"),
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+        let e: StoreError = sqlx::query("SELECT * FROM missing")
+            .execute(&pool)
+            .await
+            .unwrap_err()
+            .into();
+        assert!(matches!(e, StoreError::Backend(_)), "{e:?}");
+    }
 }
