@@ -2,9 +2,10 @@
 
 use super::args::AuditCommand;
 use super::client::{Clients, rpc_error};
+use super::output::Render;
 use crate::proto::v1 as pb;
 use anyhow::Context as _;
-use serde_json::json;
+use serde::Serialize;
 
 fn parse_since(s: &str) -> anyhow::Result<prost_types::Timestamp> {
     let at = match humantime::parse_rfc3339_weak(s) {
@@ -16,39 +17,59 @@ fn parse_since(s: &str) -> anyhow::Result<prost_types::Timestamp> {
             std::time::SystemTime::now() - ago
         }
     };
-    let d = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    Ok(prost_types::Timestamp {
-        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
-    })
+    Ok(at.into())
 }
 
-fn event_json(e: &pb::AuditEvent) -> serde_json::Value {
-    let at =
-        e.at.map(|t| {
-            let when = std::time::UNIX_EPOCH
-                + std::time::Duration::new(
-                    u64::try_from(t.seconds).unwrap_or(0),
-                    u32::try_from(t.nanos).unwrap_or(0),
-                );
-            humantime::format_rfc3339_millis(when).to_string()
-        })
-        .unwrap_or_default();
-    json!({"id": e.id, "team": e.team_id, "revision": e.revision, "actor": e.actor, "kind": e.kind,
-           "at": at, "detail": serde_json::from_str::<serde_json::Value>(&e.detail_json).unwrap_or_default()})
+/// One audit event as the command prints it.
+#[derive(Debug, Serialize)]
+pub struct EventRow {
+    pub id: u64,
+    pub team: String,
+    pub revision: u64,
+    pub actor: String,
+    pub kind: String,
+    /// RFC 3339 with milliseconds; empty when the server sent no time.
+    pub at: String,
+    pub detail: serde_json::Value,
 }
 
-fn print_event(e: &pb::AuditEvent) {
-    let j = event_json(e);
-    println!(
-        "{:>6}  {}  {:<12} rev {:<5} {:<24} {}",
-        e.id,
-        j["at"].as_str().unwrap_or(""),
-        e.team_id,
-        e.revision,
-        e.kind,
-        e.actor
-    );
+impl From<&pb::AuditEvent> for EventRow {
+    fn from(e: &pb::AuditEvent) -> Self {
+        let at =
+            e.at.and_then(|t| std::time::SystemTime::try_from(t).ok())
+                .map(|when| humantime::format_rfc3339_millis(when).to_string())
+                .unwrap_or_default();
+        Self {
+            id: e.id,
+            team: e.team_id.clone(),
+            revision: e.revision,
+            actor: e.actor.clone(),
+            kind: e.kind.clone(),
+            at,
+            detail: serde_json::from_str(&e.detail_json).unwrap_or_default(),
+        }
+    }
+}
+
+impl Render for EventRow {
+    fn human(&self) -> String {
+        format!(
+            "{:>6}  {}  {:<12} rev {:<5} {:<24} {}\n",
+            self.id, self.at, self.team, self.revision, self.kind, self.actor
+        )
+    }
+}
+
+/// `audit list`: the events, oldest first.
+#[derive(Debug, Serialize)]
+pub struct EventList {
+    pub events: Vec<EventRow>,
+}
+
+impl Render for EventList {
+    fn human(&self) -> String {
+        self.events.iter().map(EventRow::human).collect()
+    }
 }
 
 pub(super) async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32> {
@@ -92,11 +113,7 @@ pub(super) async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32>
         }
         if follow {
             for e in &r.events {
-                if c.json() {
-                    println!("{}", event_json(e));
-                } else {
-                    print_event(e);
-                }
+                c.out.print(&EventRow::from(e));
             }
             if !page_full {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -108,13 +125,47 @@ pub(super) async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32>
             break;
         }
     }
-    if c.json() {
-        let events: Vec<_> = listed.iter().map(event_json).collect();
-        println!("{}", json!({"events": events}));
-    } else {
-        for e in &listed {
-            print_event(e);
-        }
-    }
+    c.out.print(&EventList {
+        events: listed.iter().map(EventRow::from).collect(),
+    });
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_renders_as_one_line_with_its_time() {
+        let e = pb::AuditEvent {
+            id: 7,
+            team_id: "acme".into(),
+            revision: 2,
+            actor: "admin".into(),
+            kind: "admin_settings_updated".into(),
+            at: Some(prost_types::Timestamp {
+                seconds: 1_700_000_000,
+                nanos: 5_000_000,
+            }),
+            detail_json: "{\"kind\":\"admin\"}".into(),
+        };
+        let row = EventRow::from(&e);
+        assert_eq!(row.at, "2023-11-14T22:13:20.005Z");
+        assert_eq!(row.detail["kind"], "admin");
+        let list = EventList { events: vec![row] };
+        assert_eq!(
+            list.human(),
+            "     7  2023-11-14T22:13:20.005Z  acme         rev 2     admin_settings_updated   admin\n"
+        );
+    }
+
+    #[test]
+    fn since_takes_a_time_or_a_duration_ago() {
+        assert_eq!(
+            parse_since("2023-11-14T22:13:20Z").unwrap().seconds,
+            1_700_000_000
+        );
+        assert!(parse_since("1h").is_ok());
+        assert!(parse_since("yesterday").is_err());
+    }
 }

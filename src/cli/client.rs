@@ -1,6 +1,7 @@
 //! The connection to a server: address, bearer token and the gRPC clients.
 
-use super::args::{Connection, Output};
+use super::args::Connection;
+use super::output::Printer;
 use super::usage;
 use crate::proto::v1 as pb;
 use anyhow::Context as _;
@@ -24,7 +25,7 @@ impl tonic::service::Interceptor for Bearer {
 pub(super) struct Clients {
     channel: Channel,
     bearer: Bearer,
-    output: Output,
+    pub(super) out: Printer,
 }
 
 impl Clients {
@@ -64,7 +65,7 @@ impl Clients {
         Ok(Self {
             channel,
             bearer,
-            output: c.output,
+            out: Printer(c.output),
         })
     }
 
@@ -89,10 +90,6 @@ impl Clients {
             self.channel.clone(),
             self.bearer.clone(),
         )
-    }
-
-    pub(super) fn json(&self) -> bool {
-        self.output == Output::Json
     }
 }
 

@@ -12,13 +12,15 @@ mod args;
 mod audit;
 mod client;
 mod evaluate;
+mod output;
 mod watch;
 
-pub use admin::diff;
+pub use admin::{Change, diff};
 pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
     EvaluateArgs, Output,
 };
+pub use output::{Printer, Render};
 
 use admin::{admin, kill_switch};
 use allowlist::allowlist;

@@ -1,9 +1,11 @@
 //! `watch`: policy events as they arrive.
 
 use super::client::{Clients, rpc_error};
+use super::output::Render;
 use crate::grpc::convert::controls_from_pb;
 use crate::proto::v1 as pb;
 use futures::StreamExt;
+use serde::Serialize;
 use serde_json::json;
 
 pub(super) async fn watch(
@@ -57,16 +59,52 @@ pub(super) async fn watch(
             Some(Event::Heartbeat(_)) => ("heartbeat", serde_json::Value::Null),
             None => continue,
         };
-        if c.json() {
-            println!(
-                "{}",
-                json!({"revision": e.revision, "event": kind, "data": body})
-            );
-        } else if body.is_null() {
-            println!("rev {:<6} {kind}", e.revision);
-        } else {
-            println!("rev {:<6} {kind:<9} {body}", e.revision);
-        }
+        c.out.print(&WatchLine {
+            revision: e.revision,
+            event: kind,
+            data: body,
+        });
     }
     Ok(0)
+}
+
+/// One policy event as the command prints it.
+#[derive(Debug, Serialize)]
+pub struct WatchLine {
+    pub revision: u64,
+    /// snapshot, resync, admin, user or heartbeat.
+    pub event: &'static str,
+    pub data: serde_json::Value,
+}
+
+impl Render for WatchLine {
+    fn human(&self) -> String {
+        let (revision, kind) = (self.revision, self.event);
+        if self.data.is_null() {
+            format!("rev {revision:<6} {kind}\n")
+        } else {
+            format!("rev {revision:<6} {kind:<9} {}\n", self.data)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heartbeat_has_no_body_and_a_change_shows_its_data() {
+        let beat = WatchLine {
+            revision: 3,
+            event: "heartbeat",
+            data: serde_json::Value::Null,
+        };
+        assert_eq!(beat.human(), "rev 3      heartbeat\n");
+        let user = WatchLine {
+            revision: 4,
+            event: "user",
+            data: json!({"user": "alice"}),
+        };
+        assert_eq!(user.human(), "rev 4      user      {\"user\":\"alice\"}\n");
+    }
 }
