@@ -1,7 +1,7 @@
 //! The `toolgate` binary: parses the command line, loads the configuration and runs
 //! the server (everything else lives in the library).
 
-mod cli;
+use toolgate::cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
