@@ -503,6 +503,53 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
         Code::InvalidArgument,
         "fails closed on a bad list"
     );
+    // an invalid server is refused (seed 003 fails closed), naming the field
+    for bad in ["", "  ", "git:hub", "git*"] {
+        let err = server
+            .policy("service-token")
+            .filter_tools(pb::FilterToolsRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                server: bad.into(),
+                tools_json: tools.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "server {bad:?}");
+        assert!(err.message().contains("server"), "{}", err.message());
+    }
+    server.stop().await;
+}
+
+/// A tool with a malformed name is hidden wherever a valid one of its server is.
+#[tokio::test]
+async fn filter_tools_hides_malformed_names_of_a_blocked_server() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            mcp_tool_blocklist: vec!["evil:*".into()],
+            ..Default::default()
+        })
+        .await;
+    let tools = r#"{"tools":[{"name":"x*"},{"name":"run:now"},{"name":"ok"}]}"#;
+    let filter = |s: &'static str| {
+        let mut client = server.policy("service-token");
+        async move {
+            client
+                .filter_tools(pb::FilterToolsRequest {
+                    team_id: TEAM.into(),
+                    user_id: "alice".into(),
+                    server: s.into(),
+                    tools_json: tools.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    assert_eq!(filter("evil").await.removed, ["x*", "run:now", "ok"]);
+    // elsewhere a malformed name is not denied: a call of it asks
+    assert!(filter("good").await.removed.is_empty());
     server.stop().await;
 }
 

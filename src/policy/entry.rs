@@ -338,9 +338,43 @@ mod tests {
         for (name, want) in table {
             assert_eq!(validate_name(name), *want, "{name:?}");
         }
-        // 256 characters, not bytes
+        // 256 UTF-16 code units (JavaScript's `.length`), not bytes or characters
         assert_eq!(validate_name(&"é".repeat(256)), Ok(()));
         assert_eq!(validate_name(&"é".repeat(257)), Err(Rule::TooLong));
+        let units: &[(String, Result<(), Rule>)] = &[
+            (format!("{}😀", "a".repeat(254)), Ok(())),
+            (format!("{}😀", "a".repeat(255)), Err(Rule::TooLong)),
+            ("😀".repeat(128), Ok(())),
+            (format!("{}a", "😀".repeat(128)), Err(Rule::TooLong)),
+            (format!("{}𝄞", "é".repeat(254)), Ok(())),
+            (format!("{}𝄞", "é".repeat(255)), Err(Rule::TooLong)),
+            ("中".repeat(256), Ok(())),
+            ("中".repeat(257), Err(Rule::TooLong)),
+        ];
+        for (name, want) in units {
+            assert_eq!(
+                validate_name(name),
+                *want,
+                "{} units",
+                name.encode_utf16().count()
+            );
+        }
+        // JavaScript's trim: U+FEFF is whitespace, U+0085 is not
+        let blanks: &[(&str, Result<(), Rule>)] = &[
+            ("\u{feff}", Err(Rule::Whitespace)),
+            (" \u{feff}\u{a0}\u{3000}\u{2028}", Err(Rule::Whitespace)),
+            ("\u{85}", Ok(())),
+            (" \u{85} ", Ok(())),
+            ("\u{1c}", Ok(())),
+        ];
+        for (name, want) in blanks {
+            assert_eq!(validate_name(name), *want, "{name:?}");
+        }
+        assert_eq!(
+            Entry::parse("\u{feff}:x"),
+            Err(Rule::Whitespace),
+            "entry sides trim alike"
+        );
         assert_eq!(validate_call_name("*"), Err(Rule::ReservedCharacter));
     }
 
