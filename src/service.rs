@@ -655,7 +655,10 @@ impl Service {
             server,
             &value,
         )
-        .map_err(|e| ServiceError::entries("tools_json.", e))?;
+        .map_err(|e| match e {
+            PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
+            other => ServiceError::entries("", other),
+        })?;
         Ok((filtered, eff.revision))
     }
 
