@@ -187,7 +187,8 @@ impl Writer {
         }
         self.spill_pending();
         while !self.pending.is_empty() {
-            let n = self.pending.len().min(BATCH);
+            // large batches: one commit (one fsync) for what is left, within the grace
+            let n = self.pending.len().min(QUEUE);
             if let Err(e) = self.write(n).await {
                 let lost = self.pending.len() - self.spilled;
                 if lost > 0 {

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod connections;
 pub mod grpc;

@@ -1,7 +1,7 @@
 //! The `toolgate` binary: parses the command line, loads the configuration and runs
 //! the server (everything else lives in the library).
 
-mod cli;
+use toolgate::cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -126,7 +126,7 @@ async fn run() -> anyhow::Result<()> {
         Command::CheckConfig(args) => {
             let config = args.load()?;
             if let Some(path) = &config.policy_file {
-                let text = std::fs::read_to_string(path)
+                let text = toolgate::policy_file::read_file(path)
                     .with_context(|| format!("cannot read policy file {}", path.display()))?;
                 toolgate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
                     .map_err(|errors| {

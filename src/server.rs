@@ -62,7 +62,7 @@ impl App {
     /// Opens the store and prepares authentication. With no tokens and no anonymous
     /// access configured, an operator token is written to `<data_dir>/bootstrap-token`.
     pub async fn build(config: Config) -> Result<Self, ServerError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
+        create_data_dir(&config.data_dir).map_err(|source| ServerError::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
@@ -137,27 +137,96 @@ impl App {
     }
 }
 
-/// Reads the bootstrap token, or creates it readable by the owner only.
+/// Creates the data directory (and its parents) readable by the owner only, whatever
+/// the umask; one that already exists keeps its mode, with a warning when others
+/// may read it.
+fn create_data_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            // the umask may have taken bits away: set exactly 0700
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        } else if std::fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+            warn!(path = %dir.display(), "data directory is readable by other users: chmod 700 it");
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+/// Reads the bootstrap token, or writes a new one. A token file is adopted only if
+/// it is a regular file no one else may read (mode 0600 or stricter): one that is
+/// group- or world-readable may already be known to others, so the server refuses
+/// to start on it rather than grant operator rights through it. A new token is
+/// written to a fresh temporary file created 0600 (`O_EXCL`), synced and renamed
+/// into place, so no reader ever sees a partial token or a looser mode.
 fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
     let err = |source| ServerError::Bootstrap {
         path: path.to_owned(),
         source,
     };
-    match std::fs::read_to_string(path) {
-        Ok(token) if !token.trim().is_empty() => return Ok(token.trim().to_owned()),
-        Ok(_) => {}
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => {
+            if !meta.file_type().is_file() {
+                return Err(err(std::io::Error::other(
+                    "is not a regular file: remove it and a new token is written",
+                )));
+            }
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = meta.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    return Err(err(std::io::Error::other(format!(
+                        "has mode {mode:04o}, readable by other users, so the token may be known: delete the file (a new token is written at start) or chmod 600 it if you wrote it yourself"
+                    ))));
+                }
+            }
+            let token = std::fs::read_to_string(path).map_err(err)?;
+            if !token.trim().is_empty() {
+                return Ok(token.trim().to_owned());
+            }
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(err(e)),
     }
     let token = generate_token();
+    write_new_file(path, format!("{token}\n").as_bytes()).map_err(err)?;
+    Ok(token)
+}
+
+/// Writes `bytes` to `path` atomically, mode 0600 from the start: a new file
+/// beside it (created exclusively), synced, renamed over `path`, the directory synced.
+fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(".{name}.{}.tmp", generate_token()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(err)?;
-    writeln!(file, "{token}").map_err(err)?;
-    file.sync_all().map_err(err)?;
-    Ok(token)
+    let written = (|| {
+        let mut file = options.open(&temp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 /// Serves the app on `listener` until `shutdown` completes, then marks health
@@ -176,7 +245,7 @@ pub async fn run(
         ..
     } = app;
     let limit = config.limits.max_request_bytes;
-    let api = Api::new(service.clone(), config.public_json().to_string());
+    let api = Api::new(service.clone(), &config);
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();

@@ -14,6 +14,7 @@ use crate::store::{
     AuditEvent, AuditFilter, Change, ChangeDoc, History, NewAuditEvent, StoreError, Versioned,
 };
 use futures::Stream;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -181,24 +182,58 @@ pub struct Service {
     policy_file: std::sync::RwLock<Option<Arc<PolicyFileStatus>>>,
 }
 
-/// Checks a team or user id: the field name goes into the error.
-pub fn check_id(field: &str, value: &str) -> Result<(), ServiceError> {
+/// Checks a team or user id and returns it in Unicode NFC, the one spelling under
+/// which it is stored, authorized and compared: `café` typed with a combining
+/// accent is the same team as with `é`. Refused, naming the field and the
+/// character: control characters, bidirectional controls (which make an id read as
+/// another), zero-width characters (`ali\u{200b}ce` is not `alice`) and line or
+/// paragraph separators. The one id check: API requests, the configuration's
+/// principals and the policy files all go through it.
+pub fn check_id<'a>(field: &str, value: &'a str) -> Result<Cow<'a, str>, ServiceError> {
+    use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
     if value.trim().is_empty() {
         return Err(ServiceError::invalid(field, "must not be empty"));
     }
+    if let Some((c, what)) = value
+        .chars()
+        .find_map(|c| forbidden_in_id(c).map(|what| (c, what)))
+    {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "{value:?} contains U+{:04X} ({what}): ids may not hold invisible or control characters; remove it",
+                u32::from(c)
+            ),
+        ));
+    }
+    let value: Cow<'a, str> = match is_nfc_quick(value.chars()) {
+        IsNormalized::Yes => Cow::Borrowed(value),
+        _ => Cow::Owned(value.nfc().collect()),
+    };
     if value.chars().count() > MAX_ID_LEN {
         return Err(ServiceError::invalid(
             field,
             format!("must be at most {MAX_ID_LEN} characters"),
         ));
     }
-    if value.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(
-            field,
-            "must not contain control characters",
-        ));
+    Ok(value)
+}
+
+/// What kind of character may not appear in an id, if `c` is one.
+fn forbidden_in_id(c: char) -> Option<&'static str> {
+    match c {
+        '\u{2028}' | '\u{2029}' => Some("a line or paragraph separator"),
+        '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{200E}'
+        | '\u{200F}'
+        | '\u{061C}' => Some("a bidirectional control"),
+        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}' => {
+            Some("a zero-width character")
+        }
+        c if c.is_control() => Some("a control character"),
+        _ => None,
     }
-    Ok(())
 }
 
 impl Service {
@@ -278,7 +313,7 @@ impl Service {
         p: &Principal,
         team: &str,
     ) -> Result<Arc<CachedAdmin>, ServiceError> {
-        check_id("team_id", team)?;
+        let team: &str = &check_id("team_id", team)?;
         authorize(p, team, Action::ReadTeam)?;
         Ok(self.hub.admin(team).await?)
     }
@@ -290,7 +325,7 @@ impl Service {
         controls: AdminControls,
         expected: Option<u64>,
     ) -> Result<Versioned<AdminControls>, ServiceError> {
-        check_id("team_id", team)?;
+        let team: &str = &check_id("team_id", team)?;
         authorize(p, team, Action::WriteTeam)?;
         if let Some(file) = self.policy_file().filter(|f| f.teams.contains(team)) {
             return Err(ServiceError::FailedPrecondition(format!(
@@ -310,7 +345,7 @@ impl Service {
         controls: AdminControls,
         expected: Option<u64>,
     ) -> Result<Versioned<AdminControls>, ServiceError> {
-        check_id("team_id", team)?;
+        let team: &str = &check_id("team_id", team)?;
         let prefix = "auto_run_controls.";
         self.check_lists(
             prefix,
@@ -338,10 +373,11 @@ impl Service {
         p: &Principal,
         mut filter: AuditFilter,
     ) -> Result<Vec<AuditEvent>, ServiceError> {
-        match filter.team_id.as_deref() {
+        match filter.team_id.take() {
             Some(team) => {
-                check_id("team_id", team)?;
-                authorize(p, team, Action::ReadAudit)?;
+                let team = check_id("team_id", &team)?.into_owned();
+                authorize(p, &team, Action::ReadAudit)?;
+                filter.team_id = Some(team);
             }
             None if p.role == crate::auth::Role::Operator => {}
             None => {
@@ -367,8 +403,8 @@ impl Service {
         team: &str,
         user: &str,
     ) -> Result<Arc<CachedUser>, ServiceError> {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::ReadUser(user))?;
         Ok(self.hub.effective(team, user).await?.user)
     }
@@ -381,8 +417,8 @@ impl Service {
         settings: UserSettings,
         expected: Option<u64>,
     ) -> Result<Versioned<UserSettings>, ServiceError> {
-        check_id("settings.team_id", team)?;
-        check_id("settings.user_id", user)?;
+        let team: &str = &check_id("settings.team_id", team)?;
+        let user: &str = &check_id("settings.user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
         self.write_user(p, team, user, settings, expected).await
     }
@@ -463,8 +499,8 @@ impl Service {
     where
         F: Fn(&[String]) -> Result<Result<Vec<String>, String>, ServiceError>,
     {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let current = self.hub.store().get_user(team, user).await?;
@@ -532,8 +568,8 @@ impl Service {
         team: &str,
         user: &str,
     ) -> Result<Effective, ServiceError> {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
         Ok(self.hub.effective(team, user).await?)
     }
@@ -547,6 +583,9 @@ impl Service {
         calls: &[Call],
         explain: bool,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        // normalised here too: the audit records below name them
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         if calls.len() > self.limits.max_batch_calls {
             return Err(ServiceError::invalid(
                 "calls",
@@ -655,7 +694,10 @@ impl Service {
             server,
             &value,
         )
-        .map_err(|e| ServiceError::entries("tools_json.", e))?;
+        .map_err(|e| match e {
+            PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
+            other => ServiceError::entries("", other),
+        })?;
         Ok((filtered, eff.revision))
     }
 
@@ -668,8 +710,8 @@ impl Service {
         user: &str,
         after: Option<u64>,
     ) -> Result<impl Stream<Item = Result<WatchEvent, ServiceError>> + use<>, ServiceError> {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
         // subscribe first: whatever commits from here on reaches the receiver
         let mut rx = self.hub.subscribe(team).await?;
@@ -677,12 +719,7 @@ impl Service {
         let (team, user) = (team.to_owned(), user.to_owned());
         let mut first: Vec<WatchEvent> = Vec::new();
         let mut seen = match after {
-            Some(after) => match this
-                .hub
-                .store()
-                .changes_after(&team, after, u32::MAX)
-                .await?
-            {
+            Some(after) => match this.history_after(&team, after).await? {
                 History::Truncated => {
                     let effective = this.hub.effective(&team, &user).await?;
                     let revision = effective.revision;
@@ -801,6 +838,21 @@ fn excerpt(text: &str) -> String {
         .find(|&n| text.is_char_boundary(n))
         .unwrap_or(0);
     format!("{}…", &text[..cut])
+}
+
+impl Service {
+    /// The changes a watch resumed at `after` missed. A revision the team never
+    /// reached (a client from before a backup restore, or one that made it up) is
+    /// answered like one older than the history: with a resync snapshot. Resuming
+    /// past the head would otherwise skip every change up to that revision, a kill
+    /// switch included.
+    async fn history_after(&self, team: &str, after: u64) -> Result<History, ServiceError> {
+        let store = self.hub.store();
+        if after > store.team_revision(team).await? {
+            return Ok(History::Truncated);
+        }
+        Ok(store.changes_after(team, after, u32::MAX).await?)
+    }
 }
 
 /// Whether a change concerns a subscriber of `user`: every admin change does, a user

@@ -3,7 +3,7 @@
 
 use super::entry::{self, Entry, Side, hint, parse_list, validate_call_name, validate_name};
 use super::matcher::CompiledList;
-use super::shell::Prefix;
+use super::shell::{Prefix, PrefixList};
 use super::{AdminControls, EntryProblem, ListMode, PolicyError, Rule, UserSettings, settings};
 
 /// The most entries one list may hold.
@@ -34,7 +34,7 @@ fn compile_mcp(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -
     }
 }
 
-fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> Vec<Prefix> {
+fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> PrefixList {
     check_len(field, list, problems);
     let mut out = Vec::with_capacity(list.len());
     for (i, raw) in list.iter().enumerate() {
@@ -64,7 +64,7 @@ fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProble
             }),
         }
     }
-    out
+    PrefixList::new(out)
 }
 
 fn result<T>(value: T, problems: Vec<EntryProblem>) -> Result<T, PolicyError> {
@@ -82,10 +82,11 @@ pub struct CompiledAdmin {
     pub(super) allowlist: CompiledList,
     pub(super) blocklist: CompiledList,
     pub(super) access: CompiledList,
-    pub(super) allowed: Vec<Prefix>,
-    pub(super) blocked: Vec<Prefix>,
+    pub(super) allowed: PrefixList,
+    pub(super) blocked: PrefixList,
     pub(super) browser_server_ids: Vec<String>,
-    /// Seed 001 `isDisabledByAdmin`: controls on, and nothing allowed at all.
+    /// Seed 001's `isDisabledByAdmin`: controls on, and nothing allowed at all. In
+    /// union mode the users' own lists count, so it never is.
     pub(super) disabled: bool,
 }
 
@@ -131,6 +132,7 @@ impl CompiledAdmin {
             controls.browser_server_ids.clone()
         };
         let disabled = controls.enabled
+            && controls.list_mode != ListMode::Union
             && controls.mcp_tool_allowlist.is_empty()
             && controls.allowed.is_empty()
             && !controls.enable_run_everything;
@@ -172,8 +174,8 @@ impl CompiledAdmin {
 pub struct CompiledUser {
     pub(super) settings: UserSettings,
     pub(super) allowlist: CompiledList,
-    pub(super) allowed: Vec<Prefix>,
-    pub(super) denied: Vec<Prefix>,
+    pub(super) allowed: PrefixList,
+    pub(super) denied: PrefixList,
 }
 
 impl CompiledUser {
@@ -221,7 +223,7 @@ pub enum AddOutcome {
     CoveredBy(String),
 }
 
-/// Adds `server:tool` by seed 001's `Yro`: both names valid by `ihe` (else an error),
+/// Adds `server:tool` to a list. Seed 001's `Yro`: both names valid (else an error),
 /// no duplicate, nothing `server:*` already covers. Generalising `Yro`, an entry that
 /// `*:*`, `*:tool`, a glob or a preset of the list covers is not added either.
 pub fn add_mcp_entry(list: &[String], server: &str, tool: &str) -> Result<AddOutcome, PolicyError> {
@@ -338,7 +340,7 @@ mod tests {
     }
 
     #[test]
-    fn yro_table() {
+    fn add_mcp_entry_table() {
         type Case<'a> = (&'a [&'a str], &'a str, &'a str, Result<AddOutcome, ()>);
         let table: &[Case<'_>] = &[
             (

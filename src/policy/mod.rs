@@ -33,7 +33,7 @@ pub use settings::{
     AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls,
     UserSettings, default_browser_server_ids,
 };
-pub use shell::{Prefix, SimpleCommand, split as split_command_line};
+pub use shell::{CommandLine, MAX_NESTING, Prefix, PrefixList, SimpleCommand, parse_command_line};
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 
 use serde::{Deserialize, Serialize};

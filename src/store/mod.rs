@@ -34,11 +34,16 @@ pub enum StoreError {
 }
 
 impl From<sqlx::Error> for StoreError {
-    /// The database's own "cannot write now" answers (SQLite busy, read-only, I/O
-    /// error, disk full, cannot open) are an unavailable store: retry later, not a bug.
+    /// A database that cannot take writes (read-only, busy, I/O error, disk full,
+    /// cannot open) is an unavailable store: waiting or an operator helps, not the
+    /// client.
     fn from(e: sqlx::Error) -> Self {
-        // SQLite's primary result codes, in the low byte of an extended code
-        const UNAVAILABLE: [i64; 5] = [5, 8, 10, 13, 14];
+        if let Some(reason) = read_only(&e) {
+            return Self::Unavailable(reason);
+        }
+        // SQLite's primary result codes BUSY, IOERR, FULL, CANTOPEN, in the low byte
+        // of an extended code
+        const UNAVAILABLE: [i64; 4] = [5, 10, 13, 14];
         let sqlite_code = e
             .as_database_error()
             .filter(|d| d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some())
@@ -54,6 +59,22 @@ impl From<sqlx::Error> for StoreError {
             _ => Self::Backend(e),
         }
     }
+}
+
+/// Why a write failed on a database that cannot take writes (SQLite's
+/// `SQLITE_READONLY` family: a read-only file, directory or mount; PostgreSQL's
+/// `read_only_sql_transaction`: a standby), when that is why. Waiting or a fix by
+/// an operator helps, not the client: `UNAVAILABLE` with the reason.
+fn read_only(e: &sqlx::Error) -> Option<String> {
+    let db = e.as_database_error()?;
+    let code = db.code()?;
+    let sqlite_read_only = code.parse::<i32>().is_ok_and(|c| c & 0xff == 8);
+    (sqlite_read_only || code == "25006").then(|| {
+        format!(
+            "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",
+            db.message()
+        )
+    })
 }
 
 /// A stored document with the revision at which it last changed.
@@ -242,4 +263,47 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13 item 9: a write refused because the database is read-only is an
+    /// outage with its reason, not an internal error.
+    #[tokio::test]
+    async fn a_read_only_database_is_unavailable_with_the_reason() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("t.db"))
+            .create_if_missing(true);
+        let rw = sqlx::SqlitePool::connect_with(options.clone())
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (x)")
+            .execute(&rw)
+            .await
+            .unwrap();
+        rw.close().await;
+        // what a file, directory or mount that cannot be written gives
+        let pool = sqlx::SqlitePool::connect_with(options.read_only(true))
+            .await
+            .unwrap();
+        let e: StoreError = sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&pool)
+            .await
+            .unwrap_err()
+            .into();
+        match e {
+            StoreError::Unavailable(reason) => assert!(reason.contains("read-only"), "{reason}"),
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+        let e: StoreError = sqlx::query("SELECT * FROM missing")
+            .execute(&pool)
+            .await
+            .unwrap_err()
+            .into();
+        assert!(matches!(e, StoreError::Backend(_)), "{e:?}");
+    }
 }

@@ -60,6 +60,38 @@ CREATE TABLE audit (
 CREATE INDEX audit_team_id ON audit (team_id, id);
 "];
 
+/// Makes `path` readable and writable by the owner only (0600), whatever the umask:
+/// the audit trail is no one else's to read. With `create`, a missing file is
+/// created so, before SQLite opens it (an empty file is an empty database).
+fn owner_only(path: &Path, create: bool) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let unavailable = |e: std::io::Error| {
+            StoreError::Unavailable(format!("cannot set the mode of {}: {e}", path.display()))
+        };
+        if create {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(unavailable(e)),
+            }
+        }
+        match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {}
+            other => other.map_err(unavailable)?,
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, create);
+    Ok(())
+}
+
 /// Where a document lives.
 enum DocKey<'a> {
     Admin,
@@ -154,6 +186,7 @@ impl SqliteStore {
     /// Opens (creating if missing) the database file and applies pending migrations.
     /// `history_limit` is how many changes per team the change history keeps.
     pub async fn open(path: &Path, history_limit: u64) -> Result<Self, StoreError> {
+        owner_only(path, true)?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -174,6 +207,13 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
+        // SQLite gives the WAL and shared-memory files the database file's mode;
+        // files left by an older version are tightened here
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            owner_only(Path::new(&side), false)?;
+        }
         Ok(Self {
             writer,
             readers,
