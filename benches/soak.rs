@@ -235,7 +235,8 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&dir.path().join("data"));
     config.log.format = toolgate::config::LogFormat::Json;
-    config.log.level = "warn".into();
+    // warnings, and the "serving" line the harness waits for
+    config.log.level = "warn,toolgate::server=info".into();
     config.watch.queue_bytes = 16 * 1024 * 1024;
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();

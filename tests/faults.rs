@@ -199,21 +199,32 @@ fn chattr(path: &Path, flag: &str) -> bool {
 /// reason, decisions served; writable again, writes go on without a restart.
 #[tokio::test]
 async fn sqlite_read_only_refuses_writes_until_writable() {
-    let dir = tempfile::tempdir().unwrap();
+    // the temp directory, else cargo's own (on the checkout's filesystem): /tmp may be
+    // a tmpfs or an overlay, which have no immutable flag
+    let Some(dir) = [
+        std::env::temp_dir(),
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+    ]
+    .into_iter()
+    .filter_map(|base| tempfile::tempdir_in(base).ok())
+    .find(|dir| {
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, b"").is_ok() && chattr(&probe, "+i") && chattr(&probe, "-i")
+    }) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the read-only fault: chattr +i, as root, on the temp directory's or the target directory's filesystem"
+        );
+        eprintln!(
+            "skipped the read-only fault: chattr +i is not possible here (needs root and an ext4-like filesystem)"
+        );
+        return;
+    };
     let server = start_checked(dir.path()).await;
     let mut acked = vec![(write(&server, "a:1").await.unwrap(), "a:1".to_owned())];
     let db = db_path(dir.path());
     let wal = dir.path().join("toolgate.db-wal");
-    if !chattr(&wal, "+i") {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the read-only fault (chattr +i on the temp directory's filesystem, as root)"
-        );
-        eprintln!(
-            "skipped the read-only fault: chattr +i is not possible here (needs root and ext4-like /tmp)"
-        );
-        return;
-    }
+    assert!(chattr(&wal, "+i"));
     chattr(&db, "+i");
     let err = write(&server, "a:lost").await.unwrap_err();
     chattr(&wal, "-i");
