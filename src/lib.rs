@@ -2,7 +2,9 @@
 
 pub mod auth;
 pub mod config;
+pub mod export;
 pub mod grpc;
+pub mod hook;
 pub mod hub;
 pub mod managed;
 pub mod policy;

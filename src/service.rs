@@ -189,6 +189,20 @@ pub struct Service {
 }
 
 /// Checks a team or user id: the field name goes into the error.
+/// Empty team and user ids stand for the caller's own, where its token names them (a
+/// member's names both, a service's its team), so a hook needs no ids of its own.
+pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a str, &'a str) {
+    let team = match (team.is_empty(), p.team.as_deref()) {
+        (true, Some(own)) => own,
+        _ => team,
+    };
+    let user = match (user.is_empty(), p.user.as_deref()) {
+        (true, Some(own)) => own,
+        _ => user,
+    };
+    (team, user)
+}
+
 pub fn check_id(field: &str, value: &str) -> Result<(), ServiceError> {
     if value.trim().is_empty() {
         return Err(ServiceError::invalid(field, "must not be empty"));
@@ -513,6 +527,7 @@ impl Service {
         team: &str,
         user: &str,
     ) -> Result<Effective, ServiceError> {
+        let (team, user) = own_subject(p, team, user);
         check_id("team_id", team)?;
         check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
@@ -538,6 +553,7 @@ impl Service {
                 ),
             ));
         }
+        let (team, user) = own_subject(p, team, user);
         let eff = self.effective(p, team, user).await?;
         let decide = if explain {
             policy::explain_in
