@@ -198,3 +198,39 @@ async fn install_merges_into_existing_settings() {
         std::fs::read_to_string(dir.path().join("etc/claude-code/managed-settings.json")).unwrap();
     assert!(managed.contains("\"allowManagedHooksOnly\": true"));
 }
+
+#[tokio::test]
+async fn export_prints_the_effective_policy_with_warnings() {
+    let (server, _dir) = start().await;
+    policy(&server).await;
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["--server", &format!("http://{}", server.addr)])
+        .args(["--token", "alice-token", "export", "claude-code"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let allow = v["permissions"]["allow"].as_array().unwrap();
+    assert!(allow.contains(&Value::from("Bash(npm test *)")));
+    assert!(allow.contains(&Value::from("mcp__github__create_issue")));
+    assert!(allow.contains(&Value::from("Read")));
+    assert!(
+        v["permissions"]["deny"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("mcp__github__delete_repo"))
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // `git status` shares its first word with the blocked `git push`
+    assert!(
+        stderr.contains("warning: allowed prefix \"git status\" is not exported"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("exported policy revision 2"), "{stderr}");
+    server.stop().await;
+}

@@ -22,7 +22,9 @@ fn gemini_name(canonical: &str) -> &str {
 /// Characters after an allowed prefix that keep a command plain words: no quotes,
 /// escapes, substitutions, globs, groups or separators (it is matched against the
 /// call's JSON, so a quote or backslash in the command shows up escaped and is refused).
-const PLAIN_TAIL: &str = r#"[^"\\$`(){}<>;&|*?\[\]~!#]*"#;
+/// Parentheses and braces are written as `\x..` so Gemini's nested-quantifier check,
+/// which reads the pattern as text, does not refuse it.
+const PLAIN_TAIL: &str = r#"[^"\\$`\x28\x29\x7b\x7d<>;&|*?\[\]~!#]*"#;
 
 fn regex_escape(s: &str) -> String {
     let mut out = String::new();
@@ -65,7 +67,7 @@ pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
     for w in &plan.shell_allow {
         // the whole command must be the prefix plus plain words, so what toolgate
         // reads as opaque never matches an allow rule
-        let regex = format!("{}(?: {PLAIN_TAIL})?\"", regex_escape(&w.join(" ")));
+        let regex = format!("{}(?:\"| {PLAIN_TAIL}\")", regex_escape(&w.join(" ")));
         rule(
             &mut out,
             &[
