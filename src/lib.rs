@@ -1,6 +1,7 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod export;
 pub mod grpc;

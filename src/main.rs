@@ -1,8 +1,8 @@
 //! The `toolgate` binary: parses the command line, loads the configuration and runs
 //! the server (everything else lives in the library).
 
-mod agent_cli;
-mod cli;
+use toolgate::cli;
+use toolgate::cli::agent as agent_cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};

@@ -2,14 +2,14 @@
 //! run. The logic is the library's (`toolgate::hook`, `toolgate::export`); this is
 //! the I/O around it: stdin, files, the server call, the exit code.
 
+use crate::export::{self, Format};
+use crate::grpc::client::{Client as Server, ClientConfig};
+use crate::hook::install::{self, Scope};
+use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Verdict};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use toolgate::export::{self, Format};
-use toolgate::grpc::client::{Client as Server, ClientConfig};
-use toolgate::hook::install::{self, Scope};
-use toolgate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClientName {
