@@ -91,6 +91,9 @@ async fn hook_answers_match_the_golden_table() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
+    // a listener that never accepts: the connection opens, no answer ever comes
+    let silent_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = format!("http://{}", silent_listener.local_addr().unwrap());
     let cases: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(Path::new(DATA).join("cases.json")).unwrap())
             .unwrap();
@@ -108,11 +111,19 @@ async fn hook_answers_match_the_golden_table() {
             .as_array()
             .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
             .unwrap_or_default();
-        let addr = if case["server"] == "down" { &down } else { &up };
+        let addr = match case["server"].as_str() {
+            Some("down") => &down,
+            Some("silent") => &silent,
+            _ => &up,
+        };
         let token = case["token"].as_str().unwrap_or("alice-token");
         let out = hook(addr, token, case["client"].as_str().unwrap(), &args, stdin).await;
         // the addresses change from run to run
-        let clean = |s: &str| s.replace(&down, "http://DOWN").replace(&up, "http://UP");
+        let clean = |s: &str| {
+            s.replace(&down, "http://DOWN")
+                .replace(&silent, "http://SILENT")
+                .replace(&up, "http://UP")
+        };
         report.push_str(&format!(
             "== {name}\nexit: {}\nstdout: {}\nstderr: {}\n",
             out.exit,
@@ -125,6 +136,7 @@ async fn hook_answers_match_the_golden_table() {
         std::fs::write(&golden, &report).unwrap();
     }
     let want = std::fs::read_to_string(&golden).unwrap_or_default();
+    drop(silent_listener);
     assert_eq!(
         report, want,
         "hook answers differ from tests/data/hooks/cases.golden (UPDATE_GOLDEN=1 rewrites it)"

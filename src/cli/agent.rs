@@ -194,7 +194,9 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         token_file: conn.token_file,
         team: args.team.clone(),
         user: args.user.clone(),
-        deadline: Duration::from_millis(args.timeout_ms.max(1)),
+        // the whole call is bounded below; the client's own step deadlines are wider,
+        // so the answer says which deadline passed the same way every time
+        deadline: Duration::from_millis(args.timeout_ms.max(1)) * 2,
     };
     // one call: a single-threaded runtime starts in microseconds
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -204,12 +206,26 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         Ok(r) => r,
         Err(e) => return hook::failure(client, &format!("starting the runtime: {e}"), options),
     };
+    // one deadline for connecting and deciding together
+    let deadline = Duration::from_millis(args.timeout_ms.max(1));
     let decided = runtime.block_on(async {
-        let mut server = Server::connect(config).await?;
-        server.evaluate(&parsed.call).await
+        tokio::time::timeout(deadline, async {
+            let mut server = Server::connect(config).await?;
+            server.evaluate(&parsed.call).await
+        })
+        .await
     });
     match decided {
-        Ok(d) => hook::reply(
+        Err(_) => hook::failure(
+            client,
+            &format!(
+                "the toolgate server did not decide within {} ms",
+                deadline.as_millis()
+            ),
+            options,
+        ),
+        Ok(Err(e)) => hook::failure(client, &e.to_string(), options),
+        Ok(Ok(d)) => hook::reply(
             client,
             &Verdict {
                 outcome: d.outcome,
@@ -220,7 +236,6 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
             parsed.note.as_deref(),
             options,
         ),
-        Err(e) => hook::failure(client, &e.to_string(), options),
     }
 }
 
