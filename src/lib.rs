@@ -3,7 +3,9 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod export;
 pub mod grpc;
+pub mod hook;
 pub mod hub;
 pub mod managed;
 pub mod policy;
