@@ -26,6 +26,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub watch: WatchConfig,
     pub limits: LimitsConfig,
+    pub connections: ConnectionsConfig,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
@@ -44,6 +45,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             watch: WatchConfig::default(),
             limits: LimitsConfig::default(),
+            connections: ConnectionsConfig::default(),
             log: LogConfig::default(),
             telemetry: TelemetryConfig::default(),
             shutdown_grace_secs: 10,
@@ -52,12 +54,49 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// `postgres://…` for replicas sharing PostgreSQL, `sqlite://PATH`, or unset for
     /// `<data_dir>/toolgate.db`.
     pub url: Option<String>,
+    /// Seconds between checks of the store (the SQLite file still the one opened,
+    /// `PRAGMA quick_check`) and retries of a catch-up that failed.
+    pub check_secs: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            check_secs: 5,
+        }
+    }
+}
+
+/// Limits on client connections, so idle or silent ones cannot pile up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionsConfig {
+    /// Most open connections; past it, new ones are closed at once (and logged).
+    pub max: usize,
+    /// Seconds a connection may go without sending a byte before it is closed. Live
+    /// HTTP/2 clients answer the keepalive pings, so only silent peers are closed.
+    pub idle_timeout_secs: u64,
+    /// Seconds between HTTP/2 keepalive pings, and how long an answer may take.
+    pub keepalive_interval_secs: u64,
+    pub keepalive_timeout_secs: u64,
+}
+
+impl Default for ConnectionsConfig {
+    fn default() -> Self {
+        Self {
+            max: 10_000,
+            idle_timeout_secs: 300,
+            keepalive_interval_secs: 30,
+            keepalive_timeout_secs: 10,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -103,6 +142,9 @@ pub struct WatchConfig {
     pub queue_size: usize,
     /// How many changes per team the history keeps for resuming subscribers.
     pub history_per_team: u64,
+    /// Bytes of changes a team keeps queued for subscribers that have not read them;
+    /// a subscriber that falls further behind is resynced.
+    pub queue_bytes: usize,
 }
 
 impl Default for WatchConfig {
@@ -111,6 +153,7 @@ impl Default for WatchConfig {
             heartbeat_secs: 15,
             queue_size: 1024,
             history_per_team: 10_000,
+            queue_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -127,6 +170,10 @@ pub struct LimitsConfig {
     /// Most users of one team whose compiled settings are kept in memory; past it,
     /// some are let go and read again from the store when next needed.
     pub max_cached_users_per_team: usize,
+    /// Longest shell command or file path in a call, in bytes.
+    pub max_command_bytes: usize,
+    /// Seconds a team nobody watches or touches stays in memory.
+    pub team_idle_secs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -136,6 +183,8 @@ impl Default for LimitsConfig {
             max_batch_calls: 1_000,
             max_list_entries: crate::policy::MAX_LIST_ENTRIES,
             max_cached_users_per_team: 100_000,
+            max_command_bytes: 64 * 1024,
+            team_idle_secs: 600,
         }
     }
 }
@@ -400,6 +449,35 @@ impl Config {
         }
         if self.limits.max_cached_users_per_team == 0 {
             problems.push("limits.max_cached_users_per_team: must be at least 1".into());
+        }
+        if self.limits.max_command_bytes == 0 {
+            problems.push("limits.max_command_bytes: must be at least 1".into());
+        }
+        if self.limits.team_idle_secs == 0 {
+            problems.push("limits.team_idle_secs: must be at least 1".into());
+        }
+        if self.watch.queue_bytes == 0 {
+            problems.push("watch.queue_bytes: must be at least 1".into());
+        }
+        if self.store.check_secs == 0 {
+            problems.push("store.check_secs: must be at least 1".into());
+        }
+        let c = &self.connections;
+        for (name, value) in [
+            ("max", c.max as u64),
+            ("idle_timeout_secs", c.idle_timeout_secs),
+            ("keepalive_interval_secs", c.keepalive_interval_secs),
+            ("keepalive_timeout_secs", c.keepalive_timeout_secs),
+        ] {
+            if value == 0 {
+                problems.push(format!("connections.{name}: must be at least 1"));
+            }
+        }
+        if c.idle_timeout_secs <= c.keepalive_interval_secs {
+            problems.push(format!(
+                "connections.idle_timeout_secs: {} must be longer than keepalive_interval_secs ({}): live clients that only answer pings would be closed",
+                c.idle_timeout_secs, c.keepalive_interval_secs
+            ));
         }
         if let Some(endpoint) = &self.telemetry.otlp_endpoint
             && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))

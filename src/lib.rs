@@ -1,9 +1,11 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod export;
+pub mod connections;
 pub mod grpc;
 pub mod hook;
 pub mod hub;

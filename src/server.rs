@@ -72,20 +72,37 @@ impl App {
             None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
         };
         let notices = store.notices().await?;
-        let hub = Arc::new(Hub::new(
-            store,
-            config.watch.queue_size,
-            config.limits.max_cached_users_per_team,
-        ));
+        let hub = Arc::new(
+            Hub::new(
+                store,
+                config.watch.queue_size,
+                config.limits.max_cached_users_per_team,
+            )
+            .with_queue_bytes(config.watch.queue_bytes),
+        );
         if let Some(notices) = notices {
             tokio::spawn(hub.clone().follow(notices));
         }
         let shutdown = CancellationToken::new();
+        {
+            let monitor = hub.clone().monitor(
+                Duration::from_secs(config.store.check_secs),
+                Duration::from_secs(config.limits.team_idle_secs),
+            );
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = monitor => {}
+                    () = stop.cancelled() => {}
+                }
+            });
+        }
         let service = Arc::new(Service::new(
             hub,
             config.limits.clone(),
             Duration::from_secs(config.watch.heartbeat_secs),
             shutdown.clone(),
+            Some(config.data_dir.join(crate::audit::SPILL_FILE)),
         ));
         if let Some(path) = &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
@@ -228,7 +245,7 @@ pub async fn run(
         ..
     } = app;
     let limit = config.limits.max_request_bytes;
-    let api = Api::new(service, &config);
+    let api = Api::new(service.clone(), &config);
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -251,6 +268,13 @@ pub async fn run(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    let follow_health = CancellationToken::new();
+    tokio::spawn(report_health(
+        service.hub().health(),
+        health.clone(),
+        follow_health.clone(),
+    ));
+
     let drain_started = Arc::new(tokio::sync::Notify::new());
     let signal = {
         let drain_started = drain_started.clone();
@@ -258,6 +282,7 @@ pub async fn run(
         async move {
             shutdown.await;
             info!("shutting down: draining calls");
+            follow_health.cancel();
             for name in SERVICE_NAMES {
                 health
                     .set_service_status(name, ServingStatus::NotServing)
@@ -271,7 +296,20 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "serving");
     }
+    let connections = &config.connections;
+    let max_connections = crate::connections::effective_max(connections.max);
+    let incoming = crate::connections::incoming(
+        incoming(listener),
+        max_connections,
+        Duration::from_secs(connections.idle_timeout_secs),
+    );
     let serve = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(
+            connections.keepalive_interval_secs,
+        )))
+        .http2_keepalive_timeout(Some(Duration::from_secs(
+            connections.keepalive_timeout_secs,
+        )))
         .trace_fn(|req| tracing::info_span!("rpc", path = %req.uri().path()))
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -292,20 +330,69 @@ pub async fn run(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
         ))
-        .serve_with_incoming_shutdown(incoming(listener), signal);
+        .serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
-    tokio::select! {
-        result = &mut serve => result?,
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let deadline = tokio::select! {
+        result = &mut serve => {
+            result?;
+            tokio::time::Instant::now() + grace
+        }
         () = drain_started.notified() => {
-            let grace = Duration::from_secs(config.shutdown_grace_secs);
-            match tokio::time::timeout(grace, serve).await {
+            let deadline = tokio::time::Instant::now() + grace;
+            match tokio::time::timeout_at(deadline, serve).await {
                 Ok(result) => result?,
                 Err(_) => warn!(grace_secs = config.shutdown_grace_secs, "drain deadline passed: closing open calls"),
             }
+            deadline
         }
-    }
+    };
+    // the DENY records of the last calls, within what is left of the grace (at least
+    // a moment: they are in the spill file first, so this only saves a replay)
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    service
+        .drain_audit(left.max(Duration::from_millis(500)))
+        .await;
     info!("stopped");
     Ok(())
+}
+
+/// Follows the hub's health: a store unfit for writes takes the server and the write
+/// services to NOT_SERVING (decisions go on from the cache); a stale team, whose
+/// committed changes may not be applied here, takes the server and `PolicyService`.
+async fn report_health(
+    mut hub: tokio::sync::watch::Receiver<crate::hub::HubHealth>,
+    health: tonic_health::server::HealthReporter,
+    stop: CancellationToken,
+) {
+    loop {
+        let (store_ok, current) = {
+            let h = hub.borrow_and_update();
+            (h.store.is_none(), h.stale.is_empty())
+        };
+        if stop.is_cancelled() {
+            return;
+        }
+        let status = |ok: bool| {
+            if ok {
+                ServingStatus::Serving
+            } else {
+                ServingStatus::NotServing
+            }
+        };
+        for (name, ok) in [
+            ("", store_ok && current),
+            ("toolgate.v1.AdminService", store_ok),
+            ("toolgate.v1.UserSettingsService", store_ok),
+            ("toolgate.v1.PolicyService", current),
+        ] {
+            health.set_service_status(name, status(ok)).await;
+        }
+        tokio::select! {
+            changed = hub.changed() => if changed.is_err() { return },
+            () = stop.cancelled() => return,
+        }
+    }
 }
 
 /// Accepted connections with `TCP_NODELAY` (a small answer is sent at once, not held

@@ -34,10 +34,29 @@ pub enum StoreError {
 }
 
 impl From<sqlx::Error> for StoreError {
+    /// A database that cannot take writes (read-only, busy, I/O error, disk full,
+    /// cannot open) is an unavailable store: waiting or an operator helps, not the
+    /// client.
     fn from(e: sqlx::Error) -> Self {
-        match read_only(&e) {
-            Some(reason) => Self::Unavailable(reason),
-            None => Self::Backend(e),
+        if let Some(reason) = read_only(&e) {
+            return Self::Unavailable(reason);
+        }
+        // SQLite's primary result codes BUSY, IOERR, FULL, CANTOPEN, in the low byte
+        // of an extended code
+        const UNAVAILABLE: [i64; 4] = [5, 10, 13, 14];
+        let sqlite_code = e
+            .as_database_error()
+            .filter(|d| d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some())
+            .and_then(|d| d.code())
+            .and_then(|c| c.parse::<i64>().ok());
+        match (sqlite_code, &e) {
+            (Some(code), _) if UNAVAILABLE.contains(&(code & 0xff)) => {
+                Self::Unavailable(format!("sqlite: {e}"))
+            }
+            (_, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => {
+                Self::Unavailable(format!("store: {e}"))
+            }
+            _ => Self::Backend(e),
         }
     }
 }
@@ -113,7 +132,7 @@ pub enum History {
 }
 
 /// An audit record to append.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewAuditEvent {
     pub team_id: String,
     pub revision: u64,
@@ -211,6 +230,12 @@ pub trait Store: Send + Sync + 'static {
     /// `None` for a backend only this process writes.
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         Ok(None)
+    }
+
+    /// Whether writes can be trusted to last (e.g. the database file is still the
+    /// one opened); asked on a timer. While it fails, writes fail with the same error.
+    async fn check(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 
