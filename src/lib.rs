@@ -1,8 +1,13 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
+pub mod audit;
 pub mod auth;
+pub mod cli;
 pub mod config;
+pub mod connections;
+pub mod export;
 pub mod grpc;
+pub mod hook;
 pub mod hub;
 pub mod managed;
 pub mod policy;

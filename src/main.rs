@@ -1,7 +1,8 @@
 //! The `toolgate` binary: parses the command line, loads the configuration and runs
 //! the server (everything else lives in the library).
 
-mod cli;
+use toolgate::cli;
+use toolgate::cli::agent as agent_cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -31,6 +32,11 @@ enum Command {
     HashToken { token: Option<String> },
     /// Prints a new random token and its SHA-256.
     NewToken,
+    /// The pre-tool hook an agent client runs (claude-code, codex, cursor, gemini).
+    #[command(subcommand)]
+    Hook(agent_cli::HookCommand),
+    /// The effective policy in an agent client's own permission format.
+    Export(agent_cli::ExportArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
 }
@@ -93,7 +99,14 @@ async fn wait_signal() {
 /// Errors print as one `error: …` line chain, without a backtrace: they are for
 /// people running a command, not for debugging toolgate.
 fn main() -> std::process::ExitCode {
-    match run() {
+    let parsed = Cli::parse();
+    // the hook runs once per tool call: no thread pool, and it answers every failure
+    // itself in the client's own words
+    if let Command::Hook(command) = parsed.command {
+        let code = agent_cli::run_hook(command, connection(&parsed.connection));
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -102,10 +115,24 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+fn connection(c: &cli::Connection) -> agent_cli::Connection {
+    agent_cli::Connection {
+        server: c.server.clone(),
+        token: c.token.clone(),
+        token_file: c.token_file.clone(),
+    }
+}
+
 #[tokio::main]
-async fn run() -> anyhow::Result<()> {
-    let parsed = Cli::parse();
+async fn run(parsed: Cli) -> anyhow::Result<()> {
     match parsed.command {
+        Command::Hook(_) => unreachable!("answered before the runtime starts"),
+        Command::Export(args) => {
+            let code = agent_cli::run_export(args, connection(&parsed.connection)).await?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
         Command::Serve(args) => {
             let config = args.load()?;
             let telemetry = toolgate::telemetry::init(&config)?;
@@ -126,7 +153,7 @@ async fn run() -> anyhow::Result<()> {
         Command::CheckConfig(args) => {
             let config = args.load()?;
             if let Some(path) = &config.policy_file {
-                let text = std::fs::read_to_string(path)
+                let text = toolgate::policy_file::read_file(path)
                     .with_context(|| format!("cannot read policy file {}", path.display()))?;
                 toolgate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
                     .map_err(|errors| {

@@ -682,18 +682,26 @@ async fn health_and_server_config() {
             tonic_health::pb::health_check_response::ServingStatus::Serving as i32
         );
     }
-    let cfg = server
-        .info("alice-token")
-        .get_server_config(pb::GetServerConfigRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let json: Value = serde_json::from_str(&cfg.config_json).unwrap();
+    let config = |token: &'static str| {
+        let mut info = server.info(token);
+        async move {
+            let cfg = info
+                .get_server_config(pb::GetServerConfigRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            serde_json::from_str::<Value>(&cfg.config_json).unwrap()
+        }
+    };
+    let json = config("operator-token").await;
     assert!(
         json["auth"]["tokens"][0].get("sha256").is_none(),
         "token hashes are not exposed"
     );
     assert_eq!(json["auth"]["tokens"][0]["name"], "operator");
+    // principals are for operators only
+    let json = config("alice-token").await;
+    assert!(json.get("auth").is_none(), "{json}");
     server.stop().await;
 }
 

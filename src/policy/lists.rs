@@ -9,6 +9,10 @@ use super::{AdminControls, EntryProblem, ListMode, PolicyError, Rule, UserSettin
 /// The most entries one list may hold.
 pub const MAX_LIST_ENTRIES: usize = 100_000;
 
+/// The longest command prefix, in bytes: MCP entries are bounded by seed 001's 256
+/// characters a side, and a prefix is a few command words, so this is generous.
+pub const MAX_PREFIX_LEN: usize = 1_024;
+
 fn check_len(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) {
     if list.len() > MAX_LIST_ENTRIES {
         problems.push(EntryProblem {
@@ -34,6 +38,22 @@ fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProble
     check_len(field, list, problems);
     let mut out = Vec::with_capacity(list.len());
     for (i, raw) in list.iter().enumerate() {
+        if raw.len() > MAX_PREFIX_LEN {
+            // the entry is echoed cut short: the error must not grow with the input
+            let cut = (0..=64)
+                .rev()
+                .find(|&n| raw.is_char_boundary(n))
+                .unwrap_or(0);
+            problems.push(EntryProblem {
+                field: format!("{field}[{i}]"),
+                entry: format!("{}… ({} bytes)", &raw[..cut], raw.len()),
+                rule: Rule::TooLong,
+                hint: format!(
+                    "a command prefix is at most {MAX_PREFIX_LEN} bytes: keep the command words that decide"
+                ),
+            });
+            continue;
+        }
         match Prefix::parse(raw) {
             Some(p) => out.push(p),
             None => problems.push(EntryProblem {

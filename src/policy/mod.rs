@@ -25,8 +25,8 @@ pub use entry::{
     validate_call_name, validate_name,
 };
 pub use lists::{
-    AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, add_mcp_entry, normalise,
-    remove_entry,
+    AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, MAX_PREFIX_LEN, add_mcp_entry,
+    normalise, remove_entry,
 };
 pub use matcher::{CompiledList, reference_first_match};
 pub use settings::{

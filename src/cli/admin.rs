@@ -1,0 +1,442 @@
+//! `admin get|diff|apply` and `kill-switch`: team admin settings as code.
+
+use super::args::AdminCommand;
+use super::client::{Clients, rpc_error};
+use super::output::Render;
+use super::{EXIT_CONFLICT, EXIT_DIFFERENT};
+use crate::grpc::convert::{controls_from_pb, controls_to_pb};
+use crate::policy::AdminControls;
+use crate::policy_file::{self, TeamPolicy};
+use crate::proto::v1 as pb;
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+use serde_json::Value;
+
+async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u64)> {
+    let s = c
+        .admin()
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: team.into(),
+        })
+        .await
+        .map_err(rpc_error)?
+        .into_inner();
+    let controls = controls_from_pb(s.auto_run_controls.unwrap_or_default())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok((controls, s.revision))
+}
+
+fn read_policy(file: &std::path::Path) -> anyhow::Result<TeamPolicy> {
+    let text =
+        policy_file::read_file(file).with_context(|| format!("reading {}", file.display()))?;
+    policy_file::parse_team_policy(&file.display().to_string(), &text)
+        .map_err(|errors| anyhow::anyhow!(policy_file::format_errors(&errors)))
+}
+
+/// One change to one field of the admin controls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Change {
+    /// An entry added to a list.
+    Add { field: String, value: Value },
+    /// An entry removed from a list.
+    Remove { field: String, value: Value },
+    /// The same entries in another order (order matters: the first match wins).
+    Reorder { field: String, value: Value },
+    /// A scalar (or a list replacing a non-list) set to a new value.
+    Set {
+        field: String,
+        from: Value,
+        to: Value,
+    },
+}
+
+impl Change {
+    fn line(&self) -> String {
+        match self {
+            Self::Add { field, value } => format!("  + {field}: {value}"),
+            Self::Remove { field, value } => format!("  - {field}: {value}"),
+            Self::Reorder { field, value } => format!("  ~ {field}: reordered to {value}"),
+            Self::Set { field, from, to } => format!("  ~ {field}: {from} -> {to}"),
+        }
+    }
+}
+
+/// What applying `wanted` over `current` changes: lists by entry, scalars by value.
+pub fn diff(current: &AdminControls, wanted: &AdminControls) -> Vec<Change> {
+    let (a, b) = (
+        serde_json::to_value(current).unwrap_or_default(),
+        serde_json::to_value(wanted).unwrap_or_default(),
+    );
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return Vec::new();
+    };
+    let mut changes = Vec::new();
+    for (field, new) in b {
+        let old = a.get(field).cloned().unwrap_or(Value::Null);
+        if &old == new {
+            continue;
+        }
+        let field = field.clone();
+        match (old.as_array(), new.as_array()) {
+            (Some(old), Some(new)) => {
+                let before = changes.len();
+                for e in old.iter().filter(|e| !new.contains(e)) {
+                    changes.push(Change::Remove {
+                        field: field.clone(),
+                        value: e.clone(),
+                    });
+                }
+                for e in new.iter().filter(|e| !old.contains(e)) {
+                    changes.push(Change::Add {
+                        field: field.clone(),
+                        value: e.clone(),
+                    });
+                }
+                if changes.len() == before {
+                    changes.push(Change::Reorder {
+                        field,
+                        value: Value::from(new.clone()),
+                    });
+                }
+            }
+            _ => changes.push(Change::Set {
+                field,
+                from: old,
+                to: new.clone(),
+            }),
+        }
+    }
+    changes
+}
+
+/// `admin diff`: the team's revision and what the file would change.
+#[derive(Debug, Serialize)]
+pub struct DiffReport {
+    pub team: String,
+    pub revision: u64,
+    pub changes: Vec<Change>,
+}
+
+impl Render for DiffReport {
+    fn human(&self) -> String {
+        let (team, revision) = (&self.team, self.revision);
+        if self.changes.is_empty() {
+            return format!("team {team} (revision {revision}): no changes\n");
+        }
+        let mut out = format!("team {team} (revision {revision}):\n");
+        for change in &self.changes {
+            out.push_str(&change.line());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// `admin apply`: the diff and what became of it.
+#[derive(Debug, Serialize)]
+pub struct ApplyReport {
+    #[serde(flatten)]
+    pub diff: DiffReport,
+    pub expected_revision: u64,
+    pub applied: bool,
+    pub dry_run: bool,
+    /// Why nothing was applied, when someone else wrote first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Render for ApplyReport {
+    fn human(&self) -> String {
+        let mut out = self.diff.human();
+        if self.applied {
+            out.push_str(&format!(
+                "applied: team {} is at revision {}\n",
+                self.diff.team, self.diff.revision
+            ));
+        } else if self.dry_run {
+            out.push_str("dry run: nothing applied\n");
+        }
+        out
+    }
+}
+
+/// `admin get`: the team's policy file, with the revision it was read at.
+#[derive(Debug, Serialize)]
+pub struct PolicyReport {
+    pub revision: u64,
+    pub policy: TeamPolicy,
+}
+
+impl Render for PolicyReport {
+    fn human(&self) -> String {
+        policy_file::to_yaml(&self.policy)
+    }
+}
+
+/// `kill-switch on|off`: where the switch stands.
+#[derive(Debug, Serialize)]
+pub struct KillSwitchReport {
+    pub team: String,
+    pub kill_switch: bool,
+    pub revision: u64,
+    pub changed: bool,
+}
+
+impl Render for KillSwitchReport {
+    fn human(&self) -> String {
+        let state = if self.kill_switch { "on" } else { "off" };
+        if self.changed {
+            format!(
+                "kill switch of team {} is {state} (revision {})\n",
+                self.team, self.revision
+            )
+        } else {
+            format!("kill switch of team {} is already {state}\n", self.team)
+        }
+    }
+}
+
+pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32> {
+    match cmd {
+        AdminCommand::Get { team } => {
+            let (controls, revision) = get_admin(c, &team).await?;
+            c.out.print(&PolicyReport {
+                revision,
+                policy: TeamPolicy {
+                    team,
+                    // so that applying an edited copy fails if someone else wrote meanwhile
+                    revision: Some(revision),
+                    auto_run_controls: controls,
+                },
+            });
+            Ok(0)
+        }
+        AdminCommand::Diff { file } => {
+            let policy = read_policy(&file)?;
+            let (current, revision) = get_admin(c, &policy.team).await?;
+            let report = DiffReport {
+                changes: diff(&current, &policy.auto_run_controls),
+                team: policy.team,
+                revision,
+            };
+            c.out.print(&report);
+            Ok(if report.changes.is_empty() {
+                0
+            } else {
+                EXIT_DIFFERENT
+            })
+        }
+        AdminCommand::Apply {
+            file,
+            dry_run,
+            expected_revision,
+        } => {
+            let policy = read_policy(&file)?;
+            let (current, revision) = get_admin(c, &policy.team).await?;
+            let expected = expected_revision.or(policy.revision).unwrap_or(revision);
+            let mut report = ApplyReport {
+                diff: DiffReport {
+                    team: policy.team.clone(),
+                    revision,
+                    changes: diff(&current, &policy.auto_run_controls),
+                },
+                expected_revision: expected,
+                applied: false,
+                dry_run,
+                error: None,
+            };
+            if dry_run || report.diff.changes.is_empty() {
+                c.out.print(&report);
+                return Ok(0);
+            }
+            let result = c
+                .admin()
+                .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                    team_id: policy.team.clone(),
+                    auto_run_controls: Some(controls_to_pb(&policy.auto_run_controls)),
+                    expected_revision: Some(expected),
+                })
+                .await;
+            match result {
+                Ok(r) => {
+                    report.applied = true;
+                    report.diff.revision = r.into_inner().revision;
+                    c.out.print(&report);
+                    Ok(0)
+                }
+                Err(status) if status.code() == tonic::Code::Aborted => {
+                    let message = format!(
+                        "not applied: team {} changed since revision {expected} ({}): run `toolgate admin diff -f {}`, review, then apply again",
+                        policy.team,
+                        status.message(),
+                        file.display()
+                    );
+                    report.error = Some(message.clone());
+                    c.out.print(&report);
+                    eprintln!("{message}");
+                    Ok(EXIT_CONFLICT)
+                }
+                Err(status) => Err(rpc_error(status)),
+            }
+        }
+    }
+}
+
+pub(super) async fn kill_switch(c: &Clients, team: &str, on: bool) -> anyhow::Result<i32> {
+    for _ in 0..5 {
+        let (mut controls, revision) = get_admin(c, team).await?;
+        let mut report = KillSwitchReport {
+            team: team.to_owned(),
+            kill_switch: on,
+            revision,
+            changed: false,
+        };
+        if controls.kill_switch == on {
+            c.out.print(&report);
+            return Ok(0);
+        }
+        controls.kill_switch = on;
+        let r = c
+            .admin()
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: team.into(),
+                auto_run_controls: Some(controls_to_pb(&controls)),
+                expected_revision: Some(revision),
+            })
+            .await;
+        match r {
+            Ok(r) => {
+                report.revision = r.into_inner().revision;
+                report.changed = true;
+                c.out.print(&report);
+                return Ok(0);
+            }
+            // someone else wrote in between: read again and flip only the switch
+            Err(s) if s.code() == tonic::Code::Aborted => continue,
+            Err(s) => return Err(rpc_error(s)),
+        }
+    }
+    bail!("the team's settings keep changing: try again")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Output, Printer};
+    use serde_json::json;
+
+    fn controls(allow: &[&str], kill_switch: bool) -> AdminControls {
+        AdminControls {
+            enabled: true,
+            kill_switch,
+            mcp_tool_allowlist: allow.iter().map(|s| (*s).to_owned()).collect(),
+            ..AdminControls::default()
+        }
+    }
+
+    #[test]
+    fn diff_lists_entries_added_and_removed_and_scalars_set() {
+        let changes = diff(
+            &controls(&["a:x", "b:y"], false),
+            &controls(&["b:y", "c:z"], true),
+        );
+        let field = "mcp_tool_allowlist".to_owned();
+        assert!(changes.contains(&Change::Remove {
+            field: field.clone(),
+            value: json!("a:x"),
+        }));
+        assert!(changes.contains(&Change::Add {
+            field,
+            value: json!("c:z"),
+        }));
+        assert!(changes.contains(&Change::Set {
+            field: "kill_switch".into(),
+            from: json!(false),
+            to: json!(true),
+        }));
+        assert_eq!(changes.len(), 3, "{changes:?}");
+    }
+
+    #[test]
+    fn diff_reports_a_reorder_and_nothing_for_equal_controls() {
+        let (ab, ba) = (
+            controls(&["a:x", "b:y"], false),
+            controls(&["b:y", "a:x"], false),
+        );
+        assert_eq!(diff(&ab, &ab), []);
+        assert_eq!(
+            diff(&ab, &ba),
+            [Change::Reorder {
+                field: "mcp_tool_allowlist".into(),
+                value: json!(["b:y", "a:x"]),
+            }]
+        );
+    }
+
+    fn apply_report(applied: bool, dry_run: bool) -> ApplyReport {
+        ApplyReport {
+            diff: DiffReport {
+                team: "acme".into(),
+                revision: 2,
+                changes: vec![Change::Add {
+                    field: "mcp_tool_allowlist".into(),
+                    value: json!("jira:*"),
+                }],
+            },
+            expected_revision: 1,
+            applied,
+            dry_run,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn apply_renders_the_diff_then_its_fate() {
+        let human = Printer(Output::Human);
+        assert_eq!(
+            human.render(&apply_report(true, false)),
+            "team acme (revision 2):\n  + mcp_tool_allowlist: \"jira:*\"\napplied: team acme is at revision 2\n"
+        );
+        assert!(
+            human
+                .render(&apply_report(false, true))
+                .ends_with("dry run: nothing applied\n")
+        );
+        let json: Value =
+            serde_json::from_str(&Printer(Output::Json).render(&apply_report(false, true)))
+                .unwrap();
+        assert_eq!(
+            json,
+            json!({"team": "acme", "revision": 2, "expected_revision": 1, "applied": false,
+                   "dry_run": true,
+                   "changes": [{"op": "add", "field": "mcp_tool_allowlist", "value": "jira:*"}]})
+        );
+    }
+
+    #[test]
+    fn no_changes_reads_as_one_line() {
+        let report = DiffReport {
+            team: "acme".into(),
+            revision: 0,
+            changes: Vec::new(),
+        };
+        assert_eq!(report.human(), "team acme (revision 0): no changes\n");
+    }
+
+    #[test]
+    fn kill_switch_says_whether_it_moved() {
+        let mut report = KillSwitchReport {
+            team: "acme".into(),
+            kill_switch: true,
+            revision: 3,
+            changed: true,
+        };
+        assert_eq!(
+            report.human(),
+            "kill switch of team acme is on (revision 3)\n"
+        );
+        report.changed = false;
+        assert_eq!(report.human(), "kill switch of team acme is already on\n");
+    }
+}

@@ -1,0 +1,110 @@
+//! `watch`: policy events as they arrive.
+
+use super::client::{Clients, rpc_error};
+use super::output::Render;
+use crate::grpc::convert::controls_from_pb;
+use crate::proto::v1 as pb;
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::json;
+
+pub(super) async fn watch(
+    c: &Clients,
+    team: &str,
+    user: &str,
+    after: Option<u64>,
+) -> anyhow::Result<i32> {
+    use pb::policy_event::Event;
+    let mut events = c
+        .policy()
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: team.into(),
+            user_id: user.into(),
+            after_revision: after,
+        })
+        .await
+        .map_err(rpc_error)?
+        .into_inner();
+    while let Some(e) = events.next().await {
+        let e = e.map_err(rpc_error)?;
+        let (kind, body) = match &e.event {
+            Some(Event::Snapshot(s)) => {
+                let p = s.policy.clone().unwrap_or_default();
+                let admin = p
+                    .admin
+                    .and_then(|a| a.auto_run_controls)
+                    .map(|a| controls_from_pb(a).ok());
+                let user = p.user.map(|u| {
+                    json!({"mcp_allowed_tools": u.mcp_allowed_tools, "use_yolo_mode": u.use_yolo_mode,
+                           "yolo_enable_run_everything": u.yolo_enable_run_everything})
+                });
+                let files: serde_json::Map<String, serde_json::Value> = p
+                    .file_allowlists
+                    .iter()
+                    .map(|l| (l.server.clone(), json!(l.allowed_tools)))
+                    .collect();
+                (
+                    if s.resync { "resync" } else { "snapshot" },
+                    json!({"admin": admin, "user": user, "file_allowlists": files}),
+                )
+            }
+            Some(Event::AdminSettings(a)) => (
+                "admin",
+                json!({"controls": a.auto_run_controls.clone().map(|a| controls_from_pb(a).ok()), "by": a.updated_by}),
+            ),
+            Some(Event::UserSettings(u)) => (
+                "user",
+                json!({"user": u.user_id, "mcp_allowed_tools": u.mcp_allowed_tools, "by": u.updated_by}),
+            ),
+            Some(Event::Heartbeat(_)) => ("heartbeat", serde_json::Value::Null),
+            None => continue,
+        };
+        c.out.print(&WatchLine {
+            revision: e.revision,
+            event: kind,
+            data: body,
+        });
+    }
+    Ok(0)
+}
+
+/// One policy event as the command prints it.
+#[derive(Debug, Serialize)]
+pub struct WatchLine {
+    pub revision: u64,
+    /// snapshot, resync, admin, user or heartbeat.
+    pub event: &'static str,
+    pub data: serde_json::Value,
+}
+
+impl Render for WatchLine {
+    fn human(&self) -> String {
+        let (revision, kind) = (self.revision, self.event);
+        if self.data.is_null() {
+            format!("rev {revision:<6} {kind}\n")
+        } else {
+            format!("rev {revision:<6} {kind:<9} {}\n", self.data)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heartbeat_has_no_body_and_a_change_shows_its_data() {
+        let beat = WatchLine {
+            revision: 3,
+            event: "heartbeat",
+            data: serde_json::Value::Null,
+        };
+        assert_eq!(beat.human(), "rev 3      heartbeat\n");
+        let user = WatchLine {
+            revision: 4,
+            event: "user",
+            data: json!({"user": "alice"}),
+        };
+        assert_eq!(user.human(), "rev 4      user      {\"user\":\"alice\"}\n");
+    }
+}
