@@ -8,6 +8,7 @@
 
 mod gate;
 mod http;
+mod lines;
 mod session;
 mod upstream;
 
@@ -96,7 +97,9 @@ where
         )
     })?;
     let shared = shared(&config, Some(who))?;
-    // an over-long line is dropped and answered with a JSON-RPC error, the session lives on
+    // a line that is not JSON or is too long is answered with a JSON-RPC error, and
+    // the session lives on
+    let (read, write) = tokio::io::split(lines::guard(read, write));
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
         .with_max_line_length(MAX_MESSAGE_BYTES);
     let running = Session::new(shared)
