@@ -13,6 +13,7 @@ pub mod managed;
 pub mod policy;
 pub mod policy_file;
 pub mod proto;
+pub mod proxy;
 pub mod server;
 pub mod service;
 pub mod store;
