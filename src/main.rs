@@ -2,6 +2,7 @@
 //! the server (everything else lives in the library).
 
 use toolgate::cli;
+use toolgate::cli::agent as agent_cli;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -31,8 +32,105 @@ enum Command {
     HashToken { token: Option<String> },
     /// Prints a new random token and its SHA-256.
     NewToken,
+    /// The pre-tool hook an agent client runs (claude-code, codex, cursor, gemini).
+    #[command(subcommand)]
+    Hook(agent_cli::HookCommand),
+    /// The effective policy in an agent client's own permission format.
+    Export(agent_cli::ExportArgs),
+    /// An MCP gateway in front of one MCP server: shows and runs only what the policy
+    /// allows, re-announcing the tool list when it changes.
+    Proxy(ProxyArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+}
+
+#[derive(Debug, clap::Args)]
+struct ProxyArgs {
+    /// The proxied server's id in policy entries (`github` for `github:create_issue`).
+    #[arg(long)]
+    server_id: String,
+    /// stdio mode: the team whose policy applies.
+    #[arg(long, env = "TOOLGATE_TEAM")]
+    team: Option<String>,
+    /// stdio mode: the user whose policy applies.
+    #[arg(long, env = "TOOLGATE_USER")]
+    user: Option<String>,
+    /// Serve Streamable HTTP at this address (path /mcp) instead of stdio.
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// HTTP mode: TOML or YAML file listing the users' bearer tokens (`tokens: [{name,
+    /// sha256, role: member, team, user}]`).
+    #[arg(long)]
+    clients: Option<PathBuf>,
+    /// The upstream's Streamable HTTP URL, instead of a command.
+    #[arg(long, conflicts_with = "command")]
+    upstream_url: Option<String>,
+    /// Keep showing the last known tools this long while toolgate is unreachable.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    max_staleness: std::time::Duration,
+    /// The upstream command and its arguments, after `--`.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+async fn proxy(connection: &cli::Connection, args: ProxyArgs) -> anyhow::Result<()> {
+    use toolgate::proxy;
+    // stdout may be the MCP stream: logs go to stderr only
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .try_init();
+    let upstream = match (args.upstream_url, args.command.is_empty()) {
+        (Some(url), _) => proxy::Target::Url(url),
+        (None, false) => proxy::Target::Command(args.command),
+        (None, true) => {
+            anyhow::bail!("no upstream: give its command after `--` or --upstream-url URL")
+        }
+    };
+    // as the client commands read it (to share once the client module lands)
+    let token = match (&connection.token, &connection.token_file) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("reading {}", f.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        (None, None) => None,
+    };
+    let config = proxy::ProxyConfig {
+        server: connection.server.clone(),
+        token,
+        server_id: args.server_id,
+        upstream,
+        who: match (args.team, args.user) {
+            (Some(team), Some(user)) => Some(proxy::Who { team, user }),
+            _ => None,
+        },
+        listen: args.listen,
+        clients: args
+            .clients
+            .as_deref()
+            .map(proxy::ClientTokens::load)
+            .transpose()?,
+        max_staleness: args.max_staleness,
+    };
+    match config.listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            eprintln!(
+                "toolgate proxy: listening on http://{}/mcp",
+                listener.local_addr()?
+            );
+            proxy::run_http(config, listener, shutdown_signal()).await?;
+        }
+        None => proxy::run_stdio(config).await?,
+    }
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -93,7 +191,14 @@ async fn wait_signal() {
 /// Errors print as one `error: …` line chain, without a backtrace: they are for
 /// people running a command, not for debugging toolgate.
 fn main() -> std::process::ExitCode {
-    match run() {
+    let parsed = Cli::parse();
+    // the hook runs once per tool call: no thread pool, and it answers every failure
+    // itself in the client's own words
+    if let Command::Hook(command) = parsed.command {
+        let code = agent_cli::run_hook(command, connection(&parsed.connection));
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -102,10 +207,24 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+fn connection(c: &cli::Connection) -> agent_cli::Connection {
+    agent_cli::Connection {
+        server: c.server.clone(),
+        token: c.token.clone(),
+        token_file: c.token_file.clone(),
+    }
+}
+
 #[tokio::main]
-async fn run() -> anyhow::Result<()> {
-    let parsed = Cli::parse();
+async fn run(parsed: Cli) -> anyhow::Result<()> {
     match parsed.command {
+        Command::Hook(_) => unreachable!("answered before the runtime starts"),
+        Command::Export(args) => {
+            let code = agent_cli::run_export(args, connection(&parsed.connection)).await?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
         Command::Serve(args) => {
             let config = args.load()?;
             let telemetry = toolgate::telemetry::init(&config)?;
@@ -160,6 +279,7 @@ async fn run() -> anyhow::Result<()> {
                 toolgate::auth::hash_token(&token)
             );
         }
+        Command::Proxy(args) => proxy(&parsed.connection, args).await?,
         Command::Client(command) => match cli::run(&parsed.connection, command).await {
             Ok(0) => {}
             Ok(code) => std::process::exit(code),

@@ -182,6 +182,20 @@ pub struct Service {
     policy_file: std::sync::RwLock<Option<Arc<PolicyFileStatus>>>,
 }
 
+/// Empty team and user ids stand for the caller's own, where its token names them (a
+/// member's names both, a service's its team), so a hook needs no ids of its own.
+pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a str, &'a str) {
+    let team = match (team.is_empty(), p.team.as_deref()) {
+        (true, Some(own)) => own,
+        _ => team,
+    };
+    let user = match (user.is_empty(), p.user.as_deref()) {
+        (true, Some(own)) => own,
+        _ => user,
+    };
+    (team, user)
+}
+
 /// Checks a team or user id and returns it in Unicode NFC, the one spelling under
 /// which it is stored, authorized and compared: `café` typed with a combining
 /// accent is the same team as with `é`. Refused, naming the field and the
@@ -568,6 +582,7 @@ impl Service {
         team: &str,
         user: &str,
     ) -> Result<Effective, ServiceError> {
+        let (team, user) = own_subject(p, team, user);
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
@@ -599,6 +614,7 @@ impl Service {
         for (i, call) in calls.iter().enumerate() {
             self.check_call_size(calls.len(), i, call)?;
         }
+        let (team, user) = own_subject(p, team, user);
         let eff = self.effective(p, team, user).await?;
         let decide = if explain {
             policy::explain_in

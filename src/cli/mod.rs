@@ -7,6 +7,7 @@
 //! and 11 for DENY.
 
 mod admin;
+pub mod agent;
 mod allowlist;
 mod args;
 mod audit;

@@ -1,6 +1,7 @@
 //! The gRPC layer: tonic services over the domain [`Service`]. The only code that
 //! sees protobuf and tonic types.
 
+pub mod client;
 pub mod codec;
 pub mod convert;
 mod error;

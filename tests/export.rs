@@ -1,0 +1,220 @@
+//! `toolgate export`: the exported files, read by the clients' own checkers, agree with
+//! toolgate's decisions on the table in tests/data/export/agreement.json, and never
+//! allow what toolgate would not. The checkers are `codex execpolicy check` (npm
+//! `@openai/codex`, via TOOLGATE_TEST_CODEX) and Gemini CLI's PolicyEngine (npm
+//! `@google/gemini-cli`, its package directory in TOOLGATE_TEST_GEMINI), both pinned
+//! in .ci/run. Without them the test says so and checks the rest, except in CI.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use toolgate::export::{Format, export};
+use toolgate::policy::{
+    AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, UserSettings, decide,
+};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/export");
+const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fakes");
+
+fn tool(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but {var} is not set: .ci/run installs it")
+        }
+        None => {
+            eprintln!("skipped the {var} checker: set {var} to run it");
+            None
+        }
+    }
+}
+
+struct Table {
+    admin: AdminControls,
+    user: UserSettings,
+    calls: Vec<Value>,
+    warnings: Vec<String>,
+}
+
+fn table() -> Table {
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(DATA).join("agreement.json")).unwrap(),
+    )
+    .unwrap();
+    Table {
+        admin: serde_json::from_value(v["admin"].clone()).unwrap(),
+        user: serde_json::from_value(v["user"].clone()).unwrap(),
+        calls: v["calls"].as_array().unwrap().clone(),
+        warnings: serde_json::from_value(v["warnings"].clone()).unwrap(),
+    }
+}
+
+fn call_of(c: &Value) -> Call {
+    if let Some(line) = c["shell"].as_str() {
+        return Call::Shell(line.to_owned());
+    }
+    let (server, tool) = c["mcp"].as_str().unwrap().split_once(':').unwrap();
+    Call::Mcp {
+        server: server.into(),
+        tool: tool.into(),
+    }
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Allow => "ALLOW",
+        Outcome::Ask => "ASK",
+        Outcome::Deny => "DENY",
+    }
+}
+
+/// What toolgate decides is what the table says.
+#[test]
+fn the_table_holds_toolgate_decisions() {
+    let t = table();
+    let admin = CompiledAdmin::compile(&t.admin).unwrap();
+    let user = CompiledUser::compile(&t.user).unwrap();
+    for c in &t.calls {
+        let got = outcome_name(decide(&admin, &user, &call_of(c)).outcome);
+        assert_eq!(got, c["toolgate"], "toolgate on {c}");
+    }
+}
+
+/// What the formats cannot say is warned about, never dropped silently.
+#[test]
+fn what_cannot_be_expressed_is_warned() {
+    let t = table();
+    let e = export(Format::Gemini, &t.admin, &t.user, &[]).unwrap();
+    for want in &t.warnings {
+        assert!(
+            e.warnings.iter().any(|w| w.contains(want.as_str())),
+            "no warning contains {want:?}: {:#?}",
+            e.warnings
+        );
+    }
+    let claude: Value = serde_json::from_str(
+        &export(Format::ClaudeCode, &t.admin, &t.user, &[])
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    let allow = claude["permissions"]["allow"].as_array().unwrap();
+    assert!(allow.contains(&json!("Bash(npm run test *)")));
+    // `*:drop_*` could deny a github tool, which no native deny says: not allowed whole
+    assert!(!allow.contains(&json!("mcp__github")));
+    assert!(allow.contains(&json!("Read")));
+    assert!(
+        !allow
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with("Bash(git"))
+    );
+    let deny = claude["permissions"]["deny"].as_array().unwrap();
+    assert!(deny.contains(&json!("mcp__github__delete_repo")));
+    let ask = claude["permissions"]["ask"].as_array().unwrap();
+    assert!(ask.contains(&json!("Bash(rm *)")));
+    assert!(ask.contains(&json!("Bash(*$(*)")));
+}
+
+/// Never allows what toolgate would not; denies only what toolgate denies.
+fn agrees(toolgate: &str, native: &str) -> bool {
+    match native {
+        "allow" => toolgate == "ALLOW",
+        "deny" | "forbidden" => toolgate == "DENY",
+        _ => true,
+    }
+}
+
+#[test]
+fn codex_execpolicy_agrees() {
+    let Some(codex) = tool("TOOLGATE_TEST_CODEX") else {
+        return;
+    };
+    let t = table();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("toolgate.rules");
+    std::fs::write(
+        &rules,
+        export(Format::CodexRules, &t.admin, &t.user, &[])
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    let home = dir.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    for c in t.calls.iter().filter(|c| c["codex"] != "n/a") {
+        let argv: Vec<&str> = c["shell"].as_str().unwrap().split_whitespace().collect();
+        let out = std::process::Command::new(&codex)
+            .args(["execpolicy", "check", "--rules"])
+            .arg(&rules)
+            .arg("--")
+            .args(&argv)
+            .env("CODEX_HOME", &home)
+            .output()
+            .expect("codex runs");
+        assert!(
+            out.status.success(),
+            "codex execpolicy check failed on {c}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got = v.get("decision").cloned().unwrap_or(Value::Null);
+        assert_eq!(got, c["codex"], "codex on {c}: {v}");
+        if let Some(native) = got.as_str() {
+            assert!(agrees(c["toolgate"].as_str().unwrap(), native), "{c}");
+        }
+    }
+    // the requirements form parses too, and asks for every blocked prefix
+    let req = export(Format::CodexRequirements, &t.admin, &t.user, &[]).unwrap();
+    let parsed: toml::Table = req.text.parse().expect("requirements.toml parses");
+    assert_eq!(parsed["rules"]["prefix_rules"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn gemini_policy_engine_agrees() {
+    let Some(gemini) = tool("TOOLGATE_TEST_GEMINI") else {
+        return;
+    };
+    let t = table();
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(
+        policies.join("toolgate.toml"),
+        export(Format::Gemini, &t.admin, &t.user, &[]).unwrap().text,
+    )
+    .unwrap();
+    let calls: Vec<Value> = t
+        .calls
+        .iter()
+        .map(|c| match call_of(c) {
+            Call::Shell(line) => json!({"name": "run_shell_command", "args": {"command": line}}),
+            Call::Mcp { server, tool } if server == "builtin" => json!({"name": tool}),
+            Call::Mcp { server, tool } => {
+                json!({"name": format!("mcp_{server}_{tool}"), "server": server})
+            }
+            _ => unreachable!(),
+        })
+        .collect();
+    let calls_file = dir.path().join("calls.json");
+    std::fs::write(&calls_file, Value::Array(calls).to_string()).unwrap();
+    let out = std::process::Command::new("node")
+        .arg(Path::new(FAKES).join("gemini_policy.mjs"))
+        .arg(&gemini)
+        .arg(&policies)
+        .arg(&calls_file)
+        .env("HOME", dir.path())
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "gemini policy check failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or("");
+    let decisions: Vec<String> = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("not a decision list ({e}): {stdout}"));
+    for (c, got) in t.calls.iter().zip(&decisions) {
+        assert_eq!(got, &c["gemini"], "gemini on {c}");
+        assert!(agrees(c["toolgate"].as_str().unwrap(), got), "{c}");
+    }
+}
