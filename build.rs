@@ -10,6 +10,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
     let include = protoc_bin_vendored::include_path()?;
     tonic_prost_build::configure()
+        // a request that does not decode is INVALID_ARGUMENT (src/grpc/codec.rs)
+        .codec_path("crate::grpc::codec::Codec")
         .file_descriptor_set_path(out_dir.join("toolgate_descriptor.bin"))
         .compile_with_config(
             config,

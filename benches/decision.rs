@@ -4,7 +4,12 @@
 //! (`reference_first_match`), and two general-purpose engines holding the same list,
 //! cedar-policy (one `permit` per entry) and casbin (one `p` line per entry).
 //!
-//! `cargo bench --bench decision` (smoke run: `cargo bench --bench decision -- --test`)
+//! Then shell decisions (`policy::decide` on `Call::Shell`): a 200-character line of
+//! nine allowed commands against 10 and 1,000 allowed and blocked prefixes, the
+//! reader alone on that line, and a 1 MB line against 1,000 prefixes.
+//!
+//! `cargo bench --bench decision` (smoke run: `cargo bench --bench decision -- --test`;
+//! shell decisions only: `cargo bench --bench decision -- shell`)
 //!
 //! Every engine's answer is checked against the linear scan before anything is timed.
 //! After criterion's summary the bench prints one JSON line of medians in ns:
@@ -24,7 +29,7 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 use toolgate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, Outcome, Reason, Side,
-    UserSettings, decide, reference_first_match,
+    UserSettings, decide, parse_command_line, reference_first_match,
 };
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];
@@ -349,6 +354,113 @@ fn bench_size(c: &mut Criterion, n: usize) {
     }
 }
 
+/// A 200-character line of nine commands, every one allowed by the lists below.
+const LINE_200: &str = "cd src/policy && git -C . status -s --porcelain | grep -v '^??' && npm test -- --runInBand --silent; ls -la src | wc -l && echo \"done with the checks\" && cargo build --release 2>&1 | tail -n 20 # ok";
+const SHELL_SIZES: [usize; 2] = [10, 1_000];
+/// The shell benchmarks, as `implementation/prefixes/case`.
+const SHELL_IDS: [&str; 6] = [
+    "shell_decide/10/line_200",
+    "shell_decide/1000/line_200",
+    "shell_read/0/line_200",
+    "shell_decide/1000/line_1mb",
+    "shell_decide/1000/line_1mb_blocked",
+    "shell_read/0/line_1mb",
+];
+
+/// `n` allowed and `n` blocked prefixes: those the line needs (or that must not
+/// match it), then filler of two words each.
+fn shell_admin(n: usize) -> CompiledAdmin {
+    let fill = |head: &[&str], word: &str| -> Vec<String> {
+        head.iter()
+            .map(|s| (*s).to_owned())
+            .chain((head.len()..n).map(|i| format!("{word}{i} sub{i}")))
+            .collect()
+    };
+    let allowed = fill(
+        &[
+            "cd", "git", "grep", "npm test", "ls", "wc", "echo", "cargo", "tail",
+        ],
+        "tool",
+    );
+    let blocked = fill(&["rm", "git push", "curl"], "blk");
+    CompiledAdmin::compile(&AdminControls {
+        enabled: true,
+        allowed,
+        blocked,
+        ..AdminControls::default()
+    })
+    .unwrap()
+}
+
+fn bench_shell(c: &mut Criterion) {
+    let user = CompiledUser::compile(&UserSettings {
+        use_yolo_mode: true,
+        ..UserSettings::default()
+    })
+    .unwrap();
+    assert_eq!(LINE_200.len(), 200);
+    let line_1mb = "git status -s && ".repeat(1_000_000 / 17) + "ls";
+    let blocked_1mb = line_1mb.clone() + " && blk999 -v sub999";
+    let mut g = c.benchmark_group("decision");
+    g.warm_up_time(Duration::from_secs(1))
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(2));
+    for n in SHELL_SIZES {
+        let admin = shell_admin(n);
+        let call = Call::Shell(LINE_200.to_owned());
+        let d = decide(&admin, &user, &call);
+        assert_eq!(
+            (d.outcome, d.reason),
+            (Outcome::Allow, Reason::CommandAllowed),
+            "{d:?}"
+        );
+        g.bench_function(
+            BenchmarkId::new(format!("shell_decide/{n}"), "line_200"),
+            |b| b.iter(|| decide(black_box(&admin), &user, black_box(&call))),
+        );
+    }
+    g.bench_function(BenchmarkId::new("shell_read/0", "line_200"), |b| {
+        b.iter(|| parse_command_line(black_box(LINE_200)))
+    });
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    let admin = shell_admin(1_000);
+    let call = Call::Shell(line_1mb.clone());
+    let blocked = Call::Shell(blocked_1mb);
+    let d = decide(&admin, &user, &call);
+    assert_eq!(
+        (d.outcome, d.reason),
+        (Outcome::Allow, Reason::CommandAllowed)
+    );
+    let d = decide(&admin, &user, &blocked);
+    assert_eq!(
+        (d.outcome, d.reason),
+        (Outcome::Ask, Reason::CommandBlocked)
+    );
+    g.bench_function(BenchmarkId::new("shell_decide/1000", "line_1mb"), |b| {
+        b.iter(|| decide(black_box(&admin), &user, black_box(&call)))
+    });
+    g.bench_function(
+        BenchmarkId::new("shell_decide/1000", "line_1mb_blocked"),
+        |b| b.iter(|| decide(black_box(&admin), &user, black_box(&blocked))),
+    );
+    g.bench_function(BenchmarkId::new("shell_read/0", "line_1mb"), |b| {
+        b.iter(|| parse_command_line(black_box(&line_1mb)))
+    });
+    g.finish();
+}
+
+/// Whether the command line's filters all name shell benchmarks, so the MCP lists
+/// (whose set-up takes minutes at 100,000 entries) need not be built.
+fn only_shell() -> bool {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    !filters.is_empty() && filters.iter().all(|f| f.contains("shell"))
+}
+
 /// Where criterion writes its estimates, found as criterion finds it.
 fn criterion_home() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
@@ -388,8 +500,11 @@ fn median_ns(home: &std::path::Path, id: &str, since: SystemTime) -> Option<f64>
 fn main() {
     let started = SystemTime::now();
     let mut c = Criterion::default().configure_from_args();
-    for n in SIZES {
-        bench_size(&mut c, n);
+    bench_shell(&mut c);
+    if !only_shell() {
+        for n in SIZES {
+            bench_size(&mut c, n);
+        }
     }
     c.final_summary();
 
@@ -404,6 +519,11 @@ fn main() {
                 figures.push(format!("\"{id}\":{value}"));
             }
         }
+    }
+    for id in SHELL_IDS {
+        let value = median_ns(&home, id, started)
+            .map_or_else(|| "null".to_owned(), |ns| format!("{ns:.1}"));
+        figures.push(format!("\"{id}\":{value}"));
     }
     println!(
         "{{\"bench\":\"decision\",\"median_ns\":{{{}}}}}",

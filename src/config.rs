@@ -26,6 +26,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub watch: WatchConfig,
     pub limits: LimitsConfig,
+    pub connections: ConnectionsConfig,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
@@ -44,6 +45,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             watch: WatchConfig::default(),
             limits: LimitsConfig::default(),
+            connections: ConnectionsConfig::default(),
             log: LogConfig::default(),
             telemetry: TelemetryConfig::default(),
             shutdown_grace_secs: 10,
@@ -52,12 +54,49 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// `postgres://…` for replicas sharing PostgreSQL, `sqlite://PATH`, or unset for
     /// `<data_dir>/toolgate.db`.
     pub url: Option<String>,
+    /// Seconds between checks of the store (the SQLite file still the one opened,
+    /// `PRAGMA quick_check`) and retries of a catch-up that failed.
+    pub check_secs: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            check_secs: 5,
+        }
+    }
+}
+
+/// Limits on client connections, so idle or silent ones cannot pile up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionsConfig {
+    /// Most open connections; past it, new ones are closed at once (and logged).
+    pub max: usize,
+    /// Seconds a connection may go without sending a byte before it is closed. Live
+    /// HTTP/2 clients answer the keepalive pings, so only silent peers are closed.
+    pub idle_timeout_secs: u64,
+    /// Seconds between HTTP/2 keepalive pings, and how long an answer may take.
+    pub keepalive_interval_secs: u64,
+    pub keepalive_timeout_secs: u64,
+}
+
+impl Default for ConnectionsConfig {
+    fn default() -> Self {
+        Self {
+            max: 10_000,
+            idle_timeout_secs: 300,
+            keepalive_interval_secs: 30,
+            keepalive_timeout_secs: 10,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -103,6 +142,9 @@ pub struct WatchConfig {
     pub queue_size: usize,
     /// How many changes per team the history keeps for resuming subscribers.
     pub history_per_team: u64,
+    /// Bytes of changes a team keeps queued for subscribers that have not read them;
+    /// a subscriber that falls further behind is resynced.
+    pub queue_bytes: usize,
 }
 
 impl Default for WatchConfig {
@@ -111,6 +153,7 @@ impl Default for WatchConfig {
             heartbeat_secs: 15,
             queue_size: 1024,
             history_per_team: 10_000,
+            queue_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -127,6 +170,10 @@ pub struct LimitsConfig {
     /// Most users of one team whose compiled settings are kept in memory; past it,
     /// some are let go and read again from the store when next needed.
     pub max_cached_users_per_team: usize,
+    /// Longest shell command or file path in a call, in bytes.
+    pub max_command_bytes: usize,
+    /// Seconds a team nobody watches or touches stays in memory.
+    pub team_idle_secs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -136,6 +183,8 @@ impl Default for LimitsConfig {
             max_batch_calls: 1_000,
             max_list_entries: crate::policy::MAX_LIST_ENTRIES,
             max_cached_users_per_team: 100_000,
+            max_command_bytes: 64 * 1024,
+            team_idle_secs: 600,
         }
     }
 }
@@ -170,6 +219,10 @@ impl Default for LogConfig {
 pub struct TelemetryConfig {
     /// OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`; unset exports no spans.
     pub otlp_endpoint: Option<String>,
+    /// gRPC metadata sent with every export, e.g. a collector's `authorization`
+    /// header. Treated as secrets: `GetServerConfig` and `check-config` show the
+    /// names only.
+    pub otlp_headers: BTreeMap<String, String>,
     pub service_name: String,
 }
 
@@ -177,6 +230,7 @@ impl Default for TelemetryConfig {
     fn default() -> Self {
         Self {
             otlp_endpoint: None,
+            otlp_headers: BTreeMap::new(),
             service_name: "toolgate".into(),
         }
     }
@@ -348,6 +402,7 @@ impl Config {
                 ));
             }
             check_scope(&mut problems, &at, t.role, t.team.as_deref());
+            check_ids(&mut problems, &at, t.team.as_deref(), t.user.as_deref());
         }
         if let Some(anon) = &self.auth.anonymous {
             check_scope(
@@ -355,6 +410,12 @@ impl Config {
                 "auth.anonymous",
                 anon.role,
                 anon.team.as_deref(),
+            );
+            check_ids(
+                &mut problems,
+                "auth.anonymous",
+                anon.team.as_deref(),
+                anon.user.as_deref(),
             );
             if matches!(&listen, Ok(addr) if !addr.ip().is_loopback()) {
                 problems.push(format!(
@@ -389,12 +450,58 @@ impl Config {
         if self.limits.max_cached_users_per_team == 0 {
             problems.push("limits.max_cached_users_per_team: must be at least 1".into());
         }
+        if self.limits.max_command_bytes == 0 {
+            problems.push("limits.max_command_bytes: must be at least 1".into());
+        }
+        if self.limits.team_idle_secs == 0 {
+            problems.push("limits.team_idle_secs: must be at least 1".into());
+        }
+        if self.watch.queue_bytes == 0 {
+            problems.push("watch.queue_bytes: must be at least 1".into());
+        }
+        if self.store.check_secs == 0 {
+            problems.push("store.check_secs: must be at least 1".into());
+        }
+        let c = &self.connections;
+        for (name, value) in [
+            ("max", c.max as u64),
+            ("idle_timeout_secs", c.idle_timeout_secs),
+            ("keepalive_interval_secs", c.keepalive_interval_secs),
+            ("keepalive_timeout_secs", c.keepalive_timeout_secs),
+        ] {
+            if value == 0 {
+                problems.push(format!("connections.{name}: must be at least 1"));
+            }
+        }
+        if c.idle_timeout_secs <= c.keepalive_interval_secs {
+            problems.push(format!(
+                "connections.idle_timeout_secs: {} must be longer than keepalive_interval_secs ({}): live clients that only answer pings would be closed",
+                c.idle_timeout_secs, c.keepalive_interval_secs
+            ));
+        }
         if let Some(endpoint) = &self.telemetry.otlp_endpoint
             && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
         {
             problems.push(format!(
                 "telemetry.otlp_endpoint: {endpoint:?} is not a URL: use http://HOST:4317 (OTLP over gRPC)"
             ));
+        }
+        for (name, value) in &self.telemetry.otlp_headers {
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+            if !name_ok || name.ends_with("-bin") {
+                problems.push(format!(
+                    "telemetry.otlp_headers: {name:?} is not a header name: use lowercase letters, digits, '-', '_' or '.'"
+                ));
+            }
+            if !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                // the value is a secret: name the header only
+                problems.push(format!(
+                    "telemetry.otlp_headers.{name}: the value must be printable ASCII"
+                ));
+            }
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
             problems.push(format!(
@@ -441,8 +548,8 @@ impl Config {
                     Principal {
                         name: t.name.clone(),
                         role: t.role,
-                        team: t.team.clone(),
-                        user: Some(t.user.clone().unwrap_or_else(|| t.name.clone())),
+                        team: t.team.as_deref().map(normalised),
+                        user: Some(normalised(t.user.as_deref().unwrap_or(&t.name))),
                     },
                 ))
             })
@@ -454,17 +561,29 @@ impl Config {
         self.auth.anonymous.as_ref().map(|a| Principal {
             name: "anonymous".into(),
             role: a.role,
-            team: a.team.clone(),
-            user: a.user.clone(),
+            team: a.team.as_deref().map(normalised),
+            user: a.user.as_deref().map(normalised),
         })
     }
 
-    /// The configuration without secrets, for `GetServerConfig`.
+    /// The configuration as an operator sees it (`GetServerConfig`, `check-config`):
+    /// every credential redacted by [`redact_url`], token hashes and OTLP header
+    /// values removed.
     pub fn public_json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).unwrap_or_default();
         if let Some(url) = self.store.url.as_deref() {
-            value["store"]["url"] = serde_json::Value::String(redact_password(url));
+            value["store"]["url"] = serde_json::Value::String(redact_url(url));
         }
+        if let Some(endpoint) = self.telemetry.otlp_endpoint.as_deref() {
+            value["telemetry"]["otlp_endpoint"] = serde_json::Value::String(redact_url(endpoint));
+        }
+        value["telemetry"]["otlp_headers"] = self
+            .telemetry
+            .otlp_headers
+            .keys()
+            .map(|name| (name.clone(), serde_json::Value::String(REDACTED.into())))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         if let Some(tokens) = value
             .pointer_mut("/auth/tokens")
             .and_then(|t| t.as_array_mut())
@@ -477,20 +596,118 @@ impl Config {
         }
         value
     }
+
+    /// The configuration as a team principal sees it: the operator's view without
+    /// the principals (`auth`) and without where the store and the collector are,
+    /// even redacted: a member needs none of it to use the server.
+    pub fn team_json(&self) -> serde_json::Value {
+        let mut value = self.public_json();
+        if let Some(root) = value.as_object_mut() {
+            root.remove("auth");
+        }
+        value["store"]["url"] = serde_json::Value::String(OPERATORS_ONLY.into());
+        if let Some(telemetry) = value["telemetry"].as_object_mut() {
+            telemetry.remove("otlp_endpoint");
+            telemetry.remove("otlp_headers");
+        }
+        value
+    }
 }
 
-/// `scheme://user:secret@host/…` → `scheme://user:***@host/…`.
-fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+/// What a redacted secret reads as.
+pub const REDACTED: &str = "***";
+/// What a setting shown to operators only reads as for everyone else.
+pub const OPERATORS_ONLY: &str = "(shown to operators only)";
+
+/// Query parameters whose value is a credential (matched as a substring of the
+/// lowercased name: `password`, `sslpassword`, `api_key`, `access_token`, ...).
+const SECRET_PARAMS: [&str; 7] = [
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "credential",
+];
+
+/// A URL with every credential it may carry replaced by [`REDACTED`]: the whole
+/// password of the userinfo, and the value of each parameter named like a
+/// credential. The one redaction of the server: `GetServerConfig` and
+/// `check-config` both go through it.
+///
+/// Passwords are not always percent-encoded, so the userinfo is taken to end at the
+/// URL's last `@` (`postgres://app:p@ss@db/tg` → `postgres://app:***@db/tg`), and
+/// parameters are looked for in everything after it, split at `?`, `&`, `;` and `#`.
+/// An `@` in a parameter value makes it redact more than the password: never less.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
     };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
+    let mut out = String::with_capacity(url.len());
+    if let Some(scheme) = scheme {
+        out.push_str(scheme);
+        out.push_str("://");
     }
+    let mut tail = rest;
+    if let Some(last_at) = rest.rfind('@') {
+        let userinfo = &rest[..last_at];
+        let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+        // a user name never holds these: past them the '@' is in a path or parameter
+        if !user.contains(['/', '?', '#', '&', ';', '=']) {
+            if userinfo.contains(':') {
+                out.push_str(user);
+                out.push(':');
+                out.push_str(REDACTED);
+            } else if scheme.is_some_and(|s| s.starts_with("postgres")) {
+                // a PostgreSQL user name alone is no secret
+                out.push_str(userinfo);
+            } else {
+                // elsewhere a userinfo without ':' is a token as often as a name
+                out.push_str(REDACTED);
+            }
+            tail = &rest[last_at..];
+        }
+    }
+    for part in tail.split_inclusive(['?', '&', ';', '#']) {
+        let (body, sep) = match part.char_indices().last() {
+            Some((i, '?' | '&' | ';' | '#')) => part.split_at(i),
+            _ => (part, ""),
+        };
+        match body.split_once('=') {
+            Some((name, _)) if is_secret_param(name) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(REDACTED);
+            }
+            _ => out.push_str(body),
+        }
+        out.push_str(sep);
+    }
+    out
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_PARAMS.iter().any(|s| name.contains(s))
+}
+
+/// A principal's team and user pass the service's id check (an empty team is
+/// `check_scope`'s to report).
+fn check_ids(problems: &mut Vec<String>, at: &str, team: Option<&str>, user: Option<&str>) {
+    for (field, value) in [("team", team), ("user", user)] {
+        if let Some(value) = value.filter(|v| !v.trim().is_empty())
+            && let Err(e) = crate::service::check_id(&format!("{at}.{field}"), value)
+        {
+            problems.push(e.to_string());
+        }
+    }
+}
+
+/// An id from the configuration in the one spelling the service compares (NFC).
+fn normalised(id: &str) -> String {
+    crate::service::check_id("id", id).map_or_else(|_| id.to_owned(), |id| id.into_owned())
 }
 
 fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&str>) {
@@ -599,6 +816,98 @@ role = "admin"
             assert!(text.contains(needle), "missing {needle} in {text}");
         }
         assert_eq!(err.problems.len(), 4, "{text}");
+    }
+
+    #[test]
+    fn redact_url_hides_every_credential_form() {
+        let table = [
+            // (url, shown)
+            ("postgres://db/tg", "postgres://db/tg"),
+            ("postgres://app@db/tg", "postgres://app@db/tg"),
+            ("postgres://app:hunter2@db/tg", "postgres://app:***@db/tg"),
+            ("postgres://app:p@ssW0rd@db/tg", "postgres://app:***@db/tg"),
+            (
+                "postgres://app:p@ss:w@rd@db:5432/tg",
+                "postgres://app:***@db:5432/tg",
+            ),
+            ("postgres://app:pa/ss?#@db/tg", "postgres://app:***@db/tg"),
+            ("postgres://app:@db/tg", "postgres://app:***@db/tg"),
+            (
+                "postgres://db/tg?user=app&password=hunter2",
+                "postgres://db/tg?user=app&password=***",
+            ),
+            (
+                "postgresql://db/tg?sslmode=verify-full&sslpassword=s3&sslkey=/k.pem",
+                "postgresql://db/tg?sslmode=verify-full&sslpassword=***&sslkey=***",
+            ),
+            (
+                "postgres://db/tg?PASSWORD=x;token=y#secret=z",
+                "postgres://db/tg?PASSWORD=***;token=***#secret=***",
+            ),
+            (
+                "postgres://db/tg?user=a@b.c&password=x",
+                "postgres://db/tg?user=a@b.c&password=***",
+            ),
+            // an '@' in a parameter: more is hidden, never less
+            (
+                "postgres://app:pw@db/tg?email=a@b.c&password=x",
+                "postgres://app:***@b.c&password=***",
+            ),
+            (
+                "sqlite:///var/lib/toolgate/tg.db",
+                "sqlite:///var/lib/toolgate/tg.db",
+            ),
+            ("http://127.0.0.1:4317", "http://127.0.0.1:4317"),
+            (
+                "https://user:apikey@otel.example:4317",
+                "https://user:***@otel.example:4317",
+            ),
+            (
+                "https://ghp_abc123@otel.example",
+                "https://***@otel.example",
+            ),
+            (
+                "https://otel.example/v1?api_key=abc&access_token=t&auth=b&x=1",
+                "https://otel.example/v1?api_key=***&access_token=***&auth=***&x=1",
+            ),
+            ("not a url password=x", "not a url password=***"),
+        ];
+        for (url, shown) in table {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn team_view_has_no_principals_and_no_secrets() {
+        let mut c = Config::default();
+        c.auth.tokens.push(TokenConfig {
+            name: "alice".into(),
+            sha256: "00".repeat(32),
+            role: Role::Member,
+            team: Some("acme".into()),
+            user: None,
+        });
+        c.store.url = Some("postgres://app:p@ssW0rd@db/tg?sslpassword=k".into());
+        c.telemetry.otlp_endpoint = Some("https://u:otelpw@otel.example:4317".into());
+        c.telemetry
+            .otlp_headers
+            .insert("authorization".into(), "Bearer otelsecret".into());
+        let operator = c.public_json().to_string();
+        for secret in [
+            "p@ssW0rd",
+            "ssW0rd",
+            "sslpassword=k",
+            "otelpw",
+            "otelsecret",
+        ] {
+            assert!(!operator.contains(secret), "{secret} in {operator}");
+        }
+        assert!(operator.contains("postgres://app:***@db/tg?sslpassword=***"));
+        assert!(operator.contains("\"authorization\":\"***\""));
+        let team = c.team_json().to_string();
+        for hidden in ["alice", "postgres", "otel", "authorization", "\"auth\""] {
+            assert!(!team.contains(hidden), "{hidden} in {team}");
+        }
     }
 
     #[test]

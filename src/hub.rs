@@ -8,7 +8,13 @@
 //!
 //! Architecture invariant: subscribers never block the hub. Each team has one
 //! bounded broadcast ring; a subscriber that falls behind is told it lagged and
-//! resyncs from a snapshot.
+//! resyncs from a snapshot. The ring holds weak references: the changes themselves
+//! are held by a queue bounded in count and in bytes, so subscribers that stop
+//! reading hold at most `watch.queue_bytes` of changes per team.
+//!
+//! A catch-up that fails (the store unreadable) leaves the team stale: it is
+//! retried by [`Hub::monitor`] until it succeeds, and [`Hub::health`] says so
+//! meanwhile, as it does when the store reports itself unfit for writes.
 
 use crate::policy::{
     AdminControls, CompiledAdmin, CompiledUser, PolicyError, ToolActionLists, UserSettings,
@@ -19,9 +25,11 @@ use crate::store::{
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use futures::StreamExt;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
-use tokio::sync::{Mutex, broadcast};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, broadcast, watch};
 
 /// How many changes one catch-up reads at a time.
 const CATCH_UP_BATCH: u32 = 1_000;
@@ -77,6 +85,39 @@ impl std::ops::Deref for Published {
     }
 }
 
+impl Published {
+    /// Roughly the memory the change holds: what the queue's byte budget counts.
+    fn weight(&self) -> usize {
+        fn strings(lists: &[&Vec<String>]) -> usize {
+            lists
+                .iter()
+                .flat_map(|l| l.iter())
+                .map(|s| s.len() + std::mem::size_of::<String>())
+                .sum()
+        }
+        let doc = match &self.change.doc {
+            ChangeDoc::Admin { controls: c } => strings(&[
+                &c.allowed,
+                &c.blocked,
+                &c.mcp_tool_allowlist,
+                &c.mcp_tool_blocklist,
+                &c.browser_server_ids,
+                &c.mcp_access_allowlist,
+            ]),
+            ChangeDoc::User { user_id, settings } => {
+                user_id.len()
+                    + strings(&[
+                        &settings.mcp_allowed_tools,
+                        &settings.command_allowlist,
+                        &settings.command_denylist,
+                    ])
+            }
+        };
+        // the encoding the transport caches is about as large again
+        2 * doc + std::mem::size_of::<Self>() + self.change.actor.len()
+    }
+}
+
 /// What the hub tells subscribers of a team.
 #[derive(Debug, Clone)]
 pub enum HubEvent {
@@ -84,6 +125,44 @@ pub enum HubEvent {
     /// The hub itself lost track (history truncated under it), or the policy file's
     /// server-wide `tool.action` lists changed: every subscriber resyncs.
     Resync,
+}
+
+/// What the ring carries: a change that is gone from the queue when a subscriber
+/// gets to it was let go for the byte budget, and the subscriber resyncs.
+#[derive(Debug, Clone)]
+enum RingEvent {
+    Change(Weak<Published>),
+    Resync,
+}
+
+/// A subscriber's end of its team's ring.
+#[derive(Debug)]
+pub struct Subscription {
+    rx: broadcast::Receiver<RingEvent>,
+}
+
+impl Subscription {
+    /// The next event; `Lagged` when the subscriber fell behind the ring or the
+    /// queue's byte budget (it must resync from a snapshot).
+    pub async fn recv(&mut self) -> Result<HubEvent, broadcast::error::RecvError> {
+        match self.rx.recv().await? {
+            RingEvent::Change(change) => change
+                .upgrade()
+                .map(HubEvent::Change)
+                .ok_or(broadcast::error::RecvError::Lagged(1)),
+            RingEvent::Resync => Ok(HubEvent::Resync),
+        }
+    }
+}
+
+/// Whether this replica's view can be trusted, for the health service.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HubHealth {
+    /// Why the store refuses writes, when it does.
+    pub store: Option<String>,
+    /// Teams whose latest catch-up failed (team → error): their committed changes
+    /// may not be applied here yet.
+    pub stale: BTreeMap<String, String>,
 }
 
 /// A consistent view of one user's effective policy.
@@ -109,12 +188,51 @@ struct Team {
     evictions: AtomicU64,
     /// Serialises evictions, so the count is odd exactly while one runs.
     evicting: std::sync::Mutex<()>,
-    tx: broadcast::Sender<HubEvent>,
+    /// Made by the first subscriber: a team that is only decided on holds no ring.
+    tx: OnceLock<broadcast::Sender<RingEvent>>,
+    /// The changes the ring refers to, newest last, with their total weight.
+    queued: std::sync::Mutex<(VecDeque<Arc<Published>>, usize)>,
     /// Serialises catch-ups so changes are applied and broadcast in order.
     catch_up: Mutex<()>,
+    /// When the team was last read or written, in seconds since the hub started.
+    touched: AtomicU64,
 }
 
 impl Team {
+    fn watched(&self) -> bool {
+        self.tx.get().is_some_and(|tx| tx.receiver_count() > 0)
+    }
+
+    fn resync(&self) {
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(RingEvent::Resync);
+        }
+    }
+
+    /// Queues a change for subscribers, if there are any, within the budgets.
+    fn broadcast(&self, change: Arc<Published>, max_count: usize, max_bytes: usize) {
+        let Some(tx) = self.tx.get().filter(|tx| tx.receiver_count() > 0) else {
+            // nobody watches: whatever was queued is for nobody either
+            let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
+            *queued = (VecDeque::new(), 0);
+            return;
+        };
+        {
+            let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
+            let (changes, bytes) = &mut *queued;
+            *bytes += change.weight();
+            changes.push_back(change.clone());
+            // the newest always stays: a change alone past the budget still reaches
+            // the subscribers that keep up
+            while changes.len() > 1 && (changes.len() > max_count || *bytes > max_bytes) {
+                if let Some(old) = changes.pop_front() {
+                    *bytes -= old.weight();
+                }
+            }
+        }
+        let _ = tx.send(RingEvent::Change(Arc::downgrade(&change)));
+    }
+
     /// Lets users go (`None`: all of them), bracketed for loads running meanwhile.
     fn evict(&self, keys: Option<Vec<String>>) {
         let _one_at_a_time = self
@@ -139,9 +257,12 @@ pub struct Hub {
     store: Arc<dyn Store>,
     teams: DashMap<String, Arc<Team>>,
     queue_size: usize,
+    queue_bytes: usize,
     max_cached_users: usize,
     /// Not stored: each replica reads them from its own policy file.
     tool_actions: RwLock<Arc<ToolActionLists>>,
+    started: Instant,
+    health: watch::Sender<HubHealth>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -179,9 +300,23 @@ impl Hub {
             store,
             teams: DashMap::new(),
             queue_size: queue_size.max(1),
+            queue_bytes: usize::MAX,
             max_cached_users: max_cached_users.max(1),
             tool_actions: RwLock::default(),
+            started: Instant::now(),
+            health: watch::Sender::new(HubHealth::default()),
         }
+    }
+
+    /// Bounds the bytes of changes queued per team for subscribers that lag.
+    #[must_use]
+    pub fn with_queue_bytes(mut self, queue_bytes: usize) -> Self {
+        self.queue_bytes = queue_bytes.max(1);
+        self
+    }
+
+    fn now_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -190,20 +325,22 @@ impl Hub {
 
     async fn team(&self, team_id: &str) -> Result<Arc<Team>, HubError> {
         if let Some(team) = self.teams.get(team_id) {
+            team.touched.store(self.now_secs(), Ordering::Relaxed);
             return Ok(team.clone());
         }
         // the revision first: documents read after it are at least as new
         let revision = self.store.team_revision(team_id).await?;
         let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
-        let (tx, _) = broadcast::channel(self.queue_size);
         let team = Arc::new(Team {
             published: AtomicU64::new(revision),
             admin: RwLock::new(Arc::new(admin)),
             users: DashMap::new(),
             evictions: AtomicU64::new(0),
             evicting: std::sync::Mutex::new(()),
-            tx,
+            tx: OnceLock::new(),
+            queued: std::sync::Mutex::default(),
             catch_up: Mutex::new(()),
+            touched: AtomicU64::new(self.now_secs()),
         });
         // a racing loader may have won; keep the first so subscribers share one channel
         let team = self.teams.entry(team_id.to_owned()).or_insert(team).clone();
@@ -288,17 +425,122 @@ impl Hub {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = lists;
         for team in &self.teams {
-            let _ = team.tx.send(HubEvent::Resync);
+            team.resync();
         }
     }
 
     /// Subscribes to the team's changes. Subscribe before reading a snapshot or the
     /// history so that nothing committed in between is missed.
-    pub async fn subscribe(
-        &self,
-        team_id: &str,
-    ) -> Result<broadcast::Receiver<HubEvent>, HubError> {
-        Ok(self.team(team_id).await?.tx.subscribe())
+    pub async fn subscribe(&self, team_id: &str) -> Result<Subscription, HubError> {
+        loop {
+            self.team(team_id).await?;
+            // under the map's lock: an idle team is never let go between being found
+            // and being subscribed to (see `let_idle_teams_go`)
+            if let Some(team) = self.teams.get(team_id) {
+                let tx = team
+                    .tx
+                    .get_or_init(|| broadcast::channel(self.queue_size).0);
+                return Ok(Subscription { rx: tx.subscribe() });
+            }
+        }
+    }
+
+    /// Lets go of teams nobody watches that were not read or written for `idle`,
+    /// with their cached users: the store has them when next needed.
+    pub fn let_idle_teams_go(&self, idle: Duration) -> usize {
+        let now = self.now_secs();
+        let before = self.teams.len();
+        self.teams.retain(|_, team| {
+            team.watched()
+                || now.saturating_sub(team.touched.load(Ordering::Relaxed)) < idle.as_secs()
+        });
+        before - self.teams.len()
+    }
+
+    /// How many teams are held in memory.
+    pub fn teams(&self) -> usize {
+        self.teams.len()
+    }
+
+    /// Whether the team holds a broadcast ring (it has had a subscriber).
+    pub fn has_ring(&self, team_id: &str) -> bool {
+        self.teams
+            .get(team_id)
+            .is_some_and(|t| t.tx.get().is_some())
+    }
+
+    /// Changes the hub holds queued for the team's subscribers, and their weight.
+    pub fn queued(&self, team_id: &str) -> (usize, usize) {
+        self.teams.get(team_id).map_or((0, 0), |t| {
+            let queued = t.queued.lock().unwrap_or_else(|e| e.into_inner());
+            (queued.0.len(), queued.1)
+        })
+    }
+
+    /// Health as it changes.
+    pub fn health(&self) -> watch::Receiver<HubHealth> {
+        self.health.subscribe()
+    }
+
+    fn set_stale(&self, team_id: &str, error: Option<&HubError>) {
+        self.health.send_if_modified(|h| match error {
+            Some(e) => {
+                if !h.stale.contains_key(team_id) {
+                    tracing::error!(team = %team_id, error = %e, "catch-up failed: committed changes of this team may not be applied on this replica; retrying until it succeeds");
+                }
+                h.stale.insert(team_id.to_owned(), e.to_string()) != Some(e.to_string())
+            }
+            None => {
+                let was = h.stale.remove(team_id).is_some();
+                if was {
+                    tracing::info!(team = %team_id, "catch-up succeeded: the team is current again");
+                }
+                was
+            }
+        });
+    }
+
+    /// [`Hub::catch_up`], recording the team as stale while it fails (retried by
+    /// [`Hub::monitor`]).
+    pub async fn catch_up_or_mark(&self, team_id: &str) -> Result<(), HubError> {
+        let result = self.catch_up(team_id).await;
+        self.set_stale(team_id, result.as_ref().err());
+        result
+    }
+
+    /// Every `every`: asks the store whether writes can be trusted, retries the
+    /// catch-ups that failed, and lets idle teams go. Runs until the hub is dropped.
+    pub async fn monitor(self: Arc<Self>, every: Duration, team_idle: Duration) {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            self.check_store().await;
+            let stale: Vec<String> = self.health.borrow().stale.keys().cloned().collect();
+            for team in stale {
+                let _ = self.catch_up_or_mark(&team).await;
+            }
+            let gone = self.let_idle_teams_go(team_idle);
+            if gone > 0 {
+                tracing::debug!(teams = gone, "idle teams let go");
+            }
+        }
+    }
+
+    /// Asks the store whether writes can be trusted and records the answer.
+    pub async fn check_store(&self) {
+        let problem = self.store.check().await.err().map(|e| e.to_string());
+        self.health.send_if_modified(|h| {
+            if h.store == problem {
+                return false;
+            }
+            match &problem {
+                Some(p) => tracing::error!(problem = %p, "store unfit for writes: writes are refused and health is NOT_SERVING"),
+                None => tracing::info!("store fit for writes again"),
+            }
+            h.store = problem.clone();
+            true
+        });
     }
 
     /// Applies and broadcasts every change of the team committed since the last
@@ -315,7 +557,7 @@ impl Hub {
             {
                 History::Truncated => {
                     self.reload(team_id, &team).await?;
-                    let _ = team.tx.send(HubEvent::Resync);
+                    team.resync();
                     return Ok(());
                 }
                 History::Changes(changes) => {
@@ -323,10 +565,11 @@ impl Hub {
                     for change in changes {
                         self.apply(team_id, &team, &change)?;
                         team.published.store(change.revision, Ordering::Release);
-                        // no receivers is fine: nobody is watching this team
-                        let _ = team
-                            .tx
-                            .send(HubEvent::Change(Arc::new(Published::new(change))));
+                        team.broadcast(
+                            Arc::new(Published::new(change)),
+                            self.queue_size,
+                            self.queue_bytes,
+                        );
                     }
                     if !full {
                         return Ok(());
@@ -347,9 +590,8 @@ impl Hub {
                 Notice::Reconnected => self.teams.iter().map(|t| t.key().clone()).collect(),
             };
             for team in teams {
-                if let Err(e) = self.catch_up(&team).await {
-                    tracing::warn!(team = %team, error = %e, "catch-up after notice failed");
-                }
+                // a failure leaves the team stale, retried by `monitor`
+                let _ = self.catch_up_or_mark(&team).await;
             }
         }
     }

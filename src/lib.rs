@@ -1,8 +1,10 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod export;
 pub mod grpc;
 pub mod hook;
@@ -11,6 +13,7 @@ pub mod managed;
 pub mod policy;
 pub mod policy_file;
 pub mod proto;
+pub mod proxy;
 pub mod server;
 pub mod service;
 pub mod store;

@@ -39,7 +39,10 @@ const WRITE_ATTEMPTS: usize = 8;
 #[derive(Debug, thiserror::Error)]
 pub enum ManagedError {
     #[error("cannot read policy file {path}: {error}: fix policy_file (or --policy-file)")]
-    Read { path: String, error: std::io::Error },
+    Read {
+        path: String,
+        error: policy_file::ReadError,
+    },
     #[error("invalid policy file (nothing in it was applied):\n{0}")]
     Invalid(String),
     #[error("cannot apply policy file {path}: {source}")]
@@ -75,8 +78,10 @@ pub async fn start(
 }
 
 async fn read(path: &Path, name: &str) -> Result<String, ManagedError> {
-    tokio::fs::read_to_string(path)
+    let owned = path.to_owned();
+    tokio::task::spawn_blocking(move || policy_file::read_file(&owned))
         .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e).into()))
         .map_err(|error| ManagedError::Read {
             path: name.to_owned(),
             error,

@@ -33,6 +33,166 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
+/// Largest policy file, team policy or server policy file alike. Far above any real
+/// policy (the lists' entry limits come first), and small enough that a file
+/// pointed at the wrong thing cannot take the server's memory.
+pub const MAX_POLICY_BYTES: usize = 4 * 1024 * 1024;
+/// Deepest nesting of collections a policy YAML may have; real ones need 5. Checked
+/// by a linear scan before the parser, whose time grows with depth faster than
+/// linearly (50,000 levels took seconds).
+pub const MAX_NESTING: usize = 32;
+
+/// Why a policy file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("is not a regular file ({0}): point it at the policy YAML itself")]
+    NotRegular(&'static str),
+    #[error(
+        "is larger than {MAX_POLICY_BYTES} bytes: a policy file is far smaller (is the path right?)"
+    )]
+    TooLarge,
+    #[error("is not UTF-8 text: save it as UTF-8")]
+    NotUtf8,
+}
+
+/// Reads a policy file, only if it is a regular file, at most [`MAX_POLICY_BYTES`],
+/// without ever blocking: opened non-blocking (a FIFO opens at once instead of
+/// waiting for a writer) and checked on the open handle, so a path swapped for a
+/// device or a FIFO between a check and the read is refused too. Symlinks are
+/// followed (a ConfigMap mount is one) but what they reach must be a regular file.
+pub fn read_file(path: &std::path::Path) -> Result<String, ReadError> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(file_kind(&meta)));
+    }
+    if meta.len() > MAX_POLICY_BYTES as u64 {
+        return Err(ReadError::TooLarge);
+    }
+    // the length may grow after the check: the cap holds for what is read
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_POLICY_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() > MAX_POLICY_BYTES {
+        return Err(ReadError::TooLarge);
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// Refuses a text past the size or nesting limits before any YAML parser sees it.
+/// The nesting is over-estimated, never under: flow brackets outside quotes and
+/// comments, plus the open block levels (distinct indentations, and the `- `, `? `
+/// indicators that open a level within a line).
+fn check_limits(file: &str, text: &str) -> Result<(), Vec<PolicyFileError>> {
+    let error = |line: usize, message: String| {
+        vec![PolicyFileError {
+            file: file.to_owned(),
+            line,
+            message,
+        }]
+    };
+    if text.len() > MAX_POLICY_BYTES {
+        return Err(error(
+            0,
+            format!(
+                "the text is {} bytes, more than the limit of {MAX_POLICY_BYTES}: split the policy",
+                text.len()
+            ),
+        ));
+    }
+    match nesting_depth(text) {
+        Some(line) => Err(error(
+            line,
+            format!("nested more than {MAX_NESTING} levels deep: a policy needs no more than 5"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The 1-based line where nesting first goes past [`MAX_NESTING`], if it does.
+pub fn nesting_depth(text: &str) -> Option<usize> {
+    let mut flow = 0usize;
+    let mut quote: Option<char> = None;
+    // indentations of the open block levels
+    let mut indents: Vec<usize> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut chars = line.char_indices().peekable();
+        let mut inline_levels = 0;
+        if quote.is_none() && flow == 0 {
+            let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+            let rest = &line[indent..];
+            if !rest.is_empty() && !rest.starts_with('#') {
+                while indents.last().is_some_and(|&top| top >= indent) {
+                    indents.pop();
+                }
+                indents.push(indent);
+            }
+        }
+        let mut prev = ' ';
+        let mut at_start = true;
+        while let Some((_, c)) = chars.next() {
+            match quote {
+                Some('"') if c == '\\' => {
+                    chars.next();
+                }
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None => match c {
+                    '#' if prev == ' ' || prev == '\t' => break,
+                    '"' | '\'' => quote = Some(c),
+                    '[' | '{' => {
+                        flow += 1;
+                        // checked as it opens: the line may close it again
+                        if flow + indents.len() + inline_levels > MAX_NESTING {
+                            return Some(n + 1);
+                        }
+                    }
+                    ']' | '}' => flow = flow.saturating_sub(1),
+                    '-' | '?' | ':' if at_start && chars.peek().is_none_or(|(_, n)| *n == ' ') => {
+                        inline_levels += 1
+                    }
+                    ' ' | '\t' => {}
+                    _ => at_start = false,
+                },
+            }
+            prev = c;
+        }
+        if flow + indents.len() + inline_levels > MAX_NESTING {
+            return Some(n + 1);
+        }
+    }
+    None
+}
+
 /// One team's policy as kept in git.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,7 +208,8 @@ pub struct TeamPolicy {
 }
 
 /// The server's policy file: teams whose admin settings it manages, and seed 000's
-/// `tool.action` lists per MCP server. Both optional; an empty file manages nothing.
+/// `tool.action` lists per MCP server. Each key optional, but not both: a file that
+/// manages nothing says `teams: []`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ManagedFile {
@@ -184,29 +345,40 @@ fn check_controls(
     }
 }
 
-fn check_team_id(file: &str, text: &str, path: &str, team: &str) -> Option<PolicyFileError> {
-    let problem = if team.trim().is_empty() {
-        "must not be empty: name the team this policy is for"
-    } else if team.chars().count() > crate::service::MAX_ID_LEN {
-        "is longer than 256 characters: use the team's id"
-    } else if team.chars().any(char::is_control) {
-        "holds control characters: use the team's id"
-    } else {
-        return None;
-    };
-    Some(PolicyFileError {
-        file: file.to_owned(),
-        line: line_at(text, path).unwrap_or(1),
-        message: format!("{path}: {team:?} {problem}"),
-    })
+/// The team id at `path`, checked and normalised by the service's one id check.
+fn check_team_id(
+    file: &str,
+    text: &str,
+    path: &str,
+    team: &str,
+) -> Result<String, PolicyFileError> {
+    crate::service::check_id(path, team)
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|e| PolicyFileError {
+            file: file.to_owned(),
+            line: line_at(text, path).unwrap_or(1),
+            message: match e {
+                _ if team.trim().is_empty() => {
+                    format!("{path}: {team:?} must not be empty: name the team this policy is for")
+                }
+                crate::service::ServiceError::InvalidArgument { message, .. } => {
+                    format!("{path}: {team:?} {message}: use the team's id")
+                }
+                other => other.to_string(),
+            },
+        })
 }
 
 /// Parses and validates a team policy; every invalid entry is reported.
 pub fn parse_team_policy(file: &str, text: &str) -> Result<TeamPolicy, Vec<PolicyFileError>> {
+    check_limits(file, text)?;
     let mut policy: TeamPolicy =
         serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
     let mut errors = Vec::new();
-    errors.extend(check_team_id(file, text, "team", &policy.team));
+    match check_team_id(file, text, "team", &policy.team) {
+        Ok(team) => policy.team = team,
+        Err(e) => errors.push(e),
+    }
     check_controls(
         file,
         text,
@@ -223,24 +395,35 @@ pub fn parse_team_policy(file: &str, text: &str) -> Result<TeamPolicy, Vec<Polic
 
 /// Parses and validates the server's policy file; every problem is reported.
 pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec<PolicyFileError>> {
-    // seed 000: an empty file (or one of comments only) restricts nothing
+    check_limits(file, text)?;
+    // An empty file is what a truncation leaves: taken for "manage nothing" it would
+    // open every managed team and drop every tool.action list. Managing nothing is
+    // said explicitly (`teams: []`).
     let value: serde_norway::Value =
         serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
-    let parsed: ManagedFile = if value.is_null() {
-        ManagedFile::default()
-    } else {
-        serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?
-    };
+    if value.is_null() || value.as_mapping().is_some_and(|m| m.is_empty()) {
+        return Err(vec![PolicyFileError {
+            file: file.to_owned(),
+            line: 0,
+            message: "has no teams and no mcp_servers key (is it empty or truncated?): write `teams: []` to manage nothing".into(),
+        }]);
+    }
+    // parsed again from the text, for errors located by line
+    let parsed: ManagedFile =
+        serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
     let mut teams = Vec::with_capacity(parsed.teams.len());
     for (i, t) in parsed.teams.into_iter().enumerate() {
         let at = format!("teams[{i}]");
-        if let Some(e) = check_team_id(file, text, &format!("{at}.team"), &t.team) {
-            errors.push(e);
-            continue;
-        }
-        if !seen.insert(t.team.clone()) {
+        let team = match check_team_id(file, text, &format!("{at}.team"), &t.team) {
+            Ok(team) => team,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if !seen.insert(team.clone()) {
             errors.push(PolicyFileError {
                 file: file.to_owned(),
                 line: line_at(text, &format!("{at}.team")).unwrap_or(0),
@@ -260,7 +443,7 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
         );
         let mut controls = t.auto_run_controls;
         normalise(&mut controls);
-        teams.push((t.team, controls));
+        teams.push((team, controls));
     }
     let mut lists = Vec::with_capacity(parsed.mcp_servers.len());
     for (i, s) in parsed.mcp_servers.iter().enumerate() {

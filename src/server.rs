@@ -62,7 +62,7 @@ impl App {
     /// Opens the store and prepares authentication. With no tokens and no anonymous
     /// access configured, an operator token is written to `<data_dir>/bootstrap-token`.
     pub async fn build(config: Config) -> Result<Self, ServerError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|source| ServerError::DataDir {
+        create_data_dir(&config.data_dir).map_err(|source| ServerError::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
@@ -72,20 +72,37 @@ impl App {
             None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
         };
         let notices = store.notices().await?;
-        let hub = Arc::new(Hub::new(
-            store,
-            config.watch.queue_size,
-            config.limits.max_cached_users_per_team,
-        ));
+        let hub = Arc::new(
+            Hub::new(
+                store,
+                config.watch.queue_size,
+                config.limits.max_cached_users_per_team,
+            )
+            .with_queue_bytes(config.watch.queue_bytes),
+        );
         if let Some(notices) = notices {
             tokio::spawn(hub.clone().follow(notices));
         }
         let shutdown = CancellationToken::new();
+        {
+            let monitor = hub.clone().monitor(
+                Duration::from_secs(config.store.check_secs),
+                Duration::from_secs(config.limits.team_idle_secs),
+            );
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = monitor => {}
+                    () = stop.cancelled() => {}
+                }
+            });
+        }
         let service = Arc::new(Service::new(
             hub,
             config.limits.clone(),
             Duration::from_secs(config.watch.heartbeat_secs),
             shutdown.clone(),
+            Some(config.data_dir.join(crate::audit::SPILL_FILE)),
         ));
         if let Some(path) = &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
@@ -120,27 +137,96 @@ impl App {
     }
 }
 
-/// Reads the bootstrap token, or creates it readable by the owner only.
+/// Creates the data directory (and its parents) readable by the owner only, whatever
+/// the umask; one that already exists keeps its mode, with a warning when others
+/// may read it.
+fn create_data_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            // the umask may have taken bits away: set exactly 0700
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        } else if std::fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+            warn!(path = %dir.display(), "data directory is readable by other users: chmod 700 it");
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+/// Reads the bootstrap token, or writes a new one. A token file is adopted only if
+/// it is a regular file no one else may read (mode 0600 or stricter): one that is
+/// group- or world-readable may already be known to others, so the server refuses
+/// to start on it rather than grant operator rights through it. A new token is
+/// written to a fresh temporary file created 0600 (`O_EXCL`), synced and renamed
+/// into place, so no reader ever sees a partial token or a looser mode.
 fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
     let err = |source| ServerError::Bootstrap {
         path: path.to_owned(),
         source,
     };
-    match std::fs::read_to_string(path) {
-        Ok(token) if !token.trim().is_empty() => return Ok(token.trim().to_owned()),
-        Ok(_) => {}
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => {
+            if !meta.file_type().is_file() {
+                return Err(err(std::io::Error::other(
+                    "is not a regular file: remove it and a new token is written",
+                )));
+            }
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = meta.permissions().mode() & 0o777;
+                if mode & 0o077 != 0 {
+                    return Err(err(std::io::Error::other(format!(
+                        "has mode {mode:04o}, readable by other users, so the token may be known: delete the file (a new token is written at start) or chmod 600 it if you wrote it yourself"
+                    ))));
+                }
+            }
+            let token = std::fs::read_to_string(path).map_err(err)?;
+            if !token.trim().is_empty() {
+                return Ok(token.trim().to_owned());
+            }
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(err(e)),
     }
     let token = generate_token();
+    write_new_file(path, format!("{token}\n").as_bytes()).map_err(err)?;
+    Ok(token)
+}
+
+/// Writes `bytes` to `path` atomically, mode 0600 from the start: a new file
+/// beside it (created exclusively), synced, renamed over `path`, the directory synced.
+fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(".{name}.{}.tmp", generate_token()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(err)?;
-    writeln!(file, "{token}").map_err(err)?;
-    file.sync_all().map_err(err)?;
-    Ok(token)
+    let written = (|| {
+        let mut file = options.open(&temp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 /// Serves the app on `listener` until `shutdown` completes, then marks health
@@ -159,7 +245,7 @@ pub async fn run(
         ..
     } = app;
     let limit = config.limits.max_request_bytes;
-    let api = Api::new(service, config.public_json().to_string());
+    let api = Api::new(service.clone(), &config);
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -182,6 +268,13 @@ pub async fn run(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    let follow_health = CancellationToken::new();
+    tokio::spawn(report_health(
+        service.hub().health(),
+        health.clone(),
+        follow_health.clone(),
+    ));
+
     let drain_started = Arc::new(tokio::sync::Notify::new());
     let signal = {
         let drain_started = drain_started.clone();
@@ -189,6 +282,7 @@ pub async fn run(
         async move {
             shutdown.await;
             info!("shutting down: draining calls");
+            follow_health.cancel();
             for name in SERVICE_NAMES {
                 health
                     .set_service_status(name, ServingStatus::NotServing)
@@ -202,7 +296,20 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "serving");
     }
+    let connections = &config.connections;
+    let max_connections = crate::connections::effective_max(connections.max);
+    let incoming = crate::connections::incoming(
+        incoming(listener),
+        max_connections,
+        Duration::from_secs(connections.idle_timeout_secs),
+    );
     let serve = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(
+            connections.keepalive_interval_secs,
+        )))
+        .http2_keepalive_timeout(Some(Duration::from_secs(
+            connections.keepalive_timeout_secs,
+        )))
         .trace_fn(|req| tracing::info_span!("rpc", path = %req.uri().path()))
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -223,20 +330,69 @@ pub async fn run(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
         ))
-        .serve_with_incoming_shutdown(incoming(listener), signal);
+        .serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
-    tokio::select! {
-        result = &mut serve => result?,
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let deadline = tokio::select! {
+        result = &mut serve => {
+            result?;
+            tokio::time::Instant::now() + grace
+        }
         () = drain_started.notified() => {
-            let grace = Duration::from_secs(config.shutdown_grace_secs);
-            match tokio::time::timeout(grace, serve).await {
+            let deadline = tokio::time::Instant::now() + grace;
+            match tokio::time::timeout_at(deadline, serve).await {
                 Ok(result) => result?,
                 Err(_) => warn!(grace_secs = config.shutdown_grace_secs, "drain deadline passed: closing open calls"),
             }
+            deadline
         }
-    }
+    };
+    // the DENY records of the last calls, within what is left of the grace (at least
+    // a moment: they are in the spill file first, so this only saves a replay)
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    service
+        .drain_audit(left.max(Duration::from_millis(500)))
+        .await;
     info!("stopped");
     Ok(())
+}
+
+/// Follows the hub's health: a store unfit for writes takes the server and the write
+/// services to NOT_SERVING (decisions go on from the cache); a stale team, whose
+/// committed changes may not be applied here, takes the server and `PolicyService`.
+async fn report_health(
+    mut hub: tokio::sync::watch::Receiver<crate::hub::HubHealth>,
+    health: tonic_health::server::HealthReporter,
+    stop: CancellationToken,
+) {
+    loop {
+        let (store_ok, current) = {
+            let h = hub.borrow_and_update();
+            (h.store.is_none(), h.stale.is_empty())
+        };
+        if stop.is_cancelled() {
+            return;
+        }
+        let status = |ok: bool| {
+            if ok {
+                ServingStatus::Serving
+            } else {
+                ServingStatus::NotServing
+            }
+        };
+        for (name, ok) in [
+            ("", store_ok && current),
+            ("toolgate.v1.AdminService", store_ok),
+            ("toolgate.v1.UserSettingsService", store_ok),
+            ("toolgate.v1.PolicyService", current),
+        ] {
+            health.set_service_status(name, status(ok)).await;
+        }
+        tokio::select! {
+            changed = hub.changed() => if changed.is_err() { return },
+            () = stop.cancelled() => return,
+        }
+    }
 }
 
 /// Accepted connections with `TCP_NODELAY` (a small answer is sent at once, not held

@@ -2,6 +2,7 @@
 //! writes, decisions and watch streams. Everything the gRPC layer does, without
 //! protobuf.
 
+use crate::audit::AuditWriter;
 use crate::auth::{Action, AuthError, Principal, authorize};
 use crate::config::LimitsConfig;
 use crate::hub::{CachedAdmin, CachedUser, Effective, Hub, HubError, HubEvent, Published};
@@ -13,28 +14,21 @@ use crate::store::{
     AuditEvent, AuditFilter, Change, ChangeDoc, History, NewAuditEvent, StoreError, Versioned,
 };
 use futures::Stream;
-use std::collections::VecDeque;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::error;
 
 /// Longest team or user id.
 pub const MAX_ID_LEN: usize = 256;
 /// How many write attempts a read-modify-write makes before giving up on contention.
 const MAX_WRITE_ATTEMPTS: usize = 8;
-/// Pending DENY audit records before a denying call waits for room.
-const AUDIT_QUEUE: usize = 8_192;
-/// DENY records written in one transaction.
-const AUDIT_BATCH: usize = 256;
-/// DENY records kept in memory while the store fails, before the oldest are dropped.
-const AUDIT_SPILL: usize = 100_000;
-/// The first and the longest wait between tries of a failed audit write.
-const AUDIT_RETRY_MIN: Duration = Duration::from_millis(100);
-const AUDIT_RETRY_MAX: Duration = Duration::from_secs(5);
-/// Tries of an audit batch that fails for another reason than an unreachable store.
-const AUDIT_REJECTED_TRIES: u32 = 5;
+/// Tries of the catch-up after a commit, the first wait between them (then times 4):
+/// about half a second in all before the write is answered as not yet applied.
+const CATCH_UP_TRIES: u32 = 3;
+const CATCH_UP_RETRY: Duration = Duration::from_millis(100);
 
 /// Errors of the domain service; the gRPC layer maps each to one status code.
 #[derive(Debug, thiserror::Error)]
@@ -183,12 +177,11 @@ pub struct Service {
     hub: Arc<Hub>,
     limits: LimitsConfig,
     heartbeat: Duration,
-    audit_tx: mpsc::Sender<NewAuditEvent>,
+    audit: AuditWriter,
     shutdown: CancellationToken,
     policy_file: std::sync::RwLock<Option<Arc<PolicyFileStatus>>>,
 }
 
-/// Checks a team or user id: the field name goes into the error.
 /// Empty team and user ids stand for the caller's own, where its token names them (a
 /// member's names both, a service's its team), so a hook needs no ids of its own.
 pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a str, &'a str) {
@@ -203,40 +196,77 @@ pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a s
     (team, user)
 }
 
-pub fn check_id(field: &str, value: &str) -> Result<(), ServiceError> {
+/// Checks a team or user id and returns it in Unicode NFC, the one spelling under
+/// which it is stored, authorized and compared: `café` typed with a combining
+/// accent is the same team as with `é`. Refused, naming the field and the
+/// character: control characters, bidirectional controls (which make an id read as
+/// another), zero-width characters (`ali\u{200b}ce` is not `alice`) and line or
+/// paragraph separators. The one id check: API requests, the configuration's
+/// principals and the policy files all go through it.
+pub fn check_id<'a>(field: &str, value: &'a str) -> Result<Cow<'a, str>, ServiceError> {
+    use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
     if value.trim().is_empty() {
         return Err(ServiceError::invalid(field, "must not be empty"));
     }
+    if let Some((c, what)) = value
+        .chars()
+        .find_map(|c| forbidden_in_id(c).map(|what| (c, what)))
+    {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "{value:?} contains U+{:04X} ({what}): ids may not hold invisible or control characters; remove it",
+                u32::from(c)
+            ),
+        ));
+    }
+    let value: Cow<'a, str> = match is_nfc_quick(value.chars()) {
+        IsNormalized::Yes => Cow::Borrowed(value),
+        _ => Cow::Owned(value.nfc().collect()),
+    };
     if value.chars().count() > MAX_ID_LEN {
         return Err(ServiceError::invalid(
             field,
             format!("must be at most {MAX_ID_LEN} characters"),
         ));
     }
-    if value.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(
-            field,
-            "must not contain control characters",
-        ));
+    Ok(value)
+}
+
+/// What kind of character may not appear in an id, if `c` is one.
+fn forbidden_in_id(c: char) -> Option<&'static str> {
+    match c {
+        '\u{2028}' | '\u{2029}' => Some("a line or paragraph separator"),
+        '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{200E}'
+        | '\u{200F}'
+        | '\u{061C}' => Some("a bidirectional control"),
+        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}' => {
+            Some("a zero-width character")
+        }
+        c if c.is_control() => Some("a control character"),
+        _ => None,
     }
-    Ok(())
 }
 
 impl Service {
-    /// Starts the DENY audit writer; it stops when `shutdown` is cancelled and the queue drains.
+    /// Starts the DENY audit writer, which keeps records through a store outage in
+    /// `audit_spill` (a file in the data directory; replayed here) and is drained by
+    /// [`Service::drain_audit`].
     pub fn new(
         hub: Arc<Hub>,
         limits: LimitsConfig,
         heartbeat: Duration,
         shutdown: CancellationToken,
+        audit_spill: Option<std::path::PathBuf>,
     ) -> Self {
-        let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
-        tokio::spawn(audit_writer(hub.clone(), audit_rx));
+        let audit = AuditWriter::start(hub.clone(), audit_spill);
         Self {
             hub,
             limits,
             heartbeat,
-            audit_tx,
+            audit,
             shutdown,
             policy_file: std::sync::RwLock::default(),
         }
@@ -244,6 +274,12 @@ impl Service {
 
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
+    }
+
+    /// At shutdown: writes the queued DENY records within `grace` (what the store does
+    /// not take is left in the spill file for the next start).
+    pub async fn drain_audit(&self, grace: Duration) {
+        self.audit.drain(grace).await;
     }
 
     /// The policy file's status, when the server runs with one.
@@ -291,7 +327,7 @@ impl Service {
         p: &Principal,
         team: &str,
     ) -> Result<Arc<CachedAdmin>, ServiceError> {
-        check_id("team_id", team)?;
+        let team: &str = &check_id("team_id", team)?;
         authorize(p, team, Action::ReadTeam)?;
         Ok(self.hub.admin(team).await?)
     }
@@ -303,7 +339,7 @@ impl Service {
         controls: AdminControls,
         expected: Option<u64>,
     ) -> Result<Versioned<AdminControls>, ServiceError> {
-        check_id("team_id", team)?;
+        let team: &str = &check_id("team_id", team)?;
         authorize(p, team, Action::WriteTeam)?;
         if let Some(file) = self.policy_file().filter(|f| f.teams.contains(team)) {
             return Err(ServiceError::FailedPrecondition(format!(
@@ -323,7 +359,7 @@ impl Service {
         controls: AdminControls,
         expected: Option<u64>,
     ) -> Result<Versioned<AdminControls>, ServiceError> {
-        check_id("team_id", team)?;
+        let team: &str = &check_id("team_id", team)?;
         let prefix = "auto_run_controls.";
         self.check_lists(
             prefix,
@@ -342,7 +378,7 @@ impl Service {
             .store()
             .put_admin(team, &controls, expected, actor)
             .await?;
-        self.publish(team).await;
+        self.publish(team, stored.revision).await?;
         Ok(stored)
     }
 
@@ -351,10 +387,11 @@ impl Service {
         p: &Principal,
         mut filter: AuditFilter,
     ) -> Result<Vec<AuditEvent>, ServiceError> {
-        match filter.team_id.as_deref() {
+        match filter.team_id.take() {
             Some(team) => {
-                check_id("team_id", team)?;
-                authorize(p, team, Action::ReadAudit)?;
+                let team = check_id("team_id", &team)?.into_owned();
+                authorize(p, &team, Action::ReadAudit)?;
+                filter.team_id = Some(team);
             }
             None if p.role == crate::auth::Role::Operator => {}
             None => {
@@ -380,8 +417,8 @@ impl Service {
         team: &str,
         user: &str,
     ) -> Result<Arc<CachedUser>, ServiceError> {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::ReadUser(user))?;
         Ok(self.hub.effective(team, user).await?.user)
     }
@@ -394,8 +431,8 @@ impl Service {
         settings: UserSettings,
         expected: Option<u64>,
     ) -> Result<Versioned<UserSettings>, ServiceError> {
-        check_id("settings.team_id", team)?;
-        check_id("settings.user_id", user)?;
+        let team: &str = &check_id("settings.team_id", team)?;
+        let user: &str = &check_id("settings.user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
         self.write_user(p, team, user, settings, expected).await
     }
@@ -423,7 +460,7 @@ impl Service {
             .store()
             .put_user(team, user, &settings, expected, &p.name)
             .await?;
-        self.publish(team).await;
+        self.publish(team, stored.revision).await?;
         Ok(stored)
     }
 
@@ -476,8 +513,8 @@ impl Service {
     where
         F: Fn(&[String]) -> Result<Result<Vec<String>, String>, ServiceError>,
     {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let current = self.hub.store().get_user(team, user).await?;
@@ -513,11 +550,29 @@ impl Service {
         ))
     }
 
-    /// Brings the hub up to date after a commit. The commit is already durable, so a
-    /// failure here is logged, not returned: the next catch-up delivers the change.
-    async fn publish(&self, team: &str) {
-        if let Err(e) = self.hub.catch_up(team).await {
-            error!(team = %team, error = %e, "catch-up after commit failed");
+    /// Brings the hub up to date after a commit, so the write is acknowledged only
+    /// once this replica decides with it. A catch-up that keeps failing leaves the team
+    /// stale (retried by the hub's monitor until it succeeds) and the write is answered
+    /// `UNAVAILABLE`, saying it committed: it is durable and applies once the store
+    /// reads again, so the caller reads before writing again.
+    async fn publish(&self, team: &str, revision: u64) -> Result<(), ServiceError> {
+        let mut wait = CATCH_UP_RETRY;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.hub.catch_up_or_mark(team).await {
+                Ok(()) => return Ok(()),
+                Err(e) if tries >= CATCH_UP_TRIES => {
+                    error!(team = %team, revision, error = %e, "committed but not yet applied: catch-up after commit failed");
+                    return Err(ServiceError::Unavailable(format!(
+                        "committed at revision {revision} but not yet applied on this replica ({e}): the change is durable and applies when the store reads again; read the settings before writing again"
+                    )));
+                }
+                Err(_) => {
+                    tokio::time::sleep(wait).await;
+                    wait *= 4;
+                }
+            }
         }
     }
 
@@ -528,8 +583,8 @@ impl Service {
         user: &str,
     ) -> Result<Effective, ServiceError> {
         let (team, user) = own_subject(p, team, user);
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
         Ok(self.hub.effective(team, user).await?)
     }
@@ -543,6 +598,9 @@ impl Service {
         calls: &[Call],
         explain: bool,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        // normalised here too: the audit records below name them
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         if calls.len() > self.limits.max_batch_calls {
             return Err(ServiceError::invalid(
                 "calls",
@@ -552,6 +610,9 @@ impl Service {
                     self.limits.max_batch_calls
                 ),
             ));
+        }
+        for (i, call) in calls.iter().enumerate() {
+            self.check_call_size(calls.len(), i, call)?;
         }
         let (team, user) = own_subject(p, team, user);
         let eff = self.effective(p, team, user).await?;
@@ -579,6 +640,32 @@ impl Service {
         Ok((decisions, eff.revision))
     }
 
+    /// A shell command or a path past `limits.max_command_bytes` is refused before
+    /// anything looks at it. The field is `call.…` for one call, `calls[i].…` in a batch.
+    fn check_call_size(&self, calls: usize, i: usize, call: &Call) -> Result<(), ServiceError> {
+        let (kind, text) = match call {
+            Call::Shell(line) => ("shell", line),
+            Call::DeleteFile(path) => ("delete_file", path),
+            _ => return Ok(()),
+        };
+        let max = self.limits.max_command_bytes;
+        if text.len() <= max {
+            return Ok(());
+        }
+        let field = if calls == 1 {
+            format!("call.{kind}")
+        } else {
+            format!("calls[{i}].{kind}")
+        };
+        Err(ServiceError::invalid(
+            &field,
+            format!(
+                "is {} bytes, more than the limit of {max} (limits.max_command_bytes): send a shorter command",
+                text.len()
+            ),
+        ))
+    }
+
     /// Queues the DENY record for the audit writer. A full queue makes the caller
     /// wait for room rather than lose the record: a flood of denials is slowed to
     /// what the store can write.
@@ -596,18 +683,9 @@ impl Service {
             revision,
             actor: p.name.clone(),
             kind: "decision_denied".into(),
-            detail: serde_json::json!({
-                "user_id": user,
-                "call": format!("{call:?}"),
-                "reason": d.reason.as_str(),
-                "matched_entry": d.matched_entry.as_deref(),
-                "message": d.message(call),
-            }),
+            detail: deny_detail(user, call, d),
         };
-        if self.audit_tx.send(event).await.is_err() {
-            // only once the writer is gone, at shutdown
-            warn!(team = %team, user = %user, "audit writer stopped: a deny record was dropped");
-        }
+        self.audit.send(event).await;
     }
 
     pub async fn filter_tools(
@@ -632,7 +710,10 @@ impl Service {
             server,
             &value,
         )
-        .map_err(|e| ServiceError::entries("tools_json.", e))?;
+        .map_err(|e| match e {
+            PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
+            other => ServiceError::entries("", other),
+        })?;
         Ok((filtered, eff.revision))
     }
 
@@ -645,8 +726,8 @@ impl Service {
         user: &str,
         after: Option<u64>,
     ) -> Result<impl Stream<Item = Result<WatchEvent, ServiceError>> + use<>, ServiceError> {
-        check_id("team_id", team)?;
-        check_id("user_id", user)?;
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
         // subscribe first: whatever commits from here on reaches the receiver
         let mut rx = self.hub.subscribe(team).await?;
@@ -654,12 +735,7 @@ impl Service {
         let (team, user) = (team.to_owned(), user.to_owned());
         let mut first: Vec<WatchEvent> = Vec::new();
         let mut seen = match after {
-            Some(after) => match this
-                .hub
-                .store()
-                .changes_after(&team, after, u32::MAX)
-                .await?
-            {
+            Some(after) => match this.history_after(&team, after).await? {
                 History::Truncated => {
                     let effective = this.hub.effective(&team, &user).await?;
                     let revision = effective.revision;
@@ -745,92 +821,61 @@ impl Service {
     }
 }
 
+/// The most bytes of a call, and of its decision's message, a DENY record keeps.
+const AUDIT_EXCERPT: usize = 4 * 1024;
+
+/// The detail of a DENY record. A huge call is kept as an excerpt with its length and
+/// SHA-256, so a record's size does not grow with the command.
+fn deny_detail(user: &str, call: &Call, d: &Decision) -> serde_json::Value {
+    use sha2::Digest as _;
+    let text = format!("{call:?}");
+    let mut detail = serde_json::json!({
+        "user_id": user,
+        "call": excerpt(&text),
+        "reason": d.reason.as_str(),
+        "matched_entry": d.matched_entry.as_deref(),
+        "message": excerpt(&d.message(call)),
+    });
+    if text.len() > AUDIT_EXCERPT {
+        detail["call_bytes"] = text.len().into();
+        detail["call_sha256"] = hex::encode(sha2::Sha256::digest(text.as_bytes())).into();
+    }
+    detail
+}
+
+/// The first [`AUDIT_EXCERPT`] bytes of `text` (cut at a character boundary), marked
+/// when cut.
+fn excerpt(text: &str) -> String {
+    if text.len() <= AUDIT_EXCERPT {
+        return text.to_owned();
+    }
+    let cut = (0..=AUDIT_EXCERPT)
+        .rev()
+        .find(|&n| text.is_char_boundary(n))
+        .unwrap_or(0);
+    format!("{}…", &text[..cut])
+}
+
+impl Service {
+    /// The changes a watch resumed at `after` missed. A revision the team never
+    /// reached (a client from before a backup restore, or one that made it up) is
+    /// answered like one older than the history: with a resync snapshot. Resuming
+    /// past the head would otherwise skip every change up to that revision, a kill
+    /// switch included.
+    async fn history_after(&self, team: &str, after: u64) -> Result<History, ServiceError> {
+        let store = self.hub.store();
+        if after > store.team_revision(team).await? {
+            return Ok(History::Truncated);
+        }
+        Ok(store.changes_after(team, after, u32::MAX).await?)
+    }
+}
+
 /// Whether a change concerns a subscriber of `user`: every admin change does, a user
 /// change only the user's own.
 fn affects(user: &str, change: &Change) -> bool {
     match &change.doc {
         ChangeDoc::Admin { .. } => true,
         ChangeDoc::User { user_id, .. } => user_id == user,
-    }
-}
-
-/// Writes DENY records in batches so a burst of denials costs one transaction. While
-/// the store fails, records wait in memory (up to [`AUDIT_SPILL`], the oldest given up
-/// past that) and the batch is retried with backoff, so an outage loses nothing it
-/// outlasts and never holds up a decision.
-async fn audit_writer(hub: Arc<Hub>, mut rx: mpsc::Receiver<NewAuditEvent>) {
-    let mut pending: VecDeque<NewAuditEvent> = VecDeque::new();
-    let mut open = true;
-    let mut wait = AUDIT_RETRY_MIN;
-    // failures of the batch at the head that were not the store being away
-    let mut rejected = 0;
-    loop {
-        if pending.is_empty() {
-            let mut batch = Vec::with_capacity(AUDIT_BATCH);
-            if rx.recv_many(&mut batch, AUDIT_BATCH).await == 0 {
-                return;
-            }
-            pending.extend(batch);
-        }
-        let n = pending.len().min(AUDIT_BATCH);
-        match hub
-            .store()
-            .append_audit(&pending.make_contiguous()[..n])
-            .await
-        {
-            Ok(()) => {
-                pending.drain(..n);
-                rejected = 0;
-                if wait > AUDIT_RETRY_MIN {
-                    info!(
-                        waiting = pending.len(),
-                        "deny audit records are written again"
-                    );
-                }
-                wait = AUDIT_RETRY_MIN;
-            }
-            // an error that is not an outage may be the records themselves: a batch
-            // refused that often is given up rather than block every later one
-            Err(e)
-                if !matches!(e, StoreError::Unavailable(_))
-                    && rejected + 1 >= AUDIT_REJECTED_TRIES =>
-            {
-                error!(error = %e, records = n, "deny audit records refused by the store: dropped");
-                pending.drain(..n);
-                rejected = 0;
-            }
-            Err(e) => {
-                if !matches!(e, StoreError::Unavailable(_)) {
-                    rejected += 1;
-                }
-                warn!(error = %e, waiting = pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
-                // keep taking records while waiting, so denying calls never wait on an outage
-                let retry = tokio::time::sleep(wait);
-                tokio::pin!(retry);
-                loop {
-                    let mut more = Vec::new();
-                    tokio::select! {
-                        () = &mut retry => break,
-                        received = rx.recv_many(&mut more, AUDIT_BATCH), if open => {
-                            open = received > 0;
-                            pending.extend(more);
-                        }
-                    }
-                }
-                if pending.len() > AUDIT_SPILL {
-                    let dropped = pending.len() - AUDIT_SPILL;
-                    pending.drain(..dropped);
-                    error!(
-                        dropped,
-                        kept = AUDIT_SPILL,
-                        "deny audit records waiting for the store past the limit: the oldest were dropped"
-                    );
-                }
-                wait = (wait * 2).min(AUDIT_RETRY_MAX);
-            }
-        }
-        if !open && pending.is_empty() {
-            return;
-        }
     }
 }

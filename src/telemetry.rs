@@ -4,7 +4,7 @@
 
 use crate::config::{Config, LogFormat};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -22,6 +22,23 @@ pub enum TelemetryError {
 #[derive(Debug)]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+}
+
+/// `telemetry.otlp_headers` as gRPC metadata; the error names the header, never its value.
+fn otlp_metadata(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<tonic::metadata::MetadataMap, TelemetryError> {
+    let mut metadata = tonic::metadata::MetadataMap::new();
+    for (name, value) in headers {
+        let bad = || {
+            TelemetryError::Exporter(format!(
+                "telemetry.otlp_headers.{name}: not a valid gRPC header name and value"
+            ))
+        };
+        let key = tonic::metadata::MetadataKey::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+        metadata.insert(key, value.parse().map_err(|_| bad())?);
+    }
+    Ok(metadata)
 }
 
 /// Installs the global subscriber. Call once, from `main`, inside the runtime.
@@ -51,6 +68,7 @@ pub fn init(config: &Config) -> Result<Telemetry, TelemetryError> {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_tonic()
                 .with_endpoint(endpoint)
+                .with_metadata(otlp_metadata(&config.telemetry.otlp_headers)?)
                 .build()
                 .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
             let resource = opentelemetry_sdk::Resource::builder()

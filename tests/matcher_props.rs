@@ -1,14 +1,39 @@
 //! Properties of the policy core, checked with proptest against simple reference
 //! models: the compiled matcher equals seed 001's linear scan, `Yro` then a covered
-//! call allows, `normalise` never changes a decision, and a compiled glob matches as a
-//! naive backtracking matcher does.
+//! call allows, `normalise` never changes a decision, a compiled glob matches as a
+//! naive backtracking matcher does, and every entry form decides a built-in tool the
+//! same under each of its spellings.
 
 use proptest::prelude::*;
 use toolgate::policy::{
-    AddOutcome, AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, Glob,
-    Outcome, UserSettings, add_mcp_entry, canonical_builtin, decide, normalise,
+    AddOutcome, AdminControls, BUILTIN_TOOLS, Call, CompiledAdmin, CompiledList, CompiledUser,
+    Entry, Glob, Outcome, UserSettings, add_mcp_entry, canonical_builtin, decide, normalise,
     reference_first_match,
 };
+
+/// Every form of entry that can match a built-in tool spelled `canonical` or `alias`
+/// (and some that cannot), for the alias proptest.
+fn alias_forms(canonical: &str, alias: &str) -> Vec<String> {
+    vec![
+        format!("builtin:{canonical}"),
+        format!("builtin:{alias}"),
+        format!("*:{canonical}"),
+        format!("*:{alias}"),
+        format!("built*:{canonical}"),
+        format!("b*n:{alias}"),
+        format!("builtin:{}*", &alias[..2]),
+        format!("builtin:*{}", &canonical[canonical.len() - 2..]),
+        format!("*:{}*", &alias[..1]),
+        format!("*:{}*", &canonical[..3]),
+        "builtin:*".to_owned(),
+        "*:*".to_owned(),
+        "b*:*".to_owned(),
+        "@readonly".to_owned(),
+        format!("other:{canonical}"),
+        format!("other:{alias}"),
+        format!("@acme:{alias}"),
+    ]
+}
 
 /// The reference for globs: `*` tries every split, everything else matches itself.
 fn naive_glob(pattern: &[u8], name: &[u8]) -> bool {
@@ -113,6 +138,29 @@ proptest! {
             let call = Call::Mcp { server: server.to_owned(), tool: tool.to_owned() };
             let (d1, d2) = (decide(&a1, &u1, &call), decide(&a2, &u2, &call));
             prop_assert_eq!((d1.outcome, d1.reason), (d2.outcome, d2.reason), "{} {:?} vs {:?}", server, list, normal);
+        }
+    }
+
+    #[test]
+    fn every_entry_form_decides_both_spellings_alike(
+        pair in prop::sample::select(&BUILTIN_TOOLS[..]),
+        picks in prop::collection::vec(0usize..17, 0..6),
+    ) {
+        let (canonical, alias) = pair;
+        let forms = alias_forms(canonical, alias);
+        let list: Vec<String> = picks.iter().map(|&i| forms[i].clone()).collect();
+        let entries: Vec<Entry> = list.iter().map(|e| Entry::parse(e).unwrap()).collect();
+        let compiled = CompiledList::new(&list, &entries);
+        let want = reference_first_match(&entries, "builtin", canonical);
+        prop_assert_eq!(reference_first_match(&entries, "builtin", alias), want);
+        prop_assert_eq!(compiled.first_match("builtin", canonical), want);
+        prop_assert_eq!(compiled.first_match("builtin", alias), want);
+        let blocked = CompiledAdmin::compile(&AdminControls { mcp_tool_blocklist: list.clone(), ..AdminControls::default() }).unwrap();
+        let allowing = CompiledUser::compile(&UserSettings { use_yolo_mode: true, mcp_allowed_tools: list.clone(), ..UserSettings::default() }).unwrap();
+        let call = |tool: &str| Call::Mcp { server: "builtin".into(), tool: tool.into() };
+        for (admin, user) in [(&blocked, &CompiledUser::compile(&UserSettings::default()).unwrap()), (&CompiledAdmin::compile(&AdminControls::default()).unwrap(), &allowing)] {
+            let (a, b) = (decide(admin, user, &call(canonical)), decide(admin, user, &call(alias)));
+            prop_assert_eq!((a.outcome, a.reason, &a.matched_entry), (b.outcome, b.reason, &b.matched_entry), "{:?}", list);
         }
     }
 }

@@ -451,3 +451,220 @@ async fn an_invalid_file_at_start_stops_the_binary() {
         "{stderr}"
     );
 }
+
+/// `toolgate check-config --policy-file FILE`: its exit status and output.
+async fn check_config(dir: &Path, policy: &Path) -> std::process::Output {
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .env_clear()
+        .kill_on_drop(true)
+        .arg("check-config")
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--policy-file")
+        .arg(policy)
+        .output();
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("check-config blocked")
+        .unwrap()
+}
+
+/// Issue 13 item 3: a policy file truncated to nothing is an error, not "manage
+/// nothing": the old policy stays (seed 000: a bad reload keeps the old list),
+/// `last_error` says why, and `check-config` refuses it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_file_keeps_the_old_policy_and_is_reported() {
+    let (server, dir, file) = start_with(ACME_JIRA).await;
+    let denied = pb::Reason::NotInFileAllowlist as i32;
+    assert_eq!(
+        evaluate(&server, gasoline("interact", "execute_js"))
+            .await
+            .reason,
+        denied
+    );
+    for empty in ["", "# nothing\n", "{}\n"] {
+        std::fs::write(&file, empty).unwrap();
+        status_until(&server, |s| {
+            s["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("teams: []"))
+        })
+        .await;
+        let d = evaluate(&server, gasoline("interact", "execute_js")).await;
+        assert_eq!(d.reason, denied, "{empty:?}");
+        let write = server
+            .admin("admin-token")
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(pb::AutoRunControls::default()),
+                expected_revision: None,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(write.code(), Code::FailedPrecondition, "{empty:?}");
+        let out = check_config(dir.path(), &file).await;
+        assert!(!out.status.success(), "check-config accepted {empty:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("teams: []"), "{stderr}");
+        // back to the good file between tries, so each empty content is new
+        std::fs::write(&file, ACME_JIRA).unwrap();
+        status_until(&server, |s| s["last_error"].is_null()).await;
+    }
+    std::fs::write(&file, "teams: []\n").unwrap();
+    status_until(&server, |s| s["teams"] == serde_json::json!([])).await;
+    assert!(check_config(dir.path(), &file).await.status.success());
+    server.stop().await;
+}
+
+/// Issue 13 item 8: a path that leads to a device or a FIFO is refused at once, by
+/// the reloader and by `check-config`, and the reloader goes on (a FIFO used to
+/// block it for good, `/dev/zero` to be read until memory ran out).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_device_or_fifo_is_refused_without_blocking() {
+    let (server, dir, file) = start_with(ACME_JIRA).await;
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for (target, kind) in [
+        (PathBuf::from("/dev/zero"), "a device"),
+        (fifo.clone(), "a FIFO"),
+        (dir.path().to_owned(), "a directory"),
+    ] {
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        status_until(&server, |s| {
+            s["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains(&format!("is not a regular file ({kind})")))
+        })
+        .await;
+        let d = evaluate(&server, gasoline("interact", "execute_js")).await;
+        assert_eq!(d.reason, pb::Reason::NotInFileAllowlist as i32, "{kind}");
+        let out = check_config(dir.path(), &file).await;
+        assert!(!out.status.success(), "{kind}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("not a regular file"), "{stderr}");
+        // the reloader is not stuck: the real file back clears the error
+        std::fs::remove_file(&file).unwrap();
+        std::fs::write(&file, ACME_JIRA).unwrap();
+        status_until(&server, |s| s["last_error"].is_null()).await;
+    }
+    // past the size cap: refused without reading it all
+    let big = std::fs::File::create(dir.path().join("big.yaml")).unwrap();
+    big.set_len(toolgate::policy_file::MAX_POLICY_BYTES as u64 + 1)
+        .unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("big.yaml"), &file).unwrap();
+    status_until(&server, |s| {
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("is larger than"))
+    })
+    .await;
+    server.stop().await;
+}
+
+/// A second policy: acme's MCP list changes and gasoline's list lets
+/// `interact.execute_js` through.
+const ACME_CONFLUENCE: &str = "\
+teams:
+  - team: acme
+    auto_run_controls:
+      enabled: true
+      mcp_tool_allowlist: [\"jira:*\", \"confluence:*\"]
+mcp_servers:
+  - server: gasoline
+    allowed_tools: [\"observe.*\", \"generate.*\", \"interact.navigate\", \"interact.execute_js\"]
+";
+
+/// The policy's fingerprint in decisions: the old file denies `execute_js`, the new
+/// one does not; neither lets an unknown server's tool through unasked.
+async fn which_policy(server: &TestServer) -> &'static str {
+    let js = evaluate(server, gasoline("interact", "execute_js")).await;
+    let other = evaluate(server, gasoline("interact", "type")).await;
+    assert_eq!(
+        other.reason,
+        pb::Reason::NotInFileAllowlist as i32,
+        "the file's list must hold in every state: {other:?}"
+    );
+    if js.reason == pb::Reason::NotInFileAllowlist as i32 {
+        "old"
+    } else {
+        "new"
+    }
+}
+
+/// Fault suite: the file swapped atomically (rename over it) goes from the old
+/// policy to the new in one step, and decisions in between are one or the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_atomic_swap_goes_from_old_to_new_with_nothing_between() {
+    let (server, dir, file) = start_with(ACME_JIRA).await;
+    assert_eq!(which_policy(&server).await, "old");
+    let staged = dir.path().join("policy.yaml.new");
+    std::fs::write(&staged, ACME_CONFLUENCE).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    let deadline = tokio::time::Instant::now() + WATCHER_DEADLINE;
+    let mut seen_old = 0;
+    while which_policy(&server).await == "old" {
+        seen_old += 1;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the new policy never came"
+        );
+    }
+    let status = status_until(&server, |s| s["last_error"].is_null()).await;
+    assert_eq!(status["teams"], serde_json::json!(["acme"]));
+    assert_eq!(which_policy(&server).await, "new", "after {seen_old} old");
+    server.stop().await;
+}
+
+/// Fault suite: the file rewritten in place in steps (truncated, then half
+/// written, then finished) keeps the old policy in force at every step until the
+/// new one is complete: no step opens the managed team or drops the lists.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_rewritten_in_steps_keeps_the_old_policy_until_complete() {
+    use std::io::Write;
+    let (server, _dir, file) = start_with(ACME_JIRA).await;
+    // cut inside the gasoline list: the half is not valid YAML
+    let cut = ACME_CONFLUENCE.find("\"interact.navigate\"").unwrap();
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&file)
+        .unwrap();
+    status_until(&server, |s| {
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("teams: []"))
+    })
+    .await;
+    assert_eq!(which_policy(&server).await, "old", "truncated");
+    out.write_all(&ACME_CONFLUENCE.as_bytes()[..cut]).unwrap();
+    out.flush().unwrap();
+    status_until(&server, |s| {
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| !e.contains("teams: []"))
+    })
+    .await;
+    assert_eq!(which_policy(&server).await, "old", "half written");
+    let write = server
+        .admin("admin-token")
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls::default()),
+            expected_revision: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(write.code(), Code::FailedPrecondition, "half written");
+    out.write_all(&ACME_CONFLUENCE.as_bytes()[cut..]).unwrap();
+    out.sync_all().unwrap();
+    status_until(&server, |s| s["last_error"].is_null()).await;
+    assert_eq!(which_policy(&server).await, "new", "complete");
+    server.stop().await;
+}

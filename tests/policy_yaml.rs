@@ -99,12 +99,59 @@ fn every_field_round_trips_through_yaml() {
     assert_eq!(policy_file::parse_team_policy("t", &yaml).unwrap(), policy);
 }
 
+/// Issue 13 item 3: a truncated file is not "manage nothing"; `teams: []` is.
 #[test]
-fn empty_managed_file_restricts_nothing() {
-    for text in ["", "# only a comment\n"] {
+fn empty_managed_file_is_an_error_unless_it_says_so() {
+    for text in ["", "\n", "# only a comment\n", "{}\n", "---\n", "~\n"] {
+        let errors = policy_file::parse_managed_policy("p.yaml", text)
+            .expect_err(&format!("{text:?} must be refused"));
+        let message = policy_file::format_errors(&errors);
+        assert!(message.contains("teams: []"), "{message}");
+    }
+    for text in [
+        "teams: []\n",
+        "mcp_servers: []\n",
+        "teams: []\nmcp_servers: []\n",
+    ] {
         let p = policy_file::parse_managed_policy("p.yaml", text).unwrap();
         assert!(p.teams.is_empty() && p.tool_actions.is_empty());
     }
+}
+
+/// Issue 13 item 8: nesting past the limit is refused by a linear scan, before the
+/// parser, for both formats; real nesting passes.
+#[test]
+fn deep_nesting_is_refused_before_parsing() {
+    let n = 50_000;
+    let deep = [
+        format!("teams: {}{}\n", "[".repeat(n), "]".repeat(n)),
+        format!("teams: {}\n", "{a: ".repeat(n) + &"}".repeat(n)),
+        format!("teams:\n{}x\n", "- ".repeat(n)),
+        (0..200)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect(),
+    ];
+    for text in &deep {
+        let errors = policy_file::parse_managed_policy("p.yaml", text).unwrap_err();
+        let message = policy_file::format_errors(&errors);
+        assert!(message.contains("nested more than"), "{message}");
+        let errors = policy_file::parse_team_policy("t.yaml", text).unwrap_err();
+        assert!(policy_file::format_errors(&errors).contains("nested more than"));
+    }
+    // brackets inside quotes and comments do not count
+    let fine = format!(
+        "team: acme # {}\nauto_run_controls:\n  allowed: [\"{}\", '{}']\n",
+        "[".repeat(100),
+        "[".repeat(100),
+        "{".repeat(100)
+    );
+    assert_eq!(policy_file::nesting_depth(&fine), None);
+    let too_big = format!(
+        "teams: []\n#{}\n",
+        "x".repeat(policy_file::MAX_POLICY_BYTES)
+    );
+    let errors = policy_file::parse_managed_policy("p.yaml", &too_big).unwrap_err();
+    assert!(policy_file::format_errors(&errors).contains("more than the limit"));
 }
 
 #[test]

@@ -87,14 +87,32 @@ fn call_from_json(v: &Value) -> pb::ToolCall {
 #[tokio::test]
 async fn decision_vectors_through_evaluate() {
     let (server, _dir) = start().await;
-    let data: Value =
-        serde_json::from_str(include_str!("data/decisions.json")).expect("decisions.json parses");
+    let n = vectors_through_evaluate(&server, "vector", include_str!("data/decisions.json")).await;
+    assert_eq!(n, 28);
+    server.stop().await;
+}
+
+/// The integrity vectors (DENY first, aliases, shell spellings, UTF-16 lengths),
+/// through Evaluate like the decision vectors.
+#[tokio::test]
+async fn integrity_vectors_through_evaluate() {
+    let (server, _dir) = start().await;
+    let n =
+        vectors_through_evaluate(&server, "integrity", include_str!("data/integrity.json")).await;
+    assert_eq!(n, 17);
+    server.stop().await;
+}
+
+/// Runs every case of a vector file (the format of `decisions.json`) through
+/// Evaluate, each on a team of its own; answers how many ran.
+async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str) -> usize {
+    let data: Value = serde_json::from_str(text).expect("the vectors parse");
     let mut admin = server.admin("operator-token");
     let mut users = server.users("operator-token");
     let mut policy = server.policy("operator-token");
     for (i, case) in data["cases"].as_array().unwrap().iter().enumerate() {
         let name = case["name"].as_str().unwrap();
-        let team = format!("vector-{i}");
+        let team = format!("{prefix}-{i}");
         if !case["admin"].is_null() {
             admin
                 .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
@@ -124,17 +142,19 @@ async fn decision_vectors_through_evaluate() {
             .into_inner();
         let expect = &case["expect"];
         let outcome = format!("OUTCOME_{}", expect["outcome"].as_str().unwrap());
-        let reason = format!("REASON_{}", expect["reason"].as_str().unwrap());
         assert_eq!(
             pb::Outcome::try_from(d.outcome).unwrap().as_str_name(),
             outcome,
             "{name}"
         );
-        assert_eq!(
-            pb::Reason::try_from(d.reason).unwrap().as_str_name(),
-            reason,
-            "{name}"
-        );
+        // a case may leave the reason open (only the outcome is promised)
+        if let Some(reason) = expect["reason"].as_str() {
+            assert_eq!(
+                pb::Reason::try_from(d.reason).unwrap().as_str_name(),
+                format!("REASON_{reason}"),
+                "{name}"
+            );
+        }
         assert_eq!(d.need_approval, outcome != "OUTCOME_ALLOW", "{name}");
         assert!(
             d.revision >= 1,
@@ -164,7 +184,7 @@ async fn decision_vectors_through_evaluate() {
             assert_eq!(got, want, "{name}");
         }
     }
-    server.stop().await;
+    data["cases"].as_array().unwrap().len()
 }
 
 #[tokio::test]
@@ -483,6 +503,53 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
         Code::InvalidArgument,
         "fails closed on a bad list"
     );
+    // an invalid server is refused (seed 003 fails closed), naming the field
+    for bad in ["", "  ", "git:hub", "git*"] {
+        let err = server
+            .policy("service-token")
+            .filter_tools(pb::FilterToolsRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                server: bad.into(),
+                tools_json: tools.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "server {bad:?}");
+        assert!(err.message().contains("server"), "{}", err.message());
+    }
+    server.stop().await;
+}
+
+/// A tool with a malformed name is hidden wherever a valid one of its server is.
+#[tokio::test]
+async fn filter_tools_hides_malformed_names_of_a_blocked_server() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            mcp_tool_blocklist: vec!["evil:*".into()],
+            ..Default::default()
+        })
+        .await;
+    let tools = r#"{"tools":[{"name":"x*"},{"name":"run:now"},{"name":"ok"}]}"#;
+    let filter = |s: &'static str| {
+        let mut client = server.policy("service-token");
+        async move {
+            client
+                .filter_tools(pb::FilterToolsRequest {
+                    team_id: TEAM.into(),
+                    user_id: "alice".into(),
+                    server: s.into(),
+                    tools_json: tools.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    assert_eq!(filter("evil").await.removed, ["x*", "run:now", "ok"]);
+    // elsewhere a malformed name is not denied: a call of it asks
+    assert!(filter("good").await.removed.is_empty());
     server.stop().await;
 }
 
@@ -615,18 +682,26 @@ async fn health_and_server_config() {
             tonic_health::pb::health_check_response::ServingStatus::Serving as i32
         );
     }
-    let cfg = server
-        .info("alice-token")
-        .get_server_config(pb::GetServerConfigRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let json: Value = serde_json::from_str(&cfg.config_json).unwrap();
+    let config = |token: &'static str| {
+        let mut info = server.info(token);
+        async move {
+            let cfg = info
+                .get_server_config(pb::GetServerConfigRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            serde_json::from_str::<Value>(&cfg.config_json).unwrap()
+        }
+    };
+    let json = config("operator-token").await;
     assert!(
         json["auth"]["tokens"][0].get("sha256").is_none(),
         "token hashes are not exposed"
     );
     assert_eq!(json["auth"]["tokens"][0]["name"], "operator");
+    // principals are for operators only
+    let json = config("alice-token").await;
+    assert!(json.get("auth").is_none(), "{json}");
     server.stop().await;
 }
 

@@ -11,7 +11,6 @@ use crate::proto::v1 as pb;
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 use serde_json::Value;
-use std::path::PathBuf;
 
 async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u64)> {
     let s = c
@@ -27,9 +26,9 @@ async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u6
     Ok((controls, s.revision))
 }
 
-fn read_policy(file: &PathBuf) -> anyhow::Result<TeamPolicy> {
+fn read_policy(file: &std::path::Path) -> anyhow::Result<TeamPolicy> {
     let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        policy_file::read_file(file).with_context(|| format!("reading {}", file.display()))?;
     policy_file::parse_team_policy(&file.display().to_string(), &text)
         .map_err(|errors| anyhow::anyhow!(policy_file::format_errors(&errors)))
 }

@@ -45,3 +45,17 @@ impl From<ServiceError> for Status {
         }
     }
 }
+
+/// A message that does not decode: the client sent it, so `INVALID_ARGUMENT`, with
+/// prost's account of where (it names the message and field, e.g.
+/// `EvaluateRequest.team_id: invalid string value: data is not UTF-8 encoded`).
+pub fn decode_error(e: prost::DecodeError) -> Status {
+    let mut details = ErrorDetails::new();
+    let message = e.to_string();
+    details.add_bad_request_violation("request", message.clone());
+    Status::with_error_details(
+        Code::InvalidArgument,
+        format!("{message}: send a valid protobuf message (strings must be UTF-8)"),
+        details,
+    )
+}

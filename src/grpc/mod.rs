@@ -2,6 +2,7 @@
 //! sees protobuf and tonic types.
 
 pub mod client;
+pub mod codec;
 pub mod convert;
 mod error;
 mod watch;
@@ -53,18 +54,49 @@ fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
         })
 }
 
+/// The earliest and latest instants a protobuf `Timestamp` may hold
+/// (0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z).
+const TIMESTAMP_SECONDS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
+
+/// A `Timestamp` as Unix milliseconds; out of its documented range (seconds past
+/// year 9999, which used to wrap, or nanos outside 0..1e9) it is refused.
+fn timestamp_ms(field: &str, t: &prost_types::Timestamp) -> Result<i64, ServiceError> {
+    if !TIMESTAMP_SECONDS.contains(&t.seconds) || !(0..1_000_000_000).contains(&t.nanos) {
+        return Err(ServiceError::InvalidArgument {
+            field: field.to_owned(),
+            message: format!(
+                "{{seconds: {}, nanos: {}}} is not a timestamp: seconds must lie within years 1 to 9999 and nanos within 0 to 999999999",
+                t.seconds, t.nanos
+            ),
+        });
+    }
+    Ok(t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
+}
+
 /// All four toolgate services share one implementation over the domain service.
 #[derive(Debug, Clone)]
 pub struct Api {
     service: Arc<Service>,
-    config_json: Arc<String>,
+    config_json: Arc<ConfigViews>,
+}
+
+/// `GetServerConfig`'s answers, made once: the configuration never changes at run time.
+#[derive(Debug)]
+struct ConfigViews {
+    /// For operators: redacted, with the principals.
+    operator: String,
+    /// For everyone else: no principals, no store or collector address.
+    team: String,
 }
 
 impl Api {
-    pub fn new(service: Arc<Service>, config_json: String) -> Self {
+    pub fn new(service: Arc<Service>, config: &crate::config::Config) -> Self {
         Self {
             service,
-            config_json: Arc::new(config_json),
+            config_json: Arc::new(ConfigViews {
+                operator: config.public_json().to_string(),
+                team: config.team_json().to_string(),
+            }),
         }
     }
 }
@@ -115,9 +147,7 @@ impl AdminService for Api {
             limit: r.limit,
             kind: non_empty(r.kind),
             actor: non_empty(r.actor),
-            since_ms: r
-                .since
-                .map(|t| t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000)),
+            since_ms: r.since.map(|t| timestamp_ms("since", &t)).transpose()?,
         };
         let events = self.service.list_audit(&p, filter).await?;
         let next_after_id = events.last().map_or(0, |e| e.id);
@@ -321,15 +351,20 @@ impl ServerInfoService for Api {
             check_id("team_id", &team)?;
         }
         authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
+        // secrets and principals are the operators' business alone
+        let view = if p.role == crate::auth::Role::Operator {
+            &self.config_json.operator
+        } else {
+            &self.config_json.team
+        };
         let config_json = match self.service.policy_file() {
             // the file's state changes at run time; the rest of the config does not
             Some(status) => {
-                let mut config: serde_json::Value =
-                    serde_json::from_str(&self.config_json).unwrap_or_default();
+                let mut config: serde_json::Value = serde_json::from_str(view).unwrap_or_default();
                 config["policy_file"] = status.to_json();
                 config.to_string()
             }
-            None => self.config_json.as_str().to_owned(),
+            None => view.clone(),
         };
         Ok(Response::new(pb::ServerConfig {
             version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -60,14 +60,14 @@ impl Codec for WatchCodec {
     type Encode = WireEvent;
     type Decode = pb::WatchPolicyRequest;
     type Encoder = WireEncoder;
-    type Decoder = tonic_prost::ProstDecoder<pb::WatchPolicyRequest>;
+    type Decoder = super::codec::RequestDecoder<pb::WatchPolicyRequest>;
 
     fn encoder(&mut self) -> Self::Encoder {
         WireEncoder
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        tonic_prost::ProstDecoder::default()
+        super::codec::RequestDecoder::default()
     }
 }
 

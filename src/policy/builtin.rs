@@ -56,6 +56,16 @@ pub fn cli_name(canonical: &str) -> Option<&'static str> {
         .map(|(_, alias)| *alias)
 }
 
+/// Every spelling of a call's tool: for a built-in tool its canonical name and its
+/// CLI SDK name (seed 002's two columns), otherwise the name as given.
+pub fn spellings<'a>(server: &str, tool: &'a str) -> [Option<&'a str>; 2] {
+    if server != SERVER {
+        return [Some(tool), None];
+    }
+    let canonical = canonical(tool);
+    [Some(canonical), cli_name(canonical)]
+}
+
 /// A preset by name (without the `@`): its static name and canonical tools.
 pub fn preset(name: &str) -> Option<(&'static str, &'static [&'static str])> {
     match name {

@@ -3,9 +3,9 @@
 //! filtering (seed 003).
 
 use super::builtin;
-use super::entry::{split_internal_name, validate_call_name};
+use super::entry::{split_internal_name, validate_call_name, validate_name};
 use super::lists::{CompiledAdmin, CompiledUser};
-use super::shell::{self, Prefix};
+use super::shell::{self, SimpleCommand};
 use super::tool_actions::{ToolActionLists, qualified_name};
 use super::{AccessMode, Call, Candidate, Check, Decision, Outcome, PolicyError, Reason};
 use std::sync::Arc;
@@ -184,8 +184,14 @@ fn mcp<E: Explain>(
     if let Some(parts) = kill_switch(admin, ex) {
         return parts;
     }
+    // the DENY rules come before name validation: they match names literally, so a
+    // malformed name cannot turn a DENY into an approvable ASK
+    if let Some(parts) = deny_rules(files, admin, (server, tool, action), allowed_tools, ex) {
+        return parts;
+    }
+    // an action is a name too, but `*` is a literal action name there (seed 000)
     let action_valid = match action {
-        Action::Given(Some(a)) => validate_call_name(a),
+        Action::Given(Some(a)) => validate_name(a),
         _ => Ok(()),
     };
     if let Err(rule) = validate_call_name(server)
@@ -197,56 +203,13 @@ fn mcp<E: Explain>(
         });
         return (Outcome::Ask, Reason::InvalidName, None, Vec::new());
     }
-    // one spelling per built-in tool, so one rule covers every client
+    // one spelling per built-in tool in candidates; the lists match every spelling
     let tool = if server == builtin::SERVER {
         builtin::canonical(tool)
     } else {
         tool
     };
     ex.check("names", || format!("valid: {server}:{tool}"));
-
-    if let Some(entry) = admin.blocklist.matched(server, tool) {
-        ex.check("admin_blocklist", || format!("{entry} matches"));
-        return (
-            Outcome::Deny,
-            Reason::BlockedByAdmin,
-            Some(entry.clone()),
-            Vec::new(),
-        );
-    }
-    ex.check("admin_blocklist", || "no entry matches".to_owned());
-    if let Some(list) = files.get(server) {
-        let (allowed, name) = match action {
-            Action::Given(action) => (list.allows(tool, action), qualified_name(tool, action)),
-            Action::Listing => (list.allows_some_action(tool), format!("{tool}.*")),
-        };
-        if !allowed {
-            ex.check("file_allowlist", || {
-                format!("{name} matches no pattern of the policy file's list for {server}")
-            });
-            *allowed_tools = Some(list.allowed_tools().clone());
-            return (Outcome::Deny, Reason::NotInFileAllowlist, None, Vec::new());
-        }
-        ex.check("file_allowlist", || {
-            format!("{name} is allowed by the policy file's list for {server}")
-        });
-    }
-    if admin.controls.mcp_access_mode == AccessMode::Allowlist {
-        match admin.access.matched(server, tool) {
-            Some(entry) => ex.check("admin_access_allowlist", || format!("{entry} matches")),
-            None => {
-                ex.check("admin_access_allowlist", || {
-                    "no entry matches: the tool is not permitted".to_owned()
-                });
-                return (
-                    Outcome::Deny,
-                    Reason::NotInAccessAllowlist,
-                    None,
-                    Vec::new(),
-                );
-            }
-        }
-    }
 
     let controlled = admin.controlled();
     let browser = admin.is_browser(server);
@@ -338,19 +301,110 @@ fn mcp<E: Explain>(
     (Outcome::Ask, Reason::NotAllowlisted, None, vec![candidate])
 }
 
-/// The admin's prefixes when admin-controlled (with the user's too in union mode),
-/// else the user's own.
-fn prefixes<'a>(
+/// Every DENY rule, in order: the admin blocklist, the policy file's `tool.action`
+/// lists, the admin's access allowlist. Names are matched as given, valid or not.
+fn deny_rules<E: Explain>(
+    files: &ToolActionLists,
     admin: &CompiledAdmin,
-    from_admin: &'a [Prefix],
-    from_user: &'a [Prefix],
-) -> impl Iterator<Item = &'a Prefix> {
-    let (a, u): (&[Prefix], &[Prefix]) = match (admin.controlled(), admin.union()) {
-        (true, false) => (from_admin, &[]),
-        (true, true) => (from_admin, from_user),
-        (false, _) => (&[], from_user),
+    (server, tool, action): (&str, &str, Action<'_>),
+    allowed_tools: &mut Option<Arc<[String]>>,
+    ex: &mut E,
+) -> Option<Parts> {
+    if let Some(entry) = admin.blocklist.matched(server, tool) {
+        ex.check("admin_blocklist", || format!("{entry} matches"));
+        return Some((
+            Outcome::Deny,
+            Reason::BlockedByAdmin,
+            Some(entry.clone()),
+            Vec::new(),
+        ));
+    }
+    ex.check("admin_blocklist", || "no entry matches".to_owned());
+    if let Some(list) = files.get(server) {
+        let (allowed, name) = match action {
+            Action::Given(action) => (list.allows(tool, action), qualified_name(tool, action)),
+            Action::Listing => (list.allows_some_action(tool), format!("{tool}.*")),
+        };
+        if !allowed {
+            ex.check("file_allowlist", || {
+                format!("{name} matches no pattern of the policy file's list for {server}")
+            });
+            *allowed_tools = Some(list.allowed_tools().clone());
+            return Some((Outcome::Deny, Reason::NotInFileAllowlist, None, Vec::new()));
+        }
+        ex.check("file_allowlist", || {
+            format!("{name} is allowed by the policy file's list for {server}")
+        });
+    }
+    if admin.controls.mcp_access_mode == AccessMode::Allowlist {
+        match admin.access.matched(server, tool) {
+            Some(entry) => ex.check("admin_access_allowlist", || format!("{entry} matches")),
+            None => {
+                ex.check("admin_access_allowlist", || {
+                    "no entry matches: the tool is not permitted".to_owned()
+                });
+                return Some((
+                    Outcome::Deny,
+                    Reason::NotInAccessAllowlist,
+                    None,
+                    Vec::new(),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The first blocked prefix a command matches: the admin's `blocked` (when
+/// admin-controlled) and the user's own `command_denylist` both count, a user may
+/// always be stricter than the admin.
+fn blocking(
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    command: &SimpleCommand,
+) -> Option<Arc<str>> {
+    let from_admin = admin
+        .controlled()
+        .then(|| {
+            admin
+                .blocked
+                .first_blocking(command)
+                .map(|i| admin.blocked.raw(i))
+        })
+        .flatten();
+    from_admin
+        .or_else(|| {
+            user.denied
+                .first_blocking(command)
+                .map(|i| user.denied.raw(i))
+        })
+        .cloned()
+}
+
+/// The first allowed prefix a command starts with: the admin's `allowed` when
+/// admin-controlled (then the user's too in union mode), else the user's own.
+fn allowing<'a>(
+    admin: &'a CompiledAdmin,
+    user: &'a CompiledUser,
+    command: &SimpleCommand,
+) -> Option<&'a Arc<str>> {
+    let from_user = || {
+        user.allowed
+            .first_allowing(command)
+            .map(|i| user.allowed.raw(i))
     };
-    a.iter().chain(u)
+    if !admin.controlled() {
+        return from_user();
+    }
+    let from_admin = admin
+        .allowed
+        .first_allowing(command)
+        .map(|i| admin.allowed.raw(i));
+    if from_admin.is_none() && admin.union() {
+        from_user()
+    } else {
+        from_admin
+    }
 }
 
 fn command_line<E: Explain>(
@@ -368,8 +422,8 @@ fn command_line<E: Explain>(
         });
         return (Outcome::Ask, Reason::AdminDisabled, None, Vec::new());
     }
-    let commands = shell::split(line);
-    ex.check("split", || {
+    let commands = shell::parse_command_line(line).commands;
+    ex.check("read", || {
         format!(
             "{} simple command(s): {}",
             commands.len(),
@@ -388,29 +442,32 @@ fn command_line<E: Explain>(
             Vec::new(),
         );
     }
+    // blocked prefixes first, so the answer names the prefix when one matches
     for command in &commands {
-        if command.opaque {
+        if let Some(prefix) = blocking(admin, user, command) {
             ex.check("blocked", || {
-                format!("{:?} holds a substitution or subshell", command.text)
-            });
-            return (Outcome::Ask, Reason::CommandBlocked, None, Vec::new());
-        }
-        if let Some(p) =
-            prefixes(admin, &admin.blocked, &user.denied).find(|p| p.occurs_in(command))
-        {
-            ex.check("blocked", || {
-                format!("{:?} matches blocked prefix {:?}", command.text, p.raw)
+                format!("{:?} matches blocked prefix {prefix:?}", command.text)
             });
             return (
                 Outcome::Ask,
                 Reason::CommandBlocked,
-                Some(Arc::from(p.raw.as_str())),
+                Some(prefix),
                 Vec::new(),
             );
         }
     }
+    if let Some(command) = commands.iter().find(|c| c.opaque.is_some()) {
+        ex.check("blocked", || {
+            format!(
+                "{:?} is opaque: {}",
+                command.text,
+                command.opaque.as_deref().unwrap_or_default()
+            )
+        });
+        return (Outcome::Ask, Reason::CommandBlocked, None, Vec::new());
+    }
     ex.check("blocked", || {
-        "no command matches a blocked prefix".to_owned()
+        "no command matches a blocked prefix, none is opaque".to_owned()
     });
     let (auto_run, run_everything) = modes(admin, user, ex);
     if run_everything && (!admin.controlled() || admin.controls.enable_run_everything) {
@@ -422,9 +479,9 @@ fn command_line<E: Explain>(
     let mut first_prefix = None;
     let mut unlisted = Vec::new();
     for command in &commands {
-        match prefixes(admin, &admin.allowed, &user.allowed).find(|p| p.matches(command)) {
+        match allowing(admin, user, command) {
             Some(p) => {
-                first_prefix.get_or_insert_with(|| Arc::<str>::from(p.raw.as_str()));
+                first_prefix.get_or_insert_with(|| p.clone());
             }
             None => unlisted.push(Candidate::Command(command.text.clone())),
         }
@@ -449,6 +506,12 @@ fn command_line<E: Explain>(
 fn delete<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, path: &str, ex: &mut E) -> Parts {
     if let Some(parts) = kill_switch(admin, ex) {
         return parts;
+    }
+    if admin.disabled {
+        ex.check("admin_disabled", || {
+            "the admin allows nothing to auto-run".to_owned()
+        });
+        return (Outcome::Ask, Reason::AdminDisabled, None, Vec::new());
     }
     if path.trim().is_empty() {
         ex.check("path", || "empty".to_owned());
@@ -519,7 +582,14 @@ pub(super) fn message(d: &Decision, call: &Call) -> String {
         }
         Reason::CommandAllowed => format!("may run: every command is allowed (first by {entry})"),
         Reason::CommandBlocked if entry.is_empty() => {
-            "needs approval: it holds a substitution or subshell, which never auto-runs".to_owned()
+            let why = match call {
+                Call::Shell(line) => shell::parse_command_line(line).opaque().map(str::to_owned),
+                _ => None,
+            };
+            format!(
+                "needs approval: what it runs cannot be read from the line ({}), so it never auto-runs",
+                why.as_deref().unwrap_or("an opaque command")
+            )
         }
         Reason::CommandBlocked => format!("needs approval: blocked by {entry}"),
         Reason::CommandNotAllowlisted => {
@@ -565,6 +635,15 @@ pub fn filter_tools_in(
     tools: &serde_json::Value,
 ) -> Result<FilteredTools, PolicyError> {
     use serde_json::Value;
+    // seed 003 fails closed: with no valid server there is nothing to filter by
+    if let Err(rule) = validate_call_name(server) {
+        return Err(PolicyError::InvalidEntries(vec![super::EntryProblem {
+            field: "server".to_owned(),
+            entry: server.to_owned(),
+            rule,
+            hint: "name the MCP server whose tools/list this is, as its calls name it".to_owned(),
+        }]));
+    }
     let list = match tools {
         Value::Array(list) => list,
         Value::Object(obj) => match obj.get("tools") {
@@ -728,7 +807,7 @@ mod tests {
     }
 
     #[test]
-    fn file_allowlist_comes_after_kill_switch_names_and_blocklist() {
+    fn file_allowlist_comes_after_kill_switch_and_blocklist_before_names() {
         let files = files(&["observe.*"]);
         let call = action("interact", "execute_js");
         let (admin, user) = setup(AdminControls {
@@ -748,16 +827,23 @@ mod tests {
             Reason::BlockedByAdmin
         );
         let (admin, user) = setup(AdminControls::default());
+        // a malformed action of a denied tool stays DENIED; of an allowed one it asks
         assert_eq!(
             decide_in(&files, &admin, &user, &action("interact", "a:b")).reason,
+            Reason::NotInFileAllowlist
+        );
+        assert_eq!(
+            decide_in(&files, &admin, &user, &action("observe", "a:b")).reason,
             Reason::InvalidName
+        );
+        // `*` is a literal action name, allowed by `observe.*` like any other
+        assert_eq!(
+            decide_in(&files, &admin, &user, &action("observe", "*")).outcome,
+            Outcome::Allow
         );
         let explained = explain_in(&files, &admin, &user, &call);
         let names: Vec<&str> = explained.explanation.iter().map(|c| c.name).collect();
-        assert_eq!(
-            names,
-            ["kill_switch", "names", "admin_blocklist", "file_allowlist"]
-        );
+        assert_eq!(names, ["kill_switch", "admin_blocklist", "file_allowlist"]);
         // without the file's lists nothing is denied
         assert_eq!(decide(&admin, &user, &call).outcome, Outcome::Allow);
     }

@@ -11,14 +11,27 @@ pub const WILDCARD: &str = "*";
 /// Longest server or tool name (seed 001 `ihe`).
 pub const MAX_NAME_LEN: usize = 256;
 
-/// More than [`MAX_NAME_LEN`] characters. A string has at least as many bytes as
-/// characters, so the count is only needed past that many bytes.
+/// More than [`MAX_NAME_LEN`] UTF-16 code units, JavaScript's `.length` (an emoji
+/// counts two). A string has at least as many UTF-8 bytes as UTF-16 units, so the
+/// count is only needed past that many bytes.
 fn too_long(name: &str) -> bool {
-    name.len() > MAX_NAME_LEN && name.chars().count() > MAX_NAME_LEN
+    name.len() > MAX_NAME_LEN && name.encode_utf16().count() > MAX_NAME_LEN
 }
 
-/// Seed 001 `ihe`: not empty, at most 256 characters, not only whitespace, and no
-/// `:` or `*` unless the name is the wildcard itself.
+/// Whitespace as JavaScript's `trim` removes it: Unicode's White_Space without
+/// U+0085, plus U+FEFF.
+fn js_whitespace(c: char) -> bool {
+    c == '\u{feff}' || (c != '\u{85}' && c.is_whitespace())
+}
+
+/// Nothing left after JavaScript's `trim`.
+fn js_blank(name: &str) -> bool {
+    name.chars().all(js_whitespace)
+}
+
+/// Validates a server or tool name. Seed 001's `ihe`, as its JavaScript reads: not
+/// empty, at most 256 UTF-16 code units, not only whitespace, and no `:` or `*`
+/// unless the name is the wildcard itself.
 pub fn validate_name(name: &str) -> Result<(), Rule> {
     if name.is_empty() {
         return Err(Rule::Empty);
@@ -26,7 +39,7 @@ pub fn validate_name(name: &str) -> Result<(), Rule> {
     if too_long(name) {
         return Err(Rule::TooLong);
     }
-    if name.trim().is_empty() {
+    if js_blank(name) {
         return Err(Rule::Whitespace);
     }
     if name != WILDCARD && name.contains([':', '*']) {
@@ -51,7 +64,7 @@ fn validate_side(side: &str) -> Result<(), Rule> {
     if too_long(side) {
         return Err(Rule::TooLong);
     }
-    if side.trim().is_empty() {
+    if js_blank(side) {
         return Err(Rule::Whitespace);
     }
     if side.contains(':') {
@@ -60,7 +73,7 @@ fn validate_side(side: &str) -> Result<(), Rule> {
     Ok(())
 }
 
-/// Seed 001 `d4c`: the entry string for a server and a tool.
+/// The entry string for a server and a tool. Seed 001's `d4c`.
 pub fn format_entry(server: &str, tool: &str) -> String {
     format!("{server}{SEPARATOR}{tool}")
 }
@@ -195,10 +208,13 @@ pub enum Entry {
 }
 
 impl Entry {
-    /// Seed 001 `vOh` with the glob and preset extensions: exactly one `:`, each side
-    /// valid; or `@preset`.
+    /// Parses an entry: exactly one `:`, each side valid; or `@preset` (an `@` name
+    /// without `:`; `@acme:deploy` is server `@acme`). Seed 001's `vOh`, with the glob
+    /// and preset extensions.
     pub fn parse(entry: &str) -> Result<Self, Rule> {
-        if let Some(name) = entry.strip_prefix('@') {
+        if !entry.contains(SEPARATOR)
+            && let Some(name) = entry.strip_prefix('@')
+        {
             return builtin::preset(name)
                 .map(|(name, _)| Self::Preset(name))
                 .ok_or(Rule::UnknownPreset);
@@ -217,8 +233,8 @@ impl Entry {
         Ok(Self::Pair { server, tool })
     }
 
-    /// Seed 001 `f4c`, generalised to globs and presets. `server` and `tool` are
-    /// valid call names, built-in tools already canonical.
+    /// Whether the entry matches one spelling of a call, literally. Seed 001's `f4c`,
+    /// generalised to globs and presets.
     pub fn matches(&self, server: &str, tool: &str) -> bool {
         match self {
             Self::Pair { server: s, tool: t } => s.matches(server) && t.matches(tool),
@@ -227,6 +243,15 @@ impl Entry {
                     && builtin::preset(name).is_some_and(|(_, tools)| tools.contains(&tool))
             }
         }
+    }
+
+    /// Whether the entry matches a call under any spelling of its tool: a built-in
+    /// tool is matched as `read_file` and as `Read`, whatever the entry's form.
+    pub fn matches_call(&self, server: &str, tool: &str) -> bool {
+        builtin::spellings(server, tool)
+            .into_iter()
+            .flatten()
+            .any(|t| self.matches(server, t))
     }
 }
 
@@ -271,8 +296,8 @@ pub fn parse_list(field: &str, list: &[String], problems: &mut Vec<EntryProblem>
 }
 
 /// Splits an internal tool name into server and tool: `mcp__server__tool` (double
-/// underscores), then seed 001 `h4c` (`mcp_server_tool`, split at the first `_` after
-/// the prefix); anything else is a tool of `fallback_server`.
+/// underscores), then `mcp_server_tool` split at the first `_` after the prefix;
+/// anything else is a tool of `fallback_server`. Seed 001's `h4c`, extended.
 pub fn split_internal_name<'a>(name: &'a str, fallback_server: &'a str) -> (&'a str, &'a str) {
     if let Some(rest) = name.strip_prefix("mcp__")
         && let Some((server, tool)) = rest.split_once("__")
@@ -292,7 +317,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ihe_table() {
+    fn validate_name_table() {
         let long = "x".repeat(256);
         let too_long = "x".repeat(257);
         let table: &[(&str, Result<(), Rule>)] = &[
@@ -313,14 +338,48 @@ mod tests {
         for (name, want) in table {
             assert_eq!(validate_name(name), *want, "{name:?}");
         }
-        // 256 characters, not bytes
+        // 256 UTF-16 code units (JavaScript's `.length`), not bytes or characters
         assert_eq!(validate_name(&"é".repeat(256)), Ok(()));
         assert_eq!(validate_name(&"é".repeat(257)), Err(Rule::TooLong));
+        let units: &[(String, Result<(), Rule>)] = &[
+            (format!("{}😀", "a".repeat(254)), Ok(())),
+            (format!("{}😀", "a".repeat(255)), Err(Rule::TooLong)),
+            ("😀".repeat(128), Ok(())),
+            (format!("{}a", "😀".repeat(128)), Err(Rule::TooLong)),
+            (format!("{}𝄞", "é".repeat(254)), Ok(())),
+            (format!("{}𝄞", "é".repeat(255)), Err(Rule::TooLong)),
+            ("中".repeat(256), Ok(())),
+            ("中".repeat(257), Err(Rule::TooLong)),
+        ];
+        for (name, want) in units {
+            assert_eq!(
+                validate_name(name),
+                *want,
+                "{} units",
+                name.encode_utf16().count()
+            );
+        }
+        // JavaScript's trim: U+FEFF is whitespace, U+0085 is not
+        let blanks: &[(&str, Result<(), Rule>)] = &[
+            ("\u{feff}", Err(Rule::Whitespace)),
+            (" \u{feff}\u{a0}\u{3000}\u{2028}", Err(Rule::Whitespace)),
+            ("\u{85}", Ok(())),
+            (" \u{85} ", Ok(())),
+            ("\u{1c}", Ok(())),
+        ];
+        for (name, want) in blanks {
+            assert_eq!(validate_name(name), *want, "{name:?}");
+        }
+        assert_eq!(
+            Entry::parse("\u{feff}:x"),
+            Err(Rule::Whitespace),
+            "entry sides trim alike"
+        );
         assert_eq!(validate_call_name("*"), Err(Rule::ReservedCharacter));
     }
 
     #[test]
-    fn d4c_and_voh_round_trip() {
+    fn format_and_parse_entry_round_trip() {
         assert_eq!(
             format_entry("github", "create_issue"),
             "github:create_issue"
@@ -370,6 +429,13 @@ mod tests {
             ),
             ("@readonly", Ok(Entry::Preset("readonly"))),
             ("@nope", Err(Rule::UnknownPreset)),
+            (
+                "@acme:deploy",
+                Ok(Entry::Pair {
+                    server: Side::Exact("@acme".into()),
+                    tool: Side::Exact("deploy".into()),
+                }),
+            ),
             ("github", Err(Rule::Separator)),
             ("a:b:c", Err(Rule::Separator)),
             (":tool", Err(Rule::Empty)),
@@ -388,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn f4c_every_form() {
+    fn matches_entry_every_form() {
         let m = |e: &str, s: &str, t: &str| Entry::parse(e).unwrap().matches(s, t);
         assert!(m("*:*", "any", "thing"));
         assert!(m("*:search", "brave", "search"));
@@ -431,7 +497,7 @@ mod tests {
     }
 
     #[test]
-    fn h4c_table() {
+    fn split_internal_name_table() {
         let table: &[(&str, &str, (&str, &str))] = &[
             ("mcp_github_create_issue", "fb", ("github", "create_issue")),
             ("mcp_github", "fb", ("fb", "mcp_github")),

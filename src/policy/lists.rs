@@ -3,11 +3,15 @@
 
 use super::entry::{self, Entry, Side, hint, parse_list, validate_call_name, validate_name};
 use super::matcher::CompiledList;
-use super::shell::Prefix;
+use super::shell::{Prefix, PrefixList};
 use super::{AdminControls, EntryProblem, ListMode, PolicyError, Rule, UserSettings, settings};
 
 /// The most entries one list may hold.
 pub const MAX_LIST_ENTRIES: usize = 100_000;
+
+/// The longest command prefix, in bytes: MCP entries are bounded by seed 001's 256
+/// characters a side, and a prefix is a few command words, so this is generous.
+pub const MAX_PREFIX_LEN: usize = 1_024;
 
 fn check_len(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) {
     if list.len() > MAX_LIST_ENTRIES {
@@ -30,10 +34,26 @@ fn compile_mcp(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -
     }
 }
 
-fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> Vec<Prefix> {
+fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> PrefixList {
     check_len(field, list, problems);
     let mut out = Vec::with_capacity(list.len());
     for (i, raw) in list.iter().enumerate() {
+        if raw.len() > MAX_PREFIX_LEN {
+            // the entry is echoed cut short: the error must not grow with the input
+            let cut = (0..=64)
+                .rev()
+                .find(|&n| raw.is_char_boundary(n))
+                .unwrap_or(0);
+            problems.push(EntryProblem {
+                field: format!("{field}[{i}]"),
+                entry: format!("{}… ({} bytes)", &raw[..cut], raw.len()),
+                rule: Rule::TooLong,
+                hint: format!(
+                    "a command prefix is at most {MAX_PREFIX_LEN} bytes: keep the command words that decide"
+                ),
+            });
+            continue;
+        }
         match Prefix::parse(raw) {
             Some(p) => out.push(p),
             None => problems.push(EntryProblem {
@@ -44,7 +64,7 @@ fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProble
             }),
         }
     }
-    out
+    PrefixList::new(out)
 }
 
 fn result<T>(value: T, problems: Vec<EntryProblem>) -> Result<T, PolicyError> {
@@ -62,10 +82,11 @@ pub struct CompiledAdmin {
     pub(super) allowlist: CompiledList,
     pub(super) blocklist: CompiledList,
     pub(super) access: CompiledList,
-    pub(super) allowed: Vec<Prefix>,
-    pub(super) blocked: Vec<Prefix>,
+    pub(super) allowed: PrefixList,
+    pub(super) blocked: PrefixList,
     pub(super) browser_server_ids: Vec<String>,
-    /// Seed 001 `isDisabledByAdmin`: controls on, and nothing allowed at all.
+    /// Seed 001's `isDisabledByAdmin`: controls on, and nothing allowed at all. In
+    /// union mode the users' own lists count, so it never is.
     pub(super) disabled: bool,
 }
 
@@ -111,6 +132,7 @@ impl CompiledAdmin {
             controls.browser_server_ids.clone()
         };
         let disabled = controls.enabled
+            && controls.list_mode != ListMode::Union
             && controls.mcp_tool_allowlist.is_empty()
             && controls.allowed.is_empty()
             && !controls.enable_run_everything;
@@ -152,8 +174,8 @@ impl CompiledAdmin {
 pub struct CompiledUser {
     pub(super) settings: UserSettings,
     pub(super) allowlist: CompiledList,
-    pub(super) allowed: Vec<Prefix>,
-    pub(super) denied: Vec<Prefix>,
+    pub(super) allowed: PrefixList,
+    pub(super) denied: PrefixList,
 }
 
 impl CompiledUser {
@@ -201,7 +223,7 @@ pub enum AddOutcome {
     CoveredBy(String),
 }
 
-/// Adds `server:tool` by seed 001's `Yro`: both names valid by `ihe` (else an error),
+/// Adds `server:tool` to a list. Seed 001's `Yro`: both names valid (else an error),
 /// no duplicate, nothing `server:*` already covers. Generalising `Yro`, an entry that
 /// `*:*`, `*:tool`, a glob or a preset of the list covers is not added either.
 pub fn add_mcp_entry(list: &[String], server: &str, tool: &str) -> Result<AddOutcome, PolicyError> {
@@ -318,7 +340,7 @@ mod tests {
     }
 
     #[test]
-    fn yro_table() {
+    fn add_mcp_entry_table() {
         type Case<'a> = (&'a [&'a str], &'a str, &'a str, Result<AddOutcome, ()>);
         let table: &[Case<'_>] = &[
             (

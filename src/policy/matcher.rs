@@ -91,12 +91,25 @@ impl CompiledList {
         &self.raw[index]
     }
 
-    /// The first entry (in list order) matching the call, as its index.
+    /// The first entry (in list order) matching the call, as its index. A built-in
+    /// tool is looked up under each of its spellings (`read_file`, `Read`), so every
+    /// entry form matches it however either is written.
     pub fn first_match(&self, server: &str, tool: &str) -> Option<usize> {
         // most lists a decision consults are empty (no blocklist, no access list)
         if self.raw.is_empty() {
             return None;
         }
+        let [first, second] = builtin::spellings(server, tool);
+        let a = first.and_then(|t| self.first_literal(server, t));
+        let b = second.and_then(|t| self.first_literal(server, t));
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The first entry matching one spelling of the call, literally.
+    fn first_literal(&self, server: &str, tool: &str) -> Option<usize> {
         let mut best = self.any;
         let mut consider = |i: Option<usize>| {
             if let Some(i) = i
@@ -131,8 +144,9 @@ impl CompiledList {
     }
 }
 
-/// Seed 001's matching as written: a linear scan with `f4c` over the list. Kept as the
-/// reference the compiled form is tested and benchmarked against.
+/// Seed 001's matching as written: a linear scan with `f4c` over the list (each entry
+/// tried under every spelling of a built-in tool). Kept as the reference the compiled
+/// form is tested and benchmarked against.
 pub fn reference_first_match(entries: &[Entry], server: &str, tool: &str) -> Option<usize> {
-    entries.iter().position(|e| e.matches(server, tool))
+    entries.iter().position(|e| e.matches_call(server, tool))
 }

@@ -25,15 +25,15 @@ pub use entry::{
     validate_call_name, validate_name,
 };
 pub use lists::{
-    AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, add_mcp_entry, normalise,
-    remove_entry,
+    AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, MAX_PREFIX_LEN, add_mcp_entry,
+    normalise, remove_entry,
 };
 pub use matcher::{CompiledList, reference_first_match};
 pub use settings::{
     AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls,
     UserSettings, default_browser_server_ids,
 };
-pub use shell::{Prefix, SimpleCommand, split as split_command_line};
+pub use shell::{CommandLine, MAX_NESTING, Prefix, PrefixList, SimpleCommand, parse_command_line};
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 
 use serde::{Deserialize, Serialize};

@@ -51,6 +51,14 @@ fn parse(field: &str, raw: &str) -> Result<Pattern, EntryProblem> {
     const HINT: &str =
         "write `*`, `tool.*`, `tool` or `tool.action` (seed 000 has no other wildcards)";
     let trimmed = raw.trim();
+    if trimmed.starts_with('!') {
+        return Err(problem(
+            field,
+            raw,
+            Rule::ReservedCharacter,
+            "seed 000 lists have no deny syntax: remove the `!` and leave the tool out of the list (or deny it with the admin blocklist)",
+        ));
+    }
     if trimmed == "*" {
         return Ok(Pattern::Any);
     }
@@ -253,10 +261,19 @@ mod tests {
 
     #[test]
     fn invalid_patterns_name_the_rule() {
-        let bad: Vec<String> = ["ok.*", "", " observe.*", "ob*.x", "a:b", "x.y*", "*.x"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+        let bad: Vec<String> = [
+            "ok.*",
+            "",
+            " observe.*",
+            "ob*.x",
+            "a:b",
+            "x.y*",
+            "*.x",
+            "!interact.*",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
         let problems = ToolActionList::compile("allowed_tools", "gasoline", &bad).unwrap_err();
         let got: Vec<(String, Rule)> = problems.iter().map(|p| (p.field.clone(), p.rule)).collect();
         assert_eq!(
@@ -268,7 +285,13 @@ mod tests {
                 ("allowed_tools[4]".to_owned(), Rule::ReservedCharacter),
                 ("allowed_tools[5]".to_owned(), Rule::ReservedCharacter),
                 ("allowed_tools[6]".to_owned(), Rule::ReservedCharacter),
+                ("allowed_tools[7]".to_owned(), Rule::ReservedCharacter),
             ]
+        );
+        assert!(
+            problems[6].hint.contains("no deny syntax"),
+            "{}",
+            problems[6].hint
         );
     }
 

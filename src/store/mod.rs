@@ -30,7 +30,51 @@ pub enum StoreError {
     #[error("corrupt record: {0}")]
     Corrupt(String),
     #[error("store error: {0}")]
-    Backend(#[from] sqlx::Error),
+    Backend(sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    /// A database that cannot take writes (read-only, busy, I/O error, disk full,
+    /// cannot open) is an unavailable store: waiting or an operator helps, not the
+    /// client.
+    fn from(e: sqlx::Error) -> Self {
+        if let Some(reason) = read_only(&e) {
+            return Self::Unavailable(reason);
+        }
+        // SQLite's primary result codes BUSY, IOERR, FULL, CANTOPEN, in the low byte
+        // of an extended code
+        const UNAVAILABLE: [i64; 4] = [5, 10, 13, 14];
+        let sqlite_code = e
+            .as_database_error()
+            .filter(|d| d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some())
+            .and_then(|d| d.code())
+            .and_then(|c| c.parse::<i64>().ok());
+        match (sqlite_code, &e) {
+            (Some(code), _) if UNAVAILABLE.contains(&(code & 0xff)) => {
+                Self::Unavailable(format!("sqlite: {e}"))
+            }
+            (_, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => {
+                Self::Unavailable(format!("store: {e}"))
+            }
+            _ => Self::Backend(e),
+        }
+    }
+}
+
+/// Why a write failed on a database that cannot take writes (SQLite's
+/// `SQLITE_READONLY` family: a read-only file, directory or mount; PostgreSQL's
+/// `read_only_sql_transaction`: a standby), when that is why. Waiting or a fix by
+/// an operator helps, not the client: `UNAVAILABLE` with the reason.
+fn read_only(e: &sqlx::Error) -> Option<String> {
+    let db = e.as_database_error()?;
+    let code = db.code()?;
+    let sqlite_read_only = code.parse::<i32>().is_ok_and(|c| c & 0xff == 8);
+    (sqlite_read_only || code == "25006").then(|| {
+        format!(
+            "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",
+            db.message()
+        )
+    })
 }
 
 /// A stored document with the revision at which it last changed.
@@ -88,7 +132,7 @@ pub enum History {
 }
 
 /// An audit record to append.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewAuditEvent {
     pub team_id: String,
     pub revision: u64,
@@ -187,6 +231,12 @@ pub trait Store: Send + Sync + 'static {
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         Ok(None)
     }
+
+    /// Whether writes can be trusted to last (e.g. the database file is still the
+    /// one opened); asked on a timer. While it fails, writes fail with the same error.
+    async fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// Revisions are `u64` in the domain and `BIGINT` (`i64`) in the databases.
@@ -213,4 +263,47 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13 item 9: a write refused because the database is read-only is an
+    /// outage with its reason, not an internal error.
+    #[tokio::test]
+    async fn a_read_only_database_is_unavailable_with_the_reason() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("t.db"))
+            .create_if_missing(true);
+        let rw = sqlx::SqlitePool::connect_with(options.clone())
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (x)")
+            .execute(&rw)
+            .await
+            .unwrap();
+        rw.close().await;
+        // what a file, directory or mount that cannot be written gives
+        let pool = sqlx::SqlitePool::connect_with(options.read_only(true))
+            .await
+            .unwrap();
+        let e: StoreError = sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&pool)
+            .await
+            .unwrap_err()
+            .into();
+        match e {
+            StoreError::Unavailable(reason) => assert!(reason.contains("read-only"), "{reason}"),
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+        let e: StoreError = sqlx::query("SELECT * FROM missing")
+            .execute(&pool)
+            .await
+            .unwrap_err()
+            .into();
+        assert!(matches!(e, StoreError::Backend(_)), "{e:?}");
+    }
 }

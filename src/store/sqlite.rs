@@ -7,9 +7,14 @@ use super::{
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
-use std::path::Path;
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ConnectOptions as _, Connection as _, Row, Sqlite, SqlitePool};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Versioned schema; entry `i` takes `PRAGMA user_version` from `i` to `i + 1`.
@@ -55,6 +60,38 @@ CREATE TABLE audit (
 CREATE INDEX audit_team_id ON audit (team_id, id);
 "];
 
+/// Makes `path` readable and writable by the owner only (0600), whatever the umask:
+/// the audit trail is no one else's to read. With `create`, a missing file is
+/// created so, before SQLite opens it (an empty file is an empty database).
+fn owner_only(path: &Path, create: bool) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let unavailable = |e: std::io::Error| {
+            StoreError::Unavailable(format!("cannot set the mode of {}: {e}", path.display()))
+        };
+        if create {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(unavailable(e)),
+            }
+        }
+        match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {}
+            other => other.map_err(unavailable)?,
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, create);
+    Ok(())
+}
+
 /// Where a document lives.
 enum DocKey<'a> {
     Admin,
@@ -68,12 +105,88 @@ pub struct SqliteStore {
     writer: SqlitePool,
     readers: SqlitePool,
     history_limit: u64,
+    files: Arc<Files>,
+}
+
+/// The database and WAL files as opened. A file deleted or replaced under the
+/// server keeps taking writes through the open handle, and they are lost at the next
+/// start: so every write first checks that the paths still name the files opened.
+#[derive(Debug)]
+struct Files {
+    /// (path, (device, inode)) of the database and its WAL.
+    opened: Vec<(PathBuf, (u64, u64))>,
+    /// Why the last `PRAGMA quick_check` failed, when it did.
+    corrupt: Mutex<Option<String>>,
+    /// Checks since the last `quick_check`: it reads the whole file, so it runs on
+    /// every [`QUICK_CHECK_EVERY`]th check only.
+    checks: AtomicU32,
+    _keeper: Mutex<SqliteConnection>,
+}
+
+/// How often (in checks) the whole file is verified.
+const QUICK_CHECK_EVERY: u32 = 12;
+
+impl Files {
+    fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
+        let meta = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Ok((meta.dev(), meta.ino()))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            Ok((0, 0))
+        }
+    }
+
+    fn open(db: &Path, keeper: SqliteConnection) -> Self {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        let opened = [db.to_owned(), PathBuf::from(wal)]
+            .into_iter()
+            .filter_map(|p| Some((p.clone(), Self::identity(&p).ok()?)))
+            .collect();
+        Self {
+            opened,
+            corrupt: Mutex::new(None),
+            checks: AtomicU32::new(0),
+            _keeper: Mutex::new(keeper),
+        }
+    }
+
+    /// Fails unless every file opened is still at its path and the last full check passed.
+    fn verify(&self) -> Result<(), StoreError> {
+        for (path, id) in &self.opened {
+            let problem = match Self::identity(path) {
+                Ok(now) if now == *id => continue,
+                Ok(_) => "was replaced by another file",
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "was deleted",
+                Err(_) => "cannot be read",
+            };
+            return Err(StoreError::Unavailable(format!(
+                "database file {} {problem} while serving: writes are refused so that none is acknowledged and then lost; put the file back or restart the server",
+                path.display()
+            )));
+        }
+        if let Some(problem) = self
+            .corrupt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+        {
+            return Err(StoreError::Unavailable(problem));
+        }
+        Ok(())
+    }
 }
 
 impl SqliteStore {
     /// Opens (creating if missing) the database file and applies pending migrations.
     /// `history_limit` is how many changes per team the change history keeps.
     pub async fn open(path: &Path, history_limit: u64) -> Result<Self, StoreError> {
+        owner_only(path, true)?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -87,19 +200,54 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await?;
         migrate(&writer).await?;
+        // held open for good: SQLite deletes the WAL when its last connection closes,
+        // and a new WAL would look like a replaced file
+        let keeper = options.clone().connect().await?;
         let readers = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
+        // SQLite gives the WAL and shared-memory files the database file's mode;
+        // files left by an older version are tightened here
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            owner_only(Path::new(&side), false)?;
+        }
         Ok(Self {
             writer,
             readers,
             history_limit: history_limit.max(1),
+            files: Arc::new(Files::open(path, keeper)),
         })
     }
 
+    /// The writer connection, once the files are checked.
+    async fn begin_write(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
+        self.files.verify()?;
+        Ok(self.writer.acquire().await?)
+    }
+
+    /// After a write transaction: a connection whose transaction failed is closed, not
+    /// reused (after a failed commit it may still be inside it); a write that
+    /// committed is acknowledged only if the files are still the ones opened.
+    fn end_write<T>(
+        &self,
+        mut conn: PoolConnection<Sqlite>,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if matches!(&result, Err(e) if !matches!(e, StoreError::Conflict { .. })) {
+            conn.close_on_drop();
+        }
+        let value = result?;
+        self.files.verify()?;
+        Ok(value)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn write_doc(
         &self,
+        conn: &mut SqliteConnection,
         team_id: &str,
         key: DocKey<'_>,
         doc_json: String,
@@ -108,7 +256,7 @@ impl SqliteStore {
         actor: &str,
     ) -> Result<(u64, i64), StoreError> {
         let now = now_ms();
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
         let current: Option<i64> = match key {
             DocKey::Admin => {
                 sqlx::query_scalar("SELECT revision FROM admin_settings WHERE team_id = ?")
@@ -285,16 +433,20 @@ impl Store for SqliteStore {
         let change = ChangeDoc::Admin {
             controls: controls.clone(),
         };
-        let (revision, at) = self
+        let doc = to_json(controls)?;
+        let mut conn = self.begin_write().await?;
+        let result = self
             .write_doc(
+                &mut conn,
                 team_id,
                 DocKey::Admin,
-                to_json(controls)?,
+                doc,
                 change,
                 expected,
                 actor,
             )
-            .await?;
+            .await;
+        let (revision, at) = self.end_write(conn, result)?;
         Ok(Versioned {
             doc: controls.clone(),
             revision,
@@ -331,16 +483,20 @@ impl Store for SqliteStore {
             user_id: user_id.to_owned(),
             settings: settings.clone(),
         };
-        let (revision, at) = self
+        let doc = to_json(settings)?;
+        let mut conn = self.begin_write().await?;
+        let result = self
             .write_doc(
+                &mut conn,
                 team_id,
                 DocKey::User(user_id),
-                to_json(settings)?,
+                doc,
                 change,
                 expected,
                 actor,
             )
-            .await?;
+            .await;
+        let (revision, at) = self.end_write(conn, result)?;
         Ok(Versioned {
             doc: settings.clone(),
             revision,
@@ -394,23 +550,56 @@ impl Store for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let now = now_ms();
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        for e in events {
-            sqlx::query(
-                "INSERT INTO audit (team_id, revision, actor, kind, at, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&e.team_id)
-            .bind(to_i64(e.revision))
-            .bind(&e.actor)
-            .bind(&e.kind)
-            .bind(now)
-            .bind(e.detail.to_string())
-            .execute(&mut *tx)
-            .await?;
+        let mut conn = self.begin_write().await?;
+        let result = async {
+            let now = now_ms();
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+            for e in events {
+                sqlx::query(
+                    "INSERT INTO audit (team_id, revision, actor, kind, at, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(&e.team_id)
+                .bind(to_i64(e.revision))
+                .bind(&e.actor)
+                .bind(&e.kind)
+                .bind(now)
+                .bind(e.detail.to_string())
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(())
         }
-        tx.commit().await?;
-        Ok(())
+        .await;
+        self.end_write(conn, result)
+    }
+
+    async fn check(&self) -> Result<(), StoreError> {
+        if self
+            .files
+            .checks
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(QUICK_CHECK_EVERY)
+        {
+            let result: Result<String, _> = sqlx::query_scalar("PRAGMA quick_check(1)")
+                .fetch_one(&self.readers)
+                .await;
+            let problem = match result {
+                Ok(ok) if ok == "ok" => None,
+                Ok(problem) => Some(format!(
+                    "database file failed its integrity check ({problem}): writes are refused; restore it from a backup"
+                )),
+                Err(e) => Some(format!(
+                    "database file cannot be checked ({e}): writes are refused; restore it from a backup"
+                )),
+            };
+            *self
+                .files
+                .corrupt
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = problem;
+        }
+        self.files.verify()
     }
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {

@@ -123,6 +123,18 @@ impl Cluster {
         );
     }
 
+    /// Stops the server as a crash would (`pg_ctl -m immediate`: no shutdown checkpoint).
+    pub fn kill(&self) {
+        self.su(
+            &format!(
+                "{}/pg_ctl -D {}/data -w -m immediate stop",
+                self.bin.display(),
+                self.path()
+            ),
+            false,
+        );
+    }
+
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }

@@ -1,0 +1,362 @@
+//! A soak of the real server binary: decisions, writes, watchers joining and leaving,
+//! slow watchers that never read, and members writing settings at their limits, for
+//! minutes; the server's resident memory sampled throughout.
+//!
+//! `cargo bench --bench soak -- [--secs 180] [--sample-secs 10] [--teams 8]
+//! [--max-growth-mib 64]`
+//!
+//! Fails (exit 1) if the resident set grows more than `--max-growth-mib` from the
+//! first sample after warm-up (a fifth of the run) to the largest later one, or if a
+//! watcher that keeps reading misses an admin change (neither delivered nor covered
+//! by a resync snapshot). Prints a table of samples, then the figures as JSON.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+use toolgate::proto::v1 as pb;
+use toolgate::proto::v1::policy_event::Event;
+
+struct Args {
+    secs: u64,
+    sample_secs: u64,
+    teams: usize,
+    max_growth_mib: f64,
+}
+
+impl Args {
+    fn parse() -> Self {
+        let mut args = Self {
+            secs: 180,
+            sample_secs: 10,
+            teams: 8,
+            max_growth_mib: 64.0,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let mut value = || it.next().unwrap_or_default();
+            match flag.as_str() {
+                "--secs" => args.secs = value().parse().expect("--secs N"),
+                "--sample-secs" => args.sample_secs = value().parse().expect("--sample-secs N"),
+                "--teams" => args.teams = value().parse().expect("--teams N"),
+                "--max-growth-mib" => {
+                    args.max_growth_mib = value().parse().expect("--max-growth-mib N")
+                }
+                // cargo passes --bench to every bench binary
+                _ => {}
+            }
+        }
+        args
+    }
+}
+
+/// Operator-written teams: the test principals are scoped to one team, so the soak
+/// uses the operator token everywhere.
+const TOKEN: &str = "operator-token";
+
+fn team(i: usize) -> String {
+    format!("soak{i}")
+}
+
+async fn connect(addr: &str) -> Channel {
+    Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect")
+}
+
+#[derive(Default)]
+struct Counters {
+    decisions: AtomicU64,
+    writes: AtomicU64,
+    watches_opened: AtomicU64,
+    resyncs: AtomicU64,
+}
+
+/// Admin writes, round-robin over the teams; each acknowledged revision is recorded
+/// for the watchers' check.
+async fn admin_writer(
+    addr: String,
+    teams: usize,
+    stop: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+    acked: Arc<std::sync::Mutex<Vec<BTreeSet<u64>>>>,
+) {
+    let mut admin = AdminServiceClient::with_interceptor(connect(&addr).await, Auth::new(TOKEN));
+    let mut i = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        let t = i % teams;
+        let r = admin
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: team(t),
+                auto_run_controls: Some(pb::AutoRunControls {
+                    enabled: true,
+                    mcp_tool_allowlist: vec![format!("jira:*"), format!("s{i}:*")],
+                    mcp_tool_blocklist: vec!["github:delete_*".into()],
+                    ..Default::default()
+                }),
+                expected_revision: None,
+            })
+            .await
+            .expect("admin write");
+        acked.lock().unwrap()[t].insert(r.into_inner().revision);
+        counters.writes.fetch_add(1, Ordering::Relaxed);
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A member at its limits: command lists of long prefixes, about a megabyte a write.
+async fn member_at_limits(addr: String, stop: Arc<AtomicBool>, counters: Arc<Counters>) {
+    let mut users =
+        UserSettingsServiceClient::with_interceptor(connect(&addr).await, Auth::new(TOKEN));
+    let long = "x".repeat(toolgate::policy::MAX_PREFIX_LEN - 16);
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let mut s = user_settings(&team(0), "heavy");
+        s.command_allowlist = (0..900).map(|j| format!("c{i}-{j} {long}")).collect();
+        users
+            .update_user_settings(pb::UpdateUserSettingsRequest {
+                settings: Some(s),
+                expected_revision: None,
+            })
+            .await
+            .expect("member write at the limits");
+        counters.writes.fetch_add(1, Ordering::Relaxed);
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn decider(addr: String, teams: usize, stop: Arc<AtomicBool>, counters: Arc<Counters>) {
+    let mut policy = PolicyServiceClient::with_interceptor(connect(&addr).await, Auth::new(TOKEN));
+    let mut i = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        let calls = vec![
+            mcp("jira", "create"),
+            mcp("github", "delete_repo"),
+            mcp("x", "y"),
+        ];
+        policy
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: team(i % teams),
+                user_id: format!("u{}", i % 500),
+                calls,
+                explain: false,
+            })
+            .await
+            .expect("decision");
+        counters.decisions.fetch_add(3, Ordering::Relaxed);
+        i += 1;
+    }
+}
+
+async fn watch(channel: Channel, team: String, user: &str) -> tonic::Streaming<pb::PolicyEvent> {
+    PolicyServiceClient::with_interceptor(channel, Auth::new(TOKEN))
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: team,
+            user_id: user.into(),
+            after_revision: None,
+        })
+        .await
+        .expect("watch")
+        .into_inner()
+}
+
+/// Watchers that join, read a few events, and leave; and slow ones that never read.
+async fn churn(addr: String, teams: usize, stop: Arc<AtomicBool>, counters: Arc<Counters>) {
+    let channel = connect(&addr).await;
+    let mut slow = Vec::new();
+    let mut i = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        let mut events = watch(channel.clone(), team(i % teams), "churn").await;
+        counters.watches_opened.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..(i % 5) {
+            if events.message().await.ok().flatten().is_none() {
+                break;
+            }
+        }
+        drop(events);
+        // slow watchers: never read, held a while, replaced
+        if i.is_multiple_of(10) {
+            slow.push(watch(connect(&addr).await, team(0), "slow").await);
+            if slow.len() > 20 {
+                slow.remove(0);
+            }
+        }
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A watcher that keeps reading: the admin revisions it was sent, and the revisions
+/// of the snapshots it was sent (a resync covers everything up to its revision).
+async fn faithful(
+    addr: String,
+    team: String,
+    stop: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+) -> (BTreeSet<u64>, Vec<u64>) {
+    let mut events = watch(connect(&addr).await, team, "faithful").await;
+    let (mut changes, mut snapshots) = (BTreeSet::new(), Vec::new());
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(2), events.message()).await;
+        match next {
+            Ok(Ok(Some(e))) => match e.event {
+                Some(Event::AdminSettings(_)) => {
+                    changes.insert(e.revision);
+                }
+                Some(Event::Snapshot(s)) => {
+                    if s.resync {
+                        counters.resyncs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    snapshots.push(e.revision);
+                }
+                _ => {}
+            },
+            // quiet for 2 s once writers stopped: caught up
+            Err(_) if stop.load(Ordering::Relaxed) => return (changes, snapshots),
+            Err(_) => {}
+            Ok(other) => panic!("a faithful watcher's stream ended: {other:?}"),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir.path().join("data"));
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.log.level = "warn".into();
+    config.watch.queue_bytes = 16 * 1024 * 1024;
+    let config_path = dir.path().join("toolgate.yaml");
+    std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
+    let (mut child, addr) = spawn_binary(&config_path);
+    let pid = child.id();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters = Arc::new(Counters::default());
+    let acked = Arc::new(std::sync::Mutex::new(vec![BTreeSet::new(); args.teams]));
+    let mut faithful_tasks = Vec::new();
+    for t in 0..args.teams {
+        faithful_tasks.push(tokio::spawn(faithful(
+            addr.clone(),
+            team(t),
+            stop.clone(),
+            counters.clone(),
+        )));
+    }
+    let mut load = vec![
+        tokio::spawn(admin_writer(
+            addr.clone(),
+            args.teams,
+            stop.clone(),
+            counters.clone(),
+            acked.clone(),
+        )),
+        tokio::spawn(member_at_limits(
+            addr.clone(),
+            stop.clone(),
+            counters.clone(),
+        )),
+        tokio::spawn(churn(
+            addr.clone(),
+            args.teams,
+            stop.clone(),
+            counters.clone(),
+        )),
+    ];
+    for _ in 0..2 {
+        load.push(tokio::spawn(decider(
+            addr.clone(),
+            args.teams,
+            stop.clone(),
+            counters.clone(),
+        )));
+    }
+
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    println!("| elapsed s | RSS MiB | decisions/s | writes/s | watches opened | resyncs |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    let (mut last_decisions, mut last_writes, mut last_at) = (0, 0, Instant::now());
+    while started.elapsed() < Duration::from_secs(args.secs) {
+        tokio::time::sleep(Duration::from_secs(args.sample_secs)).await;
+        let rss = process_rss_bytes(pid) as f64 / 1_048_576.0;
+        let (d, w) = (
+            counters.decisions.load(Ordering::Relaxed),
+            counters.writes.load(Ordering::Relaxed),
+        );
+        let dt = last_at.elapsed().as_secs_f64();
+        println!(
+            "| {} | {rss:.1} | {:.0} | {:.1} | {} | {} |",
+            started.elapsed().as_secs(),
+            (d - last_decisions) as f64 / dt,
+            (w - last_writes) as f64 / dt,
+            counters.watches_opened.load(Ordering::Relaxed),
+            counters.resyncs.load(Ordering::Relaxed),
+        );
+        (last_decisions, last_writes, last_at) = (d, w, Instant::now());
+        samples.push((started.elapsed().as_secs(), rss));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for task in load {
+        task.await.expect("load task");
+    }
+    let mut missed = 0usize;
+    let acked = acked.lock().unwrap().clone();
+    for (t, task) in faithful_tasks.into_iter().enumerate() {
+        let (changes, snapshots) = task.await.expect("watcher");
+        for &r in &acked[t] {
+            let covered = changes.contains(&r) || snapshots.iter().any(|&s| s >= r);
+            if !covered {
+                missed += 1;
+            }
+        }
+    }
+    child.kill().ok();
+    child.wait().ok();
+
+    let warm = samples.len() / 5;
+    let baseline = samples.get(warm).map_or(0.0, |s| s.1);
+    let peak = samples[warm..].iter().map(|s| s.1).fold(0.0, f64::max);
+    let growth = peak - baseline;
+    println!(
+        "{}",
+        json!({
+            "bench": "soak",
+            "secs": args.secs,
+            "teams": args.teams,
+            "rss_mib": samples.iter().map(|s| json!([s.0, (s.1 * 10.0).round() / 10.0])).collect::<Vec<_>>(),
+            "rss_growth_after_warmup_mib": (growth * 10.0).round() / 10.0,
+            "decisions": counters.decisions.load(Ordering::Relaxed),
+            "writes": counters.writes.load(Ordering::Relaxed),
+            "watches_opened": counters.watches_opened.load(Ordering::Relaxed),
+            "faithful_resyncs": counters.resyncs.load(Ordering::Relaxed),
+            "admin_changes_missed": missed,
+        })
+    );
+    let mut failed = false;
+    if growth > args.max_growth_mib {
+        eprintln!(
+            "resident memory grew {growth:.1} MiB after warm-up, more than --max-growth-mib {}",
+            args.max_growth_mib
+        );
+        failed = true;
+    }
+    if missed > 0 {
+        eprintln!("{missed} admin changes never reached a watcher that kept reading");
+        failed = true;
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,348 @@
+//! The DENY audit writer: records go through a bounded queue to one task that writes
+//! them in batches, keeps them through a store outage (in memory and in a spill file
+//! in the data directory), and is drained within the shutdown grace.
+//!
+//! The spill file holds JSON lines, appended and fsync'd before the writer waits on a
+//! failed store, mode 0600, bounded by [`SPILL_MAX_BYTES`]. It always holds exactly the
+//! oldest records not yet written, so a process that dies during an outage loses none:
+//! the next start replays the file, and the file is removed once they are written.
+
+use crate::hub::Hub;
+use crate::store::{NewAuditEvent, StoreError};
+use std::collections::VecDeque;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+/// The spill file's name in the data directory.
+pub const SPILL_FILE: &str = "audit-spill.jsonl";
+/// Pending DENY audit records before a denying call waits for room.
+const QUEUE: usize = 8_192;
+/// DENY records written in one transaction.
+const BATCH: usize = 256;
+/// DENY records kept in memory while the store fails, before the oldest are dropped.
+const MAX_PENDING: usize = 100_000;
+/// The spill file's bound; records past it wait in memory only.
+pub const SPILL_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// The first and the longest wait between tries of a failed write.
+const RETRY_MIN: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+/// Tries of a batch that fails for another reason than an unreachable store.
+const REJECTED_TRIES: u32 = 5;
+
+/// The sending side, held by the service.
+#[derive(Debug)]
+pub struct AuditWriter {
+    tx: mpsc::Sender<NewAuditEvent>,
+    stop: CancellationToken,
+    task: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl AuditWriter {
+    /// Starts the writer, first replaying what a previous run left in `spill`.
+    pub fn start(hub: Arc<Hub>, spill: Option<PathBuf>) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let stop = CancellationToken::new();
+        let pending = spill.as_deref().map(replay).unwrap_or_default();
+        let spilled = pending.len();
+        let spilled_bytes = spill
+            .as_deref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        let writer = Writer {
+            hub,
+            spill,
+            pending,
+            spilled,
+            spilled_bytes,
+        };
+        let task = tokio::spawn(writer.run(rx, stop.clone()));
+        Self {
+            tx,
+            stop,
+            task: std::sync::Mutex::new(Some(task)),
+        }
+    }
+
+    /// Queues a record; a full queue makes the caller wait for room rather than lose it.
+    pub async fn send(&self, event: NewAuditEvent) {
+        if self.tx.send(event).await.is_err() {
+            // only once the writer is gone, after the drain at shutdown
+            warn!("audit writer stopped: a deny record was dropped");
+        }
+    }
+
+    /// Writes what is queued, within `grace`; what the store does not take by then is
+    /// left in the spill file for the next start.
+    pub async fn drain(&self, grace: Duration) {
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(task) = task else { return };
+        self.stop.cancel();
+        // the records are in the spill file before the last write is tried, so a write
+        // cut short by the deadline loses nothing
+        if tokio::time::timeout(grace, task).await.is_err() {
+            warn!(
+                grace_ms = grace.as_millis() as u64,
+                "deny audit records not written within the shutdown grace: left in the spill file"
+            );
+        }
+    }
+}
+
+struct Writer {
+    hub: Arc<Hub>,
+    spill: Option<PathBuf>,
+    /// Records not yet written, oldest first.
+    pending: VecDeque<NewAuditEvent>,
+    /// How many of the oldest pending records the spill file holds.
+    spilled: usize,
+    spilled_bytes: u64,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::Receiver<NewAuditEvent>, stop: CancellationToken) {
+        let mut wait = RETRY_MIN;
+        // failures of the batch at the head that were not the store being away
+        let mut rejected = 0;
+        loop {
+            if self.pending.is_empty() {
+                let mut batch = Vec::with_capacity(BATCH);
+                tokio::select! {
+                    received = rx.recv_many(&mut batch, BATCH) => {
+                        if received == 0 {
+                            return;
+                        }
+                    }
+                    () = stop.cancelled() => return self.finish(rx).await,
+                }
+                self.pending.extend(batch);
+            }
+            let n = self.pending.len().min(BATCH);
+            match self.write(n).await {
+                Ok(()) => {
+                    rejected = 0;
+                    if wait > RETRY_MIN {
+                        info!(
+                            waiting = self.pending.len(),
+                            "deny audit records are written again"
+                        );
+                    }
+                    wait = RETRY_MIN;
+                }
+                // an error that is not an outage may be the records themselves: a batch
+                // refused that often is given up rather than block every later one
+                Err(e)
+                    if !matches!(e, StoreError::Unavailable(_))
+                        && rejected + 1 >= REJECTED_TRIES =>
+                {
+                    error!(error = %e, records = n, "deny audit records refused by the store: dropped");
+                    self.written(n);
+                    rejected = 0;
+                }
+                Err(e) => {
+                    if !matches!(e, StoreError::Unavailable(_)) {
+                        rejected += 1;
+                    }
+                    warn!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
+                    self.spill_pending();
+                    // keep taking records while waiting, so denying calls never wait on an outage
+                    let retry = tokio::time::sleep(wait);
+                    tokio::pin!(retry);
+                    loop {
+                        let mut more = Vec::new();
+                        tokio::select! {
+                            () = &mut retry => break,
+                            () = stop.cancelled() => return self.finish(rx).await,
+                            received = rx.recv_many(&mut more, BATCH) => {
+                                if received == 0 {
+                                    break;
+                                }
+                                self.pending.extend(more);
+                                self.spill_pending();
+                            }
+                        }
+                    }
+                    self.trim();
+                    wait = (wait * 2).min(RETRY_MAX);
+                }
+            }
+        }
+    }
+
+    /// At shutdown: takes what is queued, tries the store once more, and leaves what it
+    /// does not take in the spill file.
+    async fn finish(mut self, mut rx: mpsc::Receiver<NewAuditEvent>) {
+        rx.close();
+        while let Some(event) = rx.recv().await {
+            self.pending.push_back(event);
+        }
+        self.spill_pending();
+        while !self.pending.is_empty() {
+            // large batches: one commit (one fsync) for what is left, within the grace
+            let n = self.pending.len().min(QUEUE);
+            if let Err(e) = self.write(n).await {
+                let lost = self.pending.len() - self.spilled;
+                if lost > 0 {
+                    error!(error = %e, lost, "deny audit records not written at shutdown and not spilled: lost");
+                } else {
+                    warn!(error = %e, kept = self.spilled, "deny audit records not written at shutdown: kept in the spill file for the next start");
+                }
+                return;
+            }
+        }
+    }
+
+    async fn write(&mut self, n: usize) -> Result<(), StoreError> {
+        self.hub
+            .store()
+            .append_audit(&self.pending.make_contiguous()[..n])
+            .await?;
+        self.written(n);
+        Ok(())
+    }
+
+    /// The `n` oldest records are written (or given up): out of memory and the file.
+    fn written(&mut self, n: usize) {
+        self.pending.drain(..n);
+        if self.spilled > 0 {
+            self.spilled = self.spilled.saturating_sub(n);
+            self.rewrite_spill();
+        }
+    }
+
+    /// Past [`MAX_PENDING`], the oldest records are given up.
+    fn trim(&mut self) {
+        if self.pending.len() <= MAX_PENDING {
+            return;
+        }
+        let dropped = self.pending.len() - MAX_PENDING;
+        error!(
+            dropped,
+            kept = MAX_PENDING,
+            "deny audit records waiting for the store past the limit: the oldest were dropped"
+        );
+        self.written(dropped);
+    }
+
+    /// Appends the records not yet in the spill file to it, fsync'd, within its bound.
+    fn spill_pending(&mut self) {
+        let Some(path) = &self.spill else { return };
+        if self.spilled >= self.pending.len() {
+            return;
+        }
+        let mut lines = Vec::new();
+        let mut count = 0;
+        for event in self.pending.iter().skip(self.spilled) {
+            let Ok(mut line) = serde_json::to_vec(event) else {
+                break;
+            };
+            line.push(b'\n');
+            if self.spilled_bytes + (lines.len() + line.len()) as u64 > SPILL_MAX_BYTES {
+                break;
+            }
+            lines.extend_from_slice(&line);
+            count += 1;
+        }
+        if count == 0 {
+            return;
+        }
+        match append(path, &lines) {
+            Ok(()) => {
+                self.spilled += count;
+                self.spilled_bytes += lines.len() as u64;
+            }
+            Err(e) => {
+                error!(path = %path.display(), error = %e, "cannot write the audit spill file: deny records wait in memory only")
+            }
+        }
+    }
+
+    /// Writes the spill file anew with the records it should still hold (removes it
+    /// when none), atomically.
+    fn rewrite_spill(&mut self) {
+        let Some(path) = &self.spill else { return };
+        if self.spilled == 0 {
+            self.spilled_bytes = 0;
+            if let Err(e) = std::fs::remove_file(path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                error!(path = %path.display(), error = %e, "cannot remove the audit spill file: its records would be written twice at the next start");
+            }
+            return;
+        }
+        let mut lines = Vec::new();
+        for event in self.pending.iter().take(self.spilled) {
+            if let Ok(line) = serde_json::to_vec(event) {
+                lines.extend_from_slice(&line);
+                lines.push(b'\n');
+            }
+        }
+        let tmp = path.with_extension("jsonl.tmp");
+        let result = create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&lines)?;
+                f.sync_all()
+            })
+            .and_then(|()| std::fs::rename(&tmp, path));
+        match result {
+            Ok(()) => self.spilled_bytes = lines.len() as u64,
+            Err(e) => {
+                error!(path = %path.display(), error = %e, "cannot rewrite the audit spill file")
+            }
+        }
+    }
+}
+
+/// Opens for writing, created owner-only: the records name users and commands.
+fn create(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// The records a previous run left in the spill file. A last line cut short by a
+/// crash is skipped.
+fn replay(path: &Path) -> VecDeque<NewAuditEvent> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return VecDeque::new(),
+        Err(e) => {
+            error!(path = %path.display(), error = %e, "cannot read the audit spill file: its records are not replayed");
+            return VecDeque::new();
+        }
+    };
+    let mut records = VecDeque::new();
+    for (i, line) in text.lines().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(event) => records.push_back(event),
+            Err(e) => {
+                warn!(path = %path.display(), line = i + 1, error = %e, "audit spill file line unreadable: skipped")
+            }
+        }
+    }
+    if !records.is_empty() {
+        info!(path = %path.display(), records = records.len(), "replaying deny audit records a previous run could not write");
+    }
+    records
+}

@@ -1,0 +1,289 @@
+//! The reader and the prefix lists, table by table.
+
+use super::*;
+
+fn texts(line: &str) -> Vec<String> {
+    parse_command_line(line)
+        .commands
+        .into_iter()
+        .map(|c| c.text)
+        .collect()
+}
+
+fn words(line: &str) -> Vec<Vec<String>> {
+    parse_command_line(line)
+        .commands
+        .into_iter()
+        .map(|c| {
+            assert_eq!(c.opaque, None, "{line:?}");
+            c.words
+        })
+        .collect()
+}
+
+fn opaque(line: &str) -> bool {
+    parse_command_line(line).opaque().is_some()
+}
+
+#[test]
+fn simple_commands_in_order() {
+    let table: &[(&str, &[&str])] = &[
+        ("git status", &["git status"]),
+        ("npm test && rm -rf /", &["npm test", "rm -rf /"]),
+        ("a || b; c | d & e\nf", &["a", "b", "c", "d", "e", "f"]),
+        ("echo 'a && b' && c", &["echo 'a && b'", "c"]),
+        ("echo \"x; y\"", &["echo \"x; y\""]),
+        ("make 2>&1 | tee log", &["make 2>&1", "tee log"]),
+        ("a |& b", &["a", "b"]),
+        ("echo a\\;b", &["echo a\\;b"]),
+        ("! git diff --quiet", &["git diff --quiet"]),
+        ("ls # comment", &["ls"]),
+        ("", &[]),
+        ("  ", &[]),
+    ];
+    for (line, want) in table {
+        assert_eq!(texts(line), *want, "{line:?}");
+    }
+}
+
+#[test]
+fn words_as_bash_reads_them() {
+    let table: &[(&str, &[&str])] = &[
+        ("git  'status' -s", &["git", "status", "-s"]),
+        ("r\\m -rf x", &["rm", "-rf", "x"]),
+        ("echo \"a\\\"b\" 'c\\d'", &["echo", "a\"b", "c\\d"]),
+        ("echo a\\ b", &["echo", "a b"]),
+        ("\"git\" push", &["git", "push"]),
+        ("g'i't push", &["git", "push"]),
+        ("X=1 git status", &["X=1", "git", "status"]),
+        (
+            "find . -exec rm {} \\;",
+            &["find", ".", "-exec", "rm", "{}", ";"],
+        ),
+        ("git rev-parse @{u}", &["git", "rev-parse", "@{u}"]),
+        ("ls *.rs ~/x", &["ls", "*.rs", "~/x"]),
+    ];
+    for (line, want) in table {
+        assert_eq!(words(line), [want.to_vec()], "{line:?}");
+    }
+    // bash -c: the string is read as a line of its own
+    assert_eq!(
+        words("bash -c 'git status && rm -rf x'"),
+        [
+            vec!["bash", "-c", "git status && rm -rf x"],
+            vec!["git", "status"],
+            vec!["rm", "-rf", "x"]
+        ]
+    );
+    // a comment ends at the newline, quote or no quote
+    assert_eq!(
+        words("ls # '\nrm -rf / #'"),
+        [vec!["ls"], vec!["rm", "-rf", "/"]]
+    );
+}
+
+#[test]
+fn what_cannot_be_read_is_opaque() {
+    for line in [
+        "echo $(rm -rf /)",
+        "echo `id`",
+        "diff <(a) b",
+        "(cd x && rm y)",
+        "{ rm x; }",
+        "$'rm' -rf build",
+        "git $\"push\"",
+        "git {push,} origin main",
+        "git {\"push\",} origin",
+        "echo {a..c}",
+        "git ${x:-push}",
+        "git pu${x}sh",
+        "curl${IFS}http://x",
+        "echo $HOME",
+        "echo \"$HOME\"",
+        "gi\\\nt push",
+        "eval 'rm -rf /'",
+        "source x.sh",
+        ". x.sh",
+        "alias ls='rm -rf /'",
+        "f() { rm -rf /; }; f",
+        "X=1; git status",
+        "export PATH=/tmp",
+        "bash <<EOF\nrm -rf /\nEOF",
+        "cat <<EOF\n$(rm -rf /)\nEOF",
+        "bash <<< 'rm -rf /'",
+        "echo rm | bash",
+        "sh < script.sh",
+        "git -c alias.x='!rm -rf /' x",
+        "git -calias.x=!rm x",
+        "git --config-env=alias.x=V x",
+        "git --exec-path=/tmp/evil push",
+        "sudo git -c alias.x=!sh x",
+        "/bin/r? -rf /",
+        "sudo /bin/r[m] -rf /",
+        "echo x > /etc/passwd",
+        "echo x >> ../outside",
+        "echo x > ~/.bashrc",
+        "if true; then rm x; fi",
+        "for f in a; do rm $f; done",
+        "[[ -f x ]] && rm x",
+        "echo 'unclosed; rm -rf /",
+        "echo \"unclosed",
+        "a &&",
+        "git\rstatus",
+        "bash -c",
+        "bash -c 'echo $(id)'",
+        "bash -c \"bash -c 'bash -c \\\"bash -c \\\\\\\"bash -c ls\\\\\\\"\\\"'\"",
+        "trap 'rm -rf /' EXIT",
+        "command eval x",
+    ] {
+        assert!(opaque(line), "{line:?} should be opaque");
+    }
+    for line in [
+        "git status -s",
+        "npm test && git diff",
+        "ls -la | grep x",
+        "echo '$(not run)' '`x`'",
+        "make 2>&1 | tee build.log",
+        "cargo test > out.txt 2>/dev/null",
+        "cat <<'EOF'\nliteral $x\nEOF",
+        "cat < in.txt",
+        "find . -name '*.rs' -exec wc -l {} +",
+        "bash -c 'git status'",
+        "bash script.sh",
+        "git -C . status",
+        "git commit -c HEAD",
+        "echo a,b {} @{u}",
+    ] {
+        assert!(
+            !opaque(line),
+            "{line:?}: {:?}",
+            parse_command_line(line).opaque()
+        );
+    }
+}
+
+#[test]
+fn unparsable_lines_say_so() {
+    let read = parse_command_line("echo 'unclosed");
+    assert!(
+        read.opaque().unwrap().contains("does not parse"),
+        "{read:?}"
+    );
+}
+
+fn list(prefixes: &[&str]) -> PrefixList {
+    PrefixList::new(prefixes.iter().map(|p| Prefix::parse(p).unwrap()).collect())
+}
+
+fn first(line: &str) -> SimpleCommand {
+    parse_command_line(line).commands.remove(0)
+}
+
+#[test]
+fn allowed_prefixes_match_whole_words_from_the_first() {
+    let allowed = list(&["git status", "npm test", "git"]);
+    let at = |line: &str| allowed.first_allowing(&first(line));
+    assert_eq!(at("git status"), Some(0));
+    assert_eq!(at("git status -s"), Some(0));
+    assert_eq!(at("git  'status' -s"), Some(0));
+    assert_eq!(at("git statusx"), Some(2));
+    assert_eq!(at("npm testx"), None);
+    assert_eq!(at("npm"), None);
+    assert_eq!(at("LD_PRELOAD=x.so git status"), None, "assignments count");
+    assert_eq!(at("sudo git status"), None);
+    assert_eq!(at("/usr/bin/git status"), None);
+    assert_eq!(at("echo $(x)"), None, "opaque commands start with nothing");
+    assert!(Prefix::parse("   ").is_none());
+}
+
+#[test]
+fn blocked_prefixes_match_the_command_word_after_wrappers() {
+    let blocked = list(&["rm", "git push", "curl"]);
+    let hit = |line: &str| {
+        parse_command_line(line)
+            .commands
+            .iter()
+            .find_map(|c| blocked.first_blocking(c))
+    };
+    for line in [
+        "rm -rf /",
+        "/bin/rm x",
+        "FOO=1 rm -rf /",
+        "sudo rm -rf /",
+        "sudo -u root rm x",
+        "env X=1 /bin/rm x",
+        "timeout 5 rm x",
+        "nice -n 5 rm x",
+        "xargs rm",
+        "xargs -I{} rm {}",
+        "find . -exec rm {} ;",
+        "find . -delete",
+        "nohup rm x &",
+        "command rm x",
+        "exec rm x",
+        "time rm x",
+        "watch 'rm -rf x'",
+        "su -c 'rm -rf x'",
+        "bash -c 'rm -rf build'",
+        "sh -c \"sudo rm x\"",
+        "bash -lc 'cd x && rm y'",
+        "env bash -c 'rm x'",
+    ] {
+        assert_eq!(hit(line), Some(0), "{line:?}");
+    }
+    for line in [
+        "git -C . push --force",
+        "git --no-pager push",
+        "git --git-dir=.git push",
+        "git -C x -C y push origin main",
+        "sudo git push",
+        "/usr/bin/git push",
+    ] {
+        assert_eq!(hit(line), Some(1), "{line:?}");
+    }
+    assert_eq!(hit("curl http://x"), Some(2));
+    for line in [
+        "rmdir x",
+        "echo rm",
+        "git status",
+        "git log",
+        "ls push",
+        "echo git push",
+    ] {
+        assert_eq!(hit(line), None, "{line:?}");
+    }
+}
+
+#[test]
+fn deep_nesting_costs_no_stack() {
+    let deep = format!("{}ls{}", "(".repeat(20_000), ")".repeat(20_000));
+    assert!(opaque(&deep));
+    let long_list = "true && ".repeat(50_000) + "true";
+    assert_eq!(parse_command_line(&long_list).commands.len(), 50_001);
+    let nested = "bash -c ".repeat(50) + "ls";
+    assert!(!parse_command_line(&nested).commands.is_empty());
+}
+
+#[test]
+fn a_megabyte_against_a_thousand_prefixes_is_decided() {
+    let blocked = list(
+        &(0..1_000)
+            .map(|i| format!("cmd{i} sub{i}"))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let line = "git status -s && ".repeat(1_000_000 / 17) + "cmd999 x sub999";
+    let read = parse_command_line(&line);
+    let hits: Vec<usize> = read
+        .commands
+        .iter()
+        .filter_map(|c| blocked.first_blocking(c))
+        .collect();
+    assert_eq!(hits, [999]);
+    // one simple command of a megabyte of words, behind a wrapper
+    let words = "sudo ".to_owned() + &"cmd5 ".repeat(200_000) + "sub5";
+    let read = parse_command_line(&words);
+    assert_eq!(blocked.first_blocking(&read.commands[0]), Some(5));
+}

@@ -1,0 +1,126 @@
+//! `toolgate proxy`: an MCP gateway that shows and runs only the tools the central
+//! policy allows, and re-announces the tool list the moment that policy changes.
+//!
+//! Downstream it serves one client on stdio or many over Streamable HTTP (each
+//! principal from its bearer token); upstream it runs a child process or connects to
+//! a Streamable HTTP URL. Both MCP protocol generations are spoken through `rmcp`,
+//! including 2026-07-28's `subscriptions/listen`.
+
+mod gate;
+mod http;
+mod lines;
+mod session;
+mod upstream;
+
+pub use gate::Who;
+pub use http::ClientTokens;
+pub use upstream::Target;
+
+use session::{Session, Shared};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest JSON-RPC message accepted from a downstream client, either transport.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Errors of the proxy layer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("bad proxy configuration: {0}")]
+    Config(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("downstream session failed: {0}")]
+    Session(String),
+}
+
+/// What `toolgate proxy` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// toolgate's gRPC address.
+    pub server: String,
+    /// The proxy's own token: the user's (stdio) or a service token (HTTP).
+    pub token: Option<String>,
+    /// The MCP server id the proxied tools belong to in policy entries (`github`).
+    pub server_id: String,
+    pub upstream: Target,
+    /// stdio: whose policy applies.
+    pub who: Option<Who>,
+    /// HTTP: listen here, principals from the bearer tokens in `clients`.
+    pub listen: Option<SocketAddr>,
+    pub clients: Option<ClientTokens>,
+    /// How long the last known tool list is kept while toolgate is unreachable (zero:
+    /// fail closed at once).
+    pub max_staleness: Duration,
+}
+
+fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, ProxyError> {
+    if config.server_id.trim().is_empty() {
+        return Err(ProxyError::Config(
+            "server-id: empty; give the MCP server's id as policy entries name it, e.g. --server-id github".into(),
+        ));
+    }
+    let upstream = upstream::Upstream::start(config.upstream.clone());
+    let gate = gate::Gate::new(
+        &config.server,
+        config.token.as_deref(),
+        config.server_id.clone(),
+        config.max_staleness,
+        upstream.tools(),
+    )?;
+    Ok(Arc::new(Shared {
+        gate,
+        upstream,
+        fixed,
+        shown: Default::default(),
+    }))
+}
+
+/// Serves one client on stdin/stdout until it closes them.
+pub async fn run_stdio(config: ProxyConfig) -> Result<(), ProxyError> {
+    run_stream(config, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves one client on a byte stream pair (stdio, or a pipe in tests) until it
+/// closes it.
+pub async fn run_stream<R, W>(config: ProxyConfig, read: R, write: W) -> Result<(), ProxyError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    use rmcp::ServiceExt;
+    let who = config.who.clone().ok_or_else(|| {
+        ProxyError::Config(
+            "team and user: missing; set TOOLGATE_TEAM and TOOLGATE_USER (or --team, --user)"
+                .into(),
+        )
+    })?;
+    let shared = shared(&config, Some(who))?;
+    // a line that is not JSON or is too long is answered with a JSON-RPC error, and
+    // the session lives on
+    let (read, write) = tokio::io::split(lines::guard(read, write));
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+        .with_max_line_length(MAX_MESSAGE_BYTES);
+    let running = Session::new(shared)
+        .serve(transport)
+        .await
+        .map_err(|e| ProxyError::Session(e.to_string()))?;
+    let _ = running.waiting().await;
+    Ok(())
+}
+
+/// Serves many clients over Streamable HTTP on `listener` until `shutdown` resolves.
+pub async fn run_http(
+    config: ProxyConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ProxyError> {
+    let clients = config.clients.clone().ok_or_else(|| {
+        ProxyError::Config(
+            "clients: missing; give --clients FILE listing the bearer tokens of the users".into(),
+        )
+    })?;
+    let shared = shared(&config, None)?;
+    http::serve(shared, clients, listener, shutdown).await
+}

@@ -1,0 +1,193 @@
+//! The proxied MCP server: a child process or a Streamable HTTP URL, kept connected
+//! (restarted with backoff after a crash), with its full tool list kept current.
+
+use super::gate::UpstreamTools;
+use rmcp::model::{ServerNotification, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+const BACKOFF_MIN: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A connection that lived this long resets the backoff.
+const HEALTHY_AFTER: Duration = Duration::from_secs(30);
+/// At most this many tools are taken from an upstream listing; more is refused.
+pub const MAX_TOOLS: usize = 10_000;
+
+/// Where the upstream server is.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A command and its arguments, run as a child speaking MCP on stdio.
+    Command(Vec<String>),
+    /// A Streamable HTTP endpoint.
+    Url(String),
+}
+
+/// The upstream connection as the downstream sessions see it.
+pub struct Upstream {
+    target: Target,
+    peer: watch::Sender<Option<Peer<RoleClient>>>,
+    tools: watch::Sender<UpstreamTools>,
+    /// The upstream's notifications other than the tool list's (prompts and resources
+    /// changed, resource updated, log messages), for the sessions to pass on.
+    notices: broadcast::Sender<ServerNotification>,
+}
+
+/// Handles what the upstream sends on its own.
+#[derive(Clone)]
+struct Listener {
+    tools_changed: Arc<Notify>,
+    notices: broadcast::Sender<ServerNotification>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self
+            .notices
+            .send(ServerNotification::PromptListChangedNotification(
+                Default::default(),
+            ));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self
+            .notices
+            .send(ServerNotification::ResourceListChangedNotification(
+                Default::default(),
+            ));
+    }
+}
+
+impl Upstream {
+    /// Starts the connection loop.
+    pub fn start(target: Target) -> Arc<Self> {
+        let (notices, _) = broadcast::channel(64);
+        let upstream = Arc::new(Self {
+            target,
+            peer: watch::channel(None).0,
+            tools: watch::channel(None).0,
+            notices,
+        });
+        tokio::spawn(Arc::clone(&upstream).supervise());
+        upstream
+    }
+
+    /// The full tool list, as last fetched.
+    pub fn tools(&self) -> watch::Receiver<UpstreamTools> {
+        self.tools.subscribe()
+    }
+
+    /// Notifications to pass on to every session.
+    pub fn notices(&self) -> broadcast::Receiver<ServerNotification> {
+        self.notices.subscribe()
+    }
+
+    /// The connected upstream, if it is.
+    pub fn current(&self) -> Option<Peer<RoleClient>> {
+        self.peer.borrow().clone()
+    }
+
+    /// The connected upstream, waiting up to `wait` for a (re)connection.
+    pub async fn peer(&self, wait: Duration) -> Option<Peer<RoleClient>> {
+        let mut rx = self.peer.subscribe();
+        let found = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
+        match found {
+            Ok(Ok(peer)) => peer.clone(),
+            _ => None,
+        }
+    }
+
+    /// Connects, lists, follows list changes; after a crash or a failed start waits
+    /// with backoff and starts again.
+    async fn supervise(self: Arc<Self>) {
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            let listener = Listener {
+                tools_changed: Arc::new(Notify::new()),
+                notices: self.notices.clone(),
+            };
+            let started = Instant::now();
+            match self.connect(listener.clone()).await {
+                Ok(running) => {
+                    let peer = running.peer().clone();
+                    self.peer.send_replace(Some(peer.clone()));
+                    info!(target_ = ?self.target, "upstream connected");
+                    let waiting = running.waiting();
+                    tokio::pin!(waiting);
+                    loop {
+                        match list_all(&peer).await {
+                            Ok(tools) => {
+                                self.tools.send_replace(Some(Arc::new(tools)));
+                            }
+                            Err(e) => warn!(error = %e, "upstream tools/list failed"),
+                        }
+                        tokio::select! {
+                            () = listener.tools_changed.notified() => continue,
+                            quit = &mut waiting => {
+                                warn!(reason = ?quit, "upstream ended");
+                                break;
+                            }
+                        }
+                    }
+                    self.peer.send_replace(None);
+                }
+                Err(e) => warn!(error = %e, target_ = ?self.target, "upstream failed to start"),
+            }
+            if started.elapsed() >= HEALTHY_AFTER {
+                backoff = BACKOFF_MIN;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    async fn connect(
+        &self,
+        listener: Listener,
+    ) -> Result<rmcp::service::RunningService<RoleClient, Listener>, String> {
+        let running = match &self.target {
+            Target::Command(argv) => {
+                let (program, args) = argv.split_first().ok_or("no upstream command given")?;
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                let transport = TokioChildProcess::builder(command)
+                    .stderr(std::process::Stdio::inherit())
+                    .spawn()
+                    .map_err(|e| format!("spawn {program:?}: {e}"))?
+                    .0;
+                listener.serve(transport).await.map_err(|e| e.to_string())?
+            }
+            Target::Url(url) => {
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                listener.serve(transport).await.map_err(|e| e.to_string())?
+            }
+        };
+        // the proxy refilters on every list change: never serve a cached list
+        running
+            .peer()
+            .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+            .await;
+        Ok(running)
+    }
+}
+
+/// Every page of the upstream's tools/list.
+async fn list_all(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, String> {
+    let tools = peer.list_all_tools().await.map_err(|e| e.to_string())?;
+    if tools.len() > MAX_TOOLS {
+        return Err(format!(
+            "upstream lists {} tools, more than the limit of {MAX_TOOLS}",
+            tools.len()
+        ));
+    }
+    Ok(tools)
+}

@@ -1,0 +1,157 @@
+//! Properties of the shell reader: it never panics, whatever the bytes, and a blocked
+//! command word spelled, quoted, wrapped and joined at random is never auto-run.
+
+use proptest::prelude::*;
+use toolgate::policy::{
+    AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, UserSettings, decide,
+    parse_command_line,
+};
+
+/// Spellings bash reads as `rm`.
+const RM: &[&str] = &[
+    "rm",
+    "'rm'",
+    "\"rm\"",
+    "r''m",
+    "r\"\"m",
+    "\\rm",
+    "r\\m",
+    "/bin/rm",
+    "/usr/bin/rm",
+    "'r'm",
+    "r'm'",
+    "$'rm'",
+    "{rm,}",
+    "r${x}m",
+    "\"r\"'m'",
+];
+/// Commands that run their arguments, with whatever options they need.
+const WRAPPERS: &[&str] = &[
+    "sudo",
+    "sudo -u root",
+    "env",
+    "env X=1",
+    "nohup",
+    "timeout 5",
+    "nice -n 1",
+    "command",
+    "exec",
+    "time",
+    "xargs",
+    "xargs -n 1",
+    "stdbuf -o0",
+    "setsid",
+    "find . -exec",
+];
+/// A comment runs to the end of its line, quotes in it included.
+const SEPARATORS: &[&str] = &[
+    " && ",
+    " || ",
+    "; ",
+    " | ",
+    "\n",
+    " & ",
+    " |& ",
+    " # it's\n",
+];
+const OTHERS: &[&str] = &["ls", "git status", "echo hi", "npm test", "ls -la"];
+
+fn single_quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// `rm -rf x` under random spelling and wrappers, maybe inside `bash -c`, between
+/// random other commands.
+fn blocked_line() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(RM),
+        prop::collection::vec(prop::sample::select(WRAPPERS), 0..3),
+        0usize..3,
+        prop::collection::vec(
+            (
+                prop::sample::select(OTHERS),
+                prop::sample::select(SEPARATORS),
+            ),
+            0..3,
+        ),
+        prop::collection::vec(
+            (
+                prop::sample::select(SEPARATORS),
+                prop::sample::select(OTHERS),
+            ),
+            0..3,
+        ),
+    )
+        .prop_map(|(rm, wrappers, shells, before, after)| {
+            let mut command = format!("{rm} -rf x");
+            for w in wrappers.iter().rev() {
+                command = format!("{w} {command}");
+            }
+            for shell in ["bash", "sh"].iter().cycle().take(shells) {
+                command = format!("{shell} -c {}", single_quoted(&command));
+            }
+            let mut line = String::new();
+            for (other, sep) in before {
+                line.push_str(other);
+                line.push_str(sep);
+            }
+            line.push_str(&command);
+            for (sep, other) in after {
+                line.push_str(sep);
+                line.push_str(other);
+            }
+            line
+        })
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_blocked_command_is_never_allowed(line in blocked_line()) {
+        // run-everything with rm denied; and admin control allowing every other word
+        let everything = CompiledUser::compile(&UserSettings {
+            use_yolo_mode: true,
+            yolo_enable_run_everything: true,
+            command_denylist: strings(&["rm"]),
+            ..UserSettings::default()
+        })
+        .unwrap();
+        let no_admin = CompiledAdmin::compile(&AdminControls::default()).unwrap();
+        let mut allowed = strings(&["ls", "git", "echo", "npm", "bash", "sh", "find", "/bin/rm"]);
+        allowed.extend(WRAPPERS.iter().map(|w| w.split(' ').next().unwrap().to_owned()));
+        let admin = CompiledAdmin::compile(&AdminControls {
+            enabled: true,
+            allowed,
+            blocked: strings(&["rm"]),
+            ..AdminControls::default()
+        })
+        .unwrap();
+        let user = CompiledUser::compile(&UserSettings { use_yolo_mode: true, ..UserSettings::default() }).unwrap();
+        let call = Call::Shell(line.clone());
+        for d in [decide(&no_admin, &everything, &call), decide(&admin, &user, &call)] {
+            prop_assert_ne!(d.outcome, Outcome::Allow, "{:?}: {:?}", line, d);
+        }
+    }
+
+    #[test]
+    fn the_reader_never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        let line = String::from_utf8_lossy(&bytes);
+        let _ = parse_command_line(&line);
+    }
+
+    #[test]
+    fn the_reader_never_panics_on_shell_text(line in r#"[a-z $'"\\`(){}\[\];&|<>#=*?~!\n\t-]{0,80}"#) {
+        let read = parse_command_line(&line);
+        // whatever it read, a decision on it is made
+        let user = CompiledUser::compile(&UserSettings { use_yolo_mode: true, command_allowlist: strings(&["a"]), ..UserSettings::default() }).unwrap();
+        let d = decide(&CompiledAdmin::compile(&AdminControls::default()).unwrap(), &user, &Call::Shell(line.clone()));
+        if read.opaque().is_some() {
+            prop_assert_ne!(d.outcome, Outcome::Allow, "{:?}", line);
+        }
+    }
+}
