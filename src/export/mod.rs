@@ -12,7 +12,7 @@ mod gemini;
 
 use crate::policy::{
     AccessMode, AdminControls, BUILTIN_SERVER, Call, CompiledAdmin, CompiledUser, Entry, Outcome,
-    Side, UserSettings, builtin_cli_name, canonical_builtin, decide, split_command_line,
+    Side, UserSettings, builtin_cli_name, canonical_builtin, decide, parse_command_line,
 };
 
 /// The formats toolgate exports.
@@ -304,7 +304,8 @@ fn tool_ref(server: &str, tool: &str) -> Tool {
 
 /// The words of a prefix as toolgate reads them.
 fn words(prefix: &str) -> Vec<String> {
-    split_command_line(prefix)
+    parse_command_line(prefix)
+        .commands
         .into_iter()
         .next()
         .map(|c| c.words)

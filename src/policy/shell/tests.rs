@@ -283,7 +283,7 @@ fn a_megabyte_against_a_thousand_prefixes_is_decided() {
         .collect();
     assert_eq!(hits, [999]);
     // one simple command of a megabyte of words, behind a wrapper
-    let words = "sudo ".to_owned() + &"cmd5 ".repeat(200_000) + "sub5";
+    let words = format!("sudo {}sub5", "cmd5 ".repeat(200_000));
     let read = parse_command_line(&words);
     assert_eq!(blocked.first_blocking(&read.commands[0]), Some(5));
 }
