@@ -12,7 +12,7 @@ mod gemini;
 
 use crate::policy::{
     AccessMode, AdminControls, BUILTIN_SERVER, Call, CompiledAdmin, CompiledUser, Entry, Outcome,
-    Side, UserSettings, builtin_cli_name, canonical_builtin, decide, split_command_line,
+    Prefix, Side, UserSettings, builtin_cli_name, canonical_builtin, decide,
 };
 
 /// The formats toolgate exports.
@@ -304,11 +304,7 @@ fn tool_ref(server: &str, tool: &str) -> Tool {
 
 /// The words of a prefix as toolgate reads them.
 fn words(prefix: &str) -> Vec<String> {
-    split_command_line(prefix)
-        .into_iter()
-        .next()
-        .map(|c| c.words)
-        .unwrap_or_default()
+    Prefix::parse(prefix).map(|p| p.words).unwrap_or_default()
 }
 
 fn base_name(word: &str) -> &str {
