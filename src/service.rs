@@ -598,6 +598,7 @@ impl Service {
         calls: &[Call],
         explain: bool,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        let (team, user) = own_subject(p, team, user);
         // normalised here too: the audit records below name them
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
@@ -614,7 +615,6 @@ impl Service {
         for (i, call) in calls.iter().enumerate() {
             self.check_call_size(calls.len(), i, call)?;
         }
-        let (team, user) = own_subject(p, team, user);
         let eff = self.effective(p, team, user).await?;
         let decide = if explain {
             policy::explain_in
