@@ -78,6 +78,8 @@ fn timestamp_ms(field: &str, t: &prost_types::Timestamp) -> Result<i64, ServiceE
 pub struct Api {
     service: Arc<Service>,
     config_json: Arc<ConfigViews>,
+    /// The policy file's status, when the server runs with one.
+    policy_file: Option<crate::managed::StatusCell>,
 }
 
 /// `GetServerConfig`'s answers, made once: the configuration never changes at run time.
@@ -97,7 +99,14 @@ impl Api {
                 operator: config.public_json().to_string(),
                 team: config.team_json().to_string(),
             }),
+            policy_file: None,
         }
+    }
+
+    /// Reports the policy file's status in `GetServerConfig`.
+    pub fn with_policy_file(mut self, status: Option<crate::managed::StatusCell>) -> Self {
+        self.policy_file = status;
+        self
     }
 }
 
@@ -357,7 +366,7 @@ impl ServerInfoService for Api {
         } else {
             &self.config_json.team
         };
-        let config_json = match self.service.policy_file() {
+        let config_json = match self.policy_file.as_ref().and_then(|cell| cell.get()) {
             // the file's state changes at run time; the rest of the config does not
             Some(status) => {
                 let mut config: serde_json::Value = serde_json::from_str(view).unwrap_or_default();
