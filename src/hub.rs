@@ -22,12 +22,13 @@ use crate::policy::{
 use crate::store::{
     Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned,
 };
+use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use futures::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, broadcast, watch};
 
@@ -180,7 +181,7 @@ pub struct Effective {
 struct Team {
     /// The highest revision applied to this cache and broadcast.
     published: AtomicU64,
-    admin: RwLock<Arc<CachedAdmin>>,
+    admin: ArcSwap<CachedAdmin>,
     users: DashMap<String, Arc<CachedUser>>,
     /// Odd while cached users are being let go, and moved on by every such
     /// eviction (a seqlock): a load that overlapped one may have read a document
@@ -260,7 +261,7 @@ pub struct Hub {
     queue_bytes: usize,
     max_cached_users: usize,
     /// Not stored: each replica reads them from its own policy file.
-    tool_actions: RwLock<Arc<ToolActionLists>>,
+    tool_actions: ArcSwap<ToolActionLists>,
     started: Instant,
     health: watch::Sender<HubHealth>,
 }
@@ -302,7 +303,7 @@ impl Hub {
             queue_size: queue_size.max(1),
             queue_bytes: usize::MAX,
             max_cached_users: max_cached_users.max(1),
-            tool_actions: RwLock::default(),
+            tool_actions: ArcSwap::default(),
             started: Instant::now(),
             health: watch::Sender::new(HubHealth::default()),
         }
@@ -333,7 +334,7 @@ impl Hub {
         let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
         let team = Arc::new(Team {
             published: AtomicU64::new(revision),
-            admin: RwLock::new(Arc::new(admin)),
+            admin: ArcSwap::from_pointee(admin),
             users: DashMap::new(),
             evictions: AtomicU64::new(0),
             evicting: std::sync::Mutex::new(()),
@@ -355,22 +356,14 @@ impl Hub {
     /// The team's admin settings, from the cache.
     pub async fn admin(&self, team_id: &str) -> Result<Arc<CachedAdmin>, HubError> {
         let team = self.team(team_id).await?;
-        Ok(team
-            .admin
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone())
+        Ok(team.admin.load_full())
     }
 
     /// The user's effective policy, from the cache (loading on a miss).
     pub async fn effective(&self, team_id: &str, user_id: &str) -> Result<Effective, HubError> {
         let team = self.team(team_id).await?;
         let revision = team.published.load(Ordering::Acquire);
-        let admin = team
-            .admin
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let admin = team.admin.load_full();
         let cached = team.users.get(user_id).map(|u| u.clone());
         let user = match cached {
             Some(user) => user,
@@ -411,19 +404,13 @@ impl Hub {
 
     /// The policy file's `tool.action` lists in force.
     pub fn tool_actions(&self) -> Arc<ToolActionLists> {
-        self.tool_actions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.tool_actions.load_full()
     }
 
     /// Replaces the `tool.action` lists. They carry no team revision, so every
     /// subscriber of every team is sent a fresh snapshot.
     pub fn set_tool_actions(&self, lists: Arc<ToolActionLists>) {
-        *self
-            .tool_actions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = lists;
+        self.tool_actions.store(lists);
         for team in &self.teams {
             team.resync();
         }
@@ -608,10 +595,7 @@ impl Hub {
         match &change.doc {
             ChangeDoc::Admin { controls } => {
                 let cached = Arc::new(compile_admin(team_id, versioned(change, controls.clone()))?);
-                *team
-                    .admin
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = cached;
+                team.admin.store(cached);
             }
             ChangeDoc::User { user_id, settings } => {
                 let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
@@ -661,10 +645,7 @@ impl Hub {
     async fn reload(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
         let revision = self.store.team_revision(team_id).await?;
         let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
-        *team
-            .admin
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(admin);
+        team.admin.store(Arc::new(admin));
         team.evict(None);
         team.published.store(revision, Ordering::Release);
         Ok(())

@@ -54,25 +54,6 @@ fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
         })
 }
 
-/// The earliest and latest instants a protobuf `Timestamp` may hold
-/// (0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z).
-const TIMESTAMP_SECONDS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
-
-/// A `Timestamp` as Unix milliseconds; out of its documented range (seconds past
-/// year 9999, which used to wrap, or nanos outside 0..1e9) it is refused.
-fn timestamp_ms(field: &str, t: &prost_types::Timestamp) -> Result<i64, ServiceError> {
-    if !TIMESTAMP_SECONDS.contains(&t.seconds) || !(0..1_000_000_000).contains(&t.nanos) {
-        return Err(ServiceError::InvalidArgument {
-            field: field.to_owned(),
-            message: format!(
-                "{{seconds: {}, nanos: {}}} is not a timestamp: seconds must lie within years 1 to 9999 and nanos within 0 to 999999999",
-                t.seconds, t.nanos
-            ),
-        });
-    }
-    Ok(t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
-}
-
 /// All four toolgate services share one implementation over the domain service.
 #[derive(Debug, Clone)]
 pub struct Api {
@@ -156,7 +137,10 @@ impl AdminService for Api {
             limit: r.limit,
             kind: non_empty(r.kind),
             actor: non_empty(r.actor),
-            since_ms: r.since.map(|t| timestamp_ms("since", &t)).transpose()?,
+            since_ms: r
+                .since
+                .map(|t| convert::timestamp_ms("since", &t))
+                .transpose()?,
         };
         let events = self.service.list_audit(&p, filter).await?;
         let next_after_id = events.last().map_or(0, |e| e.id);
