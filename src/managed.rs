@@ -17,8 +17,7 @@
 
 use crate::policy::AdminControls;
 use crate::policy_file::{self, ManagedPolicy};
-use crate::service::{Service, ServiceError};
-use crate::store::{NewAuditEvent, now_ms};
+use crate::service::{Service, ServiceError, now_ms};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -273,8 +272,7 @@ impl Watcher {
             }
         }
         let released: Vec<String> = self.status.teams.difference(&teams).cloned().collect();
-        let hub = self.service.hub().clone();
-        let lists_changed = *hub.tool_actions() != policy.tool_actions;
+        let lists_changed = *self.service.tool_actions() != policy.tool_actions;
         let mcp_servers: BTreeMap<String, Vec<String>> = policy
             .tool_actions
             .iter()
@@ -295,7 +293,7 @@ impl Watcher {
             .await;
         }
         if lists_changed {
-            hub.set_tool_actions(Arc::new(policy.tool_actions));
+            self.service.set_tool_actions(policy.tool_actions);
         }
         self.status = PolicyFileStatus {
             path: self.name.clone(),
@@ -321,9 +319,8 @@ impl Watcher {
 
     /// Writes the team's controls unless the store already holds them; true if written.
     async fn write_team(&self, team: &str, controls: &AdminControls) -> Result<bool, ServiceError> {
-        let store = self.service.hub().store();
         for _ in 0..WRITE_ATTEMPTS {
-            let current = store.get_admin(team).await?;
+            let current = self.service.stored_admin(team).await?;
             if &current.doc == controls {
                 return Ok(false);
             }
@@ -349,14 +346,11 @@ impl Watcher {
     }
 
     async fn audit(&self, kind: &str, detail: serde_json::Value) {
-        let event = NewAuditEvent {
-            team_id: SERVER_WIDE_TEAM.to_owned(),
-            revision: 0,
-            actor: self.actor(),
-            kind: kind.to_owned(),
-            detail,
-        };
-        if let Err(e) = self.service.hub().store().append_audit(&[event]).await {
+        let recorded = self
+            .service
+            .record_audit(SERVER_WIDE_TEAM, &self.actor(), kind, detail)
+            .await;
+        if let Err(e) = recorded {
             warn!(path = %self.name, error = %e, "cannot record the policy file event in the audit trail");
         }
     }

@@ -1,13 +1,13 @@
 //! Conversions between protobuf messages and domain types: the only place both meet.
 
-use crate::hub::Effective;
 use crate::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
 };
 use crate::proto::v1 as pb;
-use crate::service::{ServiceError, WatchEvent};
-use crate::store::{AuditEvent, Change, ChangeDoc, Versioned};
+use crate::service::{
+    AuditEvent, Change, ChangeDoc, Effective, ServiceError, Versioned, WatchEvent,
+};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Unix milliseconds (the domain's times) as a protobuf time; none for 0 ("never").
@@ -311,7 +311,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Pol
             }
         },
         WatchEvent::Heartbeat { .. } => Event::Heartbeat(pb::Heartbeat {
-            at: timestamp(crate::store::now_ms()),
+            at: timestamp(crate::service::now_ms()),
         }),
     };
     pb::PolicyEvent {

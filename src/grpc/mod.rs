@@ -9,8 +9,8 @@ mod watch;
 
 use crate::auth::{Action, Authenticator, Principal, authorize};
 use crate::proto::v1 as pb;
+use crate::service::AuditFilter;
 use crate::service::{Service, ServiceError, check_id};
-use crate::store::AuditFilter;
 use convert::*;
 use futures::{Stream, StreamExt};
 use pb::admin_service_server::AdminService;

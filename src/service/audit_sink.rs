@@ -351,6 +351,25 @@ fn replay(path: &Path) -> VecDeque<NewAuditEvent> {
 }
 
 impl Service {
+    /// Appends one audit record now, past the DENY queue: for events whose record must
+    /// be in the trail before they take effect (the policy file's reloads).
+    pub async fn record_audit(
+        &self,
+        team: &str,
+        actor: &str,
+        kind: &str,
+        detail: serde_json::Value,
+    ) -> Result<(), super::ServiceError> {
+        let event = NewAuditEvent {
+            team_id: team.to_owned(),
+            revision: 0,
+            actor: actor.to_owned(),
+            kind: kind.to_owned(),
+            detail,
+        };
+        Ok(self.hub.store().append_audit(&[event]).await?)
+    }
+
     /// Queues the DENY record for the audit writer. A full queue makes the caller
     /// wait for room rather than lose the record: a flood of denials is slowed to
     /// what the store can write.

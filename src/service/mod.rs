@@ -10,6 +10,10 @@ mod decide;
 mod settings;
 mod watch;
 
+/// The domain types the service's API speaks, whichever layer defines them: its
+/// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
+pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
+pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
 pub use settings::AllowlistChange;
 pub use watch::WatchEvent;

@@ -6,9 +6,10 @@ use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::{CachedAdmin, CachedUser};
 use crate::policy::{
-    self, AddOutcome, AdminControls, CompiledAdmin, CompiledUser, EntryProblem, UserSettings,
+    self, AddOutcome, AdminControls, CompiledAdmin, CompiledUser, EntryProblem, PolicyError,
+    ToolActionLists, UserSettings,
 };
-use crate::store::{AuditEvent, AuditFilter, Versioned};
+use crate::store::{AuditEvent, AuditFilter, StoreError, Versioned};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::error;
@@ -29,10 +30,13 @@ pub struct AllowlistChange {
 }
 
 impl Service {
-    fn check_lists(
+    /// Refuses a document with a list past the limit, then one that does not compile,
+    /// naming each field under `prefix`: nothing is stored that would not decide.
+    fn check_doc(
         &self,
         prefix: &str,
         lists: &[(&str, &Vec<String>)],
+        compile: impl FnOnce() -> Result<(), PolicyError>,
     ) -> Result<(), ServiceError> {
         let problems: Vec<EntryProblem> = lists
             .iter()
@@ -47,11 +51,21 @@ impl Service {
                 ),
             })
             .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ServiceError::InvalidEntries(problems))
+        if !problems.is_empty() {
+            return Err(ServiceError::InvalidEntries(problems));
         }
+        compile().map_err(|e| ServiceError::entries(prefix, e))
+    }
+
+    /// Waits for a write to commit, then brings the hub up to date with it.
+    async fn commit<T>(
+        &self,
+        team: &str,
+        write: impl Future<Output = Result<Versioned<T>, StoreError>>,
+    ) -> Result<Versioned<T>, ServiceError> {
+        let stored = write.await?;
+        self.publish(team, stored.revision).await?;
+        Ok(stored)
     }
 
     pub async fn get_admin(
@@ -81,6 +95,23 @@ impl Service {
         self.write_admin(&p.name, team, controls, expected).await
     }
 
+    /// The team's stored admin controls, with no authorization: for the policy file,
+    /// whose authority is the file itself.
+    pub async fn stored_admin(&self, team: &str) -> Result<Versioned<AdminControls>, ServiceError> {
+        Ok(self.hub.store().get_admin(team).await?)
+    }
+
+    /// The server-wide `tool.action` lists in force.
+    pub fn tool_actions(&self) -> Arc<ToolActionLists> {
+        self.hub.tool_actions()
+    }
+
+    /// Replaces the server-wide `tool.action` lists (the policy file's): every
+    /// subscriber is sent a fresh snapshot.
+    pub fn set_tool_actions(&self, lists: ToolActionLists) {
+        self.hub.set_tool_actions(Arc::new(lists));
+    }
+
     /// Validates and stores admin controls as `actor`, with no authorization: for the
     /// policy file's reloads, whose authority is the file itself.
     pub async fn write_admin(
@@ -91,26 +122,12 @@ impl Service {
         expected: Option<u64>,
     ) -> Result<Versioned<AdminControls>, ServiceError> {
         let team: &str = &check_id("team_id", team)?;
-        let prefix = "auto_run_controls.";
-        self.check_lists(
-            prefix,
-            &[
-                ("allowed", &controls.allowed),
-                ("blocked", &controls.blocked),
-                ("mcp_tool_allowlist", &controls.mcp_tool_allowlist),
-                ("mcp_tool_blocklist", &controls.mcp_tool_blocklist),
-                ("browser_server_ids", &controls.browser_server_ids),
-                ("mcp_access_allowlist", &controls.mcp_access_allowlist),
-            ],
-        )?;
-        CompiledAdmin::compile(&controls).map_err(|e| ServiceError::entries(prefix, e))?;
-        let stored = self
-            .hub
-            .store()
-            .put_admin(team, &controls, expected, actor)
-            .await?;
-        self.publish(team, stored.revision).await?;
-        Ok(stored)
+        self.check_doc("auto_run_controls.", &controls.lists(), || {
+            CompiledAdmin::compile(&controls).map(drop)
+        })?;
+        let store = self.hub.store();
+        self.commit(team, store.put_admin(team, &controls, expected, actor))
+            .await
     }
 
     pub async fn list_audit(
@@ -165,34 +182,25 @@ impl Service {
         let team: &str = &check_id("settings.team_id", team)?;
         let user: &str = &check_id("settings.user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
-        self.write_user(p, team, user, settings, expected).await
+        self.write_user(&p.name, team, user, settings, expected)
+            .await
     }
 
+    /// Validates and stores a user's settings as `actor`, once authorized.
     async fn write_user(
         &self,
-        p: &Principal,
+        actor: &str,
         team: &str,
         user: &str,
         settings: UserSettings,
         expected: Option<u64>,
     ) -> Result<Versioned<UserSettings>, ServiceError> {
-        let prefix = "settings.";
-        self.check_lists(
-            prefix,
-            &[
-                ("mcp_allowed_tools", &settings.mcp_allowed_tools),
-                ("command_allowlist", &settings.command_allowlist),
-                ("command_denylist", &settings.command_denylist),
-            ],
-        )?;
-        CompiledUser::compile(&settings).map_err(|e| ServiceError::entries(prefix, e))?;
-        let stored = self
-            .hub
-            .store()
-            .put_user(team, user, &settings, expected, &p.name)
-            .await?;
-        self.publish(team, stored.revision).await?;
-        Ok(stored)
+        self.check_doc("settings.", &settings.lists(), || {
+            CompiledUser::compile(&settings).map(drop)
+        })?;
+        let store = self.hub.store();
+        self.commit(team, store.put_user(team, user, &settings, expected, actor))
+            .await
     }
 
     /// Seed 001 `Yro` against the stored list, retried on a concurrent write.
@@ -262,7 +270,7 @@ impl Service {
             let mut settings = current.doc.clone();
             settings.mcp_allowed_tools = list;
             match self
-                .write_user(p, team, user, settings, Some(current.revision))
+                .write_user(&p.name, team, user, settings, Some(current.revision))
                 .await
             {
                 Ok(settings) => {
