@@ -7,7 +7,10 @@
 //! document, the team revision, the change record and the audit record of one write
 //! commit in one transaction.
 
+mod errors;
 mod postgres;
+mod rows;
+mod schema;
 mod sql;
 mod sqlite;
 
@@ -31,7 +34,7 @@ pub enum StoreError {
     /// A stored record that does not decode: the file or database was tampered with.
     #[error("corrupt record: {0}")]
     Corrupt(String),
-    /// Any other database error (`From<sqlx::Error>` sorts them: see `sql::classify`).
+    /// Any other database error (`From<sqlx::Error>` sorts them: see `errors::classify`).
     #[error("store error: {0}")]
     Backend(sqlx::Error),
 }

@@ -2,7 +2,8 @@
 //! allocated inside the writing transaction; `NOTIFY` wakes the other replicas, which
 //! then read the change table (so a missed notice loses nothing).
 
-use super::sql::{Backend, SqlStore, pending_migrations};
+use super::schema::pending_migrations;
+use super::sql::{Backend, SqlStore};
 use super::{Notice, NoticeStream, StoreError};
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;

@@ -1,89 +1,22 @@
-//! The SQL store both backends share: one schema, one set of statements (written with
-//! `$N` placeholders, which SQLite reads too), one row mapping and one classification
-//! of database errors. A [`Backend`] supplies only what differs: connections,
-//! transactions, migrations and cross-replica notices.
+//! The SQL store both backends share: one set of statements (written with `$N`
+//! placeholders, which SQLite reads too) and one row mapping, over the one schema
+//! (`schema.rs`) with one classification of database errors (`errors.rs`). A
+//! [`Backend`] supplies only what differs: connections, transactions, migrations and
+//! cross-replica notices.
 
+use super::rows::{audit_event, change, versioned};
 use super::{
-    AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, Change, ChangeDoc, History,
-    NewAuditEvent, NoticeStream, Store, StoreError, Versioned, from_json, now_ms, to_i64, to_json,
-    to_u64,
+    AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
+    NewAuditEvent, NoticeStream, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
-use sqlx::error::DatabaseError as _;
 use sqlx::pool::PoolConnection;
 use sqlx::{
-    ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Row,
-    Transaction, Type,
+    ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Transaction,
+    Type,
 };
-
-/// The schema, for every dialect: `{int}` is the dialect's 64-bit integer and `{id}`
-/// its auto-incrementing key. Entry `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r"
-CREATE TABLE teams (
-    team_id TEXT PRIMARY KEY,
-    revision {int} NOT NULL,
-    history_floor {int} NOT NULL DEFAULT 0
-);
-CREATE TABLE admin_settings (
-    team_id TEXT PRIMARY KEY,
-    doc TEXT NOT NULL,
-    revision {int} NOT NULL,
-    updated_at {int} NOT NULL,
-    updated_by TEXT NOT NULL
-);
-CREATE TABLE user_settings (
-    team_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    doc TEXT NOT NULL,
-    revision {int} NOT NULL,
-    updated_at {int} NOT NULL,
-    updated_by TEXT NOT NULL,
-    PRIMARY KEY (team_id, user_id)
-);
-CREATE TABLE changes (
-    team_id TEXT NOT NULL,
-    revision {int} NOT NULL,
-    doc TEXT NOT NULL,
-    at {int} NOT NULL,
-    actor TEXT NOT NULL,
-    PRIMARY KEY (team_id, revision)
-);
-CREATE TABLE audit (
-    {id},
-    team_id TEXT NOT NULL,
-    revision {int} NOT NULL,
-    actor TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    at {int} NOT NULL,
-    detail TEXT NOT NULL
-);
-CREATE INDEX audit_team_id ON audit (team_id, id);
-"];
-
-/// The migrations a schema at `version` still needs, each with the version it sets,
-/// in a dialect's words; an error if the schema is newer than this build.
-pub(super) fn pending_migrations(
-    version: usize,
-    int: &str,
-    id: &str,
-) -> Result<Vec<(usize, String)>, StoreError> {
-    if version > MIGRATIONS.len() {
-        return Err(StoreError::Corrupt(format!(
-            "database schema version {version} is newer than this toolgate knows ({}); upgrade toolgate",
-            MIGRATIONS.len()
-        )));
-    }
-    Ok((version..MIGRATIONS.len())
-        .map(|i| {
-            (
-                i + 1,
-                MIGRATIONS[i].replace("{int}", int).replace("{id}", id),
-            )
-        })
-        .collect())
-}
 
 /// What differs between the backends.
 #[async_trait]
@@ -143,58 +76,6 @@ pub struct SqlStore<B> {
 enum DocKey<'a> {
     Admin,
     User(&'a str),
-}
-
-fn versioned<T: DeserializeOwned + Default, R: Row>(
-    what: &str,
-    row: Option<R>,
-) -> Result<Versioned<T>, StoreError>
-where
-    for<'r> &'r str: ColumnIndex<R> + Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let Some(row) = row else {
-        return Ok(Versioned::unset());
-    };
-    Ok(Versioned {
-        doc: from_json(what, row.try_get::<&str, _>("doc")?)?,
-        revision: to_u64(row.try_get("revision")?),
-        updated_at_ms: row.try_get("updated_at")?,
-        updated_by: row.try_get("updated_by")?,
-    })
-}
-
-fn change<R: Row>(team_id: &str, row: &R) -> Result<Change, StoreError>
-where
-    for<'r> &'r str: ColumnIndex<R> + Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-{
-    Ok(Change {
-        team_id: team_id.to_owned(),
-        revision: to_u64(row.try_get("revision")?),
-        doc: from_json("change", row.try_get::<&str, _>("doc")?)?,
-        at_ms: row.try_get("at")?,
-        actor: row.try_get("actor")?,
-    })
-}
-
-fn audit_event<R: Row>(row: &R) -> Result<AuditEvent, StoreError>
-where
-    for<'r> &'r str: ColumnIndex<R> + Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-{
-    Ok(AuditEvent {
-        id: to_u64(row.try_get("id")?),
-        team_id: row.try_get("team_id")?,
-        revision: to_u64(row.try_get("revision")?),
-        actor: row.try_get("actor")?,
-        kind: row.try_get("kind")?,
-        at_ms: row.try_get("at")?,
-        detail_json: row.try_get("detail")?,
-    })
 }
 
 const INSERT_AUDIT: &str = "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
@@ -564,125 +445,5 @@ where
 
     async fn check(&self) -> Result<(), StoreError> {
         self.backend.check().await
-    }
-}
-
-/// How a database error should be treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ErrorClass {
-    /// The database cannot take the request now (unreachable, busy, full, read-only):
-    /// nothing was committed, and trying again later may succeed.
-    Unavailable,
-    /// A record that does not decode, or a file that is not a database.
-    Corrupt,
-    /// The database cannot take writes (a read-only file, directory or mount; a
-    /// PostgreSQL standby): an operator must act, so unavailable, with the reason.
-    ReadOnly,
-    /// Anything else: a bug or a schema mismatch.
-    Other,
-}
-
-/// Sorts an error of either backend; the one place that knows their codes.
-pub(super) fn classify(e: &sqlx::Error) -> ErrorClass {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => ErrorClass::Unavailable,
-        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => ErrorClass::Corrupt,
-        sqlx::Error::Database(db) => {
-            if let Some(e) = db.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
-                sqlite_class(e.code().as_deref().and_then(|c| c.parse().ok()))
-            } else if let Some(e) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-                postgres_class(e.code())
-            } else {
-                ErrorClass::Other
-            }
-        }
-        _ => ErrorClass::Other,
-    }
-}
-
-/// SQLite result codes (the primary code is the low byte of an extended one).
-fn sqlite_class(code: Option<i32>) -> ErrorClass {
-    match code.map(|c| c & 0xff) {
-        // BUSY, LOCKED, IOERR, FULL, CANTOPEN, PROTOCOL
-        Some(5 | 6 | 10 | 13 | 14 | 15) => ErrorClass::Unavailable,
-        Some(8) => ErrorClass::ReadOnly,
-        // CORRUPT, NOTADB
-        Some(11 | 26) => ErrorClass::Corrupt,
-        _ => ErrorClass::Other,
-    }
-}
-
-/// PostgreSQL SQLSTATEs.
-fn postgres_class(sqlstate: &str) -> ErrorClass {
-    match sqlstate {
-        "25006" => ErrorClass::ReadOnly,
-        // a serialisation failure or a deadlock: the transaction was rolled back and a
-        // later try may commit
-        "40001" | "40P01" => ErrorClass::Unavailable,
-        // connection exceptions, insufficient resources, the server shutting down
-        s if s.starts_with("08") || s.starts_with("53") || s.starts_with("57P") => {
-            ErrorClass::Unavailable
-        }
-        "XX001" | "XX002" => ErrorClass::Corrupt,
-        _ => ErrorClass::Other,
-    }
-}
-
-impl From<sqlx::Error> for StoreError {
-    fn from(e: sqlx::Error) -> Self {
-        match classify(&e) {
-            ErrorClass::Unavailable => Self::Unavailable(e.to_string()),
-            ErrorClass::ReadOnly => Self::Unavailable(format!(
-                "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",
-                e.as_database_error()
-                    .map_or(String::new(), |db| db.message().to_owned())
-            )),
-            ErrorClass::Corrupt => Self::Corrupt(e.to_string()),
-            ErrorClass::Other => Self::Backend(e),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sqlite_busy_io_readonly_and_full_are_unavailable() {
-        // SQLITE_BUSY, SQLITE_IOERR_WRITE (extended), SQLITE_FULL
-        for code in [5, 778, 13] {
-            assert_eq!(sqlite_class(Some(code)), ErrorClass::Unavailable, "{code}");
-        }
-        assert_eq!(sqlite_class(Some(8)), ErrorClass::ReadOnly);
-        assert_eq!(sqlite_class(Some(11)), ErrorClass::Corrupt);
-        // SQLITE_CONSTRAINT_UNIQUE
-        assert_eq!(sqlite_class(Some(2067)), ErrorClass::Other);
-    }
-
-    #[test]
-    fn postgres_connection_standby_and_shutdown_are_unavailable() {
-        assert_eq!(postgres_class("25006"), ErrorClass::ReadOnly);
-        for state in ["08006", "40001", "53100", "57P01"] {
-            assert_eq!(postgres_class(state), ErrorClass::Unavailable, "{state}");
-        }
-        assert_eq!(postgres_class("XX001"), ErrorClass::Corrupt);
-        assert_eq!(postgres_class("23505"), ErrorClass::Other);
-    }
-
-    #[test]
-    fn lost_connections_are_unavailable() {
-        assert_eq!(
-            classify(&sqlx::Error::PoolTimedOut),
-            ErrorClass::Unavailable
-        );
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
-        assert!(matches!(
-            StoreError::from(sqlx::Error::Io(io)),
-            StoreError::Unavailable(_)
-        ));
     }
 }

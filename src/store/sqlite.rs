@@ -1,7 +1,8 @@
 //! The embedded backend: one SQLite file in WAL mode, created on first start.
 
 use super::StoreError;
-use super::sql::{Backend, SqlStore, pending_migrations};
+use super::schema::pending_migrations;
+use super::sql::{Backend, SqlStore};
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
