@@ -69,9 +69,23 @@ fn postgres_class(sqlstate: &str) -> ErrorClass {
     }
 }
 
+/// How a damaged database file is named in the reasons that mention it.
+pub(super) const CORRUPT_FILE: &str = "the database file is damaged";
+
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
+        // a database file that SQLite finds damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`):
+        // nothing the client can do, writes are refused until an operator restores it
+        let sqlite = e
+            .as_database_error()
+            .and_then(|db| db.try_downcast_ref::<sqlx::sqlite::SqliteError>())
+            .is_some();
         match classify(&e) {
+            ErrorClass::Corrupt if sqlite => Self::Unavailable(format!(
+                "{CORRUPT_FILE} ({}): writes are refused; restore it from a backup",
+                e.as_database_error()
+                    .map_or(String::new(), |db| db.message().to_owned())
+            )),
             ErrorClass::Unavailable => Self::Unavailable(e.to_string()),
             ErrorClass::ReadOnly => Self::Unavailable(format!(
                 "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",

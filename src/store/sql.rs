@@ -42,6 +42,9 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Told of every write that failed (a conflict excepted), before it is answered.
+    fn write_failed(&self, _error: &StoreError) {}
+
     /// A connection for single statements that only read.
     async fn read(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
 
@@ -107,8 +110,11 @@ where
         mut conn: PoolConnection<B::Db>,
         result: Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        if matches!(&result, Err(e) if !matches!(e, StoreError::Conflict { .. })) {
+        if let Err(e) = &result
+            && !matches!(e, StoreError::Conflict { .. })
+        {
             conn.close_on_drop();
+            self.backend.write_failed(e);
         }
         let value = result?;
         self.backend.writable()?;
