@@ -179,17 +179,7 @@ async fn claude_code_enforces_toolgate_decisions() {
             ..Default::default()
         })
         .await;
-    server
-        .users("alice-token")
-        .update_user_settings(pb::UpdateUserSettingsRequest {
-            settings: Some(pb::UserSettings {
-                use_yolo_mode: true,
-                ..user_settings(TEAM, "alice")
-            }),
-            expected_revision: None,
-        })
-        .await
-        .unwrap();
+    server.yolo("alice").await;
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let exe = env!("CARGO_BIN_EXE_toolgate");
