@@ -46,19 +46,10 @@ impl Clients {
                 .transpose()
                 .context("the token is not valid ASCII")?,
         );
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if c.server.contains("://") {
-            c.server.clone()
-        } else {
-            format!("http://{}", c.server)
-        };
-        let channel = Channel::from_shared(address)
-            .map_err(|e| {
-                usage(format!(
-                    "--server {:?}: {e}: use http://HOST:PORT",
-                    c.server
-                ))
-            })?
+        let channel = c
+            .tls()
+            .endpoint(&c.server)
+            .map_err(usage)?
             .connect()
             .await
             .with_context(|| format!("cannot connect to {}", c.server))?;

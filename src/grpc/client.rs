@@ -22,6 +22,67 @@ pub struct ClientConfig {
     pub user: String,
     /// For connecting and for each call.
     pub deadline: Duration,
+    pub tls: TlsOptions,
+}
+
+/// TLS towards the server (`--ca`, `--cert`, `--key`): any of them, or an
+/// `https://` address, turns it on; without `--ca` the system's roots verify the server.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// PEM CA certificates to verify the server with.
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate and key, for a server that asks for one (mTLS).
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsOptions {
+    /// The endpoint for `server` (`HOST:PORT` or a URL), TLS set up as asked; the
+    /// error says what to fix.
+    pub fn endpoint(&self, server: &str) -> Result<Endpoint, String> {
+        let on = self.ca.is_some() || self.cert.is_some() || self.key.is_some();
+        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
+        let address = match (server.contains("://"), on) {
+            (true, _) => server.to_owned(),
+            (false, true) => format!("https://{server}"),
+            (false, false) => format!("http://{server}"),
+        };
+        let endpoint = Endpoint::from_shared(address.clone()).map_err(|e| {
+            format!("server {server:?}: {e}: use http://HOST:PORT or https://HOST:PORT")
+        })?;
+        if !on && !address.starts_with("https://") {
+            return Ok(endpoint);
+        }
+        if on && address.starts_with("http://") {
+            return Err(format!(
+                "server {server:?}: --ca, --cert and --key need TLS: use https://HOST:PORT"
+            ));
+        }
+        let read = |flag: &str, path: &PathBuf| {
+            std::fs::read(path)
+                .map_err(|e| format!("{flag} {}: {e}: give a readable PEM file", path.display()))
+        };
+        let mut tls = tonic::transport::ClientTlsConfig::new();
+        tls = match &self.ca {
+            Some(ca) => {
+                tls.ca_certificate(tonic::transport::Certificate::from_pem(read("--ca", ca)?))
+            }
+            None => tls.with_native_roots(),
+        };
+        match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                tls = tls.identity(tonic::transport::Identity::from_pem(
+                    read("--cert", cert)?,
+                    read("--key", key)?,
+                ));
+            }
+            (None, None) => {}
+            _ => return Err("--cert and --key go together: give both or neither".into()),
+        }
+        endpoint
+            .tls_config(tls)
+            .map_err(|e| format!("tls: {}", error_chain(&e)))
+    }
 }
 
 /// Why a call to the server did not give an answer.
@@ -107,19 +168,10 @@ impl Client {
                     )
                 })?,
         );
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if config.server.contains("://") {
-            config.server.clone()
-        } else {
-            format!("http://{}", config.server)
-        };
-        let endpoint = Endpoint::from_shared(address)
-            .map_err(|e| {
-                ClientError::Config(format!(
-                    "TOOLGATE_SERVER {:?}: {e}: use http://HOST:PORT",
-                    config.server
-                ))
-            })?
+        let endpoint = config
+            .tls
+            .endpoint(&config.server)
+            .map_err(ClientError::Config)?
             .connect_timeout(config.deadline)
             .timeout(config.deadline)
             .tcp_nodelay(true);

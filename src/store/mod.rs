@@ -7,9 +7,11 @@
 //! document, the team revision, the change record and the audit record of one write
 //! commit in one transaction.
 
+mod metered;
 mod postgres;
 mod sqlite;
 
+pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresStore};
 pub use sqlite::SqliteStore;
 
