@@ -101,6 +101,9 @@ fn the_config_map_and_secret_make_a_valid_configuration() {
         assert_eq!(container[probe]["grpc"]["port"], port, "{probe}");
     }
     assert_eq!(container["ports"][0]["containerPort"], port);
+    // and the metrics port is the one the configuration serves
+    let metrics: std::net::SocketAddr = config.metrics.listen.unwrap().parse().unwrap();
+    assert_eq!(container["ports"][1]["containerPort"], metrics.port());
 }
 
 #[test]
