@@ -1,6 +1,7 @@
 //! JWT bearer tokens from an identity provider, verified against its published keys
-//! (a JWKS file, or a URL fetched again every `auth.jwt.refresh_secs`, so a rotated
-//! key is taken once the provider publishes it): signature, issuer, audience and
+//! (a JWKS file, or a URL, read again every `auth.jwt.refresh_secs` and, within 10 s,
+//! when a token names a key the set does not hold: a rotated key is taken once the
+//! provider publishes it): signature, issuer, audience and
 //! expiry checked, then claims mapped to team, user and role by configuration.
 //!
 //! Symmetric keys (`HS*`, `oct`) are refused: a key every verifier holds could sign too.
@@ -18,6 +19,9 @@ use tracing::{info, warn};
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// Largest token looked at, in bytes.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// A token signed with a key the set does not hold fetches the keys again early, at
+/// most this often (so unknown-kid tokens cannot make the server hammer the issuer).
+const MIN_REFRESH_GAP: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum JwtError {
@@ -38,6 +42,8 @@ pub fn looks_like_jwt(token: &str) -> bool {
 pub struct JwtVerifier {
     config: JwtConfig,
     keys: RwLock<Arc<JwkSet>>,
+    /// Woken by a token whose key is unknown: the issuer may have rotated.
+    wake: tokio::sync::Notify,
 }
 
 impl JwtVerifier {
@@ -49,15 +55,25 @@ impl JwtVerifier {
         let verifier = Arc::new(Self {
             config: config.clone(),
             keys: RwLock::new(Arc::new(keys)),
+            wake: tokio::sync::Notify::new(),
         });
         let refreshing = verifier.clone();
         tokio::spawn(async move {
             let every = Duration::from_secs(refreshing.config.refresh_secs);
+            let mut last = tokio::time::Instant::now();
             loop {
-                tokio::select! {
-                    () = tokio::time::sleep(every) => {}
+                let woken = tokio::select! {
+                    () = tokio::time::sleep_until(last + every) => false,
+                    () = refreshing.wake.notified() => true,
                     () = stop.cancelled() => return,
+                };
+                if woken {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(last + MIN_REFRESH_GAP) => {}
+                        () = stop.cancelled() => return,
+                    }
                 }
+                last = tokio::time::Instant::now();
                 match load(&refreshing.config).await {
                     Ok(keys) => {
                         let changed = *refreshing.current() != keys;
@@ -97,9 +113,11 @@ impl JwtVerifier {
             None if keys.keys.len() == 1 => keys.keys.first(),
             None => None,
         }
-        .ok_or(AuthError::Unauthenticated(
-            "jwt signed with a key the issuer's JWKS does not hold",
-        ))?;
+        .ok_or_else(|| {
+            // the issuer may have rotated: read its keys again soon
+            self.wake.notify_one();
+            AuthError::Unauthenticated("jwt signed with a key the issuer's JWKS does not hold")
+        })?;
         check_algorithm(jwk, header.alg)?;
         let key = DecodingKey::from_jwk(jwk)
             .map_err(|_| AuthError::Unauthenticated("the issuer's key cannot be used"))?;
