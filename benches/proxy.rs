@@ -75,6 +75,7 @@ fn upstream_argv() -> Vec<String> {
 
 fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
     proxy::ProxyConfig {
+        tls: Default::default(),
         server: format!("http://{}", server.addr),
         token: Some("alice-token".into()),
         server_id: "demo".into(),

@@ -101,6 +101,7 @@ async fn proxy(connection: &cli::Connection, args: ProxyArgs) -> anyhow::Result<
         (None, None) => None,
     };
     let config = proxy::ProxyConfig {
+        tls: connection.tls(),
         server: connection.server.clone(),
         token,
         server_id: args.server_id,

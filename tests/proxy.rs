@@ -220,6 +220,7 @@ async fn http(mode: &str) {
     }])
     .unwrap();
     let config = proxy::ProxyConfig {
+        tls: Default::default(),
         server: format!("http://{}", server.addr),
         token: Some("service-token".into()),
         server_id: "demo".into(),

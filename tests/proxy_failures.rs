@@ -125,6 +125,7 @@ async fn connect(
     mpsc::UnboundedReceiver<()>,
 ) {
     let config = proxy::ProxyConfig {
+        tls: Default::default(),
         server: format!("http://{toolgate}"),
         token: Some("alice-token".into()),
         server_id: "demo".into(),
@@ -248,6 +249,7 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
     let (server, _dir) = start().await;
     policy(&server).await;
     let config = proxy::ProxyConfig {
+        tls: Default::default(),
         server: format!("http://{}", server.addr),
         token: Some("alice-token".into()),
         server_id: "demo".into(),

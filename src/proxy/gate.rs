@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tracing::{debug, warn};
 
 /// How long a gRPC call to toolgate may take before the proxy treats it as unreachable.
@@ -88,23 +88,15 @@ impl Gate {
     /// error at start.
     pub fn new(
         server: &str,
+        tls: &crate::grpc::client::TlsOptions,
         token: Option<&str>,
         server_id: String,
         staleness: Duration,
         upstream: watch::Receiver<UpstreamTools>,
     ) -> Result<Arc<Self>, ProxyError> {
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if server.contains("://") {
-            server.to_owned()
-        } else {
-            format!("http://{server}")
-        };
-        let endpoint = Endpoint::from_shared(address)
-            .map_err(|e| {
-                ProxyError::Config(format!(
-                    "server: {server:?} is not a url: {e}; give e.g. http://127.0.0.1:7070"
-                ))
-            })?
+        let endpoint = tls
+            .endpoint(server)
+            .map_err(|e| ProxyError::Config(format!("{e}; give e.g. http://127.0.0.1:7070")))?
             .connect_timeout(Duration::from_secs(5))
             .timeout(CALL_TIMEOUT)
             .http2_keep_alive_interval(Duration::from_secs(20))

@@ -40,6 +40,8 @@ pub enum ProxyError {
 pub struct ProxyConfig {
     /// toolgate's gRPC address.
     pub server: String,
+    /// TLS towards toolgate (`--ca`, `--cert`, `--key`).
+    pub tls: crate::grpc::client::TlsOptions,
     /// The proxy's own token: the user's (stdio) or a service token (HTTP).
     pub token: Option<String>,
     /// The MCP server id the proxied tools belong to in policy entries (`github`).
@@ -64,6 +66,7 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
     let upstream = upstream::Upstream::start(config.upstream.clone());
     let gate = gate::Gate::new(
         &config.server,
+        &config.tls,
         config.token.as_deref(),
         config.server_id.clone(),
         config.max_staleness,
