@@ -25,9 +25,10 @@ pub const STORE_ERRORS: &str = "toolgate_store_errors_total";
 pub const POLICY_FILE_RELOADS: &str = "toolgate_policy_file_reloads_total";
 pub const CACHED_TEAMS: &str = "toolgate_cached_teams";
 pub const CACHED_USERS: &str = "toolgate_cached_users";
+pub const STALE_TEAMS: &str = "toolgate_stale_teams";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 14] = [
+pub const ALL: [(&str, &str); 15] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -60,6 +61,10 @@ pub const ALL: [(&str, &str); 14] = [
     ),
     (CACHED_TEAMS, "teams held in memory"),
     (CACHED_USERS, "users' compiled settings held in memory"),
+    (
+        STALE_TEAMS,
+        "teams whose last catch-up from the store failed: this replica may be behind on them",
+    ),
 ];
 
 /// Every reason, for the decision handles (a reason missing here is still counted,
@@ -139,7 +144,7 @@ pub fn install() -> Result<PrometheusHandle, MetricsError> {
     for (name, help) in ALL {
         match name {
             RPC_DURATION | STORE_DURATION => metrics::describe_histogram!(name, help),
-            WATCHERS | AUDIT_QUEUE | CACHED_TEAMS | CACHED_USERS => {
+            WATCHERS | AUDIT_QUEUE | CACHED_TEAMS | CACHED_USERS | STALE_TEAMS => {
                 metrics::describe_gauge!(name, help)
             }
             _ => metrics::describe_counter!(name, help),
@@ -259,6 +264,7 @@ pub struct Sample {
     pub audit_queue: usize,
     pub cached_teams: usize,
     pub cached_users: usize,
+    pub stale_teams: usize,
 }
 
 /// Serves `GET /metrics` on `listener` until `stop`; `sample` runs before each render.
@@ -291,6 +297,7 @@ pub async fn serve(
             gauge!(AUDIT_QUEUE).set(s.audit_queue as f64);
             gauge!(CACHED_TEAMS).set(s.cached_teams as f64);
             gauge!(CACHED_USERS).set(s.cached_users as f64);
+            gauge!(STALE_TEAMS).set(s.stale_teams as f64);
             (
                 [(
                     axum::http::header::CONTENT_TYPE,

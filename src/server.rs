@@ -286,11 +286,13 @@ pub async fn run(
     } = app;
     if let Some((listener, handle)) = metrics {
         let hub = service.hub().clone();
+        let health = hub.health();
         let observed = service.clone();
         let sample = Arc::new(move || crate::metrics::Sample {
             audit_queue: observed.audit_waiting(),
             cached_teams: hub.teams(),
             cached_users: hub.cached_users_total(),
+            stale_teams: health.borrow().stale.len(),
         });
         tokio::spawn(crate::metrics::serve(
             listener,
