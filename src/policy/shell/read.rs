@@ -1,7 +1,7 @@
 //! The reader: tree-sitter-bash's tree walked iteratively into simple commands of
 //! plain words, with everything the grammar cannot prove plain marked opaque.
 
-use super::{CommandLine, SimpleCommand, base_name};
+use super::{CommandLine, SimpleCommand, base_name, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -77,9 +77,16 @@ thread_local! {
 /// entry point of the reader (fuzz targets call it too). Never panics; whatever it
 /// cannot read is returned as an opaque command.
 pub fn parse_command_line(line: &str) -> CommandLine {
+    read_line(line, true)
+}
+
+/// The reader with the plain fast path on or off (tests hold the two to the same
+/// result).
+pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
     let mut reader = Reader {
         out: Vec::new(),
         nested_reads: 0,
+        plain_path,
     };
     reader.read(line, 0);
     CommandLine {
@@ -90,6 +97,8 @@ pub fn parse_command_line(line: &str) -> CommandLine {
 struct Reader {
     out: Vec<SimpleCommand>,
     nested_reads: usize,
+    /// Whether plain lines skip the grammar (always, but in the tests that compare).
+    plain_path: bool,
 }
 
 /// A word as bash reads it, or why it cannot be known.
@@ -125,6 +134,16 @@ impl Reader {
                 line,
                 "the line holds a control character",
             ));
+            return;
+        }
+        // a plain line (most of what agents run) costs a scan, not a parse
+        if self.plain_path
+            && let Some(commands) = plain::split(line)
+        {
+            for command in commands {
+                let globs = vec![false; command.words.len()];
+                self.finish(command.text, command.words, &globs, 0, |_| Ok(()), depth);
+            }
             return;
         }
         let Some(tree) = parse_tree(line) else {
@@ -247,6 +266,34 @@ impl Reader {
                 }
             }
         }
+        self.finish(
+            command_text,
+            words,
+            &globs,
+            assignments,
+            |shell_input| {
+                all_redirects
+                    .iter()
+                    .try_for_each(|r| check_redirect(line, *r, shell_input))
+            },
+            depth,
+        );
+    }
+
+    /// The rules shared by both ways of reading a simple command (the grammar's and
+    /// the plain fast path's): wrappers, evaluators, git's options, shells' command
+    /// strings, then the redirections (checked by `redirects`, given whether the
+    /// command is a shell), then the command strings it hands to a shell, read in turn.
+    fn finish(
+        &mut self,
+        command_text: &str,
+        words: Vec<String>,
+        globs: &[bool],
+        assignments: usize,
+        redirects: impl FnOnce(bool) -> Result<(), String>,
+        depth: usize,
+    ) {
+        let fail = |why: String| SimpleCommand::opaque(command_text, why);
         let command_at = assignments;
         let Some(command_word) = words.get(command_at) else {
             self.out.push(fail(
@@ -295,12 +342,9 @@ impl Reader {
                 nested.push(words[i].clone());
             }
         }
-        for redirect in &all_redirects {
-            let shell_input = SHELLS.contains(&name);
-            if let Err(why) = check_redirect(line, *redirect, shell_input) {
-                self.out.push(fail(why));
-                return;
-            }
+        if let Err(why) = redirects(SHELLS.contains(&name)) {
+            self.out.push(fail(why));
+            return;
         }
         let deletes = name == "find" && words.iter().any(|w| w == "-delete");
         self.out.push(SimpleCommand {
@@ -614,8 +658,13 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
                 return Err("a here-string feeds a shell".to_owned());
             }
             let mut cursor = node.walk();
+            let mut targets = 0;
             for child in node.named_children(&mut cursor) {
                 if child.kind() != "file_descriptor" {
+                    targets += 1;
+                    if targets > 1 {
+                        return Err("words after a here-string are not read".to_owned());
+                    }
                     word(line, child)?;
                 }
             }
@@ -629,6 +678,11 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
                 if !child.is_named() {
                     operator = child.kind();
                 } else if child.kind() != "file_descriptor" {
+                    // the grammar takes the words after the target (`git 2>log push`)
+                    // into the redirection; bash passes them to the command
+                    if destination.is_some() {
+                        return Err("words after a redirection's target are not read".to_owned());
+                    }
                     destination = Some(word(line, child)?);
                 }
             }
