@@ -64,6 +64,8 @@ pub struct App {
     /// Where `GET /metrics` is served, when `metrics.listen` is set.
     pub metrics_addr: Option<std::net::SocketAddr>,
     metrics: Option<(TcpListener, metrics_exporter_prometheus::PrometheusHandle)>,
+    /// The policy file's status, when the server runs with one.
+    policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
 }
 
@@ -131,13 +133,16 @@ impl App {
             config.limits.clone(),
             Duration::from_secs(config.watch.heartbeat_secs),
             shutdown.clone(),
-            Some(config.data_dir.join(crate::audit::SPILL_FILE)),
+            Some(config.data_dir.join(crate::service::SPILL_FILE)),
         ));
-        if let Some(path) = &config.policy_file {
+        let policy_file = match &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
             // see the teams it manages in their stored state
-            crate::managed::start(path, service.clone(), shutdown.clone()).await?;
-        }
+            Some(path) => {
+                Some(crate::managed::start(path, service.clone(), shutdown.clone()).await?)
+            }
+            None => None,
+        };
         let mut tokens = config.token_principals();
         let mut bootstrap_token_path = None;
         if tokens.is_empty() && config.auth.anonymous.is_none() {
@@ -171,6 +176,7 @@ impl App {
             bootstrap_token_path,
             metrics_addr,
             metrics,
+            policy_file,
             shutdown,
         })
     }
@@ -282,6 +288,7 @@ pub async fn run(
         config,
         metrics,
         shutdown: stop_streams,
+        policy_file,
         ..
     } = app;
     if let Some((listener, handle)) = metrics {
@@ -302,7 +309,7 @@ pub async fn run(
         ));
     }
     let limit = config.limits.max_request_bytes;
-    let api = Api::new(service.clone(), &config);
+    let api = Api::new(service.clone(), &config).with_policy_file(policy_file);
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();

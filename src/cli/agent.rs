@@ -212,7 +212,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     let deadline = Duration::from_millis(args.timeout_ms.max(1));
     let decided = runtime.block_on(async {
         tokio::time::timeout(deadline, async {
-            let mut server = Server::connect(config).await?;
+            let server = Server::connect(config).await?;
             server.evaluate(&parsed.call).await
         })
         .await
@@ -385,7 +385,7 @@ pub async fn run_export(args: ExportArgs, conn: Connection) -> anyhow::Result<i3
             "--form {form:?} is not a format of {client:?}: codex takes rules or requirements, cursor cli or allowlists"
         ),
     };
-    let mut server = Server::connect(ClientConfig {
+    let server = Server::connect(ClientConfig {
         tls: conn.tls,
         server: conn.server,
         token: conn.token,
