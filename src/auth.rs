@@ -73,11 +73,22 @@ pub fn generate_token() -> String {
     format!("tg_{}", hex::encode(bytes))
 }
 
-/// Resolves `authorization` headers to principals.
+/// What a client certificate is recognised by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertMatch {
+    /// The subject's common name.
+    SubjectCn(String),
+    /// A subject alternative name: DNS name, URI or email.
+    San(String),
+}
+
+/// Resolves `authorization` headers and client certificates to principals.
 #[derive(Debug, Default, Clone)]
 pub struct Authenticator {
     by_hash: HashMap<[u8; 32], Arc<Principal>>,
     anonymous: Option<Arc<Principal>>,
+    certificates: Vec<(CertMatch, Arc<Principal>)>,
+    jwt: Option<Arc<crate::jwt::JwtVerifier>>,
 }
 
 impl Authenticator {
@@ -86,7 +97,63 @@ impl Authenticator {
         Self {
             by_hash: tokens.into_iter().map(|(h, p)| (h, Arc::new(p))).collect(),
             anonymous: anonymous.map(Arc::new),
+            certificates: Vec::new(),
+            jwt: None,
         }
+    }
+
+    /// JWT bearer tokens, verified beside the static tokens.
+    pub fn with_jwt(mut self, jwt: Option<Arc<crate::jwt::JwtVerifier>>) -> Self {
+        self.jwt = jwt;
+        self
+    }
+
+    /// Principals for client certificates (mTLS), first match wins.
+    pub fn with_certificates(mut self, certificates: Vec<(CertMatch, Principal)>) -> Self {
+        self.certificates = certificates
+            .into_iter()
+            .map(|(m, p)| (m, Arc::new(p)))
+            .collect();
+        self
+    }
+
+    /// The principal of a client certificate the TLS handshake verified (DER).
+    pub fn authenticate_certificate(&self, der: &[u8]) -> Result<Arc<Principal>, AuthError> {
+        use x509_parser::extensions::GeneralName;
+        let (_, cert) = x509_parser::parse_x509_certificate(der)
+            .map_err(|_| AuthError::Unauthenticated("the client certificate cannot be read"))?;
+        let cns: Vec<&str> = cert
+            .subject()
+            .iter_common_name()
+            .filter_map(|cn| cn.as_str().ok())
+            .collect();
+        let sans: Vec<&str> = cert
+            .subject_alternative_name()
+            .ok()
+            .flatten()
+            .map(|ext| {
+                ext.value
+                    .general_names
+                    .iter()
+                    .filter_map(|n| match n {
+                        GeneralName::DNSName(v)
+                        | GeneralName::URI(v)
+                        | GeneralName::RFC822Name(v) => Some(*v),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.certificates
+            .iter()
+            .find(|(m, _)| match m {
+                CertMatch::SubjectCn(cn) => cns.contains(&cn.as_str()),
+                CertMatch::San(san) => sans.contains(&san.as_str()),
+            })
+            .map(|(_, p)| p.clone())
+            .ok_or(AuthError::Unauthenticated(
+                "the client certificate is not mapped to a principal: add its subject_cn or san to auth.certificates, or send a bearer token",
+            ))
     }
 
     /// `header` is the raw `authorization` metadata value, if any.
@@ -104,6 +171,11 @@ impl Authenticator {
             .ok_or(AuthError::Unauthenticated(
                 "malformed authorization: expected `Bearer <token>`",
             ))?;
+        if let Some(jwt) = &self.jwt
+            && crate::jwt::looks_like_jwt(token)
+        {
+            return jwt.verify(token);
+        }
         // only the digest is compared, so the lookup time says nothing about the token
         self.by_hash
             .get(&token_digest(token))

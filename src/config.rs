@@ -29,6 +29,8 @@ pub struct Config {
     pub connections: ConnectionsConfig,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
+    pub metrics: MetricsConfig,
+    pub tls: TlsConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
     pub shutdown_grace_secs: u64,
     /// A YAML file of file-managed policy (team admin settings, seed 000's
@@ -48,6 +50,8 @@ impl Default for Config {
             connections: ConnectionsConfig::default(),
             log: LogConfig::default(),
             telemetry: TelemetryConfig::default(),
+            metrics: MetricsConfig::default(),
+            tls: TlsConfig::default(),
             shutdown_grace_secs: 10,
             policy_file: None,
         }
@@ -103,6 +107,10 @@ impl Default for ConnectionsConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     pub tokens: Vec<TokenConfig>,
+    /// Principals for client certificates (mTLS, `tls.client_ca`).
+    pub certificates: Vec<CertificateConfig>,
+    /// JWT bearer tokens from an identity provider, beside the static tokens.
+    pub jwt: Option<JwtConfig>,
     /// Principal for calls without a token. Only allowed on a loopback listen address.
     pub anonymous: Option<AnonymousConfig>,
 }
@@ -174,6 +182,16 @@ pub struct LimitsConfig {
     pub max_command_bytes: usize,
     /// Seconds a team nobody watches or touches stays in memory.
     pub team_idle_secs: u64,
+    /// Seconds a call may take to be answered (a stream: to start) before it is ended
+    /// with DEADLINE_EXCEEDED; a client's shorter `grpc-timeout` wins.
+    pub request_timeout_secs: u64,
+    /// Most calls being answered at once; past it, new ones are refused with
+    /// RESOURCE_EXHAUSTED (health checks are never refused). Open watch streams are
+    /// bounded by `max_streams_per_principal` instead.
+    pub max_concurrent_requests: usize,
+    /// Most `WatchPolicy` streams one principal may hold open; past it, new ones are
+    /// refused with RESOURCE_EXHAUSTED.
+    pub max_streams_per_principal: usize,
 }
 
 impl Default for LimitsConfig {
@@ -185,6 +203,9 @@ impl Default for LimitsConfig {
             max_cached_users_per_team: 100_000,
             max_command_bytes: 64 * 1024,
             team_idle_secs: 600,
+            request_timeout_secs: 30,
+            max_concurrent_requests: 1_000,
+            max_streams_per_principal: 1_000,
         }
     }
 }
@@ -236,6 +257,131 @@ impl Default for TelemetryConfig {
     }
 }
 
+/// The Prometheus endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where to serve `GET /metrics`, e.g. `0.0.0.0:9090`; unset serves none and
+    /// records nothing.
+    pub listen: Option<String>,
+}
+
+/// TLS for the listener; unset `cert` and `key` serve plaintext.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, the server's first.
+    pub cert: Option<PathBuf>,
+    /// PEM private key of the certificate.
+    pub key: Option<PathBuf>,
+    /// PEM CA certificates that sign client certificates: set, clients present one
+    /// (mTLS), mapped to principals by `auth.certificates`.
+    pub client_ca: Option<PathBuf>,
+    /// With `client_ca`: refuse the handshake of a client without a certificate
+    /// (false lets such clients in to authenticate with a bearer token).
+    pub require_client_cert: bool,
+    /// Seconds between looks at the files for a renewed certificate.
+    pub reload_secs: u64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        Self {
+            cert: None,
+            key: None,
+            client_ca: None,
+            require_client_cert: true,
+            reload_secs: 10,
+        }
+    }
+}
+
+impl TlsConfig {
+    /// The certificate and key, when TLS is on.
+    pub fn files(&self) -> Option<(&Path, &Path)> {
+        Some((self.cert.as_deref()?, self.key.as_deref()?))
+    }
+}
+
+/// JWT bearer tokens: whose keys verify them, what they must say, and which claims
+/// name the principal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// The `iss` tokens must carry.
+    pub issuer: String,
+    /// The `aud` tokens must carry (one of theirs).
+    pub audience: String,
+    /// The issuer's keys as a JWKS file...
+    #[serde(default)]
+    pub jwks_file: Option<PathBuf>,
+    /// ...or a URL serving them (e.g. `https://idp.example/.well-known/jwks.json`).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Seconds between reads of the keys (rotated keys are taken at the next one).
+    #[serde(default = "JwtConfig::default_refresh_secs")]
+    pub refresh_secs: u64,
+    /// Seconds of clock skew allowed on `exp` and `nbf`.
+    #[serde(default = "JwtConfig::default_leeway_secs")]
+    pub leeway_secs: u64,
+    #[serde(default)]
+    pub claims: JwtClaims,
+    /// The role of a token without the role claim.
+    #[serde(default = "JwtConfig::default_role")]
+    pub default_role: Role,
+}
+
+impl JwtConfig {
+    fn default_refresh_secs() -> u64 {
+        300
+    }
+    fn default_leeway_secs() -> u64 {
+        30
+    }
+    fn default_role() -> Role {
+        Role::Member
+    }
+}
+
+/// Which claims name the team, the user and the role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtClaims {
+    pub team: String,
+    pub user: String,
+    pub role: String,
+}
+
+impl Default for JwtClaims {
+    fn default() -> Self {
+        Self {
+            team: "team".into(),
+            user: "sub".into(),
+            role: "role".into(),
+        }
+    }
+}
+
+/// A principal for the holder of a client certificate (mTLS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertificateConfig {
+    /// A name for logs and the audit trail.
+    pub name: String,
+    /// Matches a certificate whose subject common name (CN) is this.
+    #[serde(default)]
+    pub subject_cn: Option<String>,
+    /// Matches a certificate with this subject alternative name (DNS, URI or email).
+    #[serde(default)]
+    pub san: Option<String>,
+    pub role: Role,
+    #[serde(default)]
+    pub team: Option<String>,
+    /// The user a member acts as; defaults to `name`.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
 /// Flags given on the command line; they override every other layer.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CliOverrides {
@@ -256,7 +402,15 @@ pub struct ConfigError {
 
 /// `TOOLGATE_*` variables that are not server settings: the config file's name, the
 /// CLI client's connection, and the test suite's own.
-const NOT_SETTINGS: [&str; 4] = ["CONFIG", "SERVER", "TOKEN", "TOKEN_FILE"];
+const NOT_SETTINGS: [&str; 7] = [
+    "CONFIG",
+    "SERVER",
+    "TOKEN",
+    "TOKEN_FILE",
+    "CA",
+    "CERT",
+    "KEY",
+];
 
 /// The environment layer: `TOOLGATE_A__B=v` sets `a.b`, as figment's
 /// `Env::prefixed("TOOLGATE_").split("__")` would, but over a map passed in rather than
@@ -435,6 +589,27 @@ impl Config {
         if self.limits.team_idle_secs == 0 {
             problems.push("limits.team_idle_secs: must be at least 1".into());
         }
+        for (name, value, fix) in [
+            (
+                "request_timeout_secs",
+                self.limits.request_timeout_secs,
+                "give the seconds a call may take, e.g. 30",
+            ),
+            (
+                "max_concurrent_requests",
+                self.limits.max_concurrent_requests as u64,
+                "give how many calls may be answered at once, e.g. 1000",
+            ),
+            (
+                "max_streams_per_principal",
+                self.limits.max_streams_per_principal as u64,
+                "give how many watch streams one token may hold open, e.g. 1000",
+            ),
+        ] {
+            if value == 0 {
+                problems.push(format!("limits.{name}: 0 would refuse every call: {fix}"));
+            }
+        }
         if self.watch.queue_bytes == 0 {
             problems.push("watch.queue_bytes: must be at least 1".into());
         }
@@ -480,6 +655,93 @@ impl Config {
                 problems.push(format!(
                     "telemetry.otlp_headers.{name}: the value must be printable ASCII"
                 ));
+            }
+        }
+        let tls = &self.tls;
+        match (&tls.cert, &tls.key) {
+            (Some(_), None) => problems.push(
+                "tls.key: required with tls.cert: give the certificate's PEM private key".into(),
+            ),
+            (None, Some(_)) => problems
+                .push("tls.cert: required with tls.key: give the PEM certificate chain".into()),
+            _ => {}
+        }
+        if tls.client_ca.is_some() && tls.cert.is_none() {
+            problems.push(
+                "tls.client_ca: client certificates need TLS: set tls.cert and tls.key too".into(),
+            );
+        }
+        if tls.reload_secs == 0 {
+            problems.push("tls.reload_secs: must be at least 1".into());
+        }
+        if !self.auth.certificates.is_empty() && tls.client_ca.is_none() {
+            problems.push(
+                "auth.certificates: no client certificate can be verified: set tls.client_ca to the CA that signs them".into(),
+            );
+        }
+        for (i, c) in self.auth.certificates.iter().enumerate() {
+            let at = format!("auth.certificates[{i}] ({:?})", c.name);
+            if c.name.trim().is_empty() {
+                problems.push(format!(
+                    "auth.certificates[{i}].name: must not be empty: name the certificate's holder"
+                ));
+            } else if !names.insert(c.name.clone()) {
+                problems.push(format!(
+                    "{at}.name: duplicate name: give each token and certificate its own name"
+                ));
+            }
+            match (&c.subject_cn, &c.san) {
+                (Some(_), Some(_)) | (None, None) => problems.push(format!(
+                    "{at}: give exactly one of subject_cn and san to match the certificate by"
+                )),
+                (Some(v), None) | (None, Some(v)) if v.trim().is_empty() => {
+                    problems.push(format!("{at}: the name to match must not be empty"))
+                }
+                _ => {}
+            }
+            check_scope(&mut problems, &at, c.role, c.team.as_deref());
+            check_ids(&mut problems, &at, c.team.as_deref(), c.user.as_deref());
+        }
+        if let Some(jwt) = &self.auth.jwt {
+            match (&jwt.jwks_file, &jwt.jwks_url) {
+                (None, None) | (Some(_), Some(_)) => problems.push(
+                    "auth.jwt: give exactly one of jwks_file and jwks_url for the issuer's keys"
+                        .into(),
+                ),
+                (None, Some(url)) if !url.starts_with("https://") && !url.starts_with("http://") => {
+                    problems.push(format!(
+                        "auth.jwt.jwks_url: {:?} is not a URL: use https://ISSUER/.well-known/jwks.json",
+                        redact_url(url)
+                    ))
+                }
+                _ => {}
+            }
+            for (field, value) in [
+                ("issuer", &jwt.issuer),
+                ("audience", &jwt.audience),
+                ("claims.team", &jwt.claims.team),
+                ("claims.user", &jwt.claims.user),
+                ("claims.role", &jwt.claims.role),
+            ] {
+                if value.trim().is_empty() {
+                    problems.push(format!(
+                        "auth.jwt.{field}: must not be empty: give what the identity provider's tokens carry"
+                    ));
+                }
+            }
+            if jwt.refresh_secs == 0 {
+                problems.push("auth.jwt.refresh_secs: must be at least 1".into());
+            }
+        }
+        if let Some(addr) = &self.metrics.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "metrics.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 0.0.0.0:9090, or leave it unset for no metrics"
+                )),
+                Ok(m) if listen.as_ref().is_ok_and(|l| *l == m && m.port() != 0) => problems.push(format!(
+                    "metrics.listen: {addr} is the gRPC listen address too: give the metrics another port"
+                )),
+                Ok(_) => {}
             }
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
@@ -535,6 +797,30 @@ impl Config {
             .collect()
     }
 
+    /// The configured certificate principals, with what matches them.
+    pub fn certificate_principals(&self) -> Vec<(crate::auth::CertMatch, Principal)> {
+        self.auth
+            .certificates
+            .iter()
+            .filter_map(|c| {
+                let matcher = match (&c.subject_cn, &c.san) {
+                    (Some(cn), None) => crate::auth::CertMatch::SubjectCn(cn.clone()),
+                    (None, Some(san)) => crate::auth::CertMatch::San(san.clone()),
+                    _ => return None,
+                };
+                Some((
+                    matcher,
+                    Principal {
+                        name: c.name.clone(),
+                        role: c.role,
+                        team: c.team.as_deref().map(normalised),
+                        user: Some(normalised(c.user.as_deref().unwrap_or(&c.name))),
+                    },
+                ))
+            })
+            .collect()
+    }
+
     /// The anonymous principal, if configured.
     pub fn anonymous_principal(&self) -> Option<Principal> {
         self.auth.anonymous.as_ref().map(|a| Principal {
@@ -563,6 +849,9 @@ impl Config {
             .map(|name| (name.clone(), serde_json::Value::String(REDACTED.into())))
             .collect::<serde_json::Map<_, _>>()
             .into();
+        if let Some(url) = self.auth.jwt.as_ref().and_then(|j| j.jwks_url.as_deref()) {
+            value["auth"]["jwt"]["jwks_url"] = serde_json::Value::String(redact_url(url));
+        }
         if let Some(tokens) = value
             .pointer_mut("/auth/tokens")
             .and_then(|t| t.as_array_mut())
@@ -583,6 +872,8 @@ impl Config {
         let mut value = self.public_json();
         if let Some(root) = value.as_object_mut() {
             root.remove("auth");
+            // where the certificates are is the operators' business
+            root.remove("tls");
         }
         value["store"]["url"] = serde_json::Value::String(OPERATORS_ONLY.into());
         if let Some(telemetry) = value["telemetry"].as_object_mut() {

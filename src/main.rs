@@ -120,6 +120,7 @@ fn main() -> std::process::ExitCode {
 
 fn connection(c: &cli::Connection) -> agent_cli::Connection {
     agent_cli::Connection {
+        tls: c.tls(),
         server: c.server.clone(),
         token: c.token.clone(),
         token_file: c.token_file.clone(),

@@ -203,6 +203,7 @@ impl Watcher {
         }
         match self.apply(&text).await {
             Ok(()) => {
+                crate::metrics::policy_file_reload(true);
                 self.applied = hash;
                 self.rejected = None;
             }
@@ -213,6 +214,7 @@ impl Watcher {
                     ..
                 },
             ) => {
+                crate::metrics::policy_file_reload(false);
                 self.rejected = hash;
                 let message = e.to_string();
                 self.audit(

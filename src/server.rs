@@ -45,6 +45,12 @@ pub enum ServerError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport: {0}")]
     Transport(#[from] tonic::transport::Error),
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    #[error(transparent)]
+    Jwt(#[from] crate::jwt::JwtError),
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -55,6 +61,9 @@ pub struct App {
     pub config: Config,
     /// Where the bootstrap operator token was written, when one was needed.
     pub bootstrap_token_path: Option<PathBuf>,
+    /// Where `GET /metrics` is served, when `metrics.listen` is set.
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    metrics: Option<(TcpListener, metrics_exporter_prometheus::PrometheusHandle)>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
@@ -68,11 +77,31 @@ impl App {
             path: config.data_dir.clone(),
             source,
         })?;
+        let metrics = match &config.metrics.listen {
+            Some(addr) => {
+                let handle = crate::metrics::install()?;
+                let listener = TcpListener::bind(addr).await.map_err(|source| {
+                    crate::metrics::MetricsError::Listen {
+                        addr: addr.clone(),
+                        source,
+                    }
+                })?;
+                Some((listener, handle))
+            }
+            None => None,
+        };
+        let metrics_addr = metrics
+            .as_ref()
+            .and_then(|(listener, _)| listener.local_addr().ok());
         let history = config.watch.history_per_team;
-        let store: Arc<dyn Store> = match config.postgres_url() {
+        let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
             None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
         };
+        if metrics.is_some() || config.telemetry.otlp_endpoint.is_some() {
+            // only when observed: otherwise not even a clock read per operation
+            store = Arc::new(crate::store::Metered(store));
+        }
         let notices = store.notices().await?;
         let hub = Arc::new(
             Hub::new(
@@ -131,12 +160,22 @@ impl App {
             ));
             bootstrap_token_path = Some(path);
         }
-        let auth = Arc::new(Authenticator::new(tokens, config.anonymous_principal()));
+        let jwt = match &config.auth.jwt {
+            Some(jwt) => Some(crate::jwt::JwtVerifier::start(jwt, shutdown.clone()).await?),
+            None => None,
+        };
+        let auth = Arc::new(
+            Authenticator::new(tokens, config.anonymous_principal())
+                .with_certificates(config.certificate_principals())
+                .with_jwt(jwt),
+        );
         Ok(Self {
             service,
             auth,
             config,
             bootstrap_token_path,
+            metrics_addr,
+            metrics,
             policy_file,
             shutdown,
         })
@@ -247,10 +286,28 @@ pub async fn run(
         service,
         auth,
         config,
+        metrics,
         shutdown: stop_streams,
         policy_file,
         ..
     } = app;
+    if let Some((listener, handle)) = metrics {
+        let hub = service.hub().clone();
+        let health = hub.health();
+        let observed = service.clone();
+        let sample = Arc::new(move || crate::metrics::Sample {
+            audit_queue: observed.audit_waiting(),
+            cached_teams: hub.teams(),
+            cached_users: hub.cached_users_total(),
+            stale_teams: health.borrow().stale.len(),
+        });
+        tokio::spawn(crate::metrics::serve(
+            listener,
+            handle,
+            sample,
+            stop_streams.clone(),
+        ));
+    }
     let limit = config.limits.max_request_bytes;
     let api = Api::new(service.clone(), &config).with_policy_file(policy_file);
     let intercept = auth_interceptor(auth);
@@ -275,6 +332,7 @@ pub async fn run(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    let stop_tls = stop_streams.clone();
     let follow_health = CancellationToken::new();
     tokio::spawn(report_health(
         service.hub().health(),
@@ -305,11 +363,19 @@ pub async fn run(
     }
     let connections = &config.connections;
     let max_connections = crate::connections::effective_max(connections.max);
-    let incoming = crate::connections::incoming(
-        incoming(listener),
-        max_connections,
-        Duration::from_secs(connections.idle_timeout_secs),
+    let tls = match config.tls.files() {
+        Some(_) => Some(crate::tls::Acceptor::start(&config.tls, stop_tls)?),
+        None => None,
+    };
+    let incoming = crate::tls::incoming(
+        crate::connections::incoming(
+            incoming(listener),
+            max_connections,
+            Duration::from_secs(connections.idle_timeout_secs),
+        ),
+        tls,
     );
+    let exporting = config.telemetry.otlp_endpoint.is_some();
     let serve = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(
             connections.keepalive_interval_secs,
@@ -317,7 +383,9 @@ pub async fn run(
         .http2_keepalive_timeout(Some(Duration::from_secs(
             connections.keepalive_timeout_secs,
         )))
-        .trace_fn(|req| tracing::info_span!("rpc", path = %req.uri().path()))
+        .trace_fn(move |req| crate::grpc::observe::rpc_span(req, exporting))
+        .layer(crate::grpc::observe::RpcMetricsLayer)
+        .layer(crate::grpc::limits::LimitsLayer::new(&config.limits))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -1,6 +1,7 @@
-//! Telemetry: the real binary exports a span per RPC to an OTLP collector, and a
-//! SIGTERM stops it gracefully with the buffered spans flushed (the batch exporter
-//! would otherwise wait seconds before sending them).
+//! Telemetry: the real binary exports a span per RPC to an OTLP collector (a child of
+//! the caller's trace when the call carries a W3C `traceparent`, with the store's
+//! operations as spans under it), and a SIGTERM stops it gracefully with the buffered
+//! spans flushed (the batch exporter would otherwise wait seconds before sending them).
 
 mod common;
 
@@ -14,8 +15,18 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use tokio::sync::mpsc;
 use toolgate::proto::v1 as pb;
 
-/// A minimal OTLP collector: hands over the name and attributes of every span.
-struct Collector(mpsc::UnboundedSender<(String, String)>);
+/// What the collector saw of a span.
+#[derive(Debug)]
+struct Seen {
+    name: String,
+    attrs: String,
+    trace_id: String,
+    span_id: String,
+    parent: String,
+}
+
+/// A minimal OTLP collector: hands over every span.
+struct Collector(mpsc::UnboundedSender<Seen>);
 
 #[tonic::async_trait]
 impl TraceService for Collector {
@@ -26,8 +37,13 @@ impl TraceService for Collector {
         for resource in request.into_inner().resource_spans {
             for scope in resource.scope_spans {
                 for span in scope.spans {
-                    let attrs = format!("{:?}", span.attributes);
-                    let _ = self.0.send((span.name, attrs));
+                    let _ = self.0.send(Seen {
+                        attrs: format!("{:?}", span.attributes),
+                        name: span.name,
+                        trace_id: hex::encode(&span.trace_id),
+                        span_id: hex::encode(&span.span_id),
+                        parent: hex::encode(&span.parent_span_id),
+                    });
                 }
             }
         }
@@ -63,15 +79,22 @@ async fn spans_reach_the_collector_and_sigterm_flushes_them() {
         .await
         .unwrap();
     let mut policy = PolicyServiceClient::with_interceptor(channel, Auth::new("alice-token"));
-    policy
-        .evaluate(pb::EvaluateRequest {
-            team_id: TEAM.into(),
-            user_id: "alice".into(),
-            call: Some(mcp("github", "create_issue")),
-            explain: false,
-        })
-        .await
-        .unwrap();
+    // the caller's trace: the server's span joins it
+    let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller_span = "00f067aa0ba902b7";
+    let mut request = tonic::Request::new(pb::EvaluateRequest {
+        team_id: TEAM.into(),
+        user_id: "alice".into(),
+        call: Some(mcp("github", "create_issue")),
+        explain: false,
+    });
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{caller_trace}-{caller_span}-01")
+            .parse()
+            .unwrap(),
+    );
+    policy.evaluate(request).await.unwrap();
 
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -80,13 +103,34 @@ async fn spans_reach_the_collector_and_sigterm_flushes_them() {
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert!(exit.success(), "graceful stop exits 0, got {exit:?}");
-    let (name, attrs) = tokio::time::timeout(std::time::Duration::from_secs(30), spans.recv())
-        .await
-        .expect("no span reached the collector within 30 s")
-        .expect("a span was exported");
-    assert_eq!(name, "rpc");
+    let mut seen = Vec::new();
+    let rpc = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let span = spans.recv().await.expect("a span was exported");
+            if span.name == "rpc" {
+                return span;
+            }
+            seen.push(span);
+        }
+    })
+    .await
+    .expect("no rpc span reached the collector within 30 s");
     assert!(
-        attrs.contains("/toolgate.v1.PolicyService/Evaluate"),
-        "{attrs}"
+        rpc.attrs.contains("/toolgate.v1.PolicyService/Evaluate"),
+        "{rpc:?}"
+    );
+    assert_eq!(
+        rpc.trace_id, caller_trace,
+        "the call's span joins the caller's trace"
+    );
+    assert_eq!(rpc.parent, caller_span);
+    // the store's reads for the call are spans under it (exported before it: they end first)
+    while let Ok(span) = spans.try_recv() {
+        seen.push(span);
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.name == "store" && s.parent == rpc.span_id && s.trace_id == caller_trace),
+        "no store span under the rpc span: {seen:?}"
     );
 }

@@ -135,6 +135,7 @@ pub struct Connection {
     pub server: String,
     pub token: Option<String>,
     pub token_file: Option<PathBuf>,
+    pub tls: crate::grpc::client::TlsOptions,
 }
 
 /// Runs a hook command; returns the exit code. Never panics out, never errors out.
@@ -189,6 +190,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
     let config = ClientConfig {
+        tls: conn.tls,
         server: conn.server,
         token: conn.token,
         token_file: conn.token_file,
@@ -384,6 +386,7 @@ pub async fn run_export(args: ExportArgs, conn: Connection) -> anyhow::Result<i3
         ),
     };
     let server = Server::connect(ClientConfig {
+        tls: conn.tls,
         server: conn.server,
         token: conn.token,
         token_file: conn.token_file,

@@ -26,9 +26,29 @@ pub struct Connection {
     /// File holding the bearer token (e.g. toolgate-data/bootstrap-token).
     #[arg(long, env = "TOOLGATE_TOKEN_FILE", global = true)]
     pub token_file: Option<PathBuf>,
+    /// PEM CA certificates to verify the server's TLS certificate with.
+    #[arg(long, env = "TOOLGATE_CA", global = true)]
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate, for a server that asks for one (mTLS); needs --key.
+    #[arg(long, env = "TOOLGATE_CERT", global = true)]
+    pub cert: Option<PathBuf>,
+    /// PEM private key of --cert.
+    #[arg(long, env = "TOOLGATE_KEY", global = true)]
+    pub key: Option<PathBuf>,
     /// human (default) or json.
     #[arg(long, short, value_enum, default_value_t = Output::Human, global = true)]
     pub output: Output,
+}
+
+impl Connection {
+    /// The TLS flags.
+    pub fn tls(&self) -> crate::grpc::client::TlsOptions {
+        crate::grpc::client::TlsOptions {
+            ca: self.ca.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

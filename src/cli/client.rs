@@ -22,6 +22,7 @@ impl Clients {
             server: c.server.clone(),
             token: c.token.clone(),
             token_file: c.token_file.clone(),
+            tls: c.tls(),
             deadline: CONNECT_DEADLINE,
             ..ClientConfig::default()
         })

@@ -62,6 +62,7 @@ pub async fn run_proxy(
             server: connection.server.clone(),
             token: connection.token.clone(),
             token_file: connection.token_file.clone(),
+            tls: connection.tls(),
             deadline: proxy::CALL_DEADLINE,
             ..ClientConfig::default()
         },

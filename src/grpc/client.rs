@@ -23,6 +23,67 @@ pub struct ClientConfig {
     pub user: String,
     /// For connecting and for each unary call (streams are not bounded by it).
     pub deadline: Duration,
+    pub tls: TlsOptions,
+}
+
+/// TLS towards the server (`--ca`, `--cert`, `--key`): any of them, or an
+/// `https://` address, turns it on; without `--ca` the system's roots verify the server.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// PEM CA certificates to verify the server with.
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate and key, for a server that asks for one (mTLS).
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsOptions {
+    /// The endpoint for `server` (`HOST:PORT` or a URL), TLS set up as asked; the
+    /// error says what to fix.
+    pub fn endpoint(&self, server: &str) -> Result<Endpoint, String> {
+        let on = self.ca.is_some() || self.cert.is_some() || self.key.is_some();
+        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
+        let address = match (server.contains("://"), on) {
+            (true, _) => server.to_owned(),
+            (false, true) => format!("https://{server}"),
+            (false, false) => format!("http://{server}"),
+        };
+        let endpoint = Endpoint::from_shared(address.clone()).map_err(|e| {
+            format!("server {server:?}: {e}: use http://HOST:PORT or https://HOST:PORT")
+        })?;
+        if !on && !address.starts_with("https://") {
+            return Ok(endpoint);
+        }
+        if on && address.starts_with("http://") {
+            return Err(format!(
+                "server {server:?}: --ca, --cert and --key need TLS: use https://HOST:PORT"
+            ));
+        }
+        let read = |flag: &str, path: &PathBuf| {
+            std::fs::read(path)
+                .map_err(|e| format!("{flag} {}: {e}: give a readable PEM file", path.display()))
+        };
+        let mut tls = tonic::transport::ClientTlsConfig::new();
+        tls = match &self.ca {
+            Some(ca) => {
+                tls.ca_certificate(tonic::transport::Certificate::from_pem(read("--ca", ca)?))
+            }
+            None => tls.with_native_roots(),
+        };
+        match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                tls = tls.identity(tonic::transport::Identity::from_pem(
+                    read("--cert", cert)?,
+                    read("--key", key)?,
+                ));
+            }
+            (None, None) => {}
+            _ => return Err("--cert and --key go together: give both or neither".into()),
+        }
+        endpoint
+            .tls_config(tls)
+            .map_err(|e| format!("tls: {}", error_chain(&e)))
+    }
 }
 
 impl ClientConfig {
@@ -44,19 +105,10 @@ impl ClientConfig {
     }
 
     fn endpoint(&self) -> Result<Endpoint, ClientError> {
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if self.server.contains("://") {
-            self.server.clone()
-        } else {
-            format!("http://{}", self.server)
-        };
-        Ok(Endpoint::from_shared(address)
-            .map_err(|e| {
-                ClientError::Config(format!(
-                    "TOOLGATE_SERVER {:?}: {e}: use http://HOST:PORT",
-                    self.server
-                ))
-            })?
+        Ok(self
+            .tls
+            .endpoint(&self.server)
+            .map_err(ClientError::Config)?
             .connect_timeout(self.deadline)
             .tcp_nodelay(true))
     }

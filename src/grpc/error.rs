@@ -46,6 +46,18 @@ impl From<ServiceError> for Status {
     }
 }
 
+impl From<super::limits::LimitHit> for Status {
+    fn from(hit: super::limits::LimitHit) -> Self {
+        use super::limits::LimitHit;
+        match hit {
+            LimitHit::Deadline { .. } => Status::deadline_exceeded(hit.to_string()),
+            LimitHit::Concurrency { .. } | LimitHit::Streams { .. } => {
+                Status::resource_exhausted(hit.to_string())
+            }
+        }
+    }
+}
+
 /// A message that does not decode: the client sent it, so `INVALID_ARGUMENT`, with
 /// prost's account of where (it names the message and field, e.g.
 /// `EvaluateRequest.team_id: invalid string value: data is not UTF-8 encoded`).

@@ -5,6 +5,8 @@ pub mod client;
 pub mod codec;
 pub mod convert;
 mod error;
+pub mod limits;
+pub mod observe;
 mod watch;
 
 use crate::auth::{Action, Authenticator, Principal, authorize};
@@ -39,7 +41,19 @@ pub fn auth_interceptor(
             ),
             None => None,
         };
-        let principal = auth.authenticate(header).map_err(ServiceError::from)?;
+        // a bearer token speaks for itself; without one, a verified client certificate
+        let certificate = match header {
+            Some(_) => None,
+            None => req
+                .extensions()
+                .get::<crate::tls::PeerInfo>()
+                .and_then(|peer| peer.certs.clone()),
+        };
+        let principal = match certificate.as_deref().and_then(|chain| chain.first()) {
+            Some(leaf) => auth.authenticate_certificate(leaf),
+            None => auth.authenticate(header),
+        }
+        .map_err(ServiceError::from)?;
         req.extensions_mut().insert(principal);
         Ok(req)
     }
@@ -59,6 +73,7 @@ fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
 pub struct Api {
     service: Arc<Service>,
     config_json: Arc<ConfigViews>,
+    streams: Arc<limits::StreamSlots>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
 }
@@ -80,6 +95,7 @@ impl Api {
                 operator: config.public_json().to_string(),
                 team: config.team_json().to_string(),
             }),
+            streams: limits::StreamSlots::new(config.limits.max_streams_per_principal),
             policy_file: None,
         }
     }
@@ -88,6 +104,39 @@ impl Api {
     pub fn with_policy_file(mut self, status: Option<crate::managed::StatusCell>) -> Self {
         self.policy_file = status;
         self
+    }
+
+    /// A place for one more watch stream of `p`, counted as a watcher while held.
+    fn open_stream(&self, p: &Principal) -> Result<WatchSlot, Status> {
+        let slot = self.streams.take(&p.name)?;
+        crate::metrics::watchers(1.0);
+        Ok(WatchSlot(slot))
+    }
+}
+
+/// An open watch stream: its principal's slot and its place in the watcher gauge,
+/// both given back when the stream ends.
+#[derive(Debug)]
+struct WatchSlot(#[allow(dead_code)] limits::StreamSlot);
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        crate::metrics::watchers(-1.0);
+    }
+}
+
+/// A resync snapshot, counted on its way out.
+fn count_resync(e: crate::service::WatchEvent) -> crate::service::WatchEvent {
+    if let crate::service::WatchEvent::Snapshot { resync: true, .. } = &e {
+        crate::metrics::resync();
+    }
+    e
+}
+
+/// Each decision, counted by outcome and reason.
+fn count_decisions(decisions: &[crate::policy::Decision]) {
+    for d in decisions {
+        crate::metrics::decision(d.outcome, d.reason);
     }
 }
 
@@ -248,6 +297,7 @@ impl PolicyService for Api {
                 r.explain,
             )
             .await?;
+        count_decisions(&decisions);
         let decision = decisions
             .pop()
             .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
@@ -270,6 +320,7 @@ impl PolicyService for Api {
             .service
             .evaluate(&p, &r.team_id, &r.user_id, &calls, r.explain)
             .await?;
+        count_decisions(&decisions);
         Ok(Response::new(pb::EvaluateBatchResponse {
             decisions: decisions
                 .into_iter()
@@ -318,6 +369,7 @@ impl PolicyService for Api {
         req: Request<pb::WatchPolicyRequest>,
     ) -> Result<Response<Self::WatchPolicyStream>, Status> {
         let p = principal(&req)?;
+        let slot = self.open_stream(&p)?;
         let r = req.into_inner();
         let events = self
             .service
@@ -325,7 +377,8 @@ impl PolicyService for Api {
             .await?;
         let (team, user) = (r.team_id, r.user_id);
         let stream = events.map(move |e| {
-            e.map(|e| watch_event_to_pb(&team, &user, e))
+            let _held = &slot;
+            e.map(|e| watch_event_to_pb(&team, &user, count_resync(e)))
                 .map_err(Status::from)
         });
         Ok(Response::new(Box::pin(stream)))

@@ -9,7 +9,7 @@
 //! format is the same `PolicyEvent`: clients see no difference.
 
 use super::convert::watch_event_to_pb;
-use super::{Api, PolicyServiceServer, principal};
+use super::{Api, PolicyServiceServer, count_resync, principal};
 use crate::proto::v1 as pb;
 use crate::service::WatchEvent;
 use bytes::{BufMut, Bytes};
@@ -102,16 +102,21 @@ impl ServerStreamingService<pb::WatchPolicyRequest> for WatchPolicy {
     type Future = BoxFuture<Response<WireStream>, Status>;
 
     fn call(&mut self, req: Request<pb::WatchPolicyRequest>) -> Self::Future {
-        let service = self.0.service.clone();
+        let api = self.0.clone();
         Box::pin(async move {
             let p = principal(&req)?;
+            let slot = api.open_stream(&p)?;
             let r = req.into_inner();
-            let events = service
+            let events = api
+                .service
                 .watch(&p, &r.team_id, &r.user_id, r.after_revision)
                 .await?;
             let (team, user) = (r.team_id, r.user_id);
-            let stream =
-                events.map(move |e| e.map(|e| wire_event(&team, &user, e)).map_err(Status::from));
+            let stream = events.map(move |e| {
+                let _held = &slot;
+                e.map(|e| wire_event(&team, &user, count_resync(e)))
+                    .map_err(Status::from)
+            });
             Ok(Response::new(Box::pin(stream) as WireStream))
         })
     }

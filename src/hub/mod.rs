@@ -468,6 +468,11 @@ impl Hub {
         team.evict(Some(keys));
     }
 
+    /// How many users of all teams are held compiled in memory.
+    pub fn cached_users_total(&self) -> usize {
+        self.teams.iter().map(|t| t.users.len()).sum()
+    }
+
     /// How many users of the team are held compiled in memory.
     pub fn cached_users(&self, team_id: &str) -> usize {
         self.teams.get(team_id).map_or(0, |t| t.users.len())

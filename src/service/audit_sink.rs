@@ -42,6 +42,8 @@ const REJECTED_TRIES: u32 = 5;
 #[derive(Debug)]
 pub struct AuditWriter {
     tx: mpsc::Sender<NewAuditEvent>,
+    /// Records the writer holds, not yet written (the metrics' queue depth).
+    held: Arc<std::sync::atomic::AtomicUsize>,
     stop: CancellationToken,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
@@ -57,7 +59,9 @@ impl AuditWriter {
             .as_deref()
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());
+        let held = Arc::new(std::sync::atomic::AtomicUsize::new(pending.len()));
         let writer = Writer {
+            held: held.clone(),
             hub,
             spill,
             pending,
@@ -67,6 +71,7 @@ impl AuditWriter {
         let task = tokio::spawn(writer.run(rx, stop.clone()));
         Self {
             tx,
+            held,
             stop,
             task: std::sync::Mutex::new(Some(task)),
         }
@@ -78,6 +83,12 @@ impl AuditWriter {
             // only once the writer is gone, after the drain at shutdown
             warn!("audit writer stopped: a deny record was dropped");
         }
+    }
+
+    /// Records waiting to be written: queued for the writer or held by it.
+    pub fn waiting(&self) -> usize {
+        let queued = self.tx.max_capacity() - self.tx.capacity();
+        queued + self.held.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Writes what is queued, within `grace`; what the store does not take by then is
@@ -102,6 +113,7 @@ impl AuditWriter {
 }
 
 struct Writer {
+    held: Arc<std::sync::atomic::AtomicUsize>,
     hub: Arc<Hub>,
     spill: Option<PathBuf>,
     /// Records not yet written, oldest first.
@@ -128,6 +140,7 @@ impl Writer {
                     () = stop.cancelled() => return self.finish(rx).await,
                 }
                 self.pending.extend(batch);
+                self.held_now();
             }
             let n = self.pending.len().min(BATCH);
             match self.write(n).await {
@@ -148,6 +161,7 @@ impl Writer {
                         && rejected + 1 >= REJECTED_TRIES =>
                 {
                     error!(error = %e, records = n, "deny audit records refused by the store: dropped");
+                    crate::metrics::audit_dropped(n);
                     self.written(n);
                     rejected = 0;
                 }
@@ -170,6 +184,7 @@ impl Writer {
                                     break;
                                 }
                                 self.pending.extend(more);
+                                self.held_now();
                                 self.spill_pending();
                             }
                         }
@@ -209,6 +224,7 @@ impl Writer {
             .store()
             .append_audit(&self.pending.make_contiguous()[..n])
             .await?;
+        crate::metrics::audit_written(n);
         self.written(n);
         Ok(())
     }
@@ -216,10 +232,16 @@ impl Writer {
     /// The `n` oldest records are written (or given up): out of memory and the file.
     fn written(&mut self, n: usize) {
         self.pending.drain(..n);
+        self.held_now();
         if self.spilled > 0 {
             self.spilled = self.spilled.saturating_sub(n);
             self.rewrite_spill();
         }
+    }
+
+    fn held_now(&self) {
+        self.held
+            .store(self.pending.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Past [`MAX_PENDING`], the oldest records are given up.
@@ -233,6 +255,7 @@ impl Writer {
             kept = MAX_PENDING,
             "deny audit records waiting for the store past the limit: the oldest were dropped"
         );
+        crate::metrics::audit_dropped(dropped);
         self.written(dropped);
     }
 

@@ -222,6 +222,11 @@ impl Service {
         &self.hub
     }
 
+    /// Deny records waiting to be written, for the metrics.
+    pub fn audit_waiting(&self) -> usize {
+        self.audit.waiting()
+    }
+
     /// At shutdown: writes the queued DENY records within `grace` (what the store does
     /// not take is left in the spill file for the next start).
     pub async fn drain_audit(&self, grace: Duration) {

@@ -8,12 +8,14 @@
 //! commit in one transaction.
 
 mod errors;
+mod metered;
 mod postgres;
 mod rows;
 mod schema;
 mod sql;
 mod sqlite;
 
+pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::{Backend, SqlStore};
 pub use sqlite::{SqliteBackend, SqliteStore};

@@ -1,0 +1,270 @@
+//! JWT bearer tokens from an identity provider, verified against its published keys
+//! (a JWKS file, or a URL, read again every `auth.jwt.refresh_secs` and, within 10 s,
+//! when a token names a key the set does not hold: a rotated key is taken once the
+//! provider publishes it): signature, issuer, audience and
+//! expiry checked, then claims mapped to team, user and role by configuration.
+//!
+//! Symmetric keys (`HS*`, `oct`) are refused: a key every verifier holds could sign too.
+
+use crate::auth::{AuthError, Principal, Role};
+use crate::config::JwtConfig;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Largest JWKS document read, in bytes.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
+/// Largest token looked at, in bytes.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// A token signed with a key the set does not hold fetches the keys again early, at
+/// most this often (so unknown-kid tokens cannot make the server hammer the issuer).
+const MIN_REFRESH_GAP: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum JwtError {
+    #[error("auth.jwt: cannot read the keys from {source_name}: {message}")]
+    Keys {
+        source_name: String,
+        message: String,
+    },
+}
+
+/// Whether a bearer value is a JWT rather than a static token (three base64url parts).
+pub fn looks_like_jwt(token: &str) -> bool {
+    token.starts_with("eyJ") && token.bytes().filter(|b| *b == b'.').count() == 2
+}
+
+/// Verifies tokens against the current keys.
+#[derive(Debug)]
+pub struct JwtVerifier {
+    config: JwtConfig,
+    keys: RwLock<Arc<JwkSet>>,
+    /// Woken by a token whose key is unknown: the issuer may have rotated.
+    wake: tokio::sync::Notify,
+}
+
+impl JwtVerifier {
+    /// Reads the keys (a failure stops the start) and refreshes them every
+    /// `refresh_secs` until `stop`.
+    pub async fn start(config: &JwtConfig, stop: CancellationToken) -> Result<Arc<Self>, JwtError> {
+        let keys = load(config).await?;
+        info!(keys = keys.keys.len(), source = %source_name(config), "jwt keys loaded");
+        let verifier = Arc::new(Self {
+            config: config.clone(),
+            keys: RwLock::new(Arc::new(keys)),
+            wake: tokio::sync::Notify::new(),
+        });
+        let refreshing = verifier.clone();
+        tokio::spawn(async move {
+            let every = Duration::from_secs(refreshing.config.refresh_secs);
+            let mut last = tokio::time::Instant::now();
+            loop {
+                let woken = tokio::select! {
+                    () = tokio::time::sleep_until(last + every) => false,
+                    () = refreshing.wake.notified() => true,
+                    () = stop.cancelled() => return,
+                };
+                if woken {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(last + MIN_REFRESH_GAP) => {}
+                        () = stop.cancelled() => return,
+                    }
+                }
+                last = tokio::time::Instant::now();
+                match load(&refreshing.config).await {
+                    Ok(keys) => {
+                        let changed = *refreshing.current() != keys;
+                        if changed {
+                            info!(
+                                keys = keys.keys.len(),
+                                "jwt keys changed: rotated keys in force"
+                            );
+                            *refreshing.keys.write().unwrap_or_else(|e| e.into_inner()) =
+                                Arc::new(keys);
+                        }
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "jwt keys not refreshed: keeping the ones in force")
+                    }
+                }
+            }
+        });
+        Ok(verifier)
+    }
+
+    fn current(&self) -> Arc<JwkSet> {
+        self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The principal a valid token names.
+    pub fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(AuthError::Unauthenticated("jwt longer than 16 KiB"));
+        }
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| AuthError::Unauthenticated("malformed jwt header"))?;
+        let keys = self.current();
+        let jwk = match &header.kid {
+            Some(kid) => keys.find(kid),
+            // without a kid, only a one-key set is unambiguous
+            None if keys.keys.len() == 1 => keys.keys.first(),
+            None => None,
+        }
+        .ok_or_else(|| {
+            // the issuer may have rotated: read its keys again soon
+            self.wake.notify_one();
+            AuthError::Unauthenticated("jwt signed with a key the issuer's JWKS does not hold")
+        })?;
+        check_algorithm(jwk, header.alg)?;
+        let key = DecodingKey::from_jwk(jwk)
+            .map_err(|_| AuthError::Unauthenticated("the issuer's key cannot be used"))?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.config.issuer]);
+        validation.set_audience(&[&self.config.audience]);
+        validation.leeway = self.config.leeway_secs;
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let data = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
+            token,
+            &key,
+            &validation,
+        )
+        .map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind;
+            AuthError::Unauthenticated(match e.kind() {
+                ErrorKind::ExpiredSignature => "jwt expired",
+                ErrorKind::InvalidAudience => "jwt not meant for this server (audience)",
+                ErrorKind::InvalidIssuer => "jwt from another issuer",
+                ErrorKind::InvalidSignature => "jwt signature does not verify",
+                ErrorKind::MissingRequiredClaim(_) => "jwt lacks exp, iss or aud",
+                _ => "jwt refused",
+            })
+        })?;
+        self.principal(&data.claims).map(Arc::new)
+    }
+
+    fn principal(
+        &self,
+        claims: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Principal, AuthError> {
+        let text = |name: &str| {
+            claims
+                .get(name)
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.trim().is_empty())
+        };
+        let map = &self.config.claims;
+        let user = text(&map.user).ok_or(AuthError::Unauthenticated(
+            "jwt lacks the user claim (auth.jwt.claims.user)",
+        ))?;
+        let role = match text(&map.role) {
+            Some(value) => serde_json::from_value::<Role>(serde_json::Value::String(value.into()))
+                .map_err(|_| {
+                    AuthError::Unauthenticated(
+                        "jwt role claim is none of member, admin, service, operator",
+                    )
+                })?,
+            None => self.config.default_role,
+        };
+        let team = text(&map.team);
+        let team = match (role, team) {
+            (Role::Operator, _) => None,
+            (_, Some(team)) => Some(
+                crate::service::check_id("team", team)
+                    .map_err(|_| AuthError::Unauthenticated("jwt team claim is not a valid id"))?
+                    .into_owned(),
+            ),
+            (_, None) => {
+                return Err(AuthError::Unauthenticated(
+                    "jwt lacks the team claim (auth.jwt.claims.team)",
+                ));
+            }
+        };
+        let user = crate::service::check_id("user", user)
+            .map_err(|_| AuthError::Unauthenticated("jwt user claim is not a valid id"))?
+            .into_owned();
+        Ok(Principal {
+            name: format!("jwt:{user}"),
+            role,
+            team,
+            user: Some(user),
+        })
+    }
+}
+
+/// The token's algorithm must be the key's: its `alg` when the JWKS names one, else
+/// one of its family; never a symmetric one.
+fn check_algorithm(jwk: &Jwk, alg: Algorithm) -> Result<(), AuthError> {
+    let family = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => AlgorithmFamily::Rsa,
+        AlgorithmParameters::EllipticCurve(_) => AlgorithmFamily::Ec,
+        AlgorithmParameters::OctetKeyPair(_) => AlgorithmFamily::Ed,
+        _ => {
+            return Err(AuthError::Unauthenticated(
+                "the issuer's key type is not supported",
+            ));
+        }
+    };
+    let fits = match jwk.common.key_algorithm {
+        Some(named) => Algorithm::try_from(named).ok() == Some(alg),
+        None => true,
+    };
+    if fits && alg.family() == family {
+        Ok(())
+    } else {
+        Err(AuthError::Unauthenticated(
+            "jwt algorithm does not fit the key",
+        ))
+    }
+}
+
+fn source_name(config: &JwtConfig) -> String {
+    match (&config.jwks_file, &config.jwks_url) {
+        (Some(file), _) => file.display().to_string(),
+        (None, Some(url)) => crate::config::redact_url(url),
+        (None, None) => "(no source)".into(),
+    }
+}
+
+async fn load(config: &JwtConfig) -> Result<JwkSet, JwtError> {
+    let err = |message: String| JwtError::Keys {
+        source_name: source_name(config),
+        message,
+    };
+    let bytes = match (&config.jwks_file, &config.jwks_url) {
+        (Some(file), _) => tokio::fs::read(file)
+            .await
+            .map_err(|e| err(e.to_string()))?,
+        (None, Some(url)) => {
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .map_err(|e| err(e.to_string()))?;
+            let answer = client
+                .get(url)
+                .send()
+                .await
+                .and_then(|a| a.error_for_status())
+                .map_err(|e| err(e.to_string()))?;
+            if answer.content_length().unwrap_or(0) > MAX_JWKS_BYTES as u64 {
+                return Err(err("larger than 1 MiB".into()));
+            }
+            answer
+                .bytes()
+                .await
+                .map_err(|e| err(e.to_string()))?
+                .to_vec()
+        }
+        (None, None) => return Err(err("set auth.jwt.jwks_file or auth.jwt.jwks_url".into())),
+    };
+    if bytes.len() > MAX_JWKS_BYTES {
+        return Err(err("larger than 1 MiB".into()));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        err(format!(
+            "not a JWKS document ({e}): give {{\"keys\": [...]}}"
+        ))
+    })
+}

@@ -1,0 +1,320 @@
+//! Prometheus metrics: the names, the calls other layers make to record them, and the
+//! `/metrics` endpoint (`metrics.listen`, off by default).
+//!
+//! Without an endpoint no recorder is installed and every call here does nothing.
+//! Decisions are counted through handles registered when the recorder is installed,
+//! so counting one is an atomic add: the decision path allocates nothing for it.
+
+use crate::policy::{Outcome, Reason};
+use metrics::{Counter, counter, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub const RPC_REQUESTS: &str = "toolgate_rpc_requests_total";
+pub const RPC_DURATION: &str = "toolgate_rpc_duration_seconds";
+pub const DECISIONS: &str = "toolgate_decisions_total";
+pub const LIMIT_REFUSALS: &str = "toolgate_limit_refusals_total";
+pub const WATCHERS: &str = "toolgate_watchers";
+pub const RESYNCS: &str = "toolgate_watch_resyncs_total";
+pub const AUDIT_QUEUE: &str = "toolgate_audit_queue_depth";
+pub const AUDIT_WRITTEN: &str = "toolgate_audit_records_written_total";
+pub const AUDIT_DROPPED: &str = "toolgate_audit_records_dropped_total";
+pub const STORE_DURATION: &str = "toolgate_store_duration_seconds";
+pub const STORE_ERRORS: &str = "toolgate_store_errors_total";
+pub const POLICY_FILE_RELOADS: &str = "toolgate_policy_file_reloads_total";
+pub const CACHED_TEAMS: &str = "toolgate_cached_teams";
+pub const CACHED_USERS: &str = "toolgate_cached_users";
+pub const STALE_TEAMS: &str = "toolgate_stale_teams";
+
+/// Every metric the server exports, with its help text.
+pub const ALL: [(&str, &str); 15] = [
+    (
+        RPC_REQUESTS,
+        "gRPC calls answered, by method and status code",
+    ),
+    (
+        RPC_DURATION,
+        "seconds until a gRPC call is answered (a stream: started), by method",
+    ),
+    (DECISIONS, "policy decisions, by outcome and reason"),
+    (
+        LIMIT_REFUSALS,
+        "calls refused by a server limit (deadline, concurrency, streams)",
+    ),
+    (WATCHERS, "WatchPolicy streams open"),
+    (
+        RESYNCS,
+        "snapshots sent to watchers that fell behind or lost track",
+    ),
+    (AUDIT_QUEUE, "deny audit records waiting for the writer"),
+    (AUDIT_WRITTEN, "deny audit records written to the store"),
+    (AUDIT_DROPPED, "deny audit records given up on"),
+    (
+        STORE_DURATION,
+        "seconds a store operation took, by operation",
+    ),
+    (STORE_ERRORS, "store operations that failed, by operation"),
+    (
+        POLICY_FILE_RELOADS,
+        "policy file loads, by result (applied or rejected)",
+    ),
+    (CACHED_TEAMS, "teams held in memory"),
+    (CACHED_USERS, "users' compiled settings held in memory"),
+    (
+        STALE_TEAMS,
+        "teams whose last catch-up from the store failed: this replica may be behind on them",
+    ),
+];
+
+/// Every reason, for the decision handles (a reason missing here is still counted,
+/// through a handle made on the spot).
+const REASONS: [Reason; 18] = [
+    Reason::KillSwitch,
+    Reason::InvalidName,
+    Reason::BlockedByAdmin,
+    Reason::NotInAccessAllowlist,
+    Reason::AdminDisabled,
+    Reason::ProtectionOn,
+    Reason::BrowserUnprotected,
+    Reason::RunEverything,
+    Reason::AutoRunOff,
+    Reason::Allowlisted,
+    Reason::NotInAdminAllowlist,
+    Reason::NotAllowlisted,
+    Reason::CommandAllowed,
+    Reason::CommandBlocked,
+    Reason::CommandNotAllowlisted,
+    Reason::DeleteProtected,
+    Reason::AutoRunOn,
+    Reason::NotInFileAllowlist,
+];
+
+const OUTCOMES: [Outcome; 3] = [Outcome::Allow, Outcome::Ask, Outcome::Deny];
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Allow => "ALLOW",
+        Outcome::Ask => "ASK",
+        Outcome::Deny => "DENY",
+    }
+}
+
+/// The installed recorder and the decision handles made with it.
+struct Installed {
+    handle: PrometheusHandle,
+    /// `[reason as usize][outcome as usize]`
+    decisions: Vec<[Counter; 3]>,
+}
+
+static INSTALLED: OnceLock<Installed> = OnceLock::new();
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("metrics: cannot install the recorder: {0}")]
+    Install(String),
+    #[error("metrics.listen: cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+/// Installs the process's recorder (once; later calls share it) and returns what
+/// renders its text.
+pub fn install() -> Result<PrometheusHandle, MetricsError> {
+    if let Some(installed) = INSTALLED.get() {
+        return Ok(installed.handle.clone());
+    }
+    let latency = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    ];
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &latency)
+        .map_err(|e| MetricsError::Install(e.to_string()))?
+        .build_recorder();
+    let handle = recorder.handle();
+    if metrics::set_global_recorder(recorder).is_err() {
+        // another recorder won the race (only a second server in one process)
+        return INSTALLED
+            .get()
+            .map(|i| i.handle.clone())
+            .ok_or_else(|| MetricsError::Install("another recorder is installed".into()));
+    }
+    for (name, help) in ALL {
+        match name {
+            RPC_DURATION | STORE_DURATION => metrics::describe_histogram!(name, help),
+            WATCHERS | AUDIT_QUEUE | CACHED_TEAMS | CACHED_USERS | STALE_TEAMS => {
+                metrics::describe_gauge!(name, help)
+            }
+            _ => metrics::describe_counter!(name, help),
+        }
+    }
+    let mut decisions = Vec::new();
+    for reason in REASONS {
+        let index = reason as usize;
+        if decisions.len() <= index {
+            decisions.resize_with(index + 1, || {
+                [Counter::noop(), Counter::noop(), Counter::noop()]
+            });
+        }
+        decisions[index] = OUTCOMES.map(|outcome| {
+            counter!(DECISIONS, "outcome" => outcome_name(outcome), "reason" => reason.as_str())
+        });
+    }
+    // the families show from the first scrape, before anything happened
+    gauge!(WATCHERS).set(0.0);
+    counter!(RESYNCS).absolute(0);
+    counter!(AUDIT_WRITTEN).absolute(0);
+    counter!(AUDIT_DROPPED).absolute(0);
+    let _ = INSTALLED.set(Installed {
+        handle: handle.clone(),
+        decisions,
+    });
+    Ok(handle)
+}
+
+/// One decision. Allocation-free once installed; nothing at all when not.
+#[inline]
+pub fn decision(outcome: Outcome, reason: Reason) {
+    let Some(installed) = INSTALLED.get() else {
+        return;
+    };
+    match installed.decisions.get(reason as usize) {
+        Some(row) => row[outcome as usize].increment(1),
+        None => {
+            counter!(DECISIONS, "outcome" => outcome_name(outcome), "reason" => reason.as_str())
+                .increment(1)
+        }
+    }
+}
+
+/// Names of the gRPC status codes, by number.
+const CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// One answered gRPC call.
+pub fn rpc(method: &str, code: tonic::Code, elapsed: Duration) {
+    if INSTALLED.get().is_none() {
+        return;
+    }
+    let code = CODES.get(code as usize).copied().unwrap_or("UNKNOWN");
+    counter!(RPC_REQUESTS, "method" => method.to_owned(), "code" => code).increment(1);
+    histogram!(RPC_DURATION, "method" => method.to_owned()).record(elapsed.as_secs_f64());
+}
+
+/// A call refused by the server limit `limit`.
+pub fn limit_refused(limit: &'static str) {
+    counter!(LIMIT_REFUSALS, "limit" => limit).increment(1);
+}
+
+/// A watch stream opened (`+1`) or ended (`-1`).
+pub fn watchers(delta: f64) {
+    gauge!(WATCHERS).increment(delta);
+}
+
+/// A watcher resynced from a fresh snapshot.
+pub fn resync() {
+    counter!(RESYNCS).increment(1);
+}
+
+/// Deny audit records written, or given up on.
+pub fn audit_written(n: usize) {
+    counter!(AUDIT_WRITTEN).increment(n as u64);
+}
+
+pub fn audit_dropped(n: usize) {
+    counter!(AUDIT_DROPPED).increment(n as u64);
+}
+
+/// One store operation.
+pub fn store(op: &'static str, elapsed: Duration, ok: bool) {
+    histogram!(STORE_DURATION, "op" => op).record(elapsed.as_secs_f64());
+    if !ok {
+        counter!(STORE_ERRORS, "op" => op).increment(1);
+    }
+}
+
+/// A policy file load: applied or rejected.
+pub fn policy_file_reload(applied: bool) {
+    let result = if applied { "applied" } else { "rejected" };
+    counter!(POLICY_FILE_RELOADS, "result" => result).increment(1);
+}
+
+/// What is sampled at each scrape rather than counted as it happens.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sample {
+    pub audit_queue: usize,
+    pub cached_teams: usize,
+    pub cached_users: usize,
+    pub stale_teams: usize,
+}
+
+/// Serves `GET /metrics` on `listener` until `stop`; `sample` runs before each render.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    handle: PrometheusHandle,
+    sample: Arc<dyn Fn() -> Sample + Send + Sync>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    use axum::routing::get;
+    {
+        // histograms' samples are folded in here, not only at scrapes
+        let handle = handle.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                tokio::select! {
+                    _ = every.tick() => handle.run_upkeep(),
+                    () = stop.cancelled() => return,
+                }
+            }
+        });
+    }
+    let render = move || {
+        let handle = handle.clone();
+        let sample = sample.clone();
+        async move {
+            let s = sample();
+            gauge!(AUDIT_QUEUE).set(s.audit_queue as f64);
+            gauge!(CACHED_TEAMS).set(s.cached_teams as f64);
+            gauge!(CACHED_USERS).set(s.cached_users as f64);
+            gauge!(STALE_TEAMS).set(s.stale_teams as f64);
+            (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                handle.render(),
+            )
+        }
+    };
+    let app = axum::Router::new().route("/metrics", get(render));
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving metrics at /metrics");
+    }
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await;
+    if let Err(e) = served {
+        tracing::warn!(error = %e, "metrics endpoint stopped");
+    }
+}

@@ -1,0 +1,95 @@
+//! A store that times its operations and counts their failures for the metrics, each
+//! in a `store` span (a child of the call's span, so traces show the store's share).
+//! Wrapped around the backend only when metrics or spans are exported.
+
+use super::*;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument as _;
+
+/// The backend `S`, observed.
+#[derive(Debug)]
+pub struct Metered<S: ?Sized>(pub Arc<S>);
+
+async fn observed<T>(
+    op: &'static str,
+    call: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let started = Instant::now();
+    let result = call.instrument(tracing::info_span!("store", op = op)).await;
+    crate::metrics::store(op, started.elapsed(), result.is_ok());
+    result
+}
+
+#[async_trait]
+impl Store for Metered<dyn Store> {
+    async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {
+        observed("team_revision", self.0.team_revision(team_id)).await
+    }
+
+    async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
+        observed("get_admin", self.0.get_admin(team_id)).await
+    }
+
+    async fn put_admin(
+        &self,
+        team_id: &str,
+        controls: &AdminControls,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<AdminControls>, StoreError> {
+        observed(
+            "put_admin",
+            self.0.put_admin(team_id, controls, expected, actor),
+        )
+        .await
+    }
+
+    async fn get_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
+        observed("get_user", self.0.get_user(team_id, user_id)).await
+    }
+
+    async fn put_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        settings: &UserSettings,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
+        observed(
+            "put_user",
+            self.0.put_user(team_id, user_id, settings, expected, actor),
+        )
+        .await
+    }
+
+    async fn changes_after(
+        &self,
+        team_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<History, StoreError> {
+        observed("changes_after", self.0.changes_after(team_id, after, limit)).await
+    }
+
+    async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError> {
+        observed("append_audit", self.0.append_audit(events)).await
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
+        observed("list_audit", self.0.list_audit(filter)).await
+    }
+
+    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
+        self.0.notices().await
+    }
+
+    async fn check(&self) -> Result<(), StoreError> {
+        observed("check", self.0.check()).await
+    }
+}

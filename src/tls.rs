@@ -1,0 +1,356 @@
+//! TLS for the listener (rustls): the certificate chain, its key and, for mTLS, the
+//! client CA are read from files and read again when they change, so a renewed
+//! certificate is served without a restart. A file that no longer makes a valid
+//! configuration is reported and the one in force stays.
+
+use crate::config::TlsConfig;
+use crate::connections::Connection;
+use futures::{Stream, StreamExt};
+use sha2::{Digest, Sha256};
+use std::io;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
+use tokio_rustls::server::TlsStream;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::server::{Connected, TcpConnectInfo};
+use tracing::{debug, error, info};
+
+/// How long a client may take to finish its handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("tls.{field}: cannot read {path}: {source}: fix the path or the file's permissions")]
+    Read {
+        field: &'static str,
+        path: String,
+        source: io::Error,
+    },
+    #[error("tls.{field}: {path}: {message}")]
+    Invalid {
+        field: &'static str,
+        path: String,
+        message: String,
+    },
+}
+
+/// What a connection's calls learn about their peer: its address, and its verified
+/// certificate chain under mTLS.
+#[derive(Debug, Clone)]
+pub struct PeerInfo {
+    pub tcp: TcpConnectInfo,
+    pub certs: Option<Arc<Vec<CertificateDer<'static>>>>,
+}
+
+/// An accepted connection, plaintext or TLS.
+#[derive(Debug)]
+pub enum Conn {
+    Plain(Connection),
+    Tls(Box<TlsStream<Connection>>),
+}
+
+impl Connected for Conn {
+    type ConnectInfo = PeerInfo;
+
+    fn connect_info(&self) -> PeerInfo {
+        match self {
+            Conn::Plain(c) => PeerInfo {
+                tcp: c.connect_info(),
+                certs: None,
+            },
+            Conn::Tls(s) => {
+                let (tcp, session) = s.get_ref();
+                PeerInfo {
+                    tcp: tcp.connect_info(),
+                    certs: session
+                        .peer_certificates()
+                        .map(|c| Arc::new(c.iter().map(|c| c.clone().into_owned()).collect())),
+                }
+            }
+        }
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(c) => Pin::new(c).poll_read(cx, buf),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Plain(c) => Pin::new(c).poll_write(cx, buf),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(c) => Pin::new(c).poll_flush(cx),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain(c) => Pin::new(c).poll_shutdown(cx),
+            Conn::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+fn read(field: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        field,
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+fn invalid(field: &'static str, path: &Path, message: impl Into<String>) -> TlsError {
+    TlsError::Invalid {
+        field,
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// The files' contents, read once, so what is built is what was hashed.
+struct Files {
+    cert: Vec<u8>,
+    key: Vec<u8>,
+    client_ca: Option<Vec<u8>>,
+}
+
+impl Files {
+    fn read(config: &TlsConfig) -> Result<Self, TlsError> {
+        let (cert, key) = config.files().expect("validated: cert and key are set");
+        Ok(Self {
+            cert: read("cert", cert)?,
+            key: read("key", key)?,
+            client_ca: config
+                .client_ca
+                .as_deref()
+                .map(|p| read("client_ca", p))
+                .transpose()?,
+        })
+    }
+
+    fn digest(&self) -> [u8; 32] {
+        let mut hash = Sha256::new();
+        for part in [&self.cert, &self.key] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part);
+        }
+        if let Some(ca) = &self.client_ca {
+            hash.update(ca);
+        }
+        hash.finalize().into()
+    }
+}
+
+fn certs(
+    field: &'static str,
+    path: &Path,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            invalid(
+                field,
+                path,
+                format!("not PEM certificates ({e}): give a PEM file of BEGIN CERTIFICATE blocks"),
+            )
+        })?;
+    if certs.is_empty() {
+        return Err(invalid(
+            field,
+            path,
+            "holds no certificate: give a PEM file of BEGIN CERTIFICATE blocks",
+        ));
+    }
+    Ok(certs)
+}
+
+/// A rustls server configuration from the files' contents.
+fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsError> {
+    let (cert_path, key_path) = config.files().expect("validated: cert and key are set");
+    let chain = certs("cert", cert_path, &files.cert)?;
+    let key = PrivateKeyDer::from_pem_slice(&files.key).map_err(|e| {
+        invalid(
+            "key",
+            key_path,
+            format!(
+                "no private key ({e}): give the PEM key (PKCS#8, PKCS#1 or SEC1) of the certificate"
+            ),
+        )
+    })?;
+    // ring explicitly: other dependencies enable a second provider, and rustls then
+    // picks none by itself
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid("cert", cert_path, e.to_string()))?;
+    let builder = match (&config.client_ca, &files.client_ca) {
+        (Some(ca_path), Some(pem)) => {
+            let mut roots = RootCertStore::empty();
+            for cert in certs("client_ca", ca_path, pem)? {
+                roots.add(cert).map_err(|e| {
+                    invalid("client_ca", ca_path, format!("not a CA certificate: {e}"))
+                })?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            );
+            let verifier = if config.require_client_cert {
+                verifier
+            } else {
+                verifier.allow_unauthenticated()
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| invalid("client_ca", ca_path, e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    let mut server = builder.with_single_cert(chain, key).map_err(|e| {
+        invalid("key", key_path, format!("does not go with the certificate ({e}): give the key the certificate was issued for"))
+    })?;
+    server.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(server))
+}
+
+/// The server configuration in force, swapped when the files change.
+#[derive(Debug)]
+pub struct Acceptor {
+    current: RwLock<Arc<ServerConfig>>,
+}
+
+impl Acceptor {
+    /// Reads the files (a problem stops the start) and follows them every
+    /// `tls.reload_secs` until `stop`.
+    pub fn start(config: &TlsConfig, stop: CancellationToken) -> Result<Arc<Self>, TlsError> {
+        let files = Files::read(config)?;
+        let acceptor = Arc::new(Self {
+            current: RwLock::new(build(config, &files)?),
+        });
+        tokio::spawn(follow(
+            acceptor.clone(),
+            config.clone(),
+            files.digest(),
+            stop,
+        ));
+        Ok(acceptor)
+    }
+
+    fn current(&self) -> Arc<ServerConfig> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Rebuilds the configuration when the files' contents change; a failure is logged
+/// once per distinct content and the configuration in force stays.
+async fn follow(
+    acceptor: Arc<Acceptor>,
+    config: TlsConfig,
+    mut seen: [u8; 32],
+    stop: CancellationToken,
+) {
+    let mut every = tokio::time::interval(Duration::from_secs(config.reload_secs));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let files = match Files::read(&config) {
+            Ok(files) => files,
+            Err(e) => {
+                debug!(error = %e, "tls files not readable: keeping the certificate in force");
+                continue;
+            }
+        };
+        let digest = files.digest();
+        if digest == seen {
+            continue;
+        }
+        seen = digest;
+        match build(&config, &files) {
+            Ok(server) => {
+                *acceptor.current.write().unwrap_or_else(|e| e.into_inner()) = server;
+                info!("tls files changed: new connections use the new certificate");
+            }
+            Err(e) => {
+                error!(error = %e, "tls files changed but are not valid: keeping the certificate in force")
+            }
+        }
+    }
+}
+
+/// Connections as the server takes them: plaintext, or after a TLS handshake done
+/// beside the accept loop (a slow client holds up no one else).
+pub fn incoming(
+    connections: impl Stream<Item = io::Result<Connection>> + Send + 'static,
+    tls: Option<Arc<Acceptor>>,
+) -> Pin<Box<dyn Stream<Item = io::Result<Conn>> + Send>> {
+    let Some(acceptor) = tls else {
+        return Box::pin(connections.map(|c| c.map(Conn::Plain)));
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Conn>(64);
+    tokio::spawn(async move {
+        let mut connections = std::pin::pin!(connections);
+        loop {
+            let next = tokio::select! {
+                next = connections.next() => next,
+                // the server is gone: stop accepting, which closes the listener
+                () = tx.closed() => return,
+            };
+            let conn = match next {
+                Some(Ok(conn)) => conn,
+                Some(Err(e)) => {
+                    debug!(error = %e, "accept failed");
+                    continue;
+                }
+                None => return,
+            };
+            let accept = tokio_rustls::TlsAcceptor::from(acceptor.current()).accept(conn);
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
+                    Ok(Ok(stream)) => {
+                        let _ = tx.send(Conn::Tls(Box::new(stream))).await;
+                    }
+                    Ok(Err(e)) => debug!(error = %e, "tls handshake failed"),
+                    Err(_) => debug!("tls handshake not finished in time"),
+                }
+            });
+        }
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok))
+}
