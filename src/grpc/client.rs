@@ -148,6 +148,7 @@ impl Client {
             user_id: self.config.user.clone(),
             call: Some(call_to_pb(call)),
             explain: false,
+            agent: None,
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })
@@ -262,7 +263,10 @@ fn call_to_pb(call: &Call) -> pb::ToolCall {
         Call::Shell(line) => Kind::Shell(line),
         Call::DeleteFile(path) => Kind::DeleteFile(path),
     };
-    pb::ToolCall { kind: Some(kind) }
+    pb::ToolCall {
+        kind: Some(kind),
+        arguments: None,
+    }
 }
 
 /// The error and its sources on one line (tonic's transport errors say little alone).

@@ -159,8 +159,10 @@ impl Gate {
                     tool: tool.to_owned(),
                     action: String::new(),
                 })),
+                arguments: None,
             }),
             explain: false,
+            agent: None,
         };
         Ok(self.client.clone().evaluate(request).await?.into_inner())
     }

@@ -18,7 +18,8 @@ use std::time::Duration;
 pub const NOTIFY_CHANNEL: &str = "toolgate_changes";
 
 /// Versioned schema; entry `i` is migration `i + 1`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE teams (
     team_id TEXT PRIMARY KEY,
     revision BIGINT NOT NULL,
@@ -58,7 +59,18 @@ CREATE TABLE audit (
     detail TEXT NOT NULL
 );
 CREATE INDEX audit_team_id ON audit (team_id, id);
-"];
+",
+    r"
+CREATE TABLE session_quotas (
+    team_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    used BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (team_id, session_id, operation)
+);
+",
+];
 
 /// An arbitrary constant: the advisory lock that serialises migrations across replicas.
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6761_7465;
@@ -442,6 +454,36 @@ impl Store for PostgresStore {
         }
         tx.commit().await.map_err(unavailable_or)?;
         Ok(())
+    }
+
+    async fn consume_quota(
+        &self,
+        team_id: &str,
+        session_id: &str,
+        operation: &str,
+        max: u64,
+    ) -> Result<bool, StoreError> {
+        if max == 0 {
+            return Ok(false);
+        }
+        // one statement: replicas counting the same session cannot both pass the last call
+        let used: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO session_quotas (team_id, session_id, operation, used, updated_at)
+             VALUES ($1, $2, $3, 1, $4)
+             ON CONFLICT (team_id, session_id, operation) DO UPDATE
+             SET used = session_quotas.used + 1, updated_at = EXCLUDED.updated_at
+             WHERE session_quotas.used < $5
+             RETURNING used",
+        )
+        .bind(team_id)
+        .bind(session_id)
+        .bind(operation)
+        .bind(now_ms())
+        .bind(to_i64(max))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(unavailable_or)?;
+        Ok(used.is_some())
     }
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {

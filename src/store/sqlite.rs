@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Versioned schema; entry `i` takes `PRAGMA user_version` from `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE teams (
     team_id TEXT PRIMARY KEY,
     revision INTEGER NOT NULL,
@@ -58,7 +59,18 @@ CREATE TABLE audit (
     detail TEXT NOT NULL
 );
 CREATE INDEX audit_team_id ON audit (team_id, id);
-"];
+",
+    r"
+CREATE TABLE session_quotas (
+    team_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    used INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (team_id, session_id, operation)
+);
+",
+];
 
 /// Makes `path` readable and writable by the owner only (0600), whatever the umask:
 /// the audit trail is no one else's to read. With `create`, a missing file is
@@ -569,6 +581,40 @@ impl Store for SqliteStore {
             }
             tx.commit().await?;
             Ok(())
+        }
+        .await;
+        self.end_write(conn, result)
+    }
+
+    async fn consume_quota(
+        &self,
+        team_id: &str,
+        session_id: &str,
+        operation: &str,
+        max: u64,
+    ) -> Result<bool, StoreError> {
+        if max == 0 {
+            return Ok(false);
+        }
+        let mut conn = self.begin_write().await?;
+        let result = async {
+            // one statement: the count and the test cannot be split by another writer
+            let used: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO session_quotas (team_id, session_id, operation, used, updated_at)
+                 VALUES (?, ?, ?, 1, ?)
+                 ON CONFLICT (team_id, session_id, operation) DO UPDATE
+                 SET used = used + 1, updated_at = excluded.updated_at
+                 WHERE session_quotas.used < ?
+                 RETURNING used",
+            )
+            .bind(team_id)
+            .bind(session_id)
+            .bind(operation)
+            .bind(now_ms())
+            .bind(to_i64(max))
+            .fetch_optional(&mut *conn)
+            .await?;
+            Ok(used.is_some())
         }
         .await;
         self.end_write(conn, result)

@@ -295,12 +295,14 @@ impl Reader {
                 nested.push(words[i].clone());
             }
         }
+        let mut redirects = Vec::new();
         for redirect in &all_redirects {
             let shell_input = SHELLS.contains(&name);
             if let Err(why) = check_redirect(line, *redirect, shell_input) {
                 self.out.push(fail(why));
                 return;
             }
+            redirects.extend(redirect_target(line, *redirect));
         }
         let deletes = name == "find" && words.iter().any(|w| w == "-delete");
         self.out.push(SimpleCommand {
@@ -310,6 +312,8 @@ impl Reader {
             command_words: candidates,
             deletes,
             opaque: None,
+            globs,
+            redirects,
         });
         for inner in nested {
             self.nested_reads += 1;
@@ -646,6 +650,28 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
         }
         other => Err(format!("a {other} is not read")),
     }
+}
+
+/// The file a plain file redirection reads or writes; `None` for a descriptor
+/// (`2>&1`, `>&-`) or a here-document. Only called once [`check_redirect`] passed.
+fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
+    if node.kind() != "file_redirect" {
+        return None;
+    }
+    let mut operator = "";
+    let mut destination = None;
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if !child.is_named() {
+            operator = child.kind();
+        } else if child.kind() != "file_descriptor" {
+            destination = word(line, child).ok();
+        }
+    }
+    let path = destination?.value;
+    let descriptor =
+        operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
+    (!descriptor).then_some(path)
 }
 
 fn writes_inside(operator: &str, destination: &Word) -> Result<(), String> {
