@@ -104,6 +104,7 @@ impl App {
             shutdown.clone(),
             Some(config.data_dir.join(crate::audit::SPILL_FILE)),
         ));
+        service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         if let Some(path) = &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
             // see the teams it manages in their stored state

@@ -2,10 +2,15 @@
 //! writes, decisions and watch streams. Everything the gRPC layer does, without
 //! protobuf.
 
+mod roles;
+
+pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
+
 use crate::audit::AuditWriter;
 use crate::auth::{Action, AuthError, Principal, authorize};
 use crate::config::LimitsConfig;
 use crate::hub::{CachedAdmin, CachedUser, Effective, Hub, HubError, HubEvent, Published};
+use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{
     self, AddOutcome, AdminControls, Call, CompiledAdmin, CompiledUser, Decision, EntryProblem,
     FilteredTools, Outcome, PolicyError, UserSettings,
@@ -180,6 +185,8 @@ pub struct Service {
     audit: AuditWriter,
     shutdown: CancellationToken,
     policy_file: std::sync::RwLock<Option<Arc<PolicyFileStatus>>>,
+    /// `audit.decisions: all`: ALLOW and ASK are recorded too.
+    log_all_decisions: std::sync::atomic::AtomicBool,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -269,6 +276,7 @@ impl Service {
             audit,
             shutdown,
             policy_file: std::sync::RwLock::default(),
+            log_all_decisions: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -373,11 +381,20 @@ impl Service {
             ],
         )?;
         CompiledAdmin::compile(&controls).map_err(|e| ServiceError::entries(prefix, e))?;
+        let before = self.hub.admin(team).await?;
         let stored = self
             .hub
             .store()
             .put_admin(team, &controls, expected, actor)
             .await?;
+        self.audit_roles_change(
+            actor,
+            team,
+            &before.stored.doc,
+            &stored.doc,
+            stored.revision,
+        )
+        .await;
         self.publish(team, stored.revision).await?;
         Ok(stored)
     }
@@ -598,6 +615,23 @@ impl Service {
         calls: &[Call],
         explain: bool,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        self.evaluate_as(p, team, user, calls, explain, &AgentSpec::default(), &[])
+            .await
+    }
+
+    /// [`Service::evaluate`] for calls made by `agent` (seed 004), with what each
+    /// call touches (`args[i]` for `calls[i]`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn evaluate_as(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        calls: &[Call],
+        explain: bool,
+        agent: &AgentSpec,
+        args: &[CallArgs],
+    ) -> Result<(Vec<Decision>, u64), ServiceError> {
         let (team, user) = own_subject(p, team, user);
         // normalised here too: the audit records below name them
         let team: &str = &check_id("team_id", team)?;
@@ -632,9 +666,15 @@ impl Service {
                 )
             })
             .collect();
+        let decisions = self
+            .apply_roles(team, &eff.admin.compiled, agent, calls, args, decisions)
+            .await?;
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {
                 self.audit_deny(p, team, user, eff.revision, call, d).await;
+            } else {
+                self.audit_decision(p, team, user, eff.revision, call, d)
+                    .await;
             }
         }
         Ok((decisions, eff.revision))

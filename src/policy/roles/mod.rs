@@ -4,6 +4,7 @@
 //! of the decision (DESIGN.md "The decision").
 
 mod call;
+mod changes;
 mod compiled;
 mod evaluate;
 mod model;
@@ -12,6 +13,7 @@ mod paths;
 mod touches;
 
 pub use call::{AgentSpec, CallArgs, judge};
+pub use changes::allow_list_changes;
 pub use compiled::{CompiledContext, CompiledRoles, MAX_ROLE_ENTRIES, compile_roles};
 pub use evaluate::evaluate;
 pub use model::{
