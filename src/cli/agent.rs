@@ -188,6 +188,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         Ok(p) => p,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
+    let agent = hook::agent_of(client, &input);
     let config = ClientConfig {
         server: conn.server,
         token: conn.token,
@@ -211,7 +212,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     let decided = runtime.block_on(async {
         tokio::time::timeout(deadline, async {
             let mut server = Server::connect(config).await?;
-            server.evaluate(&parsed.call).await
+            server.evaluate_as(&parsed.call, agent.as_ref()).await
         })
         .await
     });

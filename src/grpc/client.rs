@@ -2,6 +2,7 @@
 //! hook`, `toolgate export`): one connection under a deadline, domain types in and out.
 
 use super::convert::{controls_from_pb, user_from_pb};
+use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{AdminControls, Call, Outcome, UserSettings};
 use crate::proto::v1 as pb;
 use std::path::PathBuf;
@@ -143,12 +144,39 @@ impl Client {
 
     /// One decision.
     pub async fn evaluate(&mut self, call: &Call) -> Result<RemoteDecision, ClientError> {
+        self.evaluate_as(call, None).await
+    }
+
+    /// One decision on a call made by a seed 004 agent, with what it touches.
+    pub async fn evaluate_as(
+        &mut self,
+        call: &Call,
+        agent: Option<&(AgentSpec, CallArgs)>,
+    ) -> Result<RemoteDecision, ClientError> {
+        let mut pb_call = call_to_pb(call);
+        pb_call.arguments = agent.map(|(_, args)| pb::CallArguments {
+            operation: args.operation.clone().unwrap_or_default(),
+            file_path: args.file_path.clone().unwrap_or_default(),
+            component_type: args.component_type.clone().unwrap_or_default(),
+            component_count: args.component_count,
+            tool_input_json: args
+                .tool_input
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            cwd: args.cwd.clone().unwrap_or_default(),
+        });
         let request = pb::EvaluateRequest {
             team_id: self.config.team.clone(),
             user_id: self.config.user.clone(),
-            call: Some(call_to_pb(call)),
+            call: Some(pb_call),
             explain: false,
-            agent: None,
+            agent: agent.map(|(a, _)| pb::AgentContext {
+                agent_id: a.id.clone().unwrap_or_default(),
+                role: a.role.clone().unwrap_or_default(),
+                context_type: a.context.clone().unwrap_or_default(),
+                session_id: a.session.clone().unwrap_or_default(),
+            }),
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })
