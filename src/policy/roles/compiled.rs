@@ -423,14 +423,15 @@ fn hosts(field: &str, list: &[String], p: &mut Problems) -> FxHashSet<String> {
     p.len(field, list.len());
     let mut out = FxHashSet::default();
     for (i, raw) in list.iter().enumerate() {
-        match split_host_port(raw).and_then(|(h, port)| port.is_none().then_some(h)) {
-            Some(h) => match normalise_host(h) {
+        match split_host_port(raw) {
+            None => bad_host(p, format!("{field}[{i}]"), raw),
+            Some((h, None)) => match normalise_host(h) {
                 Some(h) => {
                     out.insert(h);
                 }
                 None => bad_host(p, format!("{field}[{i}]"), raw),
             },
-            None => p.push(
+            Some((_, Some(_))) => p.push(
                 format!("{field}[{i}]"),
                 raw,
                 Rule::Malformed,
