@@ -141,9 +141,21 @@ impl RoleVerdict {
 /// The decision once the roles have spoken: a DENY of the admin's (kill switch,
 /// blocklist, access and file allowlists) stands; else a roles DENY or ASK replaces
 /// the decision; else the decision stands, with the obligations.
-pub fn apply(base: Decision, verdict: RoleVerdict) -> Decision {
+pub fn apply(mut base: Decision, verdict: RoleVerdict) -> Decision {
     if base.outcome == Outcome::Deny {
         return base;
+    }
+    // an explained decision shows the roles' step too
+    if !base.explanation.is_empty() {
+        base.explanation.push(super::Check {
+            name: "roles",
+            result: match &verdict {
+                RoleVerdict::Allow { .. } => "allowed by the agent's allow-list".to_owned(),
+                RoleVerdict::Deny { message, .. } | RoleVerdict::Ask { message, .. } => {
+                    message.clone()
+                }
+            },
+        });
     }
     let (outcome, reason, entry, message) = match verdict {
         RoleVerdict::Allow { obligations, .. } => {
