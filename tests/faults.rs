@@ -239,6 +239,66 @@ async fn sqlite_read_only_refuses_writes_until_writable() {
     assert_acknowledged_survive(dir.path(), &acked).await;
 }
 
+/// The file corrupted in place while serving (same inode, so the identity check
+/// cannot see it): the integrity check or the write itself finds it, writes are then
+/// refused UNAVAILABLE saying to restore from a backup, health turns NOT_SERVING, and
+/// decisions keep serving from memory.
+#[tokio::test]
+async fn sqlite_file_corrupted_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_checked(dir.path()).await;
+    for i in 0..20 {
+        write(&server, &format!("a:{i}")).await.unwrap();
+    }
+    let db = db_path(dir.path());
+    // everything into the main file first, so the damage is what the server reads
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
+        "sqlite://{}",
+        db.display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    drop(conn);
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let len = std::fs::metadata(&db).unwrap().len();
+        assert!(
+            len > 8192,
+            "the database has more than one page ({len} bytes)"
+        );
+        let mut file = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+        // every page but the first (the header) overwritten with a pattern that is no
+        // b-tree page
+        file.seek(SeekFrom::Start(4096)).unwrap();
+        file.write_all(&vec![0xA5; (len - 4096) as usize]).unwrap();
+        file.sync_all().unwrap();
+    }
+
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let err = loop {
+        match write(&server, "a:after").await {
+            Err(e) => break e,
+            Ok(_) if tokio::time::Instant::now() < deadline => tokio::task::yield_now().await,
+            Ok(_) => panic!("writes to a corrupted file were still acknowledged at the deadline"),
+        }
+    };
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    wait_health(&server, ServingStatus::NotServing).await;
+    let err = write(&server, "a:refused").await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert!(
+        err.message().contains("restore it from a backup"),
+        "{}",
+        err.message()
+    );
+    assert!(decide(&server).await.revision >= 20);
+    server.stop().await;
+}
+
 /// A catch-up that fails after a commit: the write is answered UNAVAILABLE saying it
 /// committed, the team is reported stale, and the hub retries until it applies, with
 /// no further write. The same holds for a catch-up on a notice from another replica.

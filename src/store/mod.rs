@@ -41,6 +41,9 @@ impl From<sqlx::Error> for StoreError {
         if let Some(reason) = read_only(&e) {
             return Self::Unavailable(reason);
         }
+        if let Some(reason) = corrupt_file(&e) {
+            return Self::Unavailable(reason);
+        }
         // SQLite's primary result codes BUSY, IOERR, FULL, CANTOPEN, in the low byte
         // of an extended code
         const UNAVAILABLE: [i64; 4] = [5, 10, 13, 14];
@@ -76,6 +79,24 @@ fn read_only(e: &sqlx::Error) -> Option<String> {
         )
     })
 }
+
+/// What a database file that SQLite finds damaged (`SQLITE_CORRUPT`,
+/// `SQLITE_NOTADB`) says to the client: nothing it can do, writes are refused until an
+/// operator restores the file.
+pub(crate) fn corrupt_file(e: &sqlx::Error) -> Option<String> {
+    let db = e.as_database_error()?;
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
+    let code = db.code()?.parse::<i64>().ok()?;
+    matches!(code & 0xff, 11 | 26).then(|| {
+        format!(
+            "{CORRUPT_FILE} ({}): writes are refused; restore it from a backup",
+            db.message()
+        )
+    })
+}
+
+/// How a damaged database file is named in the reasons that mention it.
+pub(crate) const CORRUPT_FILE: &str = "the database file is damaged";
 
 /// A stored document with the revision at which it last changed.
 #[derive(Debug, Clone, PartialEq)]

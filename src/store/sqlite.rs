@@ -127,8 +127,10 @@ pub struct SqliteStore {
 struct Files {
     /// (path, (device, inode)) of the database and its WAL.
     opened: Vec<(PathBuf, (u64, u64))>,
-    /// Why the last `PRAGMA quick_check` failed, when it did.
-    corrupt: Mutex<Option<String>>,
+    /// Why writes are refused for the file's content: damage found (by the integrity
+    /// check or by a write; `true`, kept until a restart, since SQLite's page cache
+    /// can hide it from a later check) or a check that could not run (`false`).
+    corrupt: Mutex<Option<(String, bool)>>,
     /// Checks since the last `quick_check`: it reads the whole file, so it runs on
     /// every [`QUICK_CHECK_EVERY`]th check only.
     checks: AtomicU32,
@@ -182,7 +184,7 @@ impl Files {
                 path.display()
             )));
         }
-        if let Some(problem) = self
+        if let Some((problem, _)) = self
             .corrupt
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -250,6 +252,17 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         if matches!(&result, Err(e) if !matches!(e, StoreError::Conflict { .. })) {
             conn.close_on_drop();
+        }
+        // a write that found the file damaged refuses every later write (and turns
+        // health NOT_SERVING) at once, not only at the next integrity check
+        if let Err(StoreError::Unavailable(reason)) = &result
+            && reason.starts_with(super::CORRUPT_FILE)
+        {
+            *self
+                .files
+                .corrupt
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((reason.clone(), true));
         }
         let value = result?;
         self.files.verify()?;
@@ -632,18 +645,28 @@ impl Store for SqliteStore {
                 .await;
             let problem = match result {
                 Ok(ok) if ok == "ok" => None,
-                Ok(problem) => Some(format!(
-                    "database file failed its integrity check ({problem}): writes are refused; restore it from a backup"
+                Ok(problem) => Some((
+                    format!(
+                        "{} (the integrity check says {problem:?}): writes are refused; restore it from a backup",
+                        super::CORRUPT_FILE
+                    ),
+                    true,
                 )),
-                Err(e) => Some(format!(
-                    "database file cannot be checked ({e}): writes are refused; restore it from a backup"
+                Err(e) => Some((
+                    format!(
+                        "database file cannot be checked ({e}): writes are refused until a check succeeds"
+                    ),
+                    false,
                 )),
             };
-            *self
+            let mut corrupt = self
                 .files
                 .corrupt
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = problem;
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !corrupt.as_ref().is_some_and(|(_, damage)| *damage) {
+                *corrupt = problem;
+            }
         }
         self.files.verify()
     }

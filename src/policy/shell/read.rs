@@ -1,7 +1,7 @@
 //! The reader: tree-sitter-bash's tree walked iteratively into simple commands of
 //! plain words, with everything the grammar cannot prove plain marked opaque.
 
-use super::{CommandLine, SimpleCommand, base_name};
+use super::{CommandLine, SimpleCommand, base_name, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -77,9 +77,16 @@ thread_local! {
 /// entry point of the reader (fuzz targets call it too). Never panics; whatever it
 /// cannot read is returned as an opaque command.
 pub fn parse_command_line(line: &str) -> CommandLine {
+    read_line(line, true)
+}
+
+/// The reader with the plain fast path on or off (tests hold the two to the same
+/// result).
+pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
     let mut reader = Reader {
         out: Vec::new(),
         nested_reads: 0,
+        plain_path,
     };
     reader.read(line, 0);
     CommandLine {
@@ -90,6 +97,8 @@ pub fn parse_command_line(line: &str) -> CommandLine {
 struct Reader {
     out: Vec<SimpleCommand>,
     nested_reads: usize,
+    /// Whether plain lines skip the grammar (always, but in the tests that compare).
+    plain_path: bool,
 }
 
 /// A word as bash reads it, or why it cannot be known.
@@ -125,6 +134,24 @@ impl Reader {
                 line,
                 "the line holds a control character",
             ));
+            return;
+        }
+        // a plain line (most of what agents run) costs a scan, not a parse
+        if self.plain_path
+            && let Some(commands) = plain::split(line)
+        {
+            for command in commands {
+                let globs = vec![false; command.words.len()];
+                // the fast path takes only descriptor and /dev/null redirections: no file named
+                self.finish(
+                    command.text,
+                    command.words,
+                    &globs,
+                    0,
+                    |_| Ok(Vec::new()),
+                    depth,
+                );
+            }
             return;
         }
         let Some(tree) = parse_tree(line) else {
@@ -247,6 +274,37 @@ impl Reader {
                 }
             }
         }
+        self.finish(
+            command_text,
+            words,
+            &globs,
+            assignments,
+            |shell_input| {
+                let mut targets = Vec::new();
+                for r in &all_redirects {
+                    check_redirect(line, *r, shell_input)?;
+                    targets.extend(redirect_target(line, *r));
+                }
+                Ok(targets)
+            },
+            depth,
+        );
+    }
+
+    /// The rules shared by both ways of reading a simple command (the grammar's and
+    /// the plain fast path's): wrappers, evaluators, git's options, shells' command
+    /// strings, then the redirections (checked by `redirects`, given whether the
+    /// command is a shell), then the command strings it hands to a shell, read in turn.
+    fn finish(
+        &mut self,
+        command_text: &str,
+        words: Vec<String>,
+        globs: &[bool],
+        assignments: usize,
+        redirects: impl FnOnce(bool) -> Result<Vec<String>, String>,
+        depth: usize,
+    ) {
+        let fail = |why: String| SimpleCommand::opaque(command_text, why);
         let command_at = assignments;
         let Some(command_word) = words.get(command_at) else {
             self.out.push(fail(
@@ -295,15 +353,13 @@ impl Reader {
                 nested.push(words[i].clone());
             }
         }
-        let mut redirects = Vec::new();
-        for redirect in &all_redirects {
-            let shell_input = SHELLS.contains(&name);
-            if let Err(why) = check_redirect(line, *redirect, shell_input) {
+        let redirects = match redirects(SHELLS.contains(&name)) {
+            Ok(targets) => targets,
+            Err(why) => {
                 self.out.push(fail(why));
                 return;
             }
-            redirects.extend(redirect_target(line, *redirect));
-        }
+        };
         let deletes = name == "find" && words.iter().any(|w| w == "-delete");
         self.out.push(SimpleCommand {
             text: command_text.to_owned(),
@@ -312,7 +368,7 @@ impl Reader {
             command_words: candidates,
             deletes,
             opaque: None,
-            globs,
+            globs: globs.to_vec(),
             redirects,
         });
         for inner in nested {
@@ -618,8 +674,13 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
                 return Err("a here-string feeds a shell".to_owned());
             }
             let mut cursor = node.walk();
+            let mut targets = 0;
             for child in node.named_children(&mut cursor) {
                 if child.kind() != "file_descriptor" {
+                    targets += 1;
+                    if targets > 1 {
+                        return Err("words after a here-string are not read".to_owned());
+                    }
                     word(line, child)?;
                 }
             }
@@ -633,6 +694,11 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
                 if !child.is_named() {
                     operator = child.kind();
                 } else if child.kind() != "file_descriptor" {
+                    // the grammar takes the words after the target (`git 2>log push`)
+                    // into the redirection; bash passes them to the command
+                    if destination.is_some() {
+                        return Err("words after a redirection's target are not read".to_owned());
+                    }
                     destination = Some(word(line, child)?);
                 }
             }
@@ -653,7 +719,7 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
 }
 
 /// The file a plain file redirection reads or writes; `None` for a descriptor
-/// (`2>&1`, `>&-`) or a here-document. Only called once [`check_redirect`] passed.
+/// (`2>&1`, `>&-`), a standard stream (`/dev/null`) or a here-document. Only called once [`check_redirect`] passed.
 fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
     if node.kind() != "file_redirect" {
         return None;
@@ -671,7 +737,9 @@ fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
     let path = destination?.value;
     let descriptor =
         operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
-    (!descriptor).then_some(path)
+    // the standard streams are no file touched (and the fast path names none either)
+    let stream = matches!(path.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr");
+    (!descriptor && !stream).then_some(path)
 }
 
 fn writes_inside(operator: &str, destination: &Word) -> Result<(), String> {
