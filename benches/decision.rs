@@ -359,7 +359,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
 }
 
 /// A 200-character line of nine commands, every one allowed by the lists below.
-const LINE_200: &str = "cd src/policy && git -C . status -s --porcelain | grep -v '^??' && npm test -- --runInBand --silent; ls -la src | wc -l && echo \"done with the checks\" && cargo build --release 2>&1 | tail -n 20 # ok";
+const LINE_200: &str = "cd src/policy && git -C . status -s --porcelain | grep -v '^??' && npm test -- --runInBand --silent; ls -la src | wc -l && echo \"done with the checks\" && cargo build --release 2>&1 | tail -n 20 # okay";
 const SHELL_SIZES: [usize; 2] = [10, 1_000];
 /// The shell benchmarks, as `implementation/prefixes/case`.
 const SHELL_IDS: [&str; 6] = [

@@ -75,8 +75,11 @@ fn upstream_argv() -> Vec<String> {
 
 fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
     proxy::ProxyConfig {
-        server: format!("http://{}", server.addr),
-        token: Some("alice-token".into()),
+        toolgate: toolgate::grpc::client::ClientConfig {
+            server: format!("http://{}", server.addr),
+            token: Some("alice-token".into()),
+            ..Default::default()
+        },
         server_id: "demo".into(),
         upstream: proxy::Target::Command(upstream_argv()),
         who: Some(proxy::Who {
@@ -166,7 +169,7 @@ async fn fanout(server: &TestServer, sessions: usize, writes: usize) -> serde_js
     }])
     .unwrap();
     let mut config = proxy_config(server);
-    config.token = Some("service-token".into());
+    config.toolgate.token = Some("service-token".into());
     config.who = None;
     config.clients = Some(clients);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

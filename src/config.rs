@@ -278,7 +278,10 @@ pub struct ConfigError {
 /// CLI client's connection, and the test suite's own.
 const NOT_SETTINGS: [&str; 4] = ["CONFIG", "SERVER", "TOKEN", "TOKEN_FILE"];
 
-/// The environment layer: `TOOLGATE_A__B=v` sets `a.b`, values parsed as figment values.
+/// The environment layer: `TOOLGATE_A__B=v` sets `a.b`, as figment's
+/// `Env::prefixed("TOOLGATE_").split("__")` would, but over a map passed in rather than
+/// the process's environment (figment's `Env` reads only the latter); values are parsed
+/// and nested by figment itself.
 struct EnvMap(BTreeMap<String, String>);
 
 impl Provider for EnvMap {
@@ -287,41 +290,17 @@ impl Provider for EnvMap {
     }
 
     fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
-        let mut dict = Dict::new();
-        for (key, value) in &self.0 {
-            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
-                continue;
-            };
-            if rest.is_empty() || NOT_SETTINGS.contains(&rest) || rest.starts_with("TEST_") {
-                continue;
-            }
-            let path = rest.to_ascii_lowercase().replace("__", ".");
-            let parsed: Value = value.parse().unwrap_or_else(|_| Value::from(value.clone()));
-            if let Some(nested) = figment::util::nest(&path, parsed).into_dict() {
-                dict = dict.merge(nested);
-            }
-        }
-        Ok(Profile::Default.collect(dict))
-    }
-}
-
-trait DictMerge {
-    fn merge(self, other: Dict) -> Dict;
-}
-
-impl DictMerge for Dict {
-    fn merge(mut self, other: Dict) -> Dict {
-        for (k, v) in other {
-            match (self.remove(&k), v) {
-                (Some(Value::Dict(_, a)), Value::Dict(tag, b)) => {
-                    self.insert(k, Value::Dict(tag, a.merge(b)));
-                }
-                (_, v) => {
-                    self.insert(k, v);
-                }
-            }
-        }
-        self
+        let settings = self.0.iter().filter_map(|(key, value)| {
+            let rest = key.strip_prefix(ENV_PREFIX)?;
+            let skip = rest.is_empty() || NOT_SETTINGS.contains(&rest) || rest.starts_with("TEST_");
+            (!skip).then(|| (rest.to_ascii_lowercase().replace("__", "."), value))
+        });
+        settings
+            .fold(Figment::new(), |figment, (path, value)| {
+                let parsed: Value = value.parse().unwrap_or_else(|_| Value::from(value.clone()));
+                figment.merge(Serialized::default(&path, parsed))
+            })
+            .data()
     }
 }
 

@@ -1,6 +1,5 @@
 //! toolgate: a policy server for AI-agent tool calls.
 
-pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod config;

@@ -39,98 +39,9 @@ enum Command {
     Export(agent_cli::ExportArgs),
     /// An MCP gateway in front of one MCP server: shows and runs only what the policy
     /// allows, re-announcing the tool list when it changes.
-    Proxy(ProxyArgs),
+    Proxy(cli::ProxyArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
-}
-
-#[derive(Debug, clap::Args)]
-struct ProxyArgs {
-    /// The proxied server's id in policy entries (`github` for `github:create_issue`).
-    #[arg(long)]
-    server_id: String,
-    /// stdio mode: the team whose policy applies.
-    #[arg(long, env = "TOOLGATE_TEAM")]
-    team: Option<String>,
-    /// stdio mode: the user whose policy applies.
-    #[arg(long, env = "TOOLGATE_USER")]
-    user: Option<String>,
-    /// Serve Streamable HTTP at this address (path /mcp) instead of stdio.
-    #[arg(long)]
-    listen: Option<std::net::SocketAddr>,
-    /// HTTP mode: TOML or YAML file listing the users' bearer tokens (`tokens: [{name,
-    /// sha256, role: member, team, user}]`).
-    #[arg(long)]
-    clients: Option<PathBuf>,
-    /// The upstream's Streamable HTTP URL, instead of a command.
-    #[arg(long, conflicts_with = "command")]
-    upstream_url: Option<String>,
-    /// Keep showing the last known tools this long while toolgate is unreachable.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
-    max_staleness: std::time::Duration,
-    /// The upstream command and its arguments, after `--`.
-    #[arg(last = true)]
-    command: Vec<String>,
-}
-
-async fn proxy(connection: &cli::Connection, args: ProxyArgs) -> anyhow::Result<()> {
-    use toolgate::proxy;
-    // stdout may be the MCP stream: logs go to stderr only
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .try_init();
-    let upstream = match (args.upstream_url, args.command.is_empty()) {
-        (Some(url), _) => proxy::Target::Url(url),
-        (None, false) => proxy::Target::Command(args.command),
-        (None, true) => {
-            anyhow::bail!("no upstream: give its command after `--` or --upstream-url URL")
-        }
-    };
-    // as the client commands read it (to share once the client module lands)
-    let token = match (&connection.token, &connection.token_file) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(f)) => Some(
-            std::fs::read_to_string(f)
-                .with_context(|| format!("reading {}", f.display()))?
-                .trim()
-                .to_owned(),
-        ),
-        (None, None) => None,
-    };
-    let config = proxy::ProxyConfig {
-        server: connection.server.clone(),
-        token,
-        server_id: args.server_id,
-        upstream,
-        who: match (args.team, args.user) {
-            (Some(team), Some(user)) => Some(proxy::Who { team, user }),
-            _ => None,
-        },
-        listen: args.listen,
-        clients: args
-            .clients
-            .as_deref()
-            .map(proxy::ClientTokens::load)
-            .transpose()?,
-        max_staleness: args.max_staleness,
-    };
-    match config.listen {
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr}"))?;
-            eprintln!(
-                "toolgate proxy: listening on http://{}/mcp",
-                listener.local_addr()?
-            );
-            proxy::run_http(config, listener, shutdown_signal()).await?;
-        }
-        None => proxy::run_stdio(config).await?,
-    }
-    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -279,7 +190,7 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
                 toolgate::auth::hash_token(&token)
             );
         }
-        Command::Proxy(args) => proxy(&parsed.connection, args).await?,
+        Command::Proxy(args) => cli::run_proxy(&parsed.connection, args, shutdown_signal()).await?,
         Command::Client(command) => match cli::run(&parsed.connection, command).await {
             Ok(0) => {}
             Ok(code) => std::process::exit(code),

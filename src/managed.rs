@@ -17,12 +17,11 @@
 
 use crate::policy::AdminControls;
 use crate::policy_file::{self, ManagedPolicy};
-use crate::service::{PolicyFileStatus, Service, ServiceError};
-use crate::store::{NewAuditEvent, now_ms};
+use crate::service::{Service, ServiceError, now_ms};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
@@ -49,17 +48,69 @@ pub enum ManagedError {
     Apply { path: String, source: ServiceError },
 }
 
+/// The policy file as last loaded: the teams it manages, which are read-only through
+/// the API, and whether its latest content was rejected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyFileStatus {
+    pub path: String,
+    /// Unix milliseconds of the last successful load.
+    pub loaded_at_ms: i64,
+    /// Why the file's current content is not in force, when it is not.
+    pub last_error: Option<String>,
+    pub teams: BTreeSet<String>,
+    /// Server id → its `tool.action` patterns.
+    pub mcp_servers: BTreeMap<String, Vec<String>>,
+}
+
+impl PolicyFileStatus {
+    /// The `policy_file` object of `GetServerConfig`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let loaded_at = u64::try_from(self.loaded_at_ms).ok().map(|ms| {
+            humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+                .to_string()
+        });
+        serde_json::json!({
+            "path": self.path,
+            "loaded_at": loaded_at,
+            "last_error": self.last_error,
+            "teams": self.teams,
+            "mcp_servers": self.mcp_servers,
+        })
+    }
+}
+
+/// The status as the watcher last published it, for whoever reports it
+/// (`GetServerConfig`).
+#[derive(Debug, Clone, Default)]
+pub struct StatusCell(Arc<RwLock<Option<Arc<PolicyFileStatus>>>>);
+
+impl StatusCell {
+    pub fn get(&self) -> Option<Arc<PolicyFileStatus>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, status: PolicyFileStatus) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(status));
+    }
+}
+
 /// Loads the file and applies it; then keeps reloading it until `shutdown`.
 /// An invalid or unreadable file is an error: the server must not start on it.
+/// The returned cell follows the file's status.
 pub async fn start(
     path: &Path,
     service: Arc<Service>,
     shutdown: CancellationToken,
-) -> Result<(), ManagedError> {
+) -> Result<StatusCell, ManagedError> {
+    let cell = StatusCell::default();
     let mut watcher = Watcher {
         name: path.display().to_string(),
         path: path.to_owned(),
         service,
+        cell: cell.clone(),
         applied: None,
         seen: None,
         rejected: None,
@@ -74,7 +125,7 @@ pub async fn start(
     watcher.applied = hash;
     watcher.seen = hash;
     tokio::spawn(watcher.run(shutdown));
-    Ok(())
+    Ok(cell)
 }
 
 async fn read(path: &Path, name: &str) -> Result<String, ManagedError> {
@@ -96,6 +147,7 @@ struct Watcher {
     path: PathBuf,
     name: String,
     service: Arc<Service>,
+    cell: StatusCell,
     /// The content in force.
     applied: Option<[u8; 32]>,
     /// The content the last poll read.
@@ -185,7 +237,14 @@ impl Watcher {
     }
 
     fn publish_status(&self) {
-        self.service.set_policy_file(self.status.clone());
+        self.publish(self.status.clone());
+    }
+
+    /// The service refuses API writes to the status's teams; the cell reports it.
+    fn publish(&self, status: PolicyFileStatus) {
+        self.service
+            .set_managed_teams(&status.path, status.teams.clone());
+        self.cell.set(status);
     }
 
     /// Applies a file's content: its teams through the store, its lists to the hub.
@@ -197,7 +256,7 @@ impl Watcher {
         // write slips in between the file's writes
         let mut guard = self.status.clone();
         guard.teams.extend(teams.iter().cloned());
-        self.service.set_policy_file(guard);
+        self.publish(guard);
 
         let mut changed = Vec::new();
         for (team, controls) in &policy.teams {
@@ -213,9 +272,8 @@ impl Watcher {
             }
         }
         let released: Vec<String> = self.status.teams.difference(&teams).cloned().collect();
-        let hub = self.service.hub().clone();
-        let lists_changed = *hub.tool_actions() != policy.tool_actions;
-        let mcp_servers: std::collections::BTreeMap<String, Vec<String>> = policy
+        let lists_changed = *self.service.tool_actions() != policy.tool_actions;
+        let mcp_servers: BTreeMap<String, Vec<String>> = policy
             .tool_actions
             .iter()
             .map(|l| (l.server().to_owned(), l.allowed_tools().to_vec()))
@@ -235,7 +293,7 @@ impl Watcher {
             .await;
         }
         if lists_changed {
-            hub.set_tool_actions(Arc::new(policy.tool_actions));
+            self.service.set_tool_actions(policy.tool_actions);
         }
         self.status = PolicyFileStatus {
             path: self.name.clone(),
@@ -261,9 +319,8 @@ impl Watcher {
 
     /// Writes the team's controls unless the store already holds them; true if written.
     async fn write_team(&self, team: &str, controls: &AdminControls) -> Result<bool, ServiceError> {
-        let store = self.service.hub().store();
         for _ in 0..WRITE_ATTEMPTS {
-            let current = store.get_admin(team).await?;
+            let current = self.service.stored_admin(team).await?;
             if &current.doc == controls {
                 return Ok(false);
             }
@@ -289,14 +346,11 @@ impl Watcher {
     }
 
     async fn audit(&self, kind: &str, detail: serde_json::Value) {
-        let event = NewAuditEvent {
-            team_id: SERVER_WIDE_TEAM.to_owned(),
-            revision: 0,
-            actor: self.actor(),
-            kind: kind.to_owned(),
-            detail,
-        };
-        if let Err(e) = self.service.hub().store().append_audit(&[event]).await {
+        let recorded = self
+            .service
+            .record_audit(SERVER_WIDE_TEAM, &self.actor(), kind, detail)
+            .await;
+        if let Err(e) = recorded {
             warn!(path = %self.name, error = %e, "cannot record the policy file event in the audit trail");
         }
     }

@@ -55,6 +55,8 @@ pub struct App {
     pub config: Config,
     /// Where the bootstrap operator token was written, when one was needed.
     pub bootstrap_token_path: Option<PathBuf>,
+    /// The policy file's status, when the server runs with one.
+    policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
 }
 
@@ -102,14 +104,17 @@ impl App {
             config.limits.clone(),
             Duration::from_secs(config.watch.heartbeat_secs),
             shutdown.clone(),
-            Some(config.data_dir.join(crate::audit::SPILL_FILE)),
+            Some(config.data_dir.join(crate::service::SPILL_FILE)),
         ));
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
-        if let Some(path) = &config.policy_file {
+        let policy_file = match &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
             // see the teams it manages in their stored state
-            crate::managed::start(path, service.clone(), shutdown.clone()).await?;
-        }
+            Some(path) => {
+                Some(crate::managed::start(path, service.clone(), shutdown.clone()).await?)
+            }
+            None => None,
+        };
         let mut tokens = config.token_principals();
         let mut bootstrap_token_path = None;
         if tokens.is_empty() && config.auth.anonymous.is_none() {
@@ -133,6 +138,7 @@ impl App {
             auth,
             config,
             bootstrap_token_path,
+            policy_file,
             shutdown,
         })
     }
@@ -243,10 +249,11 @@ pub async fn run(
         auth,
         config,
         shutdown: stop_streams,
+        policy_file,
         ..
     } = app;
     let limit = config.limits.max_request_bytes;
-    let api = Api::new(service.clone(), &config);
+    let api = Api::new(service.clone(), &config).with_policy_file(policy_file);
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();

@@ -3,6 +3,9 @@
 //! answers with one scripted tool call, and `toolgate hook claude-code` installed as
 //! its PreToolUse hook against a real server.
 //!
+//! A second test puts `toolgate proxy` between Claude Code and the MCP server instead:
+//! the tools the model is offered lack the one the policy denies.
+//!
 //! The CLI is found through TOOLGATE_TEST_CLAUDE. Without it the test says so and
 //! passes, except in CI (CI=true), where it fails.
 
@@ -65,6 +68,21 @@ impl FakeModel {
         Self { child, port, log }
     }
 
+    /// The tool names offered to the model, per request that offered any.
+    fn offered_tools(&self) -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|r| r["body"]["tools"].as_array().cloned())
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The tool_result blocks the model was sent.
     fn tool_results(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -92,6 +110,14 @@ impl Drop for FakeModel {
 struct Session {
     result: Value,
     tool_results: Vec<Value>,
+    /// The tool names offered to the model, per request.
+    offered: Vec<Vec<String>>,
+}
+
+/// The markers MCP server, run directly.
+fn markers_direct() -> Value {
+    json!({"mcpServers": {"markers": {"command": "python3",
+        "args": [Path::new(FAKES).join("mcp_markers.py")]}}})
 }
 
 /// One `claude -p` run whose model makes the scripted call.
@@ -102,17 +128,23 @@ async fn run_claude(
     settings: &Path,
     call: Value,
 ) -> Session {
+    run_claude_with(claude, dir, server, settings, &markers_direct(), call).await
+}
+
+/// One `claude -p` run with the MCP configuration `mcp_servers`.
+async fn run_claude_with(
+    claude: &Path,
+    dir: &Path,
+    server: &str,
+    settings: &Path,
+    mcp_servers: &Value,
+    call: Value,
+) -> Session {
     let model = FakeModel::start(dir, &json!([call]));
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let mcp = dir.join("mcp.json");
-    std::fs::write(
-        &mcp,
-        json!({"mcpServers": {"markers": {"command": "python3",
-            "args": [Path::new(FAKES).join("mcp_markers.py")]}}})
-        .to_string(),
-    )
-    .unwrap();
+    std::fs::write(&mcp, mcp_servers.to_string()).unwrap();
     let mut cmd = tokio::process::Command::new(claude);
     for (key, _) in std::env::vars().filter(|(k, _)| {
         k.starts_with("TOOLGATE_") || k.starts_with("ANTHROPIC_") || k.starts_with("CLAUDE")
@@ -160,6 +192,7 @@ async fn run_claude(
     Session {
         result,
         tool_results: model.tool_results(),
+        offered: model.offered_tools(),
     }
 }
 
@@ -179,17 +212,7 @@ async fn claude_code_enforces_toolgate_decisions() {
             ..Default::default()
         })
         .await;
-    server
-        .users("alice-token")
-        .update_user_settings(pb::UpdateUserSettingsRequest {
-            settings: Some(pb::UserSettings {
-                use_yolo_mode: true,
-                ..user_settings(TEAM, "alice")
-            }),
-            expected_revision: None,
-        })
-        .await
-        .unwrap();
+    server.yolo("alice").await;
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let exe = env!("CARGO_BIN_EXE_toolgate");
@@ -263,4 +286,86 @@ async fn claude_code_enforces_toolgate_decisions() {
         "model received: {}",
         reason(&s)
     );
+}
+
+#[tokio::test]
+async fn through_the_proxy_claude_code_is_not_offered_the_denied_tool() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let (server, _data) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["markers:safe".into()],
+            mcp_tool_blocklist: vec!["markers:danger".into()],
+            ..Default::default()
+        })
+        .await;
+    server
+        .users("alice-token")
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(pb::UserSettings {
+                use_yolo_mode: true,
+                ..user_settings(TEAM, "alice")
+            }),
+            expected_revision: None,
+        })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // Claude Code's own permission for the allowed tool, so `-p` runs it unasked
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"allow": ["mcp__markers__safe"]}}).to_string(),
+    )
+    .unwrap();
+    let up = format!("http://{}", server.addr);
+    let proxied = json!({"mcpServers": {"markers": {
+        "command": env!("CARGO_BIN_EXE_toolgate"),
+        "args": ["proxy", "--server-id", "markers", "--team", TEAM, "--user", "alice", "--",
+                 "python3", Path::new(FAKES).join("mcp_markers.py")],
+        "env": {"TOOLGATE_SERVER": up, "TOOLGATE_TOKEN": "alice-token"}}}});
+    let call = |tool: &str, path: &Path| json!({"name": format!("mcp__markers__{tool}"), "input": {"path": path.display().to_string()}});
+
+    // the model is offered the allowed tool and not the denied one; the allowed runs
+    let safe = dir.join("safe-marker");
+    let s = run_claude_with(&claude, dir, &up, &settings, &proxied, call("safe", &safe)).await;
+    let offered: Vec<&String> = s.offered.iter().flatten().collect();
+    assert!(
+        offered.iter().any(|t| *t == "mcp__markers__safe"),
+        "the allowed tool is offered: {:?}",
+        s.offered
+    );
+    assert!(
+        !offered.iter().any(|t| *t == "mcp__markers__danger"),
+        "the denied tool is not offered: {:?}",
+        s.offered
+    );
+    assert!(
+        safe.exists(),
+        "the allowed tool ran through the proxy: {}",
+        s.result
+    );
+
+    // a model that names the denied tool anyway gets no such tool, and nothing runs
+    let danger = dir.join("danger-marker");
+    let s = run_claude_with(
+        &claude,
+        dir,
+        &up,
+        &settings,
+        &proxied,
+        call("danger", &danger),
+    )
+    .await;
+    assert!(
+        !danger.exists(),
+        "the denied tool did not run: {}",
+        s.result
+    );
+    assert_eq!(s.tool_results[0]["is_error"], true, "{:?}", s.tool_results);
+    server.stop().await;
 }

@@ -399,17 +399,7 @@ async fn evaluate_exit_codes_and_the_kill_switch() {
         toolgate(&server, &["admin", "apply", "-f", &v1]).await.code,
         0
     );
-    server
-        .users("alice-token")
-        .update_user_settings(pb::UpdateUserSettingsRequest {
-            settings: Some(pb::UserSettings {
-                use_yolo_mode: true,
-                ..user_settings(TEAM, "alice")
-            }),
-            expected_revision: None,
-        })
-        .await
-        .unwrap();
+    server.yolo("alice").await;
     let eval = |call: &'static str| {
         let server = &server;
         async move {

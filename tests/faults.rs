@@ -475,35 +475,13 @@ mod flaky {
 /// `toolgate serve --config FILE` through `sh`, with SIGXFSZ ignored so a file-size
 /// limit fails writes (EFBIG) instead of killing the process; its address and pid.
 fn spawn_ignoring_xfsz(config: &Path) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
     let mut command = std::process::Command::new("sh");
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
-        command.env_remove(key);
-    }
-    let mut child = command
+    command
         .arg("-c")
         .arg(r#"trap '' XFSZ; exec "$0" serve --config "$1""#)
         .arg(env!("CARGO_BIN_EXE_toolgate"))
-        .arg(config)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn toolgate");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("toolgate exited before serving")
-            .unwrap();
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        if v["fields"]["message"] == "serving" {
-            break v["fields"]["addr"].as_str().unwrap().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+        .arg(config);
+    spawn_server(command)
 }
 
 fn binary_config(dir: &Path, store_url: Option<&str>) -> PathBuf {

@@ -27,17 +27,7 @@ async fn policy(server: &TestServer) {
             ..Default::default()
         })
         .await;
-    server
-        .users("alice-token")
-        .update_user_settings(pb::UpdateUserSettingsRequest {
-            settings: Some(pb::UserSettings {
-                use_yolo_mode: true,
-                ..user_settings(TEAM, "alice")
-            }),
-            expected_revision: None,
-        })
-        .await
-        .expect("alice's settings");
+    server.yolo("alice").await;
 }
 
 struct Outcome {

@@ -457,7 +457,7 @@ async fn queued_deny_records_are_written_at_a_clean_stop() {
     assert!(child.wait().unwrap().success());
     assert_eq!(denials_stored(&data).await, DENIALS + 1);
     assert!(
-        !data.join(toolgate::audit::SPILL_FILE).exists(),
+        !data.join(toolgate::service::SPILL_FILE).exists(),
         "written records left in the spill file"
     );
 }
@@ -478,7 +478,7 @@ async fn deny_records_of_an_outage_survive_a_crash_in_the_spill_file() {
     let away = dir.path().join("away.db");
     std::fs::rename(&db, &away).unwrap();
     deny(&addr, DENIALS).await;
-    let spill = data.join(toolgate::audit::SPILL_FILE);
+    let spill = data.join(toolgate::service::SPILL_FILE);
     let deadline = std::time::Instant::now() + DEADLINE;
     loop {
         let lines = std::fs::read_to_string(&spill).map_or(0, |t| t.lines().count());

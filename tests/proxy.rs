@@ -220,8 +220,11 @@ async fn http(mode: &str) {
     }])
     .unwrap();
     let config = proxy::ProxyConfig {
-        server: format!("http://{}", server.addr),
-        token: Some("service-token".into()),
+        toolgate: toolgate::grpc::client::ClientConfig {
+            server: format!("http://{}", server.addr),
+            token: Some("service-token".into()),
+            ..Default::default()
+        },
         server_id: "demo".into(),
         upstream: proxy::Target::Command(vec!["python3".into(), script("mcp_upstream.py")]),
         who: None,

@@ -1,5 +1,6 @@
 //! `toolgate proxy` when things fail: toolgate unreachable (fail closed, announced,
-//! recovered by itself), the upstream crashing (a clear call error, then a restart),
+//! recovered by itself; with `--max-staleness`, the last known policy until it runs
+//! out), the upstream crashing (a clear call error, then a restart),
 //! malformed and oversized input (JSON-RPC errors, the session lives on). rmcp's own
 //! client is downstream, the Python `mcp` SDK server upstream.
 
@@ -47,6 +48,8 @@ impl ClientHandler for Announced {
 struct Relay {
     addr: SocketAddr,
     up: watch::Sender<bool>,
+    /// Connections dropped while cut: the proxy has noticed the cut once it is 1.
+    refused: watch::Receiver<u64>,
 }
 
 impl Relay {
@@ -54,6 +57,7 @@ impl Relay {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (up, _) = watch::channel(true);
+        let (refused_tx, refused) = watch::channel(0u64);
         let state = up.clone();
         tokio::spawn(async move {
             loop {
@@ -62,6 +66,7 @@ impl Relay {
                 };
                 let mut rx = state.subscribe();
                 if !*rx.borrow_and_update() {
+                    refused_tx.send_modify(|n| *n += 1);
                     continue; // dropped: refused while cut
                 }
                 tokio::spawn(async move {
@@ -75,11 +80,22 @@ impl Relay {
                 });
             }
         });
-        Self { addr, up }
+        Self { addr, up, refused }
     }
 
     fn set(&self, up: bool) {
         self.up.send_replace(up);
+    }
+
+    /// Cuts the relay and waits until the proxy has been refused a connection, so it
+    /// knows toolgate is gone.
+    async fn cut_and_wait_refused(&mut self) {
+        let before = *self.refused.borrow_and_update();
+        self.set(false);
+        tokio::time::timeout(DEADLINE, self.refused.wait_for(|n| *n > before))
+            .await
+            .expect("the proxy reconnects in time")
+            .expect("relay alive");
     }
 }
 
@@ -120,13 +136,17 @@ async fn policy(server: &TestServer) {
 /// The proxy in process on a pipe, for alice, and an rmcp client on the other end.
 async fn connect(
     toolgate: SocketAddr,
+    max_staleness: Duration,
 ) -> (
     RunningService<RoleClient, Announced>,
     mpsc::UnboundedReceiver<()>,
 ) {
     let config = proxy::ProxyConfig {
-        server: format!("http://{toolgate}"),
-        token: Some("alice-token".into()),
+        toolgate: toolgate::grpc::client::ClientConfig {
+            server: format!("http://{toolgate}"),
+            token: Some("alice-token".into()),
+            ..Default::default()
+        },
         server_id: "demo".into(),
         upstream: upstream(),
         who: Some(proxy::Who {
@@ -135,7 +155,7 @@ async fn connect(
         }),
         listen: None,
         clients: None,
-        max_staleness: Duration::ZERO,
+        max_staleness,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);
@@ -191,7 +211,7 @@ async fn toolgate_unreachable_fails_closed_and_recovers_by_itself() {
     let (server, _dir) = start().await;
     policy(&server).await;
     let relay = Relay::start(server.addr).await;
-    let (client, mut changes) = connect(relay.addr).await;
+    let (client, mut changes) = connect(relay.addr, Duration::ZERO).await;
     let peer = client.peer().clone();
     assert!(names(&peer).await.contains(&"echo".to_owned()));
 
@@ -216,13 +236,99 @@ async fn toolgate_unreachable_fails_closed_and_recovers_by_itself() {
 }
 
 #[tokio::test]
+async fn within_max_staleness_the_last_known_policy_decides_then_recovers() {
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    policy(&server).await;
+    let mut relay = Relay::start(server.addr).await;
+    let (client, mut changes) = connect(relay.addr, Duration::from_secs(3600)).await;
+    let peer = client.peer().clone();
+    let before = names(&peer).await;
+    assert!(before.contains(&"echo".to_owned()), "{before:?}");
+
+    relay.cut_and_wait_refused().await;
+    // an admin blocks echo while the proxy cannot hear it
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["demo:echo".into(), "demo:crash".into()],
+            mcp_tool_blocklist: vec!["demo:echo".into()],
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(names(&peer).await, before, "the last known list is served");
+    let ran = call(&peer, "echo").await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+    assert_eq!(text(&ran), "hi", "allowed by the last known policy");
+    let asked = call(&peer, "ask_me").await;
+    assert_eq!(asked.is_error, Some(true));
+    assert!(
+        text(&asked).contains("needs approval")
+            && text(&asked).contains("decided by the last known policy"),
+        "{}",
+        text(&asked)
+    );
+
+    relay.set(true);
+    announced(&mut changes).await;
+    let after = names(&peer).await;
+    assert!(!after.contains(&"echo".to_owned()), "{after:?}");
+    let refused = call(&peer, "echo").await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("toolgate denied demo:echo (BLOCKED_BY_ADMIN)")
+            && !text(&refused).contains("last known policy"),
+        "{}",
+        text(&refused)
+    );
+    client.cancel().await.ok();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn past_max_staleness_fails_closed_with_a_clear_message_then_recovers() {
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    policy(&server).await;
+    let mut relay = Relay::start(server.addr).await;
+    let (client, mut changes) = connect(relay.addr, Duration::from_millis(300)).await;
+    let peer = client.peer().clone();
+    assert!(names(&peer).await.contains(&"echo".to_owned()));
+
+    relay.cut_and_wait_refused().await;
+    // the allowance runs out: the list empties and the client is told
+    announced(&mut changes).await;
+    assert_eq!(names(&peer).await, Vec::<String>::new(), "nothing visible");
+    let refused = call(&peer, "echo").await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("toolgate is unreachable")
+            && text(&refused).contains("the call to demo:echo was refused"),
+        "{}",
+        text(&refused)
+    );
+
+    relay.set(true);
+    announced(&mut changes).await;
+    assert!(names(&peer).await.contains(&"echo".to_owned()));
+    let ran = call(&peer, "echo").await;
+    assert_eq!(text(&ran), "hi");
+    client.cancel().await.ok();
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn upstream_crash_is_a_clear_error_then_a_restart() {
     if !python_has_mcp() {
         return;
     }
     let (server, _dir) = start().await;
     policy(&server).await;
-    let (client, _changes) = connect(server.addr).await;
+    let (client, _changes) = connect(server.addr, Duration::ZERO).await;
     let peer = client.peer().clone();
     assert!(names(&peer).await.contains(&"crash".to_owned()));
     let crashed = call(&peer, "crash").await;
@@ -248,8 +354,11 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
     let (server, _dir) = start().await;
     policy(&server).await;
     let config = proxy::ProxyConfig {
-        server: format!("http://{}", server.addr),
-        token: Some("alice-token".into()),
+        toolgate: toolgate::grpc::client::ClientConfig {
+            server: format!("http://{}", server.addr),
+            token: Some("alice-token".into()),
+            ..Default::default()
+        },
         server_id: "demo".into(),
         upstream: upstream(),
         who: Some(proxy::Who {

@@ -211,8 +211,8 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     let deadline = Duration::from_millis(args.timeout_ms.max(1));
     let decided = runtime.block_on(async {
         tokio::time::timeout(deadline, async {
-            let mut server = Server::connect(config).await?;
-            server.evaluate_as(&parsed.call, agent.as_ref()).await
+            let server = Server::connect(config).await?;
+            server.evaluate_by(&parsed.call, agent.as_ref()).await
         })
         .await
     });
@@ -384,7 +384,7 @@ pub async fn run_export(args: ExportArgs, conn: Connection) -> anyhow::Result<i3
             "--form {form:?} is not a format of {client:?}: codex takes rules or requirements, cursor cli or allowlists"
         ),
     };
-    let mut server = Server::connect(ClientConfig {
+    let server = Server::connect(ClientConfig {
         server: conn.server,
         token: conn.token,
         token_file: conn.token_file,

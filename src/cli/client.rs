@@ -1,95 +1,53 @@
-//! The connection to a server: address, bearer token and the gRPC clients.
+//! The CLI's connection to a server: the one client of `crate::grpc::client`, and
+//! the printer the commands answer through.
 
 use super::args::Connection;
 use super::output::Printer;
 use super::usage;
+use crate::grpc::client::{Authed, Client, ClientConfig, ClientError};
 use crate::proto::v1 as pb;
-use anyhow::Context as _;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
+use std::time::Duration;
 
-pub(super) type Authed = InterceptedService<Channel, Bearer>;
-
-#[derive(Clone)]
-pub(super) struct Bearer(Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>);
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(v) = &self.0 {
-            req.metadata_mut().insert("authorization", v.clone());
-        }
-        Ok(req)
-    }
-}
+/// How long connecting may take before a command gives up.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 
 pub(super) struct Clients {
-    channel: Channel,
-    bearer: Bearer,
+    client: Client,
     pub(super) out: Printer,
 }
 
 impl Clients {
     pub(super) async fn connect(c: &Connection) -> anyhow::Result<Self> {
-        let token = match (&c.token, &c.token_file) {
-            (Some(t), _) => Some(t.clone()),
-            (None, Some(f)) => Some(
-                std::fs::read_to_string(f)
-                    .with_context(|| format!("reading {}", f.display()))?
-                    .trim()
-                    .to_owned(),
-            ),
-            (None, None) => None,
-        };
-        let bearer = Bearer(
-            token
-                .map(|t| format!("Bearer {t}").parse())
-                .transpose()
-                .context("the token is not valid ASCII")?,
-        );
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if c.server.contains("://") {
-            c.server.clone()
-        } else {
-            format!("http://{}", c.server)
-        };
-        let channel = Channel::from_shared(address)
-            .map_err(|e| {
-                usage(format!(
-                    "--server {:?}: {e}: use http://HOST:PORT",
-                    c.server
-                ))
-            })?
-            .connect()
-            .await
-            .with_context(|| format!("cannot connect to {}", c.server))?;
+        let client = Client::connect(ClientConfig {
+            server: c.server.clone(),
+            token: c.token.clone(),
+            token_file: c.token_file.clone(),
+            deadline: CONNECT_DEADLINE,
+            ..ClientConfig::default()
+        })
+        .await
+        .map_err(|e| match e {
+            ClientError::Config(text) => usage(text),
+            other => other.into(),
+        })?;
         Ok(Self {
-            channel,
-            bearer,
+            client,
             out: Printer(c.output),
         })
     }
 
     pub(super) fn admin(&self) -> pb::admin_service_client::AdminServiceClient<Authed> {
-        pb::admin_service_client::AdminServiceClient::with_interceptor(
-            self.channel.clone(),
-            self.bearer.clone(),
-        )
+        self.client.admin_service()
     }
 
     pub(super) fn users(
         &self,
     ) -> pb::user_settings_service_client::UserSettingsServiceClient<Authed> {
-        pb::user_settings_service_client::UserSettingsServiceClient::with_interceptor(
-            self.channel.clone(),
-            self.bearer.clone(),
-        )
+        self.client.user_settings_service()
     }
 
     pub(super) fn policy(&self) -> pb::policy_service_client::PolicyServiceClient<Authed> {
-        pb::policy_service_client::PolicyServiceClient::with_interceptor(
-            self.channel.clone(),
-            self.bearer.clone(),
-        )
+        self.client.policy_service()
     }
 }
 

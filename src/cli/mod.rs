@@ -14,6 +14,7 @@ mod audit;
 mod client;
 mod evaluate;
 mod output;
+mod proxy;
 mod watch;
 
 pub use admin::{Change, diff};
@@ -22,6 +23,7 @@ pub use args::{
     EvaluateArgs, Output,
 };
 pub use output::{Printer, Render};
+pub use proxy::{ProxyArgs, run_proxy};
 
 use admin::{admin, kill_switch};
 use allowlist::allowlist;

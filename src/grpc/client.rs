@@ -1,5 +1,6 @@
-//! A small gRPC client of toolgate for commands that run next to an agent (`toolgate
-//! hook`, `toolgate export`): one connection under a deadline, domain types in and out.
+//! The one gRPC client of toolgate, for everything in the binary that talks to a
+//! server (the CLI, `toolgate hook`, `toolgate export`, `toolgate proxy`): the
+//! address, the bearer token, deadlines, and domain types in and out.
 
 use super::convert::{controls_from_pb, user_from_pb};
 use crate::policy::roles::{AgentSpec, CallArgs};
@@ -21,8 +22,59 @@ pub struct ClientConfig {
     pub token_file: Option<PathBuf>,
     pub team: String,
     pub user: String,
-    /// For connecting and for each call.
+    /// For connecting and for each unary call (streams are not bounded by it).
     pub deadline: Duration,
+}
+
+impl ClientConfig {
+    /// The bearer token: `token` if given, else the content of `token_file`.
+    pub fn read_token(&self) -> Result<Option<String>, ClientError> {
+        match (&self.token, &self.token_file) {
+            (Some(t), _) if !t.trim().is_empty() => Ok(Some(t.trim().to_owned())),
+            (_, Some(f)) => {
+                let text = std::fs::read_to_string(f).map_err(|e| {
+                    ClientError::Config(format!(
+                        "TOOLGATE_TOKEN_FILE {}: {e}: point it at a readable token file",
+                        f.display()
+                    ))
+                })?;
+                Ok(Some(text.trim().to_owned()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn endpoint(&self) -> Result<Endpoint, ClientError> {
+        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
+        let address = if self.server.contains("://") {
+            self.server.clone()
+        } else {
+            format!("http://{}", self.server)
+        };
+        Ok(Endpoint::from_shared(address)
+            .map_err(|e| {
+                ClientError::Config(format!(
+                    "TOOLGATE_SERVER {:?}: {e}: use http://HOST:PORT",
+                    self.server
+                ))
+            })?
+            .connect_timeout(self.deadline)
+            .tcp_nodelay(true))
+    }
+
+    fn bearer(&self) -> Result<Bearer, ClientError> {
+        let value = self
+            .read_token()?
+            .map(|t| format!("Bearer {t}").parse())
+            .transpose()
+            .map_err(|_| {
+                ClientError::Config(
+                    "the token is not printable ASCII: copy it again without stray characters"
+                        .into(),
+                )
+            })?;
+        Ok(Bearer(value))
+    }
 }
 
 /// Why a call to the server did not give an answer.
@@ -61,8 +113,26 @@ pub struct RemotePolicy {
     pub file_allowlists: Vec<(String, Vec<String>)>,
 }
 
+/// What a `tools/list` result keeps under the policy (`FilterTools`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilteredTools {
+    /// `{"tools": [...]}` with the hidden tools left out.
+    pub tools_json: String,
+    pub revision: u64,
+}
+
+/// One event of a policy watch, as much of it as a follower needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyNotice {
+    /// The policy is now at `revision` (a snapshot, a resync or a change).
+    Changed { revision: u64 },
+    /// The stream is alive; nothing changed.
+    Heartbeat,
+}
+
+/// Adds the bearer token to every call.
 #[derive(Clone)]
-struct Bearer(Option<MetadataValue<Ascii>>);
+pub struct Bearer(Option<MetadataValue<Ascii>>);
 
 impl tonic::service::Interceptor for Bearer {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
@@ -73,57 +143,24 @@ impl tonic::service::Interceptor for Bearer {
     }
 }
 
-/// A connected client.
+/// A channel that carries the bearer token.
+pub type Authed = InterceptedService<Channel, Bearer>;
+
+type PolicyStub = pb::policy_service_client::PolicyServiceClient<Authed>;
+
+/// A client of one server. Cheap to clone: clones share the connection.
+#[derive(Clone)]
 pub struct Client {
-    policy: pb::policy_service_client::PolicyServiceClient<InterceptedService<Channel, Bearer>>,
+    channel: Channel,
+    bearer: Bearer,
     config: ClientConfig,
 }
 
 impl Client {
     /// Connects within the configured deadline.
     pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
-        let token = match (&config.token, &config.token_file) {
-            (Some(t), _) if !t.trim().is_empty() => Some(t.trim().to_owned()),
-            (_, Some(f)) => Some(
-                std::fs::read_to_string(f)
-                    .map_err(|e| {
-                        ClientError::Config(format!(
-                            "TOOLGATE_TOKEN_FILE {}: {e}: point it at a readable token file",
-                            f.display()
-                        ))
-                    })?
-                    .trim()
-                    .to_owned(),
-            ),
-            _ => None,
-        };
-        let bearer = Bearer(
-            token
-                .map(|t| format!("Bearer {t}").parse())
-                .transpose()
-                .map_err(|_| {
-                    ClientError::Config(
-                        "the token is not printable ASCII: copy it again without stray characters"
-                            .into(),
-                    )
-                })?,
-        );
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if config.server.contains("://") {
-            config.server.clone()
-        } else {
-            format!("http://{}", config.server)
-        };
-        let endpoint = Endpoint::from_shared(address)
-            .map_err(|e| {
-                ClientError::Config(format!(
-                    "TOOLGATE_SERVER {:?}: {e}: use http://HOST:PORT",
-                    config.server
-                ))
-            })?
-            .connect_timeout(config.deadline)
-            .timeout(config.deadline)
-            .tcp_nodelay(true);
+        let bearer = config.bearer()?;
+        let endpoint = config.endpoint()?;
         let channel = tokio::time::timeout(config.deadline, endpoint.connect())
             .await
             .map_err(|_| ClientError::Timeout {
@@ -135,21 +172,65 @@ impl Client {
                 detail: error_chain(&e),
             })?;
         Ok(Self {
-            policy: pb::policy_service_client::PolicyServiceClient::with_interceptor(
-                channel, bearer,
-            ),
+            channel,
+            bearer,
             config,
         })
     }
 
-    /// One decision.
-    pub async fn evaluate(&mut self, call: &Call) -> Result<RemoteDecision, ClientError> {
-        self.evaluate_as(call, None).await
+    /// Connects on first use and again after every loss, with HTTP/2 keepalive: for
+    /// long-lived callers (the proxy) to whom an unreachable server is a state to live
+    /// with, not an error at start.
+    pub fn connect_lazy(config: ClientConfig) -> Result<Self, ClientError> {
+        let bearer = config.bearer()?;
+        let channel = config
+            .endpoint()?
+            .http2_keep_alive_interval(Duration::from_secs(20))
+            .keep_alive_while_idle(true)
+            .connect_lazy();
+        Ok(Self {
+            channel,
+            bearer,
+            config,
+        })
     }
 
-    /// One decision on a call made by a seed 004 agent, with what it touches.
+    /// The server's address as configured.
+    pub fn server(&self) -> &str {
+        &self.config.server
+    }
+
+    /// One decision for the configured team and user.
+    pub async fn evaluate(&self, call: &Call) -> Result<RemoteDecision, ClientError> {
+        self.evaluate_as(&self.config.team, &self.config.user, call)
+            .await
+    }
+
+    /// One decision for `team` and `user` (empty: the token's own).
     pub async fn evaluate_as(
-        &mut self,
+        &self,
+        team: &str,
+        user: &str,
+        call: &Call,
+    ) -> Result<RemoteDecision, ClientError> {
+        self.decide(team, user, call, None).await
+    }
+
+    /// One decision for the configured team and user on a call made by a seed 004
+    /// agent, with what it touches.
+    pub async fn evaluate_by(
+        &self,
+        call: &Call,
+        agent: Option<&(AgentSpec, CallArgs)>,
+    ) -> Result<RemoteDecision, ClientError> {
+        self.decide(&self.config.team, &self.config.user, call, agent)
+            .await
+    }
+
+    async fn decide(
+        &self,
+        team: &str,
+        user: &str,
         call: &Call,
         agent: Option<&(AgentSpec, CallArgs)>,
     ) -> Result<RemoteDecision, ClientError> {
@@ -167,8 +248,8 @@ impl Client {
             cwd: args.cwd.clone().unwrap_or_default(),
         });
         let request = pb::EvaluateRequest {
-            team_id: self.config.team.clone(),
-            user_id: self.config.user.clone(),
+            team_id: team.to_owned(),
+            user_id: user.to_owned(),
             call: Some(pb_call),
             explain: false,
             agent: agent.map(|(a, _)| pb::AgentContext {
@@ -206,11 +287,45 @@ impl Client {
         })
     }
 
+    /// `FilterTools`: what `tools_json` (an MCP `tools/list` result) keeps for `team`
+    /// and `user` when the tools belong to `server`.
+    pub async fn filter_tools(
+        &self,
+        team: &str,
+        user: &str,
+        server: &str,
+        tools_json: String,
+    ) -> Result<FilteredTools, ClientError> {
+        let request = pb::FilterToolsRequest {
+            team_id: team.to_owned(),
+            user_id: user.to_owned(),
+            server: server.to_owned(),
+            tools_json,
+        };
+        let r = self
+            .within(|mut c| async move { c.filter_tools(request).await })
+            .await?;
+        Ok(FilteredTools {
+            tools_json: r.tools_json,
+            revision: r.revision,
+        })
+    }
+
     /// The effective policy of the configured team and user.
-    pub async fn effective_policy(&mut self) -> Result<RemotePolicy, ClientError> {
+    pub async fn effective_policy(&self) -> Result<RemotePolicy, ClientError> {
+        self.effective_policy_as(&self.config.team, &self.config.user)
+            .await
+    }
+
+    /// The effective policy of `team` and `user` (empty: the token's own).
+    pub async fn effective_policy_as(
+        &self,
+        team: &str,
+        user: &str,
+    ) -> Result<RemotePolicy, ClientError> {
         let request = pb::GetEffectivePolicyRequest {
-            team_id: self.config.team.clone(),
-            user_id: self.config.user.clone(),
+            team_id: team.to_owned(),
+            user_id: user.to_owned(),
         };
         let p = self
             .within(|mut c| async move { c.get_effective_policy(request).await })
@@ -235,31 +350,124 @@ impl Client {
         })
     }
 
-    async fn within<T, F, Fut>(&mut self, call: F) -> Result<T, ClientError>
+    /// `WatchPolicy` for `team` and `user`, after `after` when resuming. The stream is
+    /// long-lived: the deadline bounds only its opening.
+    pub async fn watch_policy(
+        &self,
+        team: &str,
+        user: &str,
+        after: Option<u64>,
+    ) -> Result<PolicyWatch, ClientError> {
+        let mut request = tonic::Request::new(pb::WatchPolicyRequest {
+            team_id: team.to_owned(),
+            user_id: user.to_owned(),
+            after_revision: after,
+        });
+        // no grpc-timeout: the server would end the stream at it
+        request.set_timeout(Duration::from_secs(365 * 24 * 3600));
+        let stream = self
+            .within(|mut c| async move { c.watch_policy(request).await })
+            .await?;
+        Ok(PolicyWatch {
+            stream,
+            server: self.config.server.clone(),
+        })
+    }
+
+    /// The admin service, for the CLI commands that still build protobuf requests.
+    pub fn admin_service(&self) -> pb::admin_service_client::AdminServiceClient<Authed> {
+        pb::admin_service_client::AdminServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
+    /// The user settings service, for the CLI commands that still build protobuf
+    /// requests.
+    pub fn user_settings_service(
+        &self,
+    ) -> pb::user_settings_service_client::UserSettingsServiceClient<Authed> {
+        pb::user_settings_service_client::UserSettingsServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
+    /// The policy service, for the CLI commands that still build protobuf requests.
+    pub fn policy_service(&self) -> PolicyStub {
+        pb::policy_service_client::PolicyServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
+    async fn within<T, F, Fut>(&self, call: F) -> Result<T, ClientError>
     where
-        F: FnOnce(
-            pb::policy_service_client::PolicyServiceClient<InterceptedService<Channel, Bearer>>,
-        ) -> Fut,
+        F: FnOnce(PolicyStub) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     {
         let server = self.config.server.clone();
         let deadline = self.config.deadline;
-        match tokio::time::timeout(deadline, call(self.policy.clone())).await {
+        match tokio::time::timeout(deadline, call(self.policy_service())).await {
             Err(_) => Err(ClientError::Timeout {
                 server,
                 ms: deadline.as_millis(),
             }),
-            Ok(Err(status)) if status.code() == tonic::Code::Unavailable => {
-                Err(ClientError::Unreachable {
-                    server,
-                    detail: status.message().to_owned(),
-                })
-            }
-            Ok(Err(status)) => Err(ClientError::Refused {
-                code: status.code(),
-                message: status.message().to_owned(),
-            }),
+            Ok(Err(status)) => Err(status_error(server, status)),
             Ok(Ok(r)) => Ok(r.into_inner()),
+        }
+    }
+}
+
+/// An open `WatchPolicy` stream.
+pub struct PolicyWatch {
+    stream: tonic::Streaming<pb::PolicyEvent>,
+    server: String,
+}
+
+impl PolicyWatch {
+    /// The next event; `None` when the server ended the stream.
+    pub async fn next(&mut self) -> Result<Option<PolicyNotice>, ClientError> {
+        use pb::policy_event::Event;
+        loop {
+            let Some(event) = self
+                .stream
+                .message()
+                .await
+                .map_err(|s| status_error(self.server.clone(), s))?
+            else {
+                return Ok(None);
+            };
+            return Ok(Some(match event.event {
+                Some(Event::Heartbeat(_)) => PolicyNotice::Heartbeat,
+                Some(_) => PolicyNotice::Changed {
+                    revision: event.revision,
+                },
+                // a kind this build does not know: not a change it can act on
+                None => continue,
+            }));
+        }
+    }
+}
+
+fn status_error(server: String, status: tonic::Status) -> ClientError {
+    use tonic::Code;
+    // a lost connection surfaces as Cancelled (or Unknown, with the transport error as
+    // its source) as well as Unavailable: the server answers neither that way
+    let lost = match status.code() {
+        Code::Unavailable | Code::Cancelled => true,
+        Code::Unknown => std::error::Error::source(&status).is_some(),
+        _ => false,
+    };
+    if lost {
+        ClientError::Unreachable {
+            server,
+            detail: status.message().to_owned(),
+        }
+    } else {
+        ClientError::Refused {
+            code: status.code(),
+            message: status.message().to_owned(),
         }
     }
 }

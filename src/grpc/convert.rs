@@ -1,19 +1,38 @@
 //! Conversions between protobuf messages and domain types: the only place both meet.
 
-use crate::hub::Effective;
 use crate::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
 };
 use crate::proto::v1 as pb;
-use crate::service::{ServiceError, WatchEvent};
-use crate::store::{AuditEvent, Change, ChangeDoc, Versioned};
+use crate::service::{
+    AuditEvent, Change, ChangeDoc, Effective, ServiceError, Versioned, WatchEvent,
+};
+use std::time::{Duration, UNIX_EPOCH};
 
+/// Unix milliseconds (the domain's times) as a protobuf time; none for 0 ("never").
 pub fn timestamp(ms: i64) -> Option<prost_types::Timestamp> {
-    (ms > 0).then(|| prost_types::Timestamp {
-        seconds: ms.div_euclid(1000),
-        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
-    })
+    let ms = u64::try_from(ms).ok().filter(|ms| *ms > 0)?;
+    Some((UNIX_EPOCH + Duration::from_millis(ms)).into())
+}
+
+/// The earliest and latest instants a protobuf `Timestamp` may hold
+/// (0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z).
+const TIMESTAMP_SECONDS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
+
+/// A `Timestamp` as Unix milliseconds; out of its documented range (seconds past
+/// year 9999, which used to wrap, or nanos outside 0..1e9) it is refused.
+pub fn timestamp_ms(field: &str, t: &prost_types::Timestamp) -> Result<i64, ServiceError> {
+    if !TIMESTAMP_SECONDS.contains(&t.seconds) || !(0..1_000_000_000).contains(&t.nanos) {
+        return Err(ServiceError::InvalidArgument {
+            field: field.to_owned(),
+            message: format!(
+                "{{seconds: {}, nanos: {}}} is not a timestamp: seconds must lie within years 1 to 9999 and nanos within 0 to 999999999",
+                t.seconds, t.nanos
+            ),
+        });
+    }
+    Ok(t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
 }
 
 pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, ServiceError> {
@@ -362,7 +381,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Pol
             }
         },
         WatchEvent::Heartbeat { .. } => Event::Heartbeat(pb::Heartbeat {
-            at: timestamp(crate::store::now_ms()),
+            at: timestamp(crate::service::now_ms()),
         }),
     };
     pb::PolicyEvent {

@@ -9,8 +9,8 @@ mod watch;
 
 use crate::auth::{Action, Authenticator, Principal, authorize};
 use crate::proto::v1 as pb;
+use crate::service::AuditFilter;
 use crate::service::{Service, ServiceError, check_id};
-use crate::store::AuditFilter;
 use convert::*;
 use futures::{Stream, StreamExt};
 use pb::admin_service_server::AdminService;
@@ -54,30 +54,13 @@ fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
         })
 }
 
-/// The earliest and latest instants a protobuf `Timestamp` may hold
-/// (0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z).
-const TIMESTAMP_SECONDS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
-
-/// A `Timestamp` as Unix milliseconds; out of its documented range (seconds past
-/// year 9999, which used to wrap, or nanos outside 0..1e9) it is refused.
-fn timestamp_ms(field: &str, t: &prost_types::Timestamp) -> Result<i64, ServiceError> {
-    if !TIMESTAMP_SECONDS.contains(&t.seconds) || !(0..1_000_000_000).contains(&t.nanos) {
-        return Err(ServiceError::InvalidArgument {
-            field: field.to_owned(),
-            message: format!(
-                "{{seconds: {}, nanos: {}}} is not a timestamp: seconds must lie within years 1 to 9999 and nanos within 0 to 999999999",
-                t.seconds, t.nanos
-            ),
-        });
-    }
-    Ok(t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
-}
-
 /// All four toolgate services share one implementation over the domain service.
 #[derive(Debug, Clone)]
 pub struct Api {
     service: Arc<Service>,
     config_json: Arc<ConfigViews>,
+    /// The policy file's status, when the server runs with one.
+    policy_file: Option<crate::managed::StatusCell>,
 }
 
 /// `GetServerConfig`'s answers, made once: the configuration never changes at run time.
@@ -97,7 +80,14 @@ impl Api {
                 operator: config.public_json().to_string(),
                 team: config.team_json().to_string(),
             }),
+            policy_file: None,
         }
+    }
+
+    /// Reports the policy file's status in `GetServerConfig`.
+    pub fn with_policy_file(mut self, status: Option<crate::managed::StatusCell>) -> Self {
+        self.policy_file = status;
+        self
     }
 }
 
@@ -147,7 +137,10 @@ impl AdminService for Api {
             limit: r.limit,
             kind: non_empty(r.kind),
             actor: non_empty(r.actor),
-            since_ms: r.since.map(|t| timestamp_ms("since", &t)).transpose()?,
+            since_ms: r
+                .since
+                .map(|t| convert::timestamp_ms("since", &t))
+                .transpose()?,
         };
         let events = self.service.list_audit(&p, filter).await?;
         let next_after_id = events.last().map_or(0, |e| e.id);
@@ -375,7 +368,7 @@ impl ServerInfoService for Api {
         } else {
             &self.config_json.team
         };
-        let config_json = match self.service.policy_file() {
+        let config_json = match self.policy_file.as_ref().and_then(|cell| cell.get()) {
             // the file's state changes at run time; the rest of the config does not
             Some(status) => {
                 let mut config: serde_json::Value = serde_json::from_str(view).unwrap_or_default();

@@ -170,9 +170,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hub::Published;
     use crate::policy::AdminControls;
-    use crate::store::{Change, ChangeDoc};
+    use crate::service::{Change, ChangeDoc, Published};
     use std::sync::Arc;
 
     #[test]

@@ -92,6 +92,20 @@ impl Default for AdminControls {
     }
 }
 
+impl AdminControls {
+    /// Every list, by field name: each is held to the entry limit.
+    pub fn lists(&self) -> [(&'static str, &Vec<String>); 6] {
+        [
+            ("allowed", &self.allowed),
+            ("blocked", &self.blocked),
+            ("mcp_tool_allowlist", &self.mcp_tool_allowlist),
+            ("mcp_tool_blocklist", &self.mcp_tool_blocklist),
+            ("browser_server_ids", &self.browser_server_ids),
+            ("mcp_access_allowlist", &self.mcp_access_allowlist),
+        ]
+    }
+}
+
 pub fn default_browser_server_ids() -> Vec<String> {
     DEFAULT_BROWSER_SERVER_IDS
         .iter()
@@ -110,6 +124,17 @@ pub struct UserSettings {
     pub yolo_enable_run_everything: bool,
     pub command_allowlist: Vec<String>,
     pub command_denylist: Vec<String>,
+}
+
+impl UserSettings {
+    /// Every list, by field name: each is held to the entry limit.
+    pub fn lists(&self) -> [(&'static str, &Vec<String>); 3] {
+        [
+            ("mcp_allowed_tools", &self.mcp_allowed_tools),
+            ("command_allowlist", &self.command_allowlist),
+            ("command_denylist", &self.command_denylist),
+        ]
+    }
 }
 
 impl Default for UserSettings {

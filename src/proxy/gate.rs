@@ -1,23 +1,20 @@
-//! The proxy's side of the toolgate server: a gRPC connection (small on purpose; to be
-//! merged with the CLI's and the hooks' client module), decisions, and one live view
-//! per principal of the tools it may see.
+//! The proxy's side of the toolgate server: decisions and one live view per principal
+//! of the tools it may see, through the domain-typed client of `crate::grpc::client`.
 
-use super::ProxyError;
-use crate::proto::v1 as pb;
-use crate::proto::v1::policy_service_client::PolicyServiceClient;
+use crate::grpc::client::{Client, ClientError, PolicyNotice, RemotePolicy};
+use crate::policy::{
+    Call, CompiledAdmin, CompiledUser, ToolActionList, ToolActionLists, decide_in,
+};
 use dashmap::DashMap;
 use rmcp::model::Tool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tonic::metadata::MetadataValue;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
 use tracing::{debug, warn};
 
-/// How long a gRPC call to toolgate may take before the proxy treats it as unreachable.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::grpc::client::RemoteDecision;
+
 /// Reconnect backoff of the watch stream.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -28,21 +25,6 @@ pub struct Who {
     pub team: String,
     pub user: String,
 }
-
-/// Adds the bearer token to every call.
-#[derive(Clone)]
-pub struct Bearer(Option<MetadataValue<tonic::metadata::Ascii>>);
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(value) = &self.0 {
-            req.metadata_mut().insert("authorization", value.clone());
-        }
-        Ok(req)
-    }
-}
-
-type Client = PolicyServiceClient<InterceptedService<Channel, Bearer>>;
 
 /// The tools one principal may see right now, or why none.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,50 +63,55 @@ pub struct Gate {
     staleness: Duration,
     upstream: watch::Receiver<UpstreamTools>,
     views: DashMap<Who, watch::Receiver<Visible>>,
+    /// Each principal's policy as last known, compiled, kept only with a staleness
+    /// allowance: what calls are decided by while toolgate is unreachable.
+    last: DashMap<Who, Arc<LastPolicy>>,
+}
+
+/// A principal's effective policy, compiled for local decisions.
+struct LastPolicy {
+    files: ToolActionLists,
+    admin: CompiledAdmin,
+    user: CompiledUser,
+    revision: u64,
+}
+
+impl LastPolicy {
+    fn compile(p: &RemotePolicy) -> Result<Self, String> {
+        let lists = p
+            .file_allowlists
+            .iter()
+            .map(|(server, patterns)| {
+                ToolActionList::compile("file_allowlists", server, patterns)
+                    .map_err(|problems| format!("{problems:?}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            files: ToolActionLists::new(lists).map_err(|problems| format!("{problems:?}"))?,
+            admin: CompiledAdmin::compile(&p.admin).map_err(|e| e.to_string())?,
+            user: CompiledUser::compile(&p.user).map_err(|e| e.to_string())?,
+            revision: p.revision,
+        })
+    }
 }
 
 impl Gate {
-    /// Connects lazily: an unreachable toolgate is a state the proxy lives with, not an
-    /// error at start.
+    /// Over `client`, connected lazily: an unreachable toolgate is a state the proxy
+    /// lives with, not an error at start.
     pub fn new(
-        server: &str,
-        token: Option<&str>,
+        client: Client,
         server_id: String,
         staleness: Duration,
         upstream: watch::Receiver<UpstreamTools>,
-    ) -> Result<Arc<Self>, ProxyError> {
-        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
-        let address = if server.contains("://") {
-            server.to_owned()
-        } else {
-            format!("http://{server}")
-        };
-        let endpoint = Endpoint::from_shared(address)
-            .map_err(|e| {
-                ProxyError::Config(format!(
-                    "server: {server:?} is not a url: {e}; give e.g. http://127.0.0.1:7070"
-                ))
-            })?
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(CALL_TIMEOUT)
-            .http2_keep_alive_interval(Duration::from_secs(20))
-            .keep_alive_while_idle(true);
-        let bearer = match token {
-            Some(t) => Some(
-                format!("Bearer {}", t.trim())
-                    .parse()
-                    .map_err(|_| ProxyError::Config("token: not a valid header value; give the token as printed by `toolgate new-token`".into()))?,
-            ),
-            None => None,
-        };
-        let channel = endpoint.connect_lazy();
-        Ok(Arc::new(Self {
-            client: PolicyServiceClient::with_interceptor(channel, Bearer(bearer)),
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            client,
             server_id,
             staleness,
             upstream,
             views: DashMap::new(),
-        }))
+            last: DashMap::new(),
+        })
     }
 
     /// The MCP server id the proxied tools belong to.
@@ -148,50 +135,83 @@ impl Gate {
             .clone()
     }
 
-    /// The decision for calling `tool` of the proxied server as `who`.
-    pub async fn evaluate(&self, who: &Who, tool: &str) -> Result<pb::Decision, tonic::Status> {
-        let request = pb::EvaluateRequest {
-            team_id: who.team.clone(),
-            user_id: who.user.clone(),
-            call: Some(pb::ToolCall {
-                kind: Some(pb::tool_call::Kind::Mcp(pb::McpCall {
-                    server: self.server_id.clone(),
-                    tool: tool.to_owned(),
-                    action: String::new(),
-                })),
-                arguments: None,
-            }),
-            explain: false,
-            agent: None,
+    /// The decision for calling `tool` of the proxied server as `who`: toolgate's, or
+    /// while it is unreachable and the principal's tools are still shown (within the
+    /// staleness allowed), the last known policy's.
+    pub async fn evaluate(&self, who: &Who, tool: &str) -> Result<RemoteDecision, ClientError> {
+        let call = Call::Mcp {
+            server: self.server_id.clone(),
+            tool: tool.to_owned(),
         };
-        Ok(self.client.clone().evaluate(request).await?.into_inner())
+        let error = match self.client.evaluate_as(&who.team, &who.user, &call).await {
+            Ok(d) => return Ok(d),
+            Err(e @ (ClientError::Unreachable { .. } | ClientError::Timeout { .. })) => e,
+            Err(e) => return Err(e),
+        };
+        let shown = self
+            .views
+            .get(who)
+            .is_some_and(|view| matches!(*view.borrow(), Visible::Tools { .. }));
+        let last = self.last.get(who).map(|l| Arc::clone(&l));
+        let (true, Some(last)) = (shown, last) else {
+            return Err(error);
+        };
+        let d = decide_in(&last.files, &last.admin, &last.user, &call);
+        // not audited by toolgate, which is away: the log is the record
+        warn!(team = %who.team, user = %who.user, server = %self.server_id, tool, outcome = ?d.outcome, reason = d.reason.as_str(), revision = last.revision, error = %error, "decided from the last known policy");
+        Ok(RemoteDecision {
+            outcome: d.outcome,
+            reason: d.reason.as_str().to_owned(),
+            message: format!(
+                "{} (decided by the last known policy, revision {}: toolgate is unreachable)",
+                d.message(&call),
+                last.revision
+            ),
+            revision: last.revision,
+        })
+    }
+
+    /// Keeps the principal's effective policy for local decisions, when a staleness
+    /// is allowed; without one (or when it cannot be had) calls fail closed at once.
+    async fn remember_policy(&self, who: &Who) {
+        if self.staleness.is_zero() {
+            return;
+        }
+        let fetched = self
+            .client
+            .effective_policy_as(&who.team, &who.user)
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|p| LastPolicy::compile(&p));
+        match fetched {
+            Ok(last) => {
+                self.last.insert(who.clone(), Arc::new(last));
+            }
+            Err(e) => {
+                self.last.remove(who);
+                warn!(team = %who.team, user = %who.user, error = %e, "last known policy not kept: calls fail closed while toolgate is unreachable");
+            }
+        }
     }
 
     /// `FilterTools` over `tools`; sorted by name for a stable order.
     async fn filter(&self, who: &Who, tools: &[Tool]) -> Result<(Vec<Tool>, u64), String> {
         let tools_json = serde_json::to_string(&serde_json::json!({ "tools": tools }))
             .map_err(|e| format!("encode tools: {e}"))?;
-        let response = self
+        let filtered = self
             .client
-            .clone()
-            .filter_tools(pb::FilterToolsRequest {
-                team_id: who.team.clone(),
-                user_id: who.user.clone(),
-                server: self.server_id.clone(),
-                tools_json,
-            })
+            .filter_tools(&who.team, &who.user, &self.server_id, tools_json)
             .await
-            .map_err(|s| format!("toolgate refused or is unreachable: {}", s.message()))?
-            .into_inner();
+            .map_err(|e| format!("toolgate refused or is unreachable: {e}"))?;
         #[derive(serde::Deserialize)]
         struct Listed {
             tools: Vec<Tool>,
         }
-        let mut kept = serde_json::from_str::<Listed>(&response.tools_json)
+        let mut kept = serde_json::from_str::<Listed>(&filtered.tools_json)
             .map_err(|e| format!("decode filtered tools: {e}"))?
             .tools;
         kept.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok((kept, response.revision))
+        Ok((kept, filtered.revision))
     }
 
     /// Keeps `who`'s view current: watches the policy, refilters on every change of
@@ -222,10 +242,13 @@ impl Gate {
                 }
                 (Some(Ok(_)), None) => None,
                 (Some(Ok(_)), Some(tools)) => Some(match self.filter(&who, &tools).await {
-                    Ok((tools, revision)) => Visible::Tools {
-                        tools: Arc::new(tools),
-                        revision,
-                    },
+                    Ok((tools, revision)) => {
+                        self.remember_policy(&who).await;
+                        Visible::Tools {
+                            tools: Arc::new(tools),
+                            revision,
+                        }
+                    }
                     Err(e) => {
                         warn!(team = %who.team, user = %who.user, error = %e, "filter failed: no tool shown");
                         Visible::Closed(e)
@@ -273,46 +296,31 @@ impl Gate {
         let mut backoff = BACKOFF_MIN;
         let mut generation = 0u64;
         loop {
-            let request = pb::WatchPolicyRequest {
-                team_id: who.team.clone(),
-                user_id: who.user.clone(),
-                after_revision: after,
-            };
-            // the stream is long-lived: no per-call timeout on it
-            let mut client = self.client.clone();
-            let mut req = tonic::Request::new(request);
-            req.set_timeout(Duration::from_secs(365 * 24 * 3600));
-            match client.watch_policy(req).await {
-                Ok(stream) => {
+            match self.client.watch_policy(&who.team, &who.user, after).await {
+                Ok(mut stream) => {
                     // open again: refilter even if nothing changed while it was down
                     generation += 1;
                     let _ = state.send(Some(Ok(generation)));
-                    let mut stream = stream.into_inner();
                     loop {
-                        match stream.message().await {
-                            Ok(Some(event)) => {
+                        match stream.next().await {
+                            Ok(Some(PolicyNotice::Heartbeat)) => backoff = BACKOFF_MIN,
+                            Ok(Some(PolicyNotice::Changed { revision })) => {
                                 backoff = BACKOFF_MIN;
-                                if matches!(
-                                    event.event,
-                                    Some(pb::policy_event::Event::Heartbeat(_))
-                                ) {
-                                    continue;
-                                }
-                                after = Some(event.revision);
+                                after = Some(revision);
                                 generation += 1;
-                                debug!(team = %who.team, user = %who.user, revision = event.revision, "policy event");
+                                debug!(team = %who.team, user = %who.user, revision, "policy event");
                                 let _ = state.send(Some(Ok(generation)));
                             }
                             Ok(None) => break,
-                            Err(status) => {
-                                warn!(team = %who.team, user = %who.user, code = ?status.code(), message = status.message(), "policy watch ended");
+                            Err(e) => {
+                                warn!(team = %who.team, user = %who.user, error = %e, "policy watch ended");
                                 break;
                             }
                         }
                     }
                 }
-                Err(status) => {
-                    warn!(team = %who.team, user = %who.user, code = ?status.code(), message = status.message(), "policy watch refused");
+                Err(e) => {
+                    warn!(team = %who.team, user = %who.user, error = %e, "policy watch refused");
                 }
             }
             state.send_if_modified(|s| {

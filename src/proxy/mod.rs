@@ -16,6 +16,7 @@ pub use gate::Who;
 pub use http::ClientTokens;
 pub use upstream::Target;
 
+use crate::grpc::client::{Client, ClientConfig};
 use session::{Session, Shared};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +24,10 @@ use std::time::Duration;
 
 /// The largest JSON-RPC message accepted from a downstream client, either transport.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long connecting to toolgate or one call to it may take before the proxy
+/// treats it as unreachable, unless configured.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Errors of the proxy layer.
 #[derive(Debug, thiserror::Error)]
@@ -38,10 +43,10 @@ pub enum ProxyError {
 /// What `toolgate proxy` was asked to do.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
-    /// toolgate's gRPC address.
-    pub server: String,
-    /// The proxy's own token: the user's (stdio) or a service token (HTTP).
-    pub token: Option<String>,
+    /// toolgate's address and the proxy's own token: the user's (stdio) or a service
+    /// token (HTTP). `deadline` bounds each decision and filtering (zero: 10 s); team and user are
+    /// not used (they come from `who` or from each client's token).
+    pub toolgate: ClientConfig,
     /// The MCP server id the proxied tools belong to in policy entries (`github`).
     pub server_id: String,
     pub upstream: Target,
@@ -61,14 +66,18 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
             "server-id: empty; give the MCP server's id as policy entries name it, e.g. --server-id github".into(),
         ));
     }
+    let mut toolgate = config.toolgate.clone();
+    if toolgate.deadline.is_zero() {
+        toolgate.deadline = CALL_DEADLINE;
+    }
+    let client = Client::connect_lazy(toolgate).map_err(|e| ProxyError::Config(e.to_string()))?;
     let upstream = upstream::Upstream::start(config.upstream.clone());
     let gate = gate::Gate::new(
-        &config.server,
-        config.token.as_deref(),
+        client,
         config.server_id.clone(),
         config.max_staleness,
         upstream.tools(),
-    )?;
+    );
     Ok(Arc::new(Shared {
         gate,
         upstream,

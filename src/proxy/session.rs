@@ -1,9 +1,10 @@
 //! One downstream MCP session: tools/list filtered by the principal's live policy,
 //! tools/call decided by toolgate first, list changes announced, the rest passed on.
 
-use super::gate::{Gate, Visible, Who};
+use super::gate::{Gate, RemoteDecision, Visible, Who};
 use super::upstream::Upstream;
-use crate::proto::v1 as pb;
+use crate::grpc::client::ClientError;
+use crate::policy::Outcome;
 use dashmap::DashMap;
 use rmcp::model::*;
 use rmcp::service::{
@@ -148,20 +149,17 @@ impl Session {
     }
 }
 
-fn denied_text(server: &str, tool: &str, d: &pb::Decision) -> String {
-    let reason = pb::Reason::try_from(d.reason)
-        .map(|r| r.as_str_name().trim_start_matches("REASON_").to_owned())
-        .unwrap_or_else(|_| d.reason.to_string());
-    format!("toolgate denied {server}:{tool} ({reason}): {}", d.message)
+fn denied_text(server: &str, tool: &str, d: &RemoteDecision) -> String {
+    format!(
+        "toolgate denied {server}:{tool} ({}): {}",
+        d.reason, d.message
+    )
 }
 
-fn approval_text(server: &str, tool: &str, d: &pb::Decision) -> String {
-    let reason = pb::Reason::try_from(d.reason)
-        .map(|r| r.as_str_name().trim_start_matches("REASON_").to_owned())
-        .unwrap_or_else(|_| d.reason.to_string());
+fn approval_text(server: &str, tool: &str, d: &RemoteDecision) -> String {
     format!(
-        "toolgate: {server}:{tool} needs approval ({reason}): {}. Ask an admin to allow it, or add `{server}:{tool}` to your allowlist",
-        d.message
+        "toolgate: {server}:{tool} needs approval ({}): {}. Ask an admin to allow it, or add `{server}:{tool}` to your allowlist",
+        d.reason, d.message
     )
 }
 
@@ -294,15 +292,19 @@ impl ServerHandler for Session {
         let tool = request.name.to_string();
         let decision = match self.shared.gate.evaluate(&who, &tool).await {
             Ok(d) => d,
-            Err(status) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "toolgate is unreachable ({}): the call to {server}:{tool} was refused, try again later",
-                    status.message()
-                ))])
-                .into());
+            Err(e) => {
+                let text = match e {
+                    ClientError::Unreachable { .. } | ClientError::Timeout { .. } => format!(
+                        "toolgate is unreachable ({e}): the call to {server}:{tool} was refused, try again later"
+                    ),
+                    other => format!(
+                        "toolgate could not decide ({other}): the call to {server}:{tool} was refused"
+                    ),
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
-        let outcome = pb::Outcome::try_from(decision.outcome).unwrap_or(pb::Outcome::Unspecified);
+        let outcome = decision.outcome;
         info!(team = %who.team, user = %who.user, server = %server, tool = %tool, outcome = ?outcome, revision = decision.revision, "tools/call decided");
         let shown = self.shared.was_shown(&who, &tool);
         let listed = || {
@@ -311,20 +313,20 @@ impl ServerHandler for Session {
         };
         match outcome {
             // neither listed now nor shown before: unknown, without asking anyone
-            pb::Outcome::Allow | pb::Outcome::Ask if !listed() => {
+            Outcome::Allow | Outcome::Ask if !listed() => {
                 return Err(ErrorData::invalid_params(
                     format!("Unknown tool: {tool}"),
                     None,
                 ));
             }
-            pb::Outcome::Allow => {}
-            pb::Outcome::Ask => {
+            Outcome::Allow => {}
+            Outcome::Ask => {
                 let asked = self.ask(&context.peer, &server, &tool, &decision).await;
                 if let Err(text) = asked {
                     return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
                 }
             }
-            pb::Outcome::Deny | pb::Outcome::Unspecified => {
+            Outcome::Deny => {
                 if !shown {
                     return Err(ErrorData::invalid_params(
                         format!("Unknown tool: {tool}"),
@@ -429,7 +431,7 @@ impl Session {
         peer: &Peer<RoleServer>,
         server: &str,
         tool: &str,
-        decision: &pb::Decision,
+        decision: &RemoteDecision,
     ) -> Result<(), String> {
         let supported = peer
             .peer_info()

@@ -72,7 +72,7 @@ impl Service {
         if !self.log_all_decisions.load(Ordering::Relaxed) {
             return;
         }
-        let mut detail = super::deny_detail(user, call, d);
+        let mut detail = super::audit_sink::deny_detail(user, call, d);
         detail["outcome"] = serde_json::json!(match d.outcome {
             Outcome::Allow => "ALLOW",
             Outcome::Ask => "ASK",

@@ -1,17 +1,22 @@
 //! Storage: settings documents, per-team revisions, the change history and the audit trail.
 //!
-//! One trait, [`Store`], with one implementation per backend; every backend runs the
-//! same test suite (`tests/store_suite.rs`).
+//! One trait, [`Store`], implemented once over SQL ([`SqlStore`]) for two backends
+//! (SQLite and PostgreSQL); both run the same test suite (`tests/store_suite.rs`).
 //!
 //! Architecture invariant: a write is acknowledged only once it is durable, and the
 //! document, the team revision, the change record and the audit record of one write
 //! commit in one transaction.
 
+mod errors;
 mod postgres;
+mod rows;
+mod schema;
+mod sql;
 mod sqlite;
 
-pub use postgres::{NOTIFY_CHANNEL, PostgresStore};
-pub use sqlite::SqliteStore;
+pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
+pub use sql::{Backend, SqlStore};
+pub use sqlite::{SqliteBackend, SqliteStore};
 
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -29,74 +34,10 @@ pub enum StoreError {
     /// A stored record that does not decode: the file or database was tampered with.
     #[error("corrupt record: {0}")]
     Corrupt(String),
+    /// Any other database error (`From<sqlx::Error>` sorts them: see `errors::classify`).
     #[error("store error: {0}")]
     Backend(sqlx::Error),
 }
-
-impl From<sqlx::Error> for StoreError {
-    /// A database that cannot take writes (read-only, busy, I/O error, disk full,
-    /// cannot open) is an unavailable store: waiting or an operator helps, not the
-    /// client.
-    fn from(e: sqlx::Error) -> Self {
-        if let Some(reason) = read_only(&e) {
-            return Self::Unavailable(reason);
-        }
-        if let Some(reason) = corrupt_file(&e) {
-            return Self::Unavailable(reason);
-        }
-        // SQLite's primary result codes BUSY, IOERR, FULL, CANTOPEN, in the low byte
-        // of an extended code
-        const UNAVAILABLE: [i64; 4] = [5, 10, 13, 14];
-        let sqlite_code = e
-            .as_database_error()
-            .filter(|d| d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some())
-            .and_then(|d| d.code())
-            .and_then(|c| c.parse::<i64>().ok());
-        match (sqlite_code, &e) {
-            (Some(code), _) if UNAVAILABLE.contains(&(code & 0xff)) => {
-                Self::Unavailable(format!("sqlite: {e}"))
-            }
-            (_, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) => {
-                Self::Unavailable(format!("store: {e}"))
-            }
-            _ => Self::Backend(e),
-        }
-    }
-}
-
-/// Why a write failed on a database that cannot take writes (SQLite's
-/// `SQLITE_READONLY` family: a read-only file, directory or mount; PostgreSQL's
-/// `read_only_sql_transaction`: a standby), when that is why. Waiting or a fix by
-/// an operator helps, not the client: `UNAVAILABLE` with the reason.
-fn read_only(e: &sqlx::Error) -> Option<String> {
-    let db = e.as_database_error()?;
-    let code = db.code()?;
-    let sqlite_read_only = code.parse::<i32>().is_ok_and(|c| c & 0xff == 8);
-    (sqlite_read_only || code == "25006").then(|| {
-        format!(
-            "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",
-            db.message()
-        )
-    })
-}
-
-/// What a database file that SQLite finds damaged (`SQLITE_CORRUPT`,
-/// `SQLITE_NOTADB`) says to the client: nothing it can do, writes are refused until an
-/// operator restores the file.
-pub(crate) fn corrupt_file(e: &sqlx::Error) -> Option<String> {
-    let db = e.as_database_error()?;
-    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
-    let code = db.code()?.parse::<i64>().ok()?;
-    matches!(code & 0xff, 11 | 26).then(|| {
-        format!(
-            "{CORRUPT_FILE} ({}): writes are refused; restore it from a backup",
-            db.message()
-        )
-    })
-}
-
-/// How a damaged database file is named in the reasons that mention it.
-pub(crate) const CORRUPT_FILE: &str = "the database file is damaged";
 
 /// A stored document with the revision at which it last changed.
 #[derive(Debug, Clone, PartialEq)]

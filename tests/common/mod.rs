@@ -138,6 +138,20 @@ impl TestServer {
             .into_inner()
             .revision
     }
+
+    /// Turns yolo mode on for `user` of team [`TEAM`], as the user (`<user>-token`).
+    pub async fn yolo(&self, user: &str) {
+        self.users(&format!("{user}-token"))
+            .update_user_settings(pb::UpdateUserSettingsRequest {
+                settings: Some(pb::UserSettings {
+                    use_yolo_mode: true,
+                    ..user_settings(TEAM, user)
+                }),
+                expected_revision: None,
+            })
+            .await
+            .expect("user settings");
+    }
 }
 
 impl Drop for TestServer {
@@ -197,14 +211,20 @@ pub fn user_settings(team: &str, user: &str) -> pb::UserSettings {
 /// with the address it logged. `TOOLGATE_*` variables of the test's own environment
 /// are not passed on.
 pub fn spawn_binary(config: &Path) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    command.args(["serve", "--config"]).arg(config);
+    spawn_server(command)
+}
+
+/// Starts `command`, a toolgate server logging JSON to stderr, without the test's own
+/// `TOOLGATE_*` variables; waits for its serving line and returns the child with the
+/// address it logged. The rest of the log is drained.
+pub fn spawn_server(mut command: std::process::Command) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
         command.env_remove(key);
     }
     let mut child = command
-        .args(["serve", "--config"])
-        .arg(config)
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()

@@ -22,14 +22,20 @@ use crate::policy::{
 use crate::store::{
     Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned,
 };
+use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use futures::StreamExt;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, broadcast, watch};
+
+mod team;
+
+use team::Team;
+pub use team::{HubEvent, Published, Subscription};
 
 /// How many changes one catch-up reads at a time.
 const CATCH_UP_BATCH: u32 = 1_000;
@@ -58,103 +64,6 @@ pub struct Cached<D, C> {
 pub type CachedAdmin = Cached<AdminControls, CompiledAdmin>;
 pub type CachedUser = Cached<UserSettings, CompiledUser>;
 
-/// A committed change as the hub hands it to every subscriber of its team: one
-/// allocation shared by all of them, with a slot where the transport keeps the
-/// change's encoding, so a fan-out to many subscribers encodes it once.
-#[derive(Debug)]
-pub struct Published {
-    pub change: Change,
-    /// Opaque to the hub: bytes the transport computed from `change` alone.
-    pub wire: std::sync::OnceLock<bytes::Bytes>,
-}
-
-impl Published {
-    pub fn new(change: Change) -> Self {
-        Self {
-            change,
-            wire: std::sync::OnceLock::new(),
-        }
-    }
-}
-
-impl std::ops::Deref for Published {
-    type Target = Change;
-
-    fn deref(&self) -> &Change {
-        &self.change
-    }
-}
-
-impl Published {
-    /// Roughly the memory the change holds: what the queue's byte budget counts.
-    fn weight(&self) -> usize {
-        fn strings(lists: &[&Vec<String>]) -> usize {
-            lists
-                .iter()
-                .flat_map(|l| l.iter())
-                .map(|s| s.len() + std::mem::size_of::<String>())
-                .sum()
-        }
-        let doc = match &self.change.doc {
-            ChangeDoc::Admin { controls: c } => strings(&[
-                &c.allowed,
-                &c.blocked,
-                &c.mcp_tool_allowlist,
-                &c.mcp_tool_blocklist,
-                &c.browser_server_ids,
-                &c.mcp_access_allowlist,
-            ]),
-            ChangeDoc::User { user_id, settings } => {
-                user_id.len()
-                    + strings(&[
-                        &settings.mcp_allowed_tools,
-                        &settings.command_allowlist,
-                        &settings.command_denylist,
-                    ])
-            }
-        };
-        // the encoding the transport caches is about as large again
-        2 * doc + std::mem::size_of::<Self>() + self.change.actor.len()
-    }
-}
-
-/// What the hub tells subscribers of a team.
-#[derive(Debug, Clone)]
-pub enum HubEvent {
-    Change(Arc<Published>),
-    /// The hub itself lost track (history truncated under it), or the policy file's
-    /// server-wide `tool.action` lists changed: every subscriber resyncs.
-    Resync,
-}
-
-/// What the ring carries: a change that is gone from the queue when a subscriber
-/// gets to it was let go for the byte budget, and the subscriber resyncs.
-#[derive(Debug, Clone)]
-enum RingEvent {
-    Change(Weak<Published>),
-    Resync,
-}
-
-/// A subscriber's end of its team's ring.
-#[derive(Debug)]
-pub struct Subscription {
-    rx: broadcast::Receiver<RingEvent>,
-}
-
-impl Subscription {
-    /// The next event; `Lagged` when the subscriber fell behind the ring or the
-    /// queue's byte budget (it must resync from a snapshot).
-    pub async fn recv(&mut self) -> Result<HubEvent, broadcast::error::RecvError> {
-        match self.rx.recv().await? {
-            RingEvent::Change(change) => change
-                .upgrade()
-                .map(HubEvent::Change)
-                .ok_or(broadcast::error::RecvError::Lagged(1)),
-            RingEvent::Resync => Ok(HubEvent::Resync),
-        }
-    }
-}
-
 /// Whether this replica's view can be trusted, for the health service.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HubHealth {
@@ -176,82 +85,6 @@ pub struct Effective {
     pub tool_actions: Arc<ToolActionLists>,
 }
 
-#[derive(Debug)]
-struct Team {
-    /// The highest revision applied to this cache and broadcast.
-    published: AtomicU64,
-    admin: RwLock<Arc<CachedAdmin>>,
-    users: DashMap<String, Arc<CachedUser>>,
-    /// Odd while cached users are being let go, and moved on by every such
-    /// eviction (a seqlock): a load that overlapped one may have read a document
-    /// older than a change that was let go with it, so it reads again.
-    evictions: AtomicU64,
-    /// Serialises evictions, so the count is odd exactly while one runs.
-    evicting: std::sync::Mutex<()>,
-    /// Made by the first subscriber: a team that is only decided on holds no ring.
-    tx: OnceLock<broadcast::Sender<RingEvent>>,
-    /// The changes the ring refers to, newest last, with their total weight.
-    queued: std::sync::Mutex<(VecDeque<Arc<Published>>, usize)>,
-    /// Serialises catch-ups so changes are applied and broadcast in order.
-    catch_up: Mutex<()>,
-    /// When the team was last read or written, in seconds since the hub started.
-    touched: AtomicU64,
-}
-
-impl Team {
-    fn watched(&self) -> bool {
-        self.tx.get().is_some_and(|tx| tx.receiver_count() > 0)
-    }
-
-    fn resync(&self) {
-        if let Some(tx) = self.tx.get() {
-            let _ = tx.send(RingEvent::Resync);
-        }
-    }
-
-    /// Queues a change for subscribers, if there are any, within the budgets.
-    fn broadcast(&self, change: Arc<Published>, max_count: usize, max_bytes: usize) {
-        let Some(tx) = self.tx.get().filter(|tx| tx.receiver_count() > 0) else {
-            // nobody watches: whatever was queued is for nobody either
-            let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
-            *queued = (VecDeque::new(), 0);
-            return;
-        };
-        {
-            let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
-            let (changes, bytes) = &mut *queued;
-            *bytes += change.weight();
-            changes.push_back(change.clone());
-            // the newest always stays: a change alone past the budget still reaches
-            // the subscribers that keep up
-            while changes.len() > 1 && (changes.len() > max_count || *bytes > max_bytes) {
-                if let Some(old) = changes.pop_front() {
-                    *bytes -= old.weight();
-                }
-            }
-        }
-        let _ = tx.send(RingEvent::Change(Arc::downgrade(&change)));
-    }
-
-    /// Lets users go (`None`: all of them), bracketed for loads running meanwhile.
-    fn evict(&self, keys: Option<Vec<String>>) {
-        let _one_at_a_time = self
-            .evicting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.evictions.fetch_add(1, Ordering::AcqRel);
-        match keys {
-            Some(keys) => {
-                for key in keys {
-                    self.users.remove(&key);
-                }
-            }
-            None => self.users.clear(),
-        }
-        self.evictions.fetch_add(1, Ordering::AcqRel);
-    }
-}
-
 /// The hub. Cheap to share behind an `Arc`.
 pub struct Hub {
     store: Arc<dyn Store>,
@@ -260,7 +93,7 @@ pub struct Hub {
     queue_bytes: usize,
     max_cached_users: usize,
     /// Not stored: each replica reads them from its own policy file.
-    tool_actions: RwLock<Arc<ToolActionLists>>,
+    tool_actions: ArcSwap<ToolActionLists>,
     started: Instant,
     health: watch::Sender<HubHealth>,
 }
@@ -302,7 +135,7 @@ impl Hub {
             queue_size: queue_size.max(1),
             queue_bytes: usize::MAX,
             max_cached_users: max_cached_users.max(1),
-            tool_actions: RwLock::default(),
+            tool_actions: ArcSwap::default(),
             started: Instant::now(),
             health: watch::Sender::new(HubHealth::default()),
         }
@@ -333,7 +166,7 @@ impl Hub {
         let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
         let team = Arc::new(Team {
             published: AtomicU64::new(revision),
-            admin: RwLock::new(Arc::new(admin)),
+            admin: ArcSwap::from_pointee(admin),
             users: DashMap::new(),
             evictions: AtomicU64::new(0),
             evicting: std::sync::Mutex::new(()),
@@ -355,22 +188,14 @@ impl Hub {
     /// The team's admin settings, from the cache.
     pub async fn admin(&self, team_id: &str) -> Result<Arc<CachedAdmin>, HubError> {
         let team = self.team(team_id).await?;
-        Ok(team
-            .admin
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone())
+        Ok(team.admin.load_full())
     }
 
     /// The user's effective policy, from the cache (loading on a miss).
     pub async fn effective(&self, team_id: &str, user_id: &str) -> Result<Effective, HubError> {
         let team = self.team(team_id).await?;
         let revision = team.published.load(Ordering::Acquire);
-        let admin = team
-            .admin
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let admin = team.admin.load_full();
         let cached = team.users.get(user_id).map(|u| u.clone());
         let user = match cached {
             Some(user) => user,
@@ -411,19 +236,13 @@ impl Hub {
 
     /// The policy file's `tool.action` lists in force.
     pub fn tool_actions(&self) -> Arc<ToolActionLists> {
-        self.tool_actions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.tool_actions.load_full()
     }
 
     /// Replaces the `tool.action` lists. They carry no team revision, so every
     /// subscriber of every team is sent a fresh snapshot.
     pub fn set_tool_actions(&self, lists: Arc<ToolActionLists>) {
-        *self
-            .tool_actions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = lists;
+        self.tool_actions.store(lists);
         for team in &self.teams {
             team.resync();
         }
@@ -608,10 +427,7 @@ impl Hub {
         match &change.doc {
             ChangeDoc::Admin { controls } => {
                 let cached = Arc::new(compile_admin(team_id, versioned(change, controls.clone()))?);
-                *team
-                    .admin
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = cached;
+                team.admin.store(cached);
             }
             ChangeDoc::User { user_id, settings } => {
                 let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
@@ -661,10 +477,7 @@ impl Hub {
     async fn reload(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
         let revision = self.store.team_revision(team_id).await?;
         let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
-        *team
-            .admin
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(admin);
+        team.admin.store(Arc::new(admin));
         team.evict(None);
         team.published.store(revision, Ordering::Release);
         Ok(())

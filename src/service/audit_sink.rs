@@ -1,5 +1,5 @@
-//! The DENY audit writer: records go through a bounded queue to one task that writes
-//! them in batches, keeps them through a store outage (in memory and in a spill file
+//! The DENY audit sink the service owns: each denial becomes a bounded record, and
+//! records go through a bounded queue to one task that writes them in batches, keeps them through a store outage (in memory and in a spill file
 //! in the data directory), and is drained within the shutdown grace.
 //!
 //! The spill file holds JSON lines, appended and fsync'd before the writer waits on a
@@ -7,7 +7,10 @@
 //! oldest records not yet written, so a process that dies during an outage loses none:
 //! the next start replays the file, and the file is removed once they are written.
 
+use super::Service;
+use crate::auth::Principal;
 use crate::hub::Hub;
+use crate::policy::{Call, Decision};
 use crate::store::{NewAuditEvent, StoreError};
 use std::collections::VecDeque;
 use std::io::Write as _;
@@ -345,4 +348,82 @@ fn replay(path: &Path) -> VecDeque<NewAuditEvent> {
         info!(path = %path.display(), records = records.len(), "replaying deny audit records a previous run could not write");
     }
     records
+}
+
+impl Service {
+    /// Appends one audit record now, past the DENY queue: for events whose record must
+    /// be in the trail before they take effect (the policy file's reloads).
+    pub async fn record_audit(
+        &self,
+        team: &str,
+        actor: &str,
+        kind: &str,
+        detail: serde_json::Value,
+    ) -> Result<(), super::ServiceError> {
+        let event = NewAuditEvent {
+            team_id: team.to_owned(),
+            revision: 0,
+            actor: actor.to_owned(),
+            kind: kind.to_owned(),
+            detail,
+        };
+        Ok(self.hub.store().append_audit(&[event]).await?)
+    }
+
+    /// Queues the DENY record for the audit writer. A full queue makes the caller
+    /// wait for room rather than lose the record: a flood of denials is slowed to
+    /// what the store can write.
+    pub(super) async fn audit_deny(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        revision: u64,
+        call: &Call,
+        d: &Decision,
+    ) {
+        let event = NewAuditEvent {
+            team_id: team.to_owned(),
+            revision,
+            actor: p.name.clone(),
+            kind: "decision_denied".into(),
+            detail: deny_detail(user, call, d),
+        };
+        self.audit.send(event).await;
+    }
+}
+
+/// The most bytes of a call, and of its decision's message, a DENY record keeps.
+const AUDIT_EXCERPT: usize = 4 * 1024;
+
+/// The detail of a DENY record. A huge call is kept as an excerpt with its length and
+/// SHA-256, so a record's size does not grow with the command.
+pub(super) fn deny_detail(user: &str, call: &Call, d: &Decision) -> serde_json::Value {
+    use sha2::Digest as _;
+    let text = format!("{call:?}");
+    let mut detail = serde_json::json!({
+        "user_id": user,
+        "call": excerpt(&text),
+        "reason": d.reason.as_str(),
+        "matched_entry": d.matched_entry.as_deref(),
+        "message": excerpt(&d.message(call)),
+    });
+    if text.len() > AUDIT_EXCERPT {
+        detail["call_bytes"] = text.len().into();
+        detail["call_sha256"] = hex::encode(sha2::Sha256::digest(text.as_bytes())).into();
+    }
+    detail
+}
+
+/// The first [`AUDIT_EXCERPT`] bytes of `text` (cut at a character boundary), marked
+/// when cut.
+fn excerpt(text: &str) -> String {
+    if text.len() <= AUDIT_EXCERPT {
+        return text.to_owned();
+    }
+    let cut = (0..=AUDIT_EXCERPT)
+        .rev()
+        .find(|&n| text.is_char_boundary(n))
+        .unwrap_or(0);
+    format!("{}…", &text[..cut])
 }

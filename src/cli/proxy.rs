@@ -1,0 +1,96 @@
+//! `toolgate proxy`'s command line: the arguments and the I/O around
+//! `crate::proxy` (logs on stderr, the listener, the upstream chosen).
+
+use super::args::Connection;
+use crate::grpc::client::ClientConfig;
+use crate::proxy;
+use anyhow::Context as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct ProxyArgs {
+    /// The proxied server's id in policy entries (`github` for `github:create_issue`).
+    #[arg(long)]
+    server_id: String,
+    /// stdio mode: the team whose policy applies.
+    #[arg(long, env = "TOOLGATE_TEAM")]
+    team: Option<String>,
+    /// stdio mode: the user whose policy applies.
+    #[arg(long, env = "TOOLGATE_USER")]
+    user: Option<String>,
+    /// Serve Streamable HTTP at this address (path /mcp) instead of stdio.
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// HTTP mode: TOML or YAML file listing the users' bearer tokens (`tokens: [{name,
+    /// sha256, role: member, team, user}]`).
+    #[arg(long)]
+    clients: Option<PathBuf>,
+    /// The upstream's Streamable HTTP URL, instead of a command.
+    #[arg(long, conflicts_with = "command")]
+    upstream_url: Option<String>,
+    /// Keep showing the last known tools this long while toolgate is unreachable.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    max_staleness: Duration,
+    /// The upstream command and its arguments, after `--`.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+/// Runs the proxy until its stdio client leaves or, over HTTP, until `shutdown`.
+pub async fn run_proxy(
+    connection: &Connection,
+    args: ProxyArgs,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    // stdout may be the MCP stream: logs go to stderr only
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .try_init();
+    let upstream = match (args.upstream_url, args.command.is_empty()) {
+        (Some(url), _) => proxy::Target::Url(url),
+        (None, false) => proxy::Target::Command(args.command),
+        (None, true) => {
+            anyhow::bail!("no upstream: give its command after `--` or --upstream-url URL")
+        }
+    };
+    let config = proxy::ProxyConfig {
+        toolgate: ClientConfig {
+            server: connection.server.clone(),
+            token: connection.token.clone(),
+            token_file: connection.token_file.clone(),
+            deadline: proxy::CALL_DEADLINE,
+            ..ClientConfig::default()
+        },
+        server_id: args.server_id,
+        upstream,
+        who: match (args.team, args.user) {
+            (Some(team), Some(user)) => Some(proxy::Who { team, user }),
+            _ => None,
+        },
+        listen: args.listen,
+        clients: args
+            .clients
+            .as_deref()
+            .map(proxy::ClientTokens::load)
+            .transpose()?,
+        max_staleness: args.max_staleness,
+    };
+    match config.listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            eprintln!(
+                "toolgate proxy: listening on http://{}/mcp",
+                listener.local_addr()?
+            );
+            proxy::run_http(config, listener, shutdown).await?;
+        }
+        None => proxy::run_stdio(config).await?,
+    }
+    Ok(())
+}

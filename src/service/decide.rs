@@ -1,0 +1,152 @@
+//! Decisions: each call of a batch decided against one view of the policy (then by
+//! seed 004's roles when it names an agent; DENYs to the audit trail), and
+//! `tools/list` filtering.
+
+use super::{Service, ServiceError, check_id, own_subject};
+use crate::auth::{Action, Principal, authorize};
+use crate::hub::Effective;
+use crate::policy::roles::{AgentSpec, CallArgs};
+use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError};
+
+impl Service {
+    pub async fn effective(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+    ) -> Result<Effective, ServiceError> {
+        let (team, user) = own_subject(p, team, user);
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        authorize(p, team, Action::Evaluate(user))?;
+        Ok(self.hub.effective(team, user).await?)
+    }
+
+    /// Decides each call against one view of the policy; DENYs go to the audit trail.
+    pub async fn evaluate(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        calls: &[Call],
+        explain: bool,
+    ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        self.evaluate_as(p, team, user, calls, explain, &AgentSpec::default(), &[])
+            .await
+    }
+
+    /// [`Service::evaluate`] for calls made by `agent` (seed 004), with what each
+    /// call touches (`args[i]` for `calls[i]`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn evaluate_as(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        calls: &[Call],
+        explain: bool,
+        agent: &AgentSpec,
+        args: &[CallArgs],
+    ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        let (team, user) = own_subject(p, team, user);
+        // normalised here too: the audit records below name them
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        if calls.len() > self.limits.max_batch_calls {
+            return Err(ServiceError::invalid(
+                "calls",
+                format!(
+                    "{} calls is more than the limit of {}: split the batch",
+                    calls.len(),
+                    self.limits.max_batch_calls
+                ),
+            ));
+        }
+        for (i, call) in calls.iter().enumerate() {
+            self.check_call_size(calls.len(), i, call)?;
+        }
+        let eff = self.effective(p, team, user).await?;
+        let decide = if explain {
+            policy::explain_in
+        } else {
+            policy::decide_in
+        };
+        let decisions: Vec<Decision> = calls
+            .iter()
+            .map(|c| {
+                decide(
+                    &eff.tool_actions,
+                    &eff.admin.compiled,
+                    &eff.user.compiled,
+                    c,
+                )
+            })
+            .collect();
+        let decisions = self
+            .apply_roles(team, &eff.admin.compiled, agent, calls, args, decisions)
+            .await?;
+        for (call, d) in calls.iter().zip(&decisions) {
+            if d.outcome == Outcome::Deny {
+                self.audit_deny(p, team, user, eff.revision, call, d).await;
+            } else {
+                self.audit_decision(p, team, user, eff.revision, call, d)
+                    .await;
+            }
+        }
+        Ok((decisions, eff.revision))
+    }
+
+    /// A shell command or a path past `limits.max_command_bytes` is refused before
+    /// anything looks at it. The field is `call.…` for one call, `calls[i].…` in a batch.
+    fn check_call_size(&self, calls: usize, i: usize, call: &Call) -> Result<(), ServiceError> {
+        let (kind, text) = match call {
+            Call::Shell(line) => ("shell", line),
+            Call::DeleteFile(path) => ("delete_file", path),
+            _ => return Ok(()),
+        };
+        let max = self.limits.max_command_bytes;
+        if text.len() <= max {
+            return Ok(());
+        }
+        let field = if calls == 1 {
+            format!("call.{kind}")
+        } else {
+            format!("calls[{i}].{kind}")
+        };
+        Err(ServiceError::invalid(
+            &field,
+            format!(
+                "is {} bytes, more than the limit of {max} (limits.max_command_bytes): send a shorter command",
+                text.len()
+            ),
+        ))
+    }
+    pub async fn filter_tools(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        server: &str,
+        tools_json: &str,
+    ) -> Result<(FilteredTools, u64), ServiceError> {
+        let eff = self.effective(p, team, user).await?;
+        let value: serde_json::Value = serde_json::from_str(tools_json).map_err(|e| {
+            ServiceError::invalid(
+                "tools_json",
+                format!("is not JSON ({e}): pass the tools/list result"),
+            )
+        })?;
+        let filtered = policy::filter_tools_in(
+            &eff.tool_actions,
+            &eff.admin.compiled,
+            &eff.user.compiled,
+            server,
+            &value,
+        )
+        .map_err(|e| match e {
+            PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
+            other => ServiceError::entries("", other),
+        })?;
+        Ok((filtered, eff.revision))
+    }
+}

@@ -1,0 +1,164 @@
+//! The watch stream: a snapshot (or the changes after a revision), then every change
+//! that affects the subscriber, with heartbeats and resyncs.
+
+use super::{Service, ServiceError, check_id};
+use crate::auth::{Action, Principal, authorize};
+use crate::hub::{Effective, HubEvent, Published};
+use crate::store::{Change, ChangeDoc, History};
+use futures::Stream;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// One event of a watch stream.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    Snapshot {
+        effective: Effective,
+        resync: bool,
+    },
+    /// A committed change that affects the subscriber: the team's admin settings, or
+    /// the subscriber's own user settings. One `Arc` is shared by every subscriber of
+    /// the team, so a fan-out copies no document.
+    Change(Arc<Published>),
+    Heartbeat {
+        revision: u64,
+    },
+}
+
+impl WatchEvent {
+    /// The team revision the event brings the subscriber to.
+    pub fn revision(&self) -> u64 {
+        match self {
+            Self::Snapshot { effective, .. } => effective.revision,
+            Self::Change(change) => change.revision,
+            Self::Heartbeat { revision } => *revision,
+        }
+    }
+}
+
+impl Service {
+    /// A snapshot (or the changes after `after`), then every change that affects the
+    /// user, with heartbeats; ends with `Unavailable` on shutdown.
+    pub async fn watch(
+        self: &Arc<Self>,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        after: Option<u64>,
+    ) -> Result<impl Stream<Item = Result<WatchEvent, ServiceError>> + use<>, ServiceError> {
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        authorize(p, team, Action::Evaluate(user))?;
+        // subscribe first: whatever commits from here on reaches the receiver
+        let mut rx = self.hub.subscribe(team).await?;
+        let this = self.clone();
+        let (team, user) = (team.to_owned(), user.to_owned());
+        let mut first: Vec<WatchEvent> = Vec::new();
+        let mut seen = match after {
+            Some(after) => match this.history_after(&team, after).await? {
+                History::Truncated => {
+                    let effective = this.hub.effective(&team, &user).await?;
+                    let revision = effective.revision;
+                    first.push(WatchEvent::Snapshot {
+                        effective,
+                        resync: true,
+                    });
+                    revision
+                }
+                History::Changes(changes) => {
+                    let mut seen = after;
+                    for change in changes {
+                        seen = change.revision;
+                        if affects(&user, &change) {
+                            first.push(WatchEvent::Change(Arc::new(Published::new(change))));
+                        }
+                    }
+                    seen.max(after)
+                }
+            },
+            None => {
+                let effective = this.hub.effective(&team, &user).await?;
+                let revision = effective.revision;
+                first.push(WatchEvent::Snapshot {
+                    effective,
+                    resync: false,
+                });
+                revision
+            }
+        };
+        Ok(async_stream::stream! {
+            for event in first {
+                yield Ok(event);
+            }
+            let mut heartbeat = tokio::time::interval(this.heartbeat);
+            heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            heartbeat.tick().await;
+            // made once, not at every turn of the loop: each new one registers with the
+            // token, and a fan-out turns this loop once per subscriber
+            let cancelled = this.shutdown.cancelled();
+            tokio::pin!(cancelled);
+            loop {
+                tokio::select! {
+                    () = &mut cancelled => {
+                        yield Err(ServiceError::Unavailable("server shutting down: reconnect with after_revision".into()));
+                        break;
+                    }
+                    _ = heartbeat.tick() => {
+                        yield Ok(WatchEvent::Heartbeat { revision: seen });
+                    }
+                    received = rx.recv() => match received {
+                        Ok(HubEvent::Change(change)) => {
+                            if change.revision <= seen {
+                                continue;
+                            }
+                            seen = change.revision;
+                            if affects(&user, &change) {
+                                heartbeat.reset();
+                                yield Ok(WatchEvent::Change(change));
+                            }
+                        }
+                        Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            // fell behind the ring (or the hub reloaded): start over from a snapshot
+                            match this.hub.effective(&team, &user).await {
+                                Ok(effective) => {
+                                    seen = effective.revision;
+                                    yield Ok(WatchEvent::Snapshot { effective, resync: true });
+                                }
+                                Err(e) => {
+                                    yield Err(e.into());
+                                    break;
+                                }
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => {
+                            yield Err(ServiceError::Unavailable("change hub closed: reconnect".into()));
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// The changes a watch resumed at `after` missed. A revision the team never
+    /// reached (a client from before a backup restore, or one that made it up) is
+    /// answered like one older than the history: with a resync snapshot. Resuming
+    /// past the head would otherwise skip every change up to that revision, a kill
+    /// switch included.
+    async fn history_after(&self, team: &str, after: u64) -> Result<History, ServiceError> {
+        let store = self.hub.store();
+        if after > store.team_revision(team).await? {
+            return Ok(History::Truncated);
+        }
+        Ok(store.changes_after(team, after, u32::MAX).await?)
+    }
+}
+
+/// Whether a change concerns a subscriber of `user`: every admin change does, a user
+/// change only the user's own.
+fn affects(user: &str, change: &Change) -> bool {
+    match &change.doc {
+        ChangeDoc::Admin { .. } => true,
+        ChangeDoc::User { user_id, .. } => user_id == user,
+    }
+}

@@ -1,0 +1,139 @@
+//! The one classification of database errors, for both backends: what is worth
+//! waiting for (unavailable, read-only), what is damage (corrupt), what is a bug.
+
+use super::StoreError;
+use sqlx::error::DatabaseError as _;
+
+/// How a database error should be treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ErrorClass {
+    /// The database cannot take the request now (unreachable, busy, full, read-only):
+    /// nothing was committed, and trying again later may succeed.
+    Unavailable,
+    /// A record that does not decode, or a file that is not a database.
+    Corrupt,
+    /// The database cannot take writes (a read-only file, directory or mount; a
+    /// PostgreSQL standby): an operator must act, so unavailable, with the reason.
+    ReadOnly,
+    /// Anything else: a bug or a schema mismatch.
+    Other,
+}
+
+/// Sorts an error of either backend; the one place that knows their codes.
+pub(super) fn classify(e: &sqlx::Error) -> ErrorClass {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => ErrorClass::Unavailable,
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => ErrorClass::Corrupt,
+        sqlx::Error::Database(db) => {
+            if let Some(e) = db.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+                sqlite_class(e.code().as_deref().and_then(|c| c.parse().ok()))
+            } else if let Some(e) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                postgres_class(e.code())
+            } else {
+                ErrorClass::Other
+            }
+        }
+        _ => ErrorClass::Other,
+    }
+}
+
+/// SQLite result codes (the primary code is the low byte of an extended one).
+fn sqlite_class(code: Option<i32>) -> ErrorClass {
+    match code.map(|c| c & 0xff) {
+        // BUSY, LOCKED, IOERR, FULL, CANTOPEN, PROTOCOL
+        Some(5 | 6 | 10 | 13 | 14 | 15) => ErrorClass::Unavailable,
+        Some(8) => ErrorClass::ReadOnly,
+        // CORRUPT, NOTADB
+        Some(11 | 26) => ErrorClass::Corrupt,
+        _ => ErrorClass::Other,
+    }
+}
+
+/// PostgreSQL SQLSTATEs.
+fn postgres_class(sqlstate: &str) -> ErrorClass {
+    match sqlstate {
+        "25006" => ErrorClass::ReadOnly,
+        // a serialisation failure or a deadlock: the transaction was rolled back and a
+        // later try may commit
+        "40001" | "40P01" => ErrorClass::Unavailable,
+        // connection exceptions, insufficient resources, the server shutting down
+        s if s.starts_with("08") || s.starts_with("53") || s.starts_with("57P") => {
+            ErrorClass::Unavailable
+        }
+        "XX001" | "XX002" => ErrorClass::Corrupt,
+        _ => ErrorClass::Other,
+    }
+}
+
+/// How a damaged database file is named in the reasons that mention it.
+pub(super) const CORRUPT_FILE: &str = "the database file is damaged";
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        // a database file that SQLite finds damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`):
+        // nothing the client can do, writes are refused until an operator restores it
+        let sqlite = e
+            .as_database_error()
+            .and_then(|db| db.try_downcast_ref::<sqlx::sqlite::SqliteError>())
+            .is_some();
+        match classify(&e) {
+            ErrorClass::Corrupt if sqlite => Self::Unavailable(format!(
+                "{CORRUPT_FILE} ({}): writes are refused; restore it from a backup",
+                e.as_database_error()
+                    .map_or(String::new(), |db| db.message().to_owned())
+            )),
+            ErrorClass::Unavailable => Self::Unavailable(e.to_string()),
+            ErrorClass::ReadOnly => Self::Unavailable(format!(
+                "the database is read-only ({}): make its file, directory and mount writable, or point store.url at the primary",
+                e.as_database_error()
+                    .map_or(String::new(), |db| db.message().to_owned())
+            )),
+            ErrorClass::Corrupt => Self::Corrupt(e.to_string()),
+            ErrorClass::Other => Self::Backend(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_busy_io_readonly_and_full_are_unavailable() {
+        // SQLITE_BUSY, SQLITE_IOERR_WRITE (extended), SQLITE_FULL
+        for code in [5, 778, 13] {
+            assert_eq!(sqlite_class(Some(code)), ErrorClass::Unavailable, "{code}");
+        }
+        assert_eq!(sqlite_class(Some(8)), ErrorClass::ReadOnly);
+        assert_eq!(sqlite_class(Some(11)), ErrorClass::Corrupt);
+        // SQLITE_CONSTRAINT_UNIQUE
+        assert_eq!(sqlite_class(Some(2067)), ErrorClass::Other);
+    }
+
+    #[test]
+    fn postgres_connection_standby_and_shutdown_are_unavailable() {
+        assert_eq!(postgres_class("25006"), ErrorClass::ReadOnly);
+        for state in ["08006", "40001", "53100", "57P01"] {
+            assert_eq!(postgres_class(state), ErrorClass::Unavailable, "{state}");
+        }
+        assert_eq!(postgres_class("XX001"), ErrorClass::Corrupt);
+        assert_eq!(postgres_class("23505"), ErrorClass::Other);
+    }
+
+    #[test]
+    fn lost_connections_are_unavailable() {
+        assert_eq!(
+            classify(&sqlx::Error::PoolTimedOut),
+            ErrorClass::Unavailable
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert!(matches!(
+            StoreError::from(sqlx::Error::Io(io)),
+            StoreError::Unavailable(_)
+        ));
+    }
+}

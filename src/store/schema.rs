@@ -1,0 +1,83 @@
+//! The schema, once for both dialects, and the migrations a database still needs.
+
+use super::StoreError;
+
+/// The schema, for every dialect: `{int}` is the dialect's 64-bit integer and `{id}`
+/// its auto-incrementing key. Entry `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    r"
+CREATE TABLE teams (
+    team_id TEXT PRIMARY KEY,
+    revision {int} NOT NULL,
+    history_floor {int} NOT NULL DEFAULT 0
+);
+CREATE TABLE admin_settings (
+    team_id TEXT PRIMARY KEY,
+    doc TEXT NOT NULL,
+    revision {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    updated_by TEXT NOT NULL
+);
+CREATE TABLE user_settings (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    revision {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    updated_by TEXT NOT NULL,
+    PRIMARY KEY (team_id, user_id)
+);
+CREATE TABLE changes (
+    team_id TEXT NOT NULL,
+    revision {int} NOT NULL,
+    doc TEXT NOT NULL,
+    at {int} NOT NULL,
+    actor TEXT NOT NULL,
+    PRIMARY KEY (team_id, revision)
+);
+CREATE TABLE audit (
+    {id},
+    team_id TEXT NOT NULL,
+    revision {int} NOT NULL,
+    actor TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    at {int} NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX audit_team_id ON audit (team_id, id);
+",
+    // seed 004's per-session quotas, counted where every replica sees them
+    r"
+CREATE TABLE session_quotas (
+    team_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    used {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    PRIMARY KEY (team_id, session_id, operation)
+);
+",
+];
+
+/// The migrations a schema at `version` still needs, each with the version it sets,
+/// in a dialect's words; an error if the schema is newer than this build.
+pub(super) fn pending_migrations(
+    version: usize,
+    int: &str,
+    id: &str,
+) -> Result<Vec<(usize, String)>, StoreError> {
+    if version > MIGRATIONS.len() {
+        return Err(StoreError::Corrupt(format!(
+            "database schema version {version} is newer than this toolgate knows ({}); upgrade toolgate",
+            MIGRATIONS.len()
+        )));
+    }
+    Ok((version..MIGRATIONS.len())
+        .map(|i| {
+            (
+                i + 1,
+                MIGRATIONS[i].replace("{int}", int).replace("{id}", id),
+            )
+        })
+        .collect())
+}

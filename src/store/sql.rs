@@ -1,0 +1,490 @@
+//! The SQL store both backends share: one set of statements (written with `$N`
+//! placeholders, which SQLite reads too) and one row mapping, over the one schema
+//! (`schema.rs`) with one classification of database errors (`errors.rs`). A
+//! [`Backend`] supplies only what differs: connections, transactions, migrations and
+//! cross-replica notices.
+
+use super::rows::{audit_event, change, versioned};
+use super::{
+    AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
+    NewAuditEvent, NoticeStream, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
+};
+use crate::policy::{AdminControls, UserSettings};
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use sqlx::pool::PoolConnection;
+use sqlx::{
+    ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Transaction,
+    Type,
+};
+
+/// What differs between the backends.
+#[async_trait]
+pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
+    type Db: Database;
+
+    /// The statement that opens a write transaction; it takes the backend's write lock
+    /// where it has one.
+    const BEGIN_WRITE: &'static str;
+
+    /// A connection for a write transaction.
+    async fn write_connection(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
+
+    /// Fails while writes cannot be trusted to last (e.g. the database file is no
+    /// longer the one opened): asked before each write and before a committed write is
+    /// acknowledged.
+    fn writable(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// See [`Store::check`].
+    async fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Told of every write that failed (a conflict excepted), before it is answered.
+    fn write_failed(&self, _error: &StoreError) {}
+
+    /// A connection for single statements that only read.
+    async fn read(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
+
+    /// A read-only transaction whose statements all see one snapshot.
+    async fn begin_snapshot(&self) -> Result<Transaction<'static, Self::Db>, StoreError>;
+
+    /// Called inside a write transaction just before it commits.
+    async fn announce(
+        &self,
+        _tx: &mut <Self::Db as Database>::Connection,
+        _team_id: &str,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// See [`Store::notices`].
+    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// A [`Store`] over a SQL [`Backend`].
+#[derive(Debug, Clone)]
+pub struct SqlStore<B> {
+    pub(super) backend: B,
+    /// How many changes per team the change history keeps.
+    pub(super) history_limit: u64,
+}
+
+/// Where a document lives.
+#[derive(Clone, Copy)]
+enum DocKey<'a> {
+    Admin,
+    User(&'a str),
+}
+
+const INSERT_AUDIT: &str = "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
+     VALUES ($1, $2, $3, $4, $5, $6)";
+
+impl<B: Backend> SqlStore<B>
+where
+    for<'e> &'e mut <B::Db as Database>::Connection: Executor<'e, Database = B::Db>,
+    for<'q> <B::Db as Database>::Arguments<'q>: IntoArguments<'q, B::Db>,
+    for<'r> &'r str:
+        ColumnIndex<<B::Db as Database>::Row> + Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> i64: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> String: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> Option<&'r str>: Encode<'r, B::Db>,
+    Option<i64>: for<'r> Encode<'r, B::Db>,
+    usize: ColumnIndex<<B::Db as Database>::Row>,
+{
+    /// The connection for a write, once the backend trusts writes to last.
+    async fn begin_write(&self) -> Result<PoolConnection<B::Db>, StoreError> {
+        self.backend.writable()?;
+        self.backend.write_connection().await
+    }
+
+    /// After a write transaction: a connection whose transaction failed is closed, not
+    /// reused (after a failed commit it may still be inside it); a write that
+    /// committed is acknowledged only if the backend still trusts it to last.
+    fn end_write<T>(
+        &self,
+        mut conn: PoolConnection<B::Db>,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Err(e) = &result
+            && !matches!(e, StoreError::Conflict { .. })
+        {
+            conn.close_on_drop();
+            self.backend.write_failed(e);
+        }
+        let value = result?;
+        self.backend.writable()?;
+        Ok(value)
+    }
+
+    /// Writes one document: allocates the team's next revision, checks `expected`,
+    /// and records the change and its audit event, all in one transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_doc(
+        &self,
+        conn: &mut <B::Db as Database>::Connection,
+        team_id: &str,
+        key: DocKey<'_>,
+        doc_json: String,
+        change: ChangeDoc,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<(u64, i64), StoreError> {
+        let now = now_ms();
+        let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
+        // allocating first locks the team's row: it serialises every writer of the team,
+        // on every replica, and the reads after it see the previous writer's commit
+        let revision: i64 = sqlx::query_scalar(
+            "INSERT INTO teams (team_id, revision) VALUES ($1, 1)
+             ON CONFLICT (team_id) DO UPDATE SET revision = teams.revision + 1
+             RETURNING revision",
+        )
+        .bind(team_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let current: Option<i64> = match key {
+            DocKey::Admin => {
+                sqlx::query_scalar("SELECT revision FROM admin_settings WHERE team_id = $1")
+                    .bind(team_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+            }
+            DocKey::User(user_id) => {
+                sqlx::query_scalar(
+                    "SELECT revision FROM user_settings WHERE team_id = $1 AND user_id = $2",
+                )
+                .bind(team_id)
+                .bind(user_id)
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+        };
+        let actual = current.map_or(0, to_u64);
+        if let Some(expected) = expected
+            && expected != actual
+        {
+            // dropping the transaction rolls back the revision allocated above
+            return Err(StoreError::Conflict { expected, actual });
+        }
+        let (upsert, audit_kind) = match key {
+            DocKey::Admin => (
+                sqlx::query(
+                    "INSERT INTO admin_settings (team_id, doc, revision, updated_at, updated_by)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (team_id) DO UPDATE SET doc = excluded.doc,
+                       revision = excluded.revision, updated_at = excluded.updated_at,
+                       updated_by = excluded.updated_by",
+                ),
+                AUDIT_ADMIN_UPDATED,
+            ),
+            DocKey::User(_) => (
+                sqlx::query(
+                    "INSERT INTO user_settings (team_id, doc, revision, updated_at, updated_by, user_id)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (team_id, user_id) DO UPDATE SET doc = excluded.doc,
+                       revision = excluded.revision, updated_at = excluded.updated_at,
+                       updated_by = excluded.updated_by",
+                ),
+                AUDIT_USER_UPDATED,
+            ),
+        };
+        let mut upsert = upsert
+            .bind(team_id)
+            .bind(&doc_json)
+            .bind(revision)
+            .bind(now)
+            .bind(actor);
+        if let DocKey::User(user_id) = key {
+            upsert = upsert.bind(user_id);
+        }
+        upsert.execute(&mut *tx).await?;
+        let change_json = to_json(&change)?;
+        sqlx::query(
+            "INSERT INTO changes (team_id, revision, doc, at, actor) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(team_id)
+        .bind(revision)
+        .bind(&change_json)
+        .bind(now)
+        .bind(actor)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(INSERT_AUDIT)
+            .bind(team_id)
+            .bind(revision)
+            .bind(actor)
+            .bind(audit_kind)
+            .bind(now)
+            .bind(&change_json)
+            .execute(&mut *tx)
+            .await?;
+        // keep the newest `history_limit` changes; the floor tells resumers what is gone
+        let floor = revision - to_i64(self.history_limit);
+        if floor > 0 {
+            sqlx::query("DELETE FROM changes WHERE team_id = $1 AND revision <= $2")
+                .bind(team_id)
+                .bind(floor)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("UPDATE teams SET history_floor = $1 WHERE team_id = $2")
+                .bind(floor)
+                .bind(team_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        self.backend.announce(&mut *tx, team_id).await?;
+        tx.commit().await?;
+        Ok((to_u64(revision), now))
+    }
+
+    async fn read_doc<T: DeserializeOwned + Default>(
+        &self,
+        team_id: &str,
+        key: DocKey<'_>,
+    ) -> Result<Versioned<T>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let row = match key {
+            DocKey::Admin => {
+                sqlx::query(
+                    "SELECT doc, revision, updated_at, updated_by FROM admin_settings
+                     WHERE team_id = $1",
+                )
+                .bind(team_id)
+                .fetch_optional(&mut *conn)
+                .await?
+            }
+            DocKey::User(user_id) => {
+                sqlx::query(
+                    "SELECT doc, revision, updated_at, updated_by FROM user_settings
+                     WHERE team_id = $1 AND user_id = $2",
+                )
+                .bind(team_id)
+                .bind(user_id)
+                .fetch_optional(&mut *conn)
+                .await?
+            }
+        };
+        let what = match key {
+            DocKey::Admin => "admin settings",
+            DocKey::User(_) => "user settings",
+        };
+        versioned(what, row)
+    }
+
+    async fn put<T: serde::Serialize + Clone>(
+        &self,
+        team_id: &str,
+        key: DocKey<'_>,
+        doc: &T,
+        change: ChangeDoc,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<T>, StoreError> {
+        let doc_json = to_json(doc)?;
+        let mut conn = self.begin_write().await?;
+        let result = self
+            .write_doc(&mut conn, team_id, key, doc_json, change, expected, actor)
+            .await;
+        let (revision, at) = self.end_write(conn, result)?;
+        Ok(Versioned {
+            doc: doc.clone(),
+            revision,
+            updated_at_ms: at,
+            updated_by: actor.to_owned(),
+        })
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Store for SqlStore<B>
+where
+    for<'e> &'e mut <B::Db as Database>::Connection: Executor<'e, Database = B::Db>,
+    for<'q> <B::Db as Database>::Arguments<'q>: IntoArguments<'q, B::Db>,
+    for<'r> &'r str:
+        ColumnIndex<<B::Db as Database>::Row> + Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> i64: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> String: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> Option<&'r str>: Encode<'r, B::Db>,
+    Option<i64>: for<'r> Encode<'r, B::Db>,
+    usize: ColumnIndex<<B::Db as Database>::Row>,
+{
+    async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let rev: Option<i64> = sqlx::query_scalar("SELECT revision FROM teams WHERE team_id = $1")
+            .bind(team_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+        Ok(rev.map_or(0, to_u64))
+    }
+
+    async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
+        self.read_doc(team_id, DocKey::Admin).await
+    }
+
+    async fn put_admin(
+        &self,
+        team_id: &str,
+        controls: &AdminControls,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<AdminControls>, StoreError> {
+        let change = ChangeDoc::Admin {
+            controls: controls.clone(),
+        };
+        self.put(team_id, DocKey::Admin, controls, change, expected, actor)
+            .await
+    }
+
+    async fn get_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
+        self.read_doc(team_id, DocKey::User(user_id)).await
+    }
+
+    async fn put_user(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        settings: &UserSettings,
+        expected: Option<u64>,
+        actor: &str,
+    ) -> Result<Versioned<UserSettings>, StoreError> {
+        let change = ChangeDoc::User {
+            user_id: user_id.to_owned(),
+            settings: settings.clone(),
+        };
+        let key = DocKey::User(user_id);
+        self.put(team_id, key, settings, change, expected, actor)
+            .await
+    }
+
+    async fn changes_after(
+        &self,
+        team_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<History, StoreError> {
+        // one snapshot, so the floor and the rows agree
+        let mut tx = self.backend.begin_snapshot().await?;
+        let floor: Option<i64> =
+            sqlx::query_scalar("SELECT history_floor FROM teams WHERE team_id = $1")
+                .bind(team_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if to_i64(after) < floor.unwrap_or(0) {
+            return Ok(History::Truncated);
+        }
+        let rows = sqlx::query(
+            "SELECT revision, doc, at, actor FROM changes
+             WHERE team_id = $1 AND revision > $2 ORDER BY revision LIMIT $3",
+        )
+        .bind(team_id)
+        .bind(to_i64(after))
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let changes = rows
+            .iter()
+            .map(|row| change(team_id, row))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(History::Changes(changes))
+    }
+
+    async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.begin_write().await?;
+        let result = async {
+            let now = now_ms();
+            let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
+            for e in events {
+                sqlx::query(INSERT_AUDIT)
+                    .bind(&e.team_id)
+                    .bind(to_i64(e.revision))
+                    .bind(&e.actor)
+                    .bind(&e.kind)
+                    .bind(now)
+                    .bind(e.detail.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .await;
+        self.end_write(conn, result)
+    }
+
+    async fn consume_quota(
+        &self,
+        team_id: &str,
+        session_id: &str,
+        operation: &str,
+        max: u64,
+    ) -> Result<bool, StoreError> {
+        if max == 0 {
+            return Ok(false);
+        }
+        let mut conn = self.begin_write().await?;
+        let result = async {
+            // one statement: the count and the test cannot be split by another writer or
+            // replica, so two calls cannot both pass the last unit of a quota
+            let row = sqlx::query(
+                "INSERT INTO session_quotas (team_id, session_id, operation, used, updated_at)
+                 VALUES ($1, $2, $3, 1, $4)
+                 ON CONFLICT (team_id, session_id, operation) DO UPDATE
+                 SET used = session_quotas.used + 1, updated_at = excluded.updated_at
+                 WHERE session_quotas.used < $5
+                 RETURNING used",
+            )
+            .bind(team_id)
+            .bind(session_id)
+            .bind(operation)
+            .bind(now_ms())
+            .bind(to_i64(max))
+            .fetch_optional(&mut *conn)
+            .await?;
+            Ok(row.is_some())
+        }
+        .await;
+        self.end_write(conn, result)
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        // CAST gives PostgreSQL the parameter's type; SQLite reads it as a no-op
+        let rows = sqlx::query(
+            "SELECT id, team_id, revision, actor, kind, at, detail FROM audit
+             WHERE id > $1 AND (CAST($2 AS TEXT) IS NULL OR team_id = $2)
+               AND (CAST($3 AS TEXT) IS NULL OR kind = $3)
+               AND (CAST($4 AS TEXT) IS NULL OR actor = $4)
+               AND (CAST($6 AS BIGINT) IS NULL OR at >= $6)
+             ORDER BY id LIMIT $5",
+        )
+        .bind(to_i64(filter.after_id))
+        .bind(filter.team_id.as_deref())
+        .bind(filter.kind.as_deref())
+        .bind(filter.actor.as_deref())
+        .bind(i64::from(filter.limit))
+        .bind(filter.since_ms)
+        .fetch_all(&mut *conn)
+        .await?;
+        rows.iter().map(audit_event).collect()
+    }
+
+    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
+        self.backend.notices().await
+    }
+
+    async fn check(&self) -> Result<(), StoreError> {
+        self.backend.check().await
+    }
+}
