@@ -141,6 +141,9 @@ async fn sqlite_file_deleted_refuses_writes_until_put_back() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_checked(dir.path()).await;
     let mut acked = vec![(write(&server, "a:1").await.unwrap(), "a:1".to_owned())];
+    // alice's settings in memory: the promise is that decisions made from memory keep
+    // serving (a user never seen needs the store)
+    assert_eq!(decide(&server).await.revision, 1);
     let db = db_path(dir.path());
     // a hard link keeps the inode, to put the very file back afterwards
     let kept = dir.path().join("kept.db");

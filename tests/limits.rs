@@ -421,7 +421,9 @@ fn wait_log(
 /// (the real binary, whose process ends when `run` returns).
 #[tokio::test]
 async fn queued_deny_records_are_written_at_a_clean_stop() {
-    const DENIALS: usize = 2_000;
+    // few enough to write well within the grace on a loaded machine: what is tested is
+    // that the drain wakes the writer from its backoff
+    const DENIALS: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let yaml = binary_config(dir.path());
