@@ -8,6 +8,10 @@
 //! nine allowed commands against 10 and 1,000 allowed and blocked prefixes, the
 //! reader alone on that line, and a 1 MB line against 1,000 prefixes.
 //!
+//! Then seed 004's restrictions (`policy::roles::evaluate`): a path checked against
+//! 10 and 1,000 allowed directories and forbidden-file globs, and a URL against 10
+//! and 1,000 allowed hosts and endpoints (roles only: `-- roles`).
+//!
 //! `cargo bench --bench decision` (smoke run: `cargo bench --bench decision -- --test`;
 //! shell decisions only: `cargo bench --bench decision -- shell`)
 //!
@@ -29,7 +33,7 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 use toolgate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, Outcome, Reason, Side,
-    UserSettings, decide, parse_command_line, reference_first_match,
+    UserSettings, decide, parse_command_line, reference_first_match, roles,
 };
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];
@@ -451,6 +455,121 @@ fn bench_shell(c: &mut Criterion) {
     g.finish();
 }
 
+const ROLE_SIZES: [usize; 2] = [10, 1_000];
+const ROLE_IDS: [&str; 8] = [
+    "roles_path/10/allowed",
+    "roles_path/10/forbidden",
+    "roles_path/1000/allowed",
+    "roles_path/1000/forbidden",
+    "roles_host/10/allowed",
+    "roles_host/10/denied",
+    "roles_host/1000/allowed",
+    "roles_host/1000/denied",
+];
+
+/// A roles document whose one context restricts paths (`n` directories, `n`
+/// forbidden-file globs) and hosts (`n` hosts, `n` endpoints).
+fn roles_document(n: usize) -> roles::CompiledRoles {
+    let list = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>();
+    let doc = serde_json::json!({
+        "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["FILE_READ", "NETWORK_REQUEST"]}},
+        "allowLists": {"a": {"agentId": "A", "contexts": {"DEV": {
+            "allowedTools": {"SYSTEM_OPERATIONS": ["FILE_READ", "NETWORK_REQUEST"]},
+            "restrictions": {
+                "allowedDirectories": list(&|i| format!("src/module{i}/")),
+                "forbiddenFiles": list(&|i| format!("*.secret{i}")),
+                "allowedNetworkHosts": list(&|i| format!("host{i}.example.com")),
+                "allowedEndpoints": list(&|i| format!("host{i}.example.com:*"))
+            }
+        }}}}
+    });
+    roles::compile_roles(&serde_json::from_value(doc).unwrap()).unwrap()
+}
+
+fn bench_roles(c: &mut Criterion) {
+    let mut g = c.benchmark_group("decision");
+    g.warm_up_time(Duration::from_secs(1))
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(2));
+    for n in ROLE_SIZES {
+        let compiled = roles_document(n);
+        let last = n - 1;
+        let cases = [
+            (
+                "roles_path",
+                "allowed",
+                "FILE_READ",
+                roles::Touches {
+                    paths: vec![format!("src/module{last}/deep/lib.rs")],
+                    ..roles::Touches::default()
+                },
+                true,
+            ),
+            (
+                "roles_path",
+                "forbidden",
+                "FILE_READ",
+                roles::Touches {
+                    paths: vec![format!("src/module{last}/x.secret{last}")],
+                    ..roles::Touches::default()
+                },
+                false,
+            ),
+            (
+                "roles_host",
+                "allowed",
+                "NETWORK_REQUEST",
+                roles::Touches {
+                    targets: vec![format!("https://host{last}.example.com:8443/v1/x")],
+                    ..roles::Touches::default()
+                },
+                true,
+            ),
+            (
+                "roles_host",
+                "denied",
+                "NETWORK_REQUEST",
+                roles::Touches {
+                    targets: vec!["https://evil.example.net/".to_owned()],
+                    ..roles::Touches::default()
+                },
+                false,
+            ),
+        ];
+        for (kind, case, operation, touches, allowed) in &cases {
+            let call = roles::RoleCall {
+                agent: roles::Agent {
+                    id: Some("A"),
+                    context: Some("DEV"),
+                    ..roles::Agent::default()
+                },
+                operation,
+                cwd: Some("/home/dev/proj"),
+                touches,
+            };
+            let verdict = roles::evaluate(&compiled, &call);
+            assert_eq!(
+                matches!(verdict, roles::RoleVerdict::Allow { .. }),
+                *allowed,
+                "{kind}/{n}/{case}: {verdict:?}"
+            );
+            g.bench_function(BenchmarkId::new(format!("{kind}/{n}"), case), |b| {
+                b.iter(|| roles::evaluate(black_box(&compiled), black_box(&call)))
+            });
+        }
+    }
+    g.finish();
+}
+
+/// Whether the command line's filters all name `word`'s benchmarks.
+fn only(word: &str) -> bool {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    !filters.is_empty() && filters.iter().all(|f| f.contains(word))
+}
+
 /// Whether the command line's filters all name shell benchmarks, so the MCP lists
 /// (whose set-up takes minutes at 100,000 entries) need not be built.
 fn only_shell() -> bool {
@@ -500,8 +619,11 @@ fn median_ns(home: &std::path::Path, id: &str, since: SystemTime) -> Option<f64>
 fn main() {
     let started = SystemTime::now();
     let mut c = Criterion::default().configure_from_args();
-    bench_shell(&mut c);
-    if !only_shell() {
+    if !only("roles") {
+        bench_shell(&mut c);
+    }
+    bench_roles(&mut c);
+    if !only_shell() && !only("roles") {
         for n in SIZES {
             bench_size(&mut c, n);
         }
@@ -520,7 +642,7 @@ fn main() {
             }
         }
     }
-    for id in SHELL_IDS {
+    for id in SHELL_IDS.iter().chain(&ROLE_IDS) {
         let value = median_ns(&home, id, started)
             .map_or_else(|| "null".to_owned(), |ns| format!("{ns:.1}"));
         figures.push(format!("\"{id}\":{value}"));

@@ -183,6 +183,7 @@ impl Caller {
                     user_id: "alice".into(),
                     call: Some(mcp("jira", "create_ticket")),
                     explain: false,
+                    agent: None,
                 })
                 .await
                 .is_ok_and(|r| r.get_ref().outcome == pb::Outcome::Allow as i32),
@@ -360,6 +361,7 @@ fn batch_request(n: usize) -> pb::EvaluateBatchRequest {
             })
             .collect(),
         explain: false,
+        agent: None,
     }
 }
 

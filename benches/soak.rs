@@ -150,6 +150,7 @@ async fn decider(addr: String, teams: usize, stop: Arc<AtomicBool>, counters: Ar
                 user_id: format!("u{}", i % 500),
                 calls,
                 explain: false,
+                agent: None,
             })
             .await
             .expect("decision");

@@ -36,6 +36,25 @@ pub struct Config {
     /// A YAML file of file-managed policy (team admin settings, seed 000's
     /// `tool.action` lists), applied at start and reloaded when it changes.
     pub policy_file: Option<PathBuf>,
+    pub audit: AuditConfig,
+}
+
+/// Which decisions the audit trail records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionLog {
+    /// DENYs only.
+    #[default]
+    Deny,
+    /// Every decision (seed 004's "audit every check"): ALLOW and ASK as
+    /// `decision_made`.
+    All,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    pub decisions: DecisionLog,
 }
 
 impl Default for Config {
@@ -54,6 +73,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             shutdown_grace_secs: 10,
             policy_file: None,
+            audit: AuditConfig::default(),
         }
     }
 }

@@ -27,7 +27,7 @@
 
 use crate::policy::{
     AdminControls, CompiledAdmin, EntryProblem, PolicyError, Rule, ToolActionList, ToolActionLists,
-    default_browser_server_ids,
+    default_browser_server_ids, roles::RolesDocument,
 };
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -194,7 +194,7 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
 }
 
 /// One team's policy as kept in git.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TeamPolicy {
     pub team: String,
@@ -205,6 +205,26 @@ pub struct TeamPolicy {
     pub revision: Option<u64>,
     #[serde(default)]
     pub auto_run_controls: AdminControls,
+}
+
+/// The JSON Schemas of the policy documents, generated from their types, by the
+/// file name they are published under in `schemas/`.
+pub fn json_schemas() -> Vec<(&'static str, String)> {
+    let pretty = |s: schemars::Schema| {
+        let mut text = serde_json::to_string_pretty(&s).unwrap_or_default();
+        text.push('\n');
+        text
+    };
+    vec![
+        (
+            "roles.schema.json",
+            pretty(schemars::schema_for!(RolesDocument)),
+        ),
+        (
+            "team-policy.schema.json",
+            pretty(schemars::schema_for!(TeamPolicy)),
+        ),
+    ]
 }
 
 /// The server's policy file: teams whose admin settings it manages, and seed 000's

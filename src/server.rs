@@ -135,6 +135,7 @@ impl App {
             shutdown.clone(),
             Some(config.data_dir.join(crate::service::SPILL_FILE)),
         ));
+        service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         let policy_file = match &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
             // see the teams it manages in their stored state

@@ -52,6 +52,7 @@ async fn decide(server: &TestServer) -> pb::Decision {
             user_id: "alice".into(),
             call: Some(mcp("jira", "create")),
             explain: false,
+            agent: None,
         })
         .await
         .expect("decisions keep serving")
@@ -460,6 +461,17 @@ mod flaky {
         async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
             self.inner.list_audit(filter).await
         }
+        async fn consume_quota(
+            &self,
+            team_id: &str,
+            session_id: &str,
+            operation: &str,
+            max: u64,
+        ) -> Result<bool, StoreError> {
+            self.inner
+                .consume_quota(team_id, session_id, operation, max)
+                .await
+        }
     }
 }
 
@@ -535,6 +547,7 @@ impl TestClient {
                 user_id: "alice".into(),
                 call: Some(mcp("jira", "create")),
                 explain: false,
+                agent: None,
             })
             .await
             .expect("decisions keep serving")

@@ -239,6 +239,7 @@ async fn ids_are_nfc_without_invisible_characters() {
                 user_id: user.into(),
                 call: Some(mcp("jira", "get_issue")),
                 explain: false,
+                agent: None,
             })
             .await
             .unwrap_err();

@@ -236,3 +236,55 @@ async fn export_prints_the_effective_policy_with_warnings() {
     assert!(stderr.contains("exported policy revision 2"), "{stderr}");
     server.stop().await;
 }
+
+/// Inside a subagent, Claude Code's `agent_type` is its seed 004 role: the roles
+/// decide with the call's `file_path`; the same call outside a subagent is decided
+/// as before roles.
+#[tokio::test]
+async fn a_claude_code_subagent_is_decided_by_its_role() {
+    let (server, _dir) = start().await;
+    policy(&server).await;
+    let mut controls = pb::AutoRunControls {
+        enabled: true,
+        mcp_tool_allowlist: vec!["builtin:Read".into()],
+        ..Default::default()
+    };
+    controls.roles_json = serde_json::json!({
+        "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["FILE_READ"]}},
+        "agentRoles": {"Explore": {}},
+        "allowLists": {"explore": {"roleId": "Explore", "contexts": {"default": {
+            "allowedTools": {"SYSTEM_OPERATIONS": ["FILE_READ"]},
+            "restrictions": {"forbiddenFiles": ["*.pem"]}
+        }}}},
+        "defaultContext": "default"
+    })
+    .to_string();
+    server.set_controls(controls).await;
+    let up = format!("http://{}", server.addr);
+    let payload = |subagent: bool| {
+        let mut v = serde_json::json!({
+            "session_id": "s1", "cwd": "/home/dev/proj", "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": "/home/dev/proj/deploy/key.pem"}
+        });
+        if subagent {
+            v["agent_id"] = "a7f3c".into();
+            v["agent_type"] = "Explore".into();
+        }
+        serde_json::to_vec(&v).unwrap()
+    };
+    let out = hook(&up, "alice-token", "claude-code", &[], payload(true)).await;
+    assert_eq!(out.exit, 0, "{}", out.stderr);
+    let answer: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("matches forbiddenFiles *.pem"),
+        "{answer}"
+    );
+    let out = hook(&up, "alice-token", "claude-code", &[], payload(false)).await;
+    let answer: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow");
+    server.stop().await;
+}

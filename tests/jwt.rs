@@ -84,6 +84,7 @@ async fn evaluate(server: &TestServer, token: &str, user: &str) -> Result<(), to
             user_id: user.into(),
             call: Some(mcp("github", "get_issue")),
             explain: false,
+            agent: None,
         })
         .await
         .map(drop)

@@ -16,6 +16,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 fn shell(line: String) -> pb::ToolCall {
     pb::ToolCall {
         kind: Some(pb::tool_call::Kind::Shell(line)),
+        arguments: None,
     }
 }
 
@@ -25,6 +26,7 @@ fn evaluate(call: pb::ToolCall) -> pb::EvaluateRequest {
         user_id: "alice".into(),
         call: Some(call),
         explain: false,
+        agent: None,
     }
 }
 
@@ -62,6 +64,7 @@ async fn command_past_the_limit_is_invalid_argument_naming_field_and_limit() {
             user_id: "alice".into(),
             calls: vec![mcp("a", "b"), shell("y".repeat(2_000))],
             explain: false,
+            agent: None,
         })
         .await
         .unwrap_err();
@@ -317,6 +320,7 @@ async fn deny(addr: &str, n: usize) {
                 user_id: "alice".into(),
                 calls: vec![mcp("jira", "create"); k],
                 explain: false,
+                agent: None,
             })
             .await
             .unwrap()

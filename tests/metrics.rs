@@ -108,6 +108,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
                 user_id: "alice".into(),
                 call: Some(mcp("github", tool)),
                 explain: false,
+                agent: None,
             })
             .await
             .unwrap()
@@ -120,6 +121,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
             user_id: "alice".into(),
             call: Some(mcp("github", "x")),
             explain: false,
+            agent: None,
         })
         .await
         .unwrap_err();
@@ -130,6 +132,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
             user_id: "alice".into(),
             calls: vec![mcp("jira", "a"), mcp("jira", "b")],
             explain: false,
+            agent: None,
         })
         .await
         .unwrap()

@@ -101,6 +101,7 @@ async fn evaluate(server: &TestServer, call: pb::ToolCall) -> pb::Decision {
             user_id: "alice".into(),
             call: Some(call),
             explain: false,
+            agent: None,
         })
         .await
         .unwrap()
@@ -114,6 +115,7 @@ fn gasoline(tool: &str, action: &str) -> pb::ToolCall {
             tool: tool.into(),
             action: action.into(),
         })),
+        arguments: None,
     }
 }
 

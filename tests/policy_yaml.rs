@@ -84,6 +84,16 @@ fn every_field_round_trips_through_yaml() {
             list_mode: ListMode::Union,
             mcp_access_mode: toolgate::policy::AccessMode::Allowlist,
             mcp_access_allowlist: vec!["*:*".into()],
+            roles: serde_json::from_value(serde_json::json!({
+                "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["FILE_READ", "FILE_WRITE"]}},
+                "agentRoles": {"Explore": {"description": "a subagent type"}},
+                "allowLists": {"explore": {"roleId": "Explore", "contexts": {"default": {
+                    "allowedTools": {"SYSTEM_OPERATIONS": ["FILE_READ"]},
+                    "restrictions": {"forbiddenFiles": ["*.pem"], "maxQueryTime": "5s"}
+                }}}},
+                "defaultContext": "default"
+            }))
+            .unwrap(),
         },
     };
     let yaml = policy_file::to_yaml(&policy);

@@ -90,6 +90,7 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
             user_id: "alice".into(),
             call: Some(mcp("slack", "post")),
             explain: false,
+            agent: None,
         })
         .await
         .unwrap()
@@ -152,6 +153,7 @@ async fn postgres_restart_under_a_running_replica() {
         user_id: "alice".into(),
         call: Some(mcp("jira", "create")),
         explain: false,
+        agent: None,
     };
 
     cluster.ctl("stop");
@@ -217,6 +219,7 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
         user_id: "alice".into(),
         call: Some(mcp("jira", "create")),
         explain: false,
+        agent: None,
     };
     // one decision before the outage puts the team and alice in the replica's cache
     let d = policy.evaluate(deny()).await.unwrap().into_inner();

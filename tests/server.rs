@@ -42,6 +42,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         },
         mcp_access_allowlist: strs(v, "mcp_access_allowlist"),
         sandboxing_controls: None,
+        roles_json: String::new(),
     }
 }
 
@@ -80,7 +81,10 @@ fn call_from_json(v: &Value) -> pb::ToolCall {
     } else {
         panic!("unknown call {v}")
     };
-    pb::ToolCall { kind: Some(kind) }
+    pb::ToolCall {
+        kind: Some(kind),
+        arguments: None,
+    }
 }
 
 /// Every decision vector, through Evaluate: each case on a team of its own.
@@ -136,6 +140,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
                 user_id: "u".into(),
                 call: Some(call_from_json(&case["call"])),
                 explain: true,
+                agent: None,
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: evaluate: {e}"))
@@ -443,6 +448,7 @@ async fn invalid_entries_name_field_entry_and_rule() {
             user_id: "alice".into(),
             call: None,
             explain: false,
+            agent: None,
         })
         .await
         .unwrap_err();
@@ -569,6 +575,7 @@ async fn deny_decisions_and_changes_are_audited() {
             user_id: "alice".into(),
             call: Some(mcp("fs", "read")),
             explain: false,
+            agent: None,
         })
         .await
         .unwrap()
@@ -626,6 +633,7 @@ async fn a_flood_of_denials_loses_no_audit_record() {
                     user_id: "alice".into(),
                     calls: (0..CALLS).map(|i| mcp("x", &format!("t{b}_{i}"))).collect(),
                     explain: false,
+                    agent: None,
                 })
                 .await
                 .unwrap()
@@ -849,6 +857,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 user_id: alice(),
                 call: Some(mcp("github", "create_issue")),
                 explain: false,
+                agent: None,
             })
             .await
             .map(drop),
@@ -859,6 +868,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 user_id: alice(),
                 calls: vec![mcp("github", "create_issue")],
                 explain: false,
+                agent: None,
             })
             .await
             .map(drop),

@@ -310,6 +310,35 @@ async fn reopening_keeps_everything(reopen: Reopen) {
     );
 }
 
+/// Seed 004's per-session quotas: counted to the limit, then refused; another
+/// session or operation counts on its own; the count survives a reopen; two handles
+/// (replicas) racing for the last call never both get it.
+async fn session_quotas_count_and_survive(reopen: Reopen) {
+    let store = reopen(100).await;
+    for _ in 0..2 {
+        assert!(store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    }
+    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    assert!(store.consume_quota("t", "s2", "CREATE", 2).await.unwrap());
+    assert!(store.consume_quota("t", "s1", "DELETE", 2).await.unwrap());
+    assert!(store.consume_quota("u", "s1", "CREATE", 2).await.unwrap());
+    assert!(!store.consume_quota("t", "s3", "CREATE", 0).await.unwrap());
+    drop(store);
+    let store = reopen(100).await;
+    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    // a raised limit counts on from what was used
+    assert!(store.consume_quota("t", "s1", "CREATE", 3).await.unwrap());
+    let other = reopen(100).await;
+    let (a, b) = tokio::join!(
+        store.consume_quota("t", "race", "CREATE", 1),
+        other.consume_quota("t", "race", "CREATE", 1)
+    );
+    assert_eq!(
+        [a.unwrap(), b.unwrap()].iter().filter(|won| **won).count(),
+        1
+    );
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite_backend {
@@ -337,4 +366,5 @@ suite!(
     history_in_order_and_truncated_beyond_limit,
     audit_records_writes_and_filters,
     reopening_keeps_everything,
+    session_quotas_count_and_survive,
 );

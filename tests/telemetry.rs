@@ -87,6 +87,7 @@ async fn spans_reach_the_collector_and_sigterm_flushes_them() {
         user_id: "alice".into(),
         call: Some(mcp("github", "create_issue")),
         explain: false,
+        agent: None,
     });
     request.metadata_mut().insert(
         "traceparent",

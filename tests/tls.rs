@@ -79,6 +79,7 @@ fn evaluate_for(user: &str) -> String {
             user_id: user.into(),
             call: Some(mcp("github", "get_issue")),
             explain: false,
+            agent: None,
         }
         .encode_to_vec(),
     )

@@ -189,6 +189,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         Ok(p) => p,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
+    let agent = hook::agent_of(client, &input);
     let config = ClientConfig {
         tls: conn.tls,
         server: conn.server,
@@ -213,7 +214,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     let decided = runtime.block_on(async {
         tokio::time::timeout(deadline, async {
             let server = Server::connect(config).await?;
-            server.evaluate(&parsed.call).await
+            server.evaluate_by(&parsed.call, agent.as_ref()).await
         })
         .await
     });

@@ -40,8 +40,12 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
         .evaluate(pb::EvaluateRequest {
             team_id: a.team,
             user_id: a.user,
-            call: Some(pb::ToolCall { kind: Some(kind) }),
+            call: Some(pb::ToolCall {
+                kind: Some(kind),
+                arguments: None,
+            }),
             explain: true,
+            agent: None,
         })
         .await
         .map_err(rpc_error)?

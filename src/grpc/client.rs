@@ -3,6 +3,7 @@
 //! address, the bearer token, deadlines, and domain types in and out.
 
 use super::convert::{controls_from_pb, user_from_pb};
+use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{AdminControls, Call, Outcome, UserSettings};
 use crate::proto::v1 as pb;
 use std::path::PathBuf;
@@ -264,11 +265,51 @@ impl Client {
         user: &str,
         call: &Call,
     ) -> Result<RemoteDecision, ClientError> {
+        self.decide(team, user, call, None).await
+    }
+
+    /// One decision for the configured team and user on a call made by a seed 004
+    /// agent, with what it touches.
+    pub async fn evaluate_by(
+        &self,
+        call: &Call,
+        agent: Option<&(AgentSpec, CallArgs)>,
+    ) -> Result<RemoteDecision, ClientError> {
+        self.decide(&self.config.team, &self.config.user, call, agent)
+            .await
+    }
+
+    async fn decide(
+        &self,
+        team: &str,
+        user: &str,
+        call: &Call,
+        agent: Option<&(AgentSpec, CallArgs)>,
+    ) -> Result<RemoteDecision, ClientError> {
+        let mut pb_call = call_to_pb(call);
+        pb_call.arguments = agent.map(|(_, args)| pb::CallArguments {
+            operation: args.operation.clone().unwrap_or_default(),
+            file_path: args.file_path.clone().unwrap_or_default(),
+            component_type: args.component_type.clone().unwrap_or_default(),
+            component_count: args.component_count,
+            tool_input_json: args
+                .tool_input
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            cwd: args.cwd.clone().unwrap_or_default(),
+        });
         let request = pb::EvaluateRequest {
             team_id: team.to_owned(),
             user_id: user.to_owned(),
-            call: Some(call_to_pb(call)),
+            call: Some(pb_call),
             explain: false,
+            agent: agent.map(|(a, _)| pb::AgentContext {
+                agent_id: a.id.clone().unwrap_or_default(),
+                role: a.role.clone().unwrap_or_default(),
+                context_type: a.context.clone().unwrap_or_default(),
+                session_id: a.session.clone().unwrap_or_default(),
+            }),
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })
@@ -510,7 +551,10 @@ fn call_to_pb(call: &Call) -> pb::ToolCall {
         Call::Shell(line) => Kind::Shell(line),
         Call::DeleteFile(path) => Kind::DeleteFile(path),
     };
-    pb::ToolCall { kind: Some(kind) }
+    pb::ToolCall {
+        kind: Some(kind),
+        arguments: None,
+    }
 }
 
 /// The error and its sources on one line (tonic's transport errors say little alone).

@@ -74,6 +74,20 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Service
         list_mode,
         mcp_access_mode,
         mcp_access_allowlist: c.mcp_access_allowlist,
+        roles: roles_from_json(&c.roles_json)?,
+    })
+}
+
+/// Seed 004's roles document from `roles_json`; empty is none.
+fn roles_from_json(text: &str) -> Result<policy::roles::RolesDocument, ServiceError> {
+    if text.trim().is_empty() {
+        return Ok(Default::default());
+    }
+    serde_json::from_str(text).map_err(|e| ServiceError::InvalidArgument {
+        field: "auto_run_controls.roles_json".to_owned(),
+        message: format!(
+            "is not a roles document ({e}): see schemas/roles.schema.json for its fields"
+        ),
     })
 }
 
@@ -110,6 +124,11 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
             AccessMode::Allowlist => pb::McpAccessMode::Allowlist,
         } as i32,
         mcp_access_allowlist: c.mcp_access_allowlist.clone(),
+        roles_json: if c.roles.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(&c.roles).unwrap_or_default()
+        },
     }
 }
 
@@ -242,6 +261,9 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
         Reason::DeleteProtected => pb::Reason::DeleteProtected,
         Reason::AutoRunOn => pb::Reason::AutoRunOn,
         Reason::NotInFileAllowlist => pb::Reason::NotInFileAllowlist,
+        Reason::NoRoleAllowlist => pb::Reason::NoRoleAllowlist,
+        Reason::NotInRoleAllowlist => pb::Reason::NotInRoleAllowlist,
+        Reason::Restricted => pb::Reason::Restricted,
     }
 }
 
@@ -275,7 +297,55 @@ pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
             })
             .collect(),
         allowed_tools: d.allowed_tools.map(|a| a.to_vec()).unwrap_or_default(),
+        obligations: d
+            .obligations
+            .iter()
+            .flat_map(|o| o.iter())
+            .map(|o| pb::Obligation {
+                name: o.name.clone(),
+                value: o.value.clone(),
+            })
+            .collect(),
     }
+}
+
+/// Seed 004's agent of a request; empty strings are absent.
+pub fn agent_from_pb(a: Option<pb::AgentContext>) -> policy::roles::AgentSpec {
+    let a = a.unwrap_or_default();
+    let some = |s: String| (!s.is_empty()).then_some(s);
+    policy::roles::AgentSpec {
+        id: some(a.agent_id),
+        role: some(a.role),
+        context: some(a.context_type),
+        session: some(a.session_id),
+    }
+}
+
+/// What a call touches, as its request says; `tool_input_json` must be JSON.
+pub fn arguments_from_pb(
+    a: Option<pb::CallArguments>,
+    field: &str,
+) -> Result<policy::roles::CallArgs, ServiceError> {
+    let a = a.unwrap_or_default();
+    let some = |s: String| (!s.is_empty()).then_some(s);
+    let tool_input = if a.tool_input_json.trim().is_empty() {
+        None
+    } else {
+        Some(serde_json::from_str(&a.tool_input_json).map_err(|e| {
+            ServiceError::InvalidArgument {
+                field: format!("{field}.arguments.tool_input_json"),
+                message: format!("is not JSON ({e}): send the tool's arguments as a JSON object"),
+            }
+        })?)
+    };
+    Ok(policy::roles::CallArgs {
+        operation: some(a.operation),
+        file_path: some(a.file_path),
+        component_type: some(a.component_type),
+        component_count: a.component_count,
+        tool_input,
+        cwd: some(a.cwd),
+    })
 }
 
 pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::EffectivePolicy {

@@ -286,15 +286,19 @@ impl PolicyService for Api {
     ) -> Result<Response<pb::Decision>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
+        let args =
+            convert::arguments_from_pb(r.call.as_ref().and_then(|c| c.arguments.clone()), "call")?;
         let call = call_from_pb("call", r.call)?;
         let (mut decisions, revision) = self
             .service
-            .evaluate(
+            .evaluate_as(
                 &p,
                 &r.team_id,
                 &r.user_id,
                 std::slice::from_ref(&call),
                 r.explain,
+                &convert::agent_from_pb(r.agent),
+                std::slice::from_ref(&args),
             )
             .await?;
         count_decisions(&decisions);
@@ -310,6 +314,12 @@ impl PolicyService for Api {
     ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
+        let args = r
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| convert::arguments_from_pb(c.arguments.clone(), &format!("calls[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
         let calls = r
             .calls
             .into_iter()
@@ -318,7 +328,15 @@ impl PolicyService for Api {
             .collect::<Result<Vec<_>, _>>()?;
         let (decisions, revision) = self
             .service
-            .evaluate(&p, &r.team_id, &r.user_id, &calls, r.explain)
+            .evaluate_as(
+                &p,
+                &r.team_id,
+                &r.user_id,
+                &calls,
+                r.explain,
+                &convert::agent_from_pb(r.agent),
+                &args,
+            )
             .await?;
         count_decisions(&decisions);
         Ok(Response::new(pb::EvaluateBatchResponse {

@@ -183,6 +183,22 @@ pub fn parse(client: Client, input: &[u8], mcp: &McpDirectory) -> Result<Parsed,
     }
 }
 
+/// The agent making the call and what the call touches, where the client says
+/// (Claude Code inside a subagent); `None` otherwise, or for input [`parse`] refuses.
+pub fn agent_of(
+    client: Client,
+    input: &[u8],
+) -> Option<(
+    crate::policy::roles::AgentSpec,
+    crate::policy::roles::CallArgs,
+)> {
+    if client != Client::ClaudeCode || input.len() > MAX_INPUT_BYTES {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(input).ok()?;
+    claude::agent(&value)
+}
+
 /// What to answer for `verdict` under `options`.
 pub fn answer(client: Client, verdict: &Verdict, note: Option<&str>, options: &Options) -> Answer {
     let line = verdict.line(note);

@@ -148,6 +148,8 @@ fn decide_with<E: Explain>(
         candidates,
         explanation: ex.take(),
         allowed_tools,
+        detail: None,
+        obligations: None,
     }
 }
 
@@ -598,6 +600,12 @@ pub(super) fn message(d: &Decision, call: &Call) -> String {
         Reason::DeleteProtected => "needs approval: the admin protects file deletion".to_owned(),
         Reason::AutoRunOn => "may run: auto-run is on".to_owned(),
         Reason::NotInFileAllowlist => "is not permitted by the policy file".to_owned(),
+        // written when the roles decide (Decision::detail); these stand in without one
+        Reason::NoRoleAllowlist => {
+            "is denied: no allow-list for the agent in this context".to_owned()
+        }
+        Reason::NotInRoleAllowlist => "is denied: not in the agent's allow-list".to_owned(),
+        Reason::Restricted => "is restricted for the agent in this context".to_owned(),
     };
     format!("{subject} {why}")
 }

@@ -275,6 +275,8 @@ pub fn hint(rule: Rule) -> &'static str {
         }
         Rule::TooMany => "the list is longer than the limit: use wildcards or globs",
         Rule::Duplicate => "named twice: keep one",
+        Rule::UnknownName => "no such name in the document: define it or fix the spelling",
+        Rule::Malformed => "the value cannot be read: see the field's description",
     }
 }
 

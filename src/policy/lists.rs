@@ -88,6 +88,8 @@ pub struct CompiledAdmin {
     /// Seed 001's `isDisabledByAdmin`: controls on, and nothing allowed at all. In
     /// union mode the users' own lists count, so it never is.
     pub(super) disabled: bool,
+    /// Seed 004's roles document, compiled.
+    pub(super) roles: std::sync::Arc<super::roles::CompiledRoles>,
 }
 
 impl CompiledAdmin {
@@ -136,8 +138,20 @@ impl CompiledAdmin {
             && controls.mcp_tool_allowlist.is_empty()
             && controls.allowed.is_empty()
             && !controls.enable_run_everything;
+        let roles = match super::roles::compile_roles(&controls.roles) {
+            Ok(roles) => roles,
+            Err(PolicyError::InvalidEntries(found)) => {
+                problems.extend(found.into_iter().map(|p| EntryProblem {
+                    field: format!("roles.{}", p.field),
+                    ..p
+                }));
+                Default::default()
+            }
+            Err(other) => return Err(other),
+        };
         result(
             Self {
+                roles: std::sync::Arc::new(roles),
                 controls: controls.clone(),
                 allowlist,
                 blocklist,
@@ -153,6 +167,11 @@ impl CompiledAdmin {
 
     pub fn controls(&self) -> &AdminControls {
         &self.controls
+    }
+
+    /// The team's roles document, compiled (empty when roles are not in use).
+    pub fn roles(&self) -> &super::roles::CompiledRoles {
+        &self.roles
     }
 
     /// Admin controls are on: the admin's values stand in for the user's.

@@ -9,6 +9,7 @@ mod decide;
 mod entry;
 mod lists;
 mod matcher;
+pub mod roles;
 mod settings;
 mod shell;
 mod tool_actions;
@@ -73,6 +74,13 @@ pub enum Reason {
     DeleteProtected,
     AutoRunOn,
     NotInFileAllowlist,
+    /// Seed 004: no allow-list for the agent (or role) in the call's context.
+    NoRoleAllowlist,
+    /// Seed 004: the operation is not allowed in its category.
+    NotInRoleAllowlist,
+    /// Seed 004: a restriction on what the call touches failed (DENY), or could not
+    /// be checked (ASK).
+    Restricted,
 }
 
 /// A call to decide on.
@@ -132,6 +140,11 @@ pub struct Decision {
     pub explanation: Vec<Check>,
     /// With [`Reason::NotInFileAllowlist`]: the patterns the policy file allows.
     pub allowed_tools: Option<Arc<[String]>>,
+    /// The message written when the decision was made (seed 004's reasons), which
+    /// [`Decision::message`] returns as it is.
+    pub detail: Option<Arc<str>>,
+    /// Limits the caller must apply itself (seed 004's `maxQueryTime`…).
+    pub obligations: Option<Arc<[roles::Obligation]>>,
 }
 
 impl Decision {
@@ -142,6 +155,9 @@ impl Decision {
 
     /// A sentence for people about this decision on `call`.
     pub fn message(&self, call: &Call) -> String {
+        if let Some(detail) = &self.detail {
+            return detail.to_string();
+        }
         decide::message(self, call)
     }
 }
@@ -168,6 +184,9 @@ impl Reason {
             Self::DeleteProtected => "DELETE_PROTECTED",
             Self::AutoRunOn => "AUTO_RUN_ON",
             Self::NotInFileAllowlist => "NOT_IN_FILE_ALLOWLIST",
+            Self::NoRoleAllowlist => "NO_ROLE_ALLOWLIST",
+            Self::NotInRoleAllowlist => "NOT_IN_ROLE_ALLOWLIST",
+            Self::Restricted => "RESTRICTED",
         }
     }
 }
@@ -194,6 +213,10 @@ pub enum Rule {
     TooMany,
     /// Named twice where each may appear once (a team or a server in the policy file).
     Duplicate,
+    /// Names a category, operation or role the document does not define.
+    UnknownName,
+    /// A value that cannot be read (a size, a host, a glob, a directory).
+    Malformed,
 }
 
 /// One bad entry: where it is, what it is, which rule it breaks and how to fix it.

@@ -3,6 +3,8 @@
 //! Field names are the protobuf names of `AutoRunControls` and `UserSettings`, so the
 //! decision vectors, the stored records and the policy YAML all read alike.
 
+use super::roles::RolesDocument;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Server ids whose tools are browser tools unless the admin names others (seed 001 `dxe`).
@@ -10,7 +12,7 @@ pub const DEFAULT_BROWSER_SERVER_IDS: [&str; 2] =
     ["cursor-browser-extension", "cursor-ide-browser"];
 
 /// How the admin's MCP allowlist combines with the user's while admin controls are on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ListMode {
     /// The admin's list replaces the user's (seed 001).
@@ -21,7 +23,7 @@ pub enum ListMode {
 }
 
 /// Which MCP tools may exist at all (seed 003's blocklist and allowlist modes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AccessMode {
     /// Everything exists but what `mcp_tool_blocklist` matches.
@@ -32,14 +34,14 @@ pub enum AccessMode {
 }
 
 /// Opaque to the decision; kept so a round trip loses nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxingControls {
     pub enabled: bool,
 }
 
 /// Team admin settings: seed 001's `AutoRunControls` (fields 1-9) plus toolgate's extensions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminControls {
     pub enabled: bool,
@@ -61,6 +63,10 @@ pub struct AdminControls {
     pub list_mode: ListMode,
     pub mcp_access_mode: AccessMode,
     pub mcp_access_allowlist: Vec<String>,
+    /// Seed 004's roles, contexts and restrictions: in force for calls that name an
+    /// agent or a role, once the document has an allow-list.
+    #[serde(skip_serializing_if = "RolesDocument::is_empty")]
+    pub roles: RolesDocument,
 }
 
 impl Default for AdminControls {
@@ -81,6 +87,7 @@ impl Default for AdminControls {
             list_mode: ListMode::Replace,
             mcp_access_mode: AccessMode::Blocklist,
             mcp_access_allowlist: Vec::new(),
+            roles: RolesDocument::default(),
         }
     }
 }
@@ -107,7 +114,7 @@ pub fn default_browser_server_ids() -> Vec<String> {
 }
 
 /// A user's own settings within a team (seed 001's "Related Settings" plus command lists).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct UserSettings {
     pub mcp_allowed_tools: Vec<String>,

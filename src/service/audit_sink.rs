@@ -421,7 +421,7 @@ const AUDIT_EXCERPT: usize = 4 * 1024;
 
 /// The detail of a DENY record. A huge call is kept as an excerpt with its length and
 /// SHA-256, so a record's size does not grow with the command.
-fn deny_detail(user: &str, call: &Call, d: &Decision) -> serde_json::Value {
+pub(super) fn deny_detail(user: &str, call: &Call, d: &Decision) -> serde_json::Value {
     use sha2::Digest as _;
     let text = format!("{call:?}");
     let mut detail = serde_json::json!({

@@ -1,9 +1,11 @@
-//! Decisions: each call of a batch decided against one view of the policy (DENYs
-//! to the audit trail), and `tools/list` filtering.
+//! Decisions: each call of a batch decided against one view of the policy (then by
+//! seed 004's roles when it names an agent; DENYs to the audit trail), and
+//! `tools/list` filtering.
 
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
+use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError};
 
 impl Service {
@@ -28,6 +30,23 @@ impl Service {
         user: &str,
         calls: &[Call],
         explain: bool,
+    ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        self.evaluate_as(p, team, user, calls, explain, &AgentSpec::default(), &[])
+            .await
+    }
+
+    /// [`Service::evaluate`] for calls made by `agent` (seed 004), with what each
+    /// call touches (`args[i]` for `calls[i]`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn evaluate_as(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        calls: &[Call],
+        explain: bool,
+        agent: &AgentSpec,
+        args: &[CallArgs],
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
         let (team, user) = own_subject(p, team, user);
         // normalised here too: the audit records below name them
@@ -63,9 +82,15 @@ impl Service {
                 )
             })
             .collect();
+        let decisions = self
+            .apply_roles(team, &eff.admin.compiled, agent, calls, args, decisions)
+            .await?;
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {
                 self.audit_deny(p, team, user, eff.revision, call, d).await;
+            } else {
+                self.audit_decision(p, team, user, eff.revision, call, d)
+                    .await;
             }
         }
         Ok((decisions, eff.revision))

@@ -3,10 +3,12 @@
 //! protobuf. In rooms: `settings` (reads, writes, the allowlist's read-modify-write
 //! with its retry loop, the catch-up after a commit), `decide` (decisions and
 //! `tools/list` filtering), `watch` (the watch stream), `audit_sink` (the DENY audit
-//! writer the service owns); here the errors, the id checks and the `Service` itself.
+//! writer the service owns), `roles` (seed 004's roles on calls that name an agent,
+//! session quotas, `allow_list_updated` and `audit.decisions: all` records); here the errors, the id checks and the `Service` itself.
 
 mod audit_sink;
 mod decide;
+mod roles;
 mod settings;
 mod watch;
 
@@ -15,6 +17,7 @@ mod watch;
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
+pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use watch::WatchEvent;
 
@@ -126,6 +129,8 @@ pub struct Service {
     audit: AuditWriter,
     shutdown: CancellationToken,
     managed: std::sync::RwLock<Option<Arc<ManagedTeams>>>,
+    /// `audit.decisions: all`: ALLOW and ASK are recorded too.
+    log_all_decisions: std::sync::atomic::AtomicBool,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -215,6 +220,7 @@ impl Service {
             audit,
             shutdown,
             managed: std::sync::RwLock::default(),
+            log_all_decisions: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

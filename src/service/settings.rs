@@ -125,9 +125,21 @@ impl Service {
         self.check_doc("auto_run_controls.", &controls.lists(), || {
             CompiledAdmin::compile(&controls).map(drop)
         })?;
+        // the roles as they were, so the write's allow_list_updated records name what changed
+        let before = self.hub.admin(team).await?;
         let store = self.hub.store();
-        self.commit(team, store.put_admin(team, &controls, expected, actor))
-            .await
+        let stored = self
+            .commit(team, store.put_admin(team, &controls, expected, actor))
+            .await?;
+        self.audit_roles_change(
+            actor,
+            team,
+            &before.stored.doc,
+            &stored.doc,
+            stored.revision,
+        )
+        .await;
+        Ok(stored)
     }
 
     pub async fn list_audit(

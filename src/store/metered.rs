@@ -77,6 +77,20 @@ impl Store for Metered<dyn Store> {
         observed("changes_after", self.0.changes_after(team_id, after, limit)).await
     }
 
+    async fn consume_quota(
+        &self,
+        team_id: &str,
+        session_id: &str,
+        operation: &str,
+        max: u64,
+    ) -> Result<bool, StoreError> {
+        observed(
+            "consume_quota",
+            self.0.consume_quota(team_id, session_id, operation, max),
+        )
+        .await
+    }
+
     async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError> {
         observed("append_audit", self.0.append_audit(events)).await
     }

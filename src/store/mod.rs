@@ -190,6 +190,18 @@ pub trait Store: Send + Sync + 'static {
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError>;
 
+    /// Counts one call of `operation` in a session against seed 004's per-session
+    /// quota `max`: true when the session was below it (the call is now counted),
+    /// false when it is used up (nothing counted). Shared by every replica of the
+    /// store and kept across restarts.
+    async fn consume_quota(
+        &self,
+        team_id: &str,
+        session_id: &str,
+        operation: &str,
+        max: u64,
+    ) -> Result<bool, StoreError>;
+
     /// Commits made by other processes, for backends shared between replicas;
     /// `None` for a backend only this process writes.
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {

@@ -4,7 +4,8 @@ use super::StoreError;
 
 /// The schema, for every dialect: `{int}` is the dialect's 64-bit integer and `{id}`
 /// its auto-incrementing key. Entry `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE teams (
     team_id TEXT PRIMARY KEY,
     revision {int} NOT NULL,
@@ -44,7 +45,19 @@ CREATE TABLE audit (
     detail TEXT NOT NULL
 );
 CREATE INDEX audit_team_id ON audit (team_id, id);
-"];
+",
+    // seed 004's per-session quotas, counted where every replica sees them
+    r"
+CREATE TABLE session_quotas (
+    team_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    used {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    PRIMARY KEY (team_id, session_id, operation)
+);
+",
+];
 
 /// The migrations a schema at `version` still needs, each with the version it sets,
 /// in a dialect's words; an error if the schema is newer than this build.

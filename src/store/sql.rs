@@ -423,6 +423,41 @@ where
         self.end_write(conn, result)
     }
 
+    async fn consume_quota(
+        &self,
+        team_id: &str,
+        session_id: &str,
+        operation: &str,
+        max: u64,
+    ) -> Result<bool, StoreError> {
+        if max == 0 {
+            return Ok(false);
+        }
+        let mut conn = self.begin_write().await?;
+        let result = async {
+            // one statement: the count and the test cannot be split by another writer or
+            // replica, so two calls cannot both pass the last unit of a quota
+            let row = sqlx::query(
+                "INSERT INTO session_quotas (team_id, session_id, operation, used, updated_at)
+                 VALUES ($1, $2, $3, 1, $4)
+                 ON CONFLICT (team_id, session_id, operation) DO UPDATE
+                 SET used = session_quotas.used + 1, updated_at = excluded.updated_at
+                 WHERE session_quotas.used < $5
+                 RETURNING used",
+            )
+            .bind(team_id)
+            .bind(session_id)
+            .bind(operation)
+            .bind(now_ms())
+            .bind(to_i64(max))
+            .fetch_optional(&mut *conn)
+            .await?;
+            Ok(row.is_some())
+        }
+        .await;
+        self.end_write(conn, result)
+    }
+
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
         let mut conn = self.backend.read().await?;
         // CAST gives PostgreSQL the parameter's type; SQLite reads it as a no-op

@@ -195,6 +195,7 @@ pub fn mcp(server: &str, tool: &str) -> pb::ToolCall {
             tool: tool.into(),
             action: String::new(),
         })),
+        arguments: None,
     }
 }
 

@@ -35,6 +35,12 @@ pub struct SimpleCommand {
     /// Why what runs cannot be known from the text (a substitution, an expansion, a
     /// line that does not parse…); such a command never auto-runs.
     pub opaque: Option<String>,
+    /// For each word, whether it holds an unquoted `*`, `?` or `[` (bash replaces it
+    /// by file names).
+    pub globs: Vec<bool>,
+    /// The files its redirections read or write (`< in`, `> out`), as written;
+    /// descriptors (`2>&1`) left out.
+    pub redirects: Vec<String>,
 }
 
 impl SimpleCommand {
@@ -47,6 +53,8 @@ impl SimpleCommand {
             command_words: Vec::new(),
             deletes: false,
             opaque: Some(why.into()),
+            globs: Vec::new(),
+            redirects: Vec::new(),
         }
     }
 }

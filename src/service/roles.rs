@@ -1,0 +1,114 @@
+//! Seed 004's roles in the service: the verdict on each call that names an agent,
+//! the per-session quota counted in the store, `allow_list_updated` records, and
+//! the optional log of every decision (`audit.decisions: all`).
+
+use super::Service;
+use crate::auth::Principal;
+use crate::policy::roles::{self, AgentSpec, CallArgs, RoleVerdict};
+use crate::policy::{AdminControls, Call, CompiledAdmin, Decision, Outcome};
+use crate::store::NewAuditEvent;
+use std::sync::atomic::Ordering;
+
+/// The audit kind of a change to a team's roles document (seed 004's `ALLOW_LIST_UPDATE`).
+pub const AUDIT_ALLOW_LIST_UPDATED: &str = "allow_list_updated";
+/// The audit kind of an ALLOW or ASK, logged with `audit.decisions: all`.
+pub const AUDIT_DECISION_MADE: &str = "decision_made";
+
+impl Service {
+    /// Logs every decision (seed 004's "audit every check"), not only DENYs.
+    pub fn log_all_decisions(&self, on: bool) {
+        self.log_all_decisions.store(on, Ordering::Relaxed);
+    }
+
+    /// Each decision once the roles have spoken: only for a call that names an agent
+    /// or a role, in a team with an allow-list, and not already DENIED by the admin.
+    /// A quota the verdict needs is counted in the store before the call may run.
+    pub(super) async fn apply_roles(
+        &self,
+        team: &str,
+        admin: &CompiledAdmin,
+        agent: &AgentSpec,
+        calls: &[Call],
+        args: &[CallArgs],
+        decisions: Vec<Decision>,
+    ) -> Result<Vec<Decision>, super::ServiceError> {
+        let compiled = admin.roles();
+        if !agent.is_named() || compiled.is_empty() {
+            return Ok(decisions);
+        }
+        let none = CallArgs::default();
+        let mut out = Vec::with_capacity(decisions.len());
+        for (i, (call, d)) in calls.iter().zip(decisions).enumerate() {
+            if d.outcome == Outcome::Deny {
+                out.push(d);
+                continue;
+            }
+            let mut verdict = roles::judge(compiled, agent, call, args.get(i).unwrap_or(&none));
+            if let (RoleVerdict::Allow { quota: Some(q), .. }, Some(session)) =
+                (&verdict, agent.session.as_deref())
+                && !self
+                    .hub
+                    .store()
+                    .consume_quota(team, session, &q.operation, q.max)
+                    .await?
+            {
+                verdict = RoleVerdict::quota_exhausted(q);
+            }
+            out.push(roles::apply(d, verdict));
+        }
+        Ok(out)
+    }
+
+    /// Queues an ALLOW or ASK record when every decision is logged.
+    pub(super) async fn audit_decision(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        revision: u64,
+        call: &Call,
+        d: &Decision,
+    ) {
+        if !self.log_all_decisions.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut detail = super::audit_sink::deny_detail(user, call, d);
+        detail["outcome"] = serde_json::json!(match d.outcome {
+            Outcome::Allow => "ALLOW",
+            Outcome::Ask => "ASK",
+            Outcome::Deny => "DENY",
+        });
+        self.audit
+            .send(NewAuditEvent {
+                team_id: team.to_owned(),
+                revision,
+                actor: p.name.clone(),
+                kind: AUDIT_DECISION_MADE.into(),
+                detail,
+            })
+            .await;
+    }
+
+    /// One `allow_list_updated` record per allow-list context (and categories, roles)
+    /// a write changed, at the write's revision.
+    pub(super) async fn audit_roles_change(
+        &self,
+        actor: &str,
+        team: &str,
+        before: &AdminControls,
+        after: &AdminControls,
+        revision: u64,
+    ) {
+        for detail in roles::allow_list_changes(&before.roles, &after.roles) {
+            self.audit
+                .send(NewAuditEvent {
+                    team_id: team.to_owned(),
+                    revision,
+                    actor: actor.to_owned(),
+                    kind: AUDIT_ALLOW_LIST_UPDATED.into(),
+                    detail,
+                })
+                .await;
+        }
+    }
+}
