@@ -109,6 +109,19 @@ impl Files {
         }
     }
 
+    /// Records what the last look at the content found. Damage stays until a restart:
+    /// only other damage replaces it, never a check that passed or could not run.
+    fn record(&self, problem: Option<(String, bool)>) {
+        let mut corrupt = self
+            .corrupt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let damage = |p: &Option<(String, bool)>| p.as_ref().is_some_and(|(_, d)| *d);
+        if damage(&problem) || !damage(&corrupt) {
+            *corrupt = problem;
+        }
+    }
+
     /// Fails unless every file opened is still at its path and the last full check passed.
     fn verify(&self) -> Result<(), StoreError> {
         for (path, id) in &self.opened {
@@ -217,11 +230,7 @@ impl Backend for SqliteBackend {
         if let StoreError::Unavailable(reason) = error
             && reason.starts_with(CORRUPT_FILE)
         {
-            *self
-                .files
-                .corrupt
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((reason.clone(), true));
+            self.files.record(Some((reason.clone(), true)));
         }
     }
 
@@ -250,14 +259,7 @@ impl Backend for SqliteBackend {
                     false,
                 )),
             };
-            let mut corrupt = self
-                .files
-                .corrupt
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !corrupt.as_ref().is_some_and(|(_, damage)| *damage) {
-                *corrupt = problem;
-            }
+            self.files.record(problem);
         }
         self.files.verify()
     }
