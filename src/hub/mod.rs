@@ -26,14 +26,15 @@ use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use futures::StreamExt;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, broadcast, watch};
 
+mod health;
 mod team;
 
+pub use health::{HubHealth, Lag};
 use team::Team;
 pub use team::{HubEvent, Published, Subscription};
 
@@ -63,26 +64,6 @@ pub struct Cached<D, C> {
 
 pub type CachedAdmin = Cached<AdminControls, CompiledAdmin>;
 pub type CachedUser = Cached<UserSettings, CompiledUser>;
-
-/// Whether this replica's view can be trusted, for the health service.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HubHealth {
-    /// Why the store refuses writes, when it does.
-    pub store: Option<String>,
-    /// Teams whose latest catch-up failed (team → error): their committed changes
-    /// may not be applied here yet.
-    pub stale: BTreeMap<String, String>,
-}
-
-/// How far a replica is behind the store (the changes committed that it has not
-/// applied yet): zero but for a moment after each commit, unless catch-ups fail.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Lag {
-    /// The most revisions any cached team is behind.
-    pub max_revisions: u64,
-    /// Cached teams behind at all.
-    pub teams_behind: usize,
-}
 
 /// A consistent view of one user's effective policy.
 #[derive(Debug, Clone)]
@@ -291,22 +272,6 @@ impl Hub {
         self.teams.len()
     }
 
-    /// How far this replica's cached teams are behind the store, in one read of it.
-    pub async fn lag(&self) -> Result<Lag, HubError> {
-        let mut lag = Lag::default();
-        for (team_id, revision) in self.store.team_revisions().await? {
-            let Some(team) = self.teams.get(&team_id) else {
-                continue;
-            };
-            let behind = revision.saturating_sub(team.published.load(Ordering::Acquire));
-            if behind > 0 {
-                lag.teams_behind += 1;
-                lag.max_revisions = lag.max_revisions.max(behind);
-            }
-        }
-        Ok(lag)
-    }
-
     /// Whether the team holds a broadcast ring (it has had a subscriber).
     pub fn has_ring(&self, team_id: &str) -> bool {
         self.teams
@@ -320,72 +285,6 @@ impl Hub {
             let queued = t.queued.lock().unwrap_or_else(|e| e.into_inner());
             (queued.0.len(), queued.1)
         })
-    }
-
-    /// Health as it changes.
-    pub fn health(&self) -> watch::Receiver<HubHealth> {
-        self.health.subscribe()
-    }
-
-    fn set_stale(&self, team_id: &str, error: Option<&HubError>) {
-        self.health.send_if_modified(|h| match error {
-            Some(e) => {
-                if !h.stale.contains_key(team_id) {
-                    tracing::error!(team = %team_id, error = %e, "catch-up failed: committed changes of this team may not be applied on this replica; retrying until it succeeds");
-                }
-                h.stale.insert(team_id.to_owned(), e.to_string()) != Some(e.to_string())
-            }
-            None => {
-                let was = h.stale.remove(team_id).is_some();
-                if was {
-                    tracing::info!(team = %team_id, "catch-up succeeded: the team is current again");
-                }
-                was
-            }
-        });
-    }
-
-    /// [`Hub::catch_up`], recording the team as stale while it fails (retried by
-    /// [`Hub::monitor`]).
-    pub async fn catch_up_or_mark(&self, team_id: &str) -> Result<(), HubError> {
-        let result = self.catch_up(team_id).await;
-        self.set_stale(team_id, result.as_ref().err());
-        result
-    }
-
-    /// Every `every`: asks the store whether writes can be trusted, retries the
-    /// catch-ups that failed, and lets idle teams go. Runs until the hub is dropped.
-    pub async fn monitor(self: Arc<Self>, every: Duration, team_idle: Duration) {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            self.check_store().await;
-            let stale: Vec<String> = self.health.borrow().stale.keys().cloned().collect();
-            for team in stale {
-                let _ = self.catch_up_or_mark(&team).await;
-            }
-            let gone = self.let_idle_teams_go(team_idle);
-            if gone > 0 {
-                tracing::debug!(teams = gone, "idle teams let go");
-            }
-        }
-    }
-
-    /// Asks the store whether writes can be trusted and records the answer.
-    pub async fn check_store(&self) {
-        let problem = self.store.check().await.err().map(|e| e.to_string());
-        self.health.send_if_modified(|h| {
-            if h.store == problem {
-                return false;
-            }
-            match &problem {
-                Some(p) => tracing::error!(problem = %p, "store unfit for writes: writes are refused and health is NOT_SERVING"),
-                None => tracing::info!("store fit for writes again"),
-            }
-            h.store = problem.clone();
-            true
-        });
     }
 
     /// Applies and broadcasts every change of the team committed since the last

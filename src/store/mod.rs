@@ -7,6 +7,7 @@
 //! document, the team revision, the change record and the audit record of one write
 //! commit in one transaction.
 
+mod backend;
 mod errors;
 mod metered;
 mod postgres;
@@ -15,9 +16,10 @@ mod schema;
 mod sql;
 mod sqlite;
 
+pub use backend::Backend;
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
-pub use sql::{Backend, SqlStore};
+pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
 
 use crate::policy::{AdminControls, UserSettings};

@@ -2,8 +2,9 @@
 //! allocated inside the writing transaction; `NOTIFY` wakes the other replicas, which
 //! then read the change table (so a missed notice loses nothing).
 
+use super::backend::Backend;
 use super::schema::pending_migrations;
-use super::sql::{Backend, SqlStore};
+use super::sql::SqlStore;
 use super::{Notice, NoticeStream, StoreError};
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;

@@ -4,6 +4,7 @@
 //! [`Backend`] supplies only what differs: connections, transactions, migrations and
 //! cross-replica notices.
 
+use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
@@ -13,58 +14,7 @@ use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use sqlx::pool::PoolConnection;
-use sqlx::{
-    ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Transaction,
-    Type,
-};
-
-/// What differs between the backends.
-#[async_trait]
-pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
-    type Db: Database;
-
-    /// The statement that opens a write transaction; it takes the backend's write lock
-    /// where it has one.
-    const BEGIN_WRITE: &'static str;
-
-    /// A connection for a write transaction.
-    async fn write_connection(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
-
-    /// Fails while writes cannot be trusted to last (e.g. the database file is no
-    /// longer the one opened): asked before each write and before a committed write is
-    /// acknowledged.
-    fn writable(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// See [`Store::check`].
-    async fn check(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// Told of every write that failed (a conflict excepted), before it is answered.
-    fn write_failed(&self, _error: &StoreError) {}
-
-    /// A connection for single statements that only read.
-    async fn read(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
-
-    /// A read-only transaction whose statements all see one snapshot.
-    async fn begin_snapshot(&self) -> Result<Transaction<'static, Self::Db>, StoreError>;
-
-    /// Called inside a write transaction just before it commits.
-    async fn announce(
-        &self,
-        _tx: &mut <Self::Db as Database>::Connection,
-        _team_id: &str,
-    ) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// See [`Store::notices`].
-    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
-        Ok(None)
-    }
-}
+use sqlx::{ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 /// A [`Store`] over a SQL [`Backend`].
 #[derive(Debug, Clone)]

@@ -1,9 +1,10 @@
 //! The embedded backend: one SQLite file in WAL mode, created on first start.
 
 use super::StoreError;
+use super::backend::Backend;
 use super::errors::CORRUPT_FILE;
 use super::schema::pending_migrations;
-use super::sql::{Backend, SqlStore};
+use super::sql::SqlStore;
 use async_trait::async_trait;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
