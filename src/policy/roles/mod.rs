@@ -9,6 +9,8 @@ mod compiled;
 mod evaluate;
 mod model;
 mod net;
+#[cfg(test)]
+mod path_props;
 mod paths;
 mod touches;
 
