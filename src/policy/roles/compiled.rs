@@ -214,6 +214,15 @@ pub fn compile_roles(doc: &RolesDocument) -> Result<CompiledRoles, PolicyError> 
     for (name, category) in &doc.tool_categories {
         let field = format!("toolCategories.{name}");
         p.name(field.clone(), name);
+        // `@name` in an allowlist is a preset or a category: never both
+        if crate::policy::builtin::preset(name).is_some() {
+            p.push(
+                field.clone(),
+                name,
+                Rule::Duplicate,
+                format!("{name} is a built-in preset (@{name}): name the category otherwise"),
+            );
+        }
         p.len(&field, category.tools.len());
         for (i, op) in category.tools.iter().enumerate() {
             p.name(format!("{field}.tools[{i}]"), op);
