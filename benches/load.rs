@@ -4,7 +4,8 @@
 //! at half of its maximum rate.
 //!
 //! `cargo bench --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
-//! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…]`
+//! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
+//! [--tls] [--evaluate-only]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -13,6 +14,10 @@
 //! neither steals the other's core: the way to read latency at a given rate on a
 //! 2-core machine, where the generator otherwise competes with the server.
 //! `--rates` runs only `Evaluate`, paced at each rate given, to read its latency.
+//! `--metrics` turns the Prometheus endpoint on (what recording costs), `--tls` serves
+//! TLS with a certificate made here (what the handshake and encryption cost), and
+//! `--evaluate-only` runs only the closed-loop `Evaluate`: run it alternately with and
+//! without a flag to compare on a busy machine.
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/common/mod.rs"]
@@ -38,6 +43,9 @@ struct Args {
     pin: bool,
     /// Only `Evaluate` at each of these rates (requests/s), nothing else.
     rates: Vec<f64>,
+    metrics: bool,
+    tls: bool,
+    evaluate_only: bool,
 }
 
 impl Args {
@@ -51,6 +59,9 @@ impl Args {
             postgres: false,
             pin: false,
             rates: Vec::new(),
+            metrics: false,
+            tls: false,
+            evaluate_only: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -67,6 +78,9 @@ impl Args {
                 "--entries" => args.entries = value(),
                 "--postgres" => args.postgres = true,
                 "--pin" => args.pin = true,
+                "--metrics" => args.metrics = true,
+                "--tls" => args.tls = true,
+                "--evaluate-only" => args.evaluate_only = true,
                 "--rates" => {
                     args.rates = it
                         .next()
@@ -378,6 +392,10 @@ async fn main() {
     config.log.format = toolgate::config::LogFormat::Json;
     config.store.url = cluster.as_ref().map(common::pg::Cluster::url);
     config.limits.max_batch_calls = config.limits.max_batch_calls.max(args.batch);
+    if args.metrics {
+        config.metrics.listen = Some("127.0.0.1:0".into());
+    }
+    let ca = args.tls.then(|| serve_tls(&mut config, dir.path()));
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
     let (mut child, addr) = spawn_binary(&config_path);
@@ -389,19 +407,27 @@ async fn main() {
     let mut channels = Vec::new();
     for _ in 0..args.connections {
         // one TCP connection each: a Channel built by connect() never pools
-        let channel = Channel::from_shared(format!("http://{addr}"))
+        let scheme = if ca.is_some() { "https" } else { "http" };
+        let mut endpoint = Channel::from_shared(format!("{scheme}://{addr}"))
             .unwrap()
-            .tcp_nodelay(true)
-            .connect()
-            .await
-            .expect("connect");
+            .tcp_nodelay(true);
+        if let Some(ca) = &ca {
+            endpoint = endpoint
+                .tls_config(
+                    tonic::transport::ClientTlsConfig::new()
+                        .ca_certificate(tonic::transport::Certificate::from_pem(ca))
+                        .domain_name("localhost"),
+                )
+                .unwrap();
+        }
+        let channel = endpoint.connect().await.expect("connect");
         channels.push(channel);
     }
     seed(&channels[0], args.entries).await;
     let batch = Arc::new(batch_request(args.batch));
 
     println!(
-        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries{}",
+        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries{}{}{}",
         args.connections,
         args.concurrency,
         args.duration,
@@ -415,7 +441,9 @@ async fn main() {
             ", server on CPU 0 and load on CPU 1"
         } else {
             ""
-        }
+        },
+        if args.metrics { ", metrics on" } else { "" },
+        if args.tls { ", TLS" } else { "" },
     );
     // a short warm-up so connections, caches and the allocator are settled
     let server_pid = child.id();
@@ -440,6 +468,17 @@ async fn main() {
             rate,
         )
     };
+    if args.evaluate_only {
+        let m = run(Rpc::Evaluate, None).await;
+        m.print("evaluate");
+        println!(
+            "{}",
+            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "evaluate": m.json()})
+        );
+        child.kill().ok();
+        child.wait().ok();
+        return;
+    }
     if !args.rates.is_empty() {
         let mut results = Vec::new();
         for &rate in &args.rates {
@@ -485,6 +524,8 @@ async fn main() {
             "bench": "load",
             "store": if args.postgres { "postgresql" } else { "sqlite" },
             "pinned": args.pin,
+            "metrics": args.metrics,
+            "tls": args.tls,
             "connections": args.connections,
             "concurrency": args.concurrency,
             "duration_s": args.duration.as_secs(),
@@ -500,4 +541,20 @@ async fn main() {
     );
     child.kill().ok();
     child.wait().ok();
+}
+
+/// A self-signed certificate for `localhost` served by the listener; returns its PEM
+/// for the clients to trust.
+fn serve_tls(config: &mut toolgate::config::Config, dir: &std::path::Path) -> String {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_path, key_path) = (dir.join("server.pem"), dir.join("server.key"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    config.tls.cert = Some(cert_path);
+    config.tls.key = Some(key_path);
+    cert.pem()
 }

@@ -26,9 +26,11 @@ pub const POLICY_FILE_RELOADS: &str = "toolgate_policy_file_reloads_total";
 pub const CACHED_TEAMS: &str = "toolgate_cached_teams";
 pub const CACHED_USERS: &str = "toolgate_cached_users";
 pub const STALE_TEAMS: &str = "toolgate_stale_teams";
+pub const REVISION_LAG: &str = "toolgate_replica_revision_lag";
+pub const TEAMS_BEHIND: &str = "toolgate_replica_teams_behind";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 15] = [
+pub const ALL: [(&str, &str); 17] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -64,6 +66,14 @@ pub const ALL: [(&str, &str); 15] = [
     (
         STALE_TEAMS,
         "teams whose last catch-up from the store failed: this replica may be behind on them",
+    ),
+    (
+        REVISION_LAG,
+        "the most revisions a cached team is behind the store (read at each scrape)",
+    ),
+    (
+        TEAMS_BEHIND,
+        "cached teams behind the store at all (read at each scrape)",
     ),
 ];
 
@@ -265,13 +275,16 @@ pub struct Sample {
     pub cached_teams: usize,
     pub cached_users: usize,
     pub stale_teams: usize,
+    /// Unset when the store could not be read: the lag gauges keep their last value
+    /// and the store's error counter says why.
+    pub lag: Option<crate::hub::Lag>,
 }
 
 /// Serves `GET /metrics` on `listener` until `stop`; `sample` runs before each render.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     handle: PrometheusHandle,
-    sample: Arc<dyn Fn() -> Sample + Send + Sync>,
+    sample: Arc<dyn Fn() -> futures::future::BoxFuture<'static, Sample> + Send + Sync>,
     stop: tokio_util::sync::CancellationToken,
 ) {
     use axum::routing::get;
@@ -293,11 +306,15 @@ pub async fn serve(
         let handle = handle.clone();
         let sample = sample.clone();
         async move {
-            let s = sample();
+            let s = sample().await;
             gauge!(AUDIT_QUEUE).set(s.audit_queue as f64);
             gauge!(CACHED_TEAMS).set(s.cached_teams as f64);
             gauge!(CACHED_USERS).set(s.cached_users as f64);
             gauge!(STALE_TEAMS).set(s.stale_teams as f64);
+            if let Some(lag) = s.lag {
+                gauge!(REVISION_LAG).set(lag.max_revisions as f64);
+                gauge!(TEAMS_BEHIND).set(lag.teams_behind as f64);
+            }
             (
                 [(
                     axum::http::header::CONTENT_TYPE,

@@ -296,11 +296,18 @@ pub async fn run(
         let hub = service.hub().clone();
         let health = hub.health();
         let observed = service.clone();
-        let sample = Arc::new(move || crate::metrics::Sample {
-            audit_queue: observed.audit_waiting(),
-            cached_teams: hub.teams(),
-            cached_users: hub.cached_users_total(),
-            stale_teams: health.borrow().stale.len(),
+        let sample = Arc::new(move || {
+            let (hub, health, observed) = (hub.clone(), health.clone(), observed.clone());
+            Box::pin(async move {
+                let stale_teams = health.borrow().stale.len();
+                crate::metrics::Sample {
+                    audit_queue: observed.audit_waiting(),
+                    cached_teams: hub.teams(),
+                    cached_users: hub.cached_users_total(),
+                    stale_teams,
+                    lag: hub.lag().await.ok(),
+                }
+            }) as futures::future::BoxFuture<'static, _>
         });
         tokio::spawn(crate::metrics::serve(
             listener,

@@ -310,7 +310,7 @@ async fn failed_catch_up_is_retried_until_applied() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use toolgate::auth::{Principal, Role};
-    use toolgate::hub::Hub;
+    use toolgate::hub::{Hub, Lag};
     use toolgate::policy::AdminControls;
     use toolgate::service::{Service, ServiceError};
     use toolgate::store::{Notice, SqliteStore, Store};
@@ -355,6 +355,11 @@ async fn failed_catch_up_is_retried_until_applied() {
     assert!(message.contains("committed at revision 1"), "{message}");
     assert!(hub.health().borrow().stale.contains_key(TEAM));
     assert_eq!(hub.revision(TEAM).await.unwrap(), 0);
+    let behind = Lag {
+        max_revisions: 1,
+        teams_behind: 1,
+    };
+    assert_eq!(hub.lag().await.unwrap(), behind, "the metric shows the lag");
 
     // reads come back: the monitor applies the change with no further write
     let mut health = hub.health();
@@ -369,6 +374,7 @@ async fn failed_catch_up_is_retried_until_applied() {
         .unwrap();
     assert_eq!(hub.revision(TEAM).await.unwrap(), 1);
     assert!(hub.admin(TEAM).await.unwrap().stored.doc.kill_switch);
+    assert_eq!(hub.lag().await.unwrap(), Lag::default());
 
     // another replica's commit, announced while reads fail
     broken.store(true, Ordering::SeqCst);
@@ -383,12 +389,14 @@ async fn failed_catch_up_is_retried_until_applied() {
         .await
         .expect("the team is reported stale")
         .unwrap();
+    assert_eq!(hub.lag().await.unwrap(), behind);
     broken.store(false, Ordering::SeqCst);
     tokio::time::timeout(DEADLINE, health.wait_for(|h| h.stale.is_empty()))
         .await
         .expect("the team caught up")
         .unwrap();
     assert_eq!(hub.revision(TEAM).await.unwrap(), 2);
+    assert_eq!(hub.lag().await.unwrap(), Lag::default());
 }
 
 mod flaky {
@@ -408,6 +416,9 @@ mod flaky {
     impl Store for Flaky {
         async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {
             self.inner.team_revision(team_id).await
+        }
+        async fn team_revisions(&self) -> Result<Vec<(String, u64)>, StoreError> {
+            self.inner.team_revisions().await
         }
         async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
             self.inner.get_admin(team_id).await

@@ -80,7 +80,9 @@ async fn command_past_the_limit_is_invalid_argument_naming_field_and_limit() {
 #[tokio::test]
 async fn command_prefix_past_its_length_limit_is_refused_and_not_echoed() {
     let (server, _dir) = start().await;
-    let huge = format!("git {}", "a".repeat(toolgate::policy::MAX_PREFIX_LEN));
+    // a literal size past the 1,024-byte limit, not the constant: the test must fail
+    // if the limit is lifted
+    let huge = format!("git {}", "a".repeat(2_000));
     let mut s = user_settings(TEAM, "alice");
     s.command_allowlist = vec!["git status".into(), huge];
     let err = server

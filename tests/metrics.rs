@@ -214,6 +214,17 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
         Some(1.0),
         "{text}"
     );
+    // one replica: never behind its own store
+    assert_eq!(
+        sample(&text, "toolgate_replica_revision_lag", &[]),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "toolgate_replica_teams_behind", &[]),
+        Some(0.0),
+        "{text}"
+    );
     assert!(
         sample(
             &text,

@@ -54,6 +54,7 @@ fn user(allow: &str) -> UserSettings {
 async fn unset_documents_are_defaults_at_revision_zero(reopen: Reopen) {
     let store = reopen(100).await;
     assert_eq!(store.team_revision("t").await.unwrap(), 0);
+    assert!(store.team_revisions().await.unwrap().is_empty());
     let a = store.get_admin("t").await.unwrap();
     assert_eq!((a.doc, a.revision), (AdminControls::default(), 0));
     let u = store.get_user("t", "alice").await.unwrap();
@@ -99,6 +100,9 @@ async fn revisions_increase_per_team(reopen: Reopen) {
         1
     );
     assert_eq!(store.team_revision("t").await.unwrap(), 3);
+    let mut all = store.team_revisions().await.unwrap();
+    all.sort();
+    assert_eq!(all, [("other".to_owned(), 1), ("t".to_owned(), 3)]);
     let a = store.get_admin("t").await.unwrap();
     assert_eq!(
         (a.doc, a.revision, a.updated_by.as_str()),

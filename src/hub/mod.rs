@@ -74,6 +74,16 @@ pub struct HubHealth {
     pub stale: BTreeMap<String, String>,
 }
 
+/// How far a replica is behind the store (the changes committed that it has not
+/// applied yet): zero but for a moment after each commit, unless catch-ups fail.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lag {
+    /// The most revisions any cached team is behind.
+    pub max_revisions: u64,
+    /// Cached teams behind at all.
+    pub teams_behind: usize,
+}
+
 /// A consistent view of one user's effective policy.
 #[derive(Debug, Clone)]
 pub struct Effective {
@@ -279,6 +289,22 @@ impl Hub {
     /// How many teams are held in memory.
     pub fn teams(&self) -> usize {
         self.teams.len()
+    }
+
+    /// How far this replica's cached teams are behind the store, in one read of it.
+    pub async fn lag(&self) -> Result<Lag, HubError> {
+        let mut lag = Lag::default();
+        for (team_id, revision) in self.store.team_revisions().await? {
+            let Some(team) = self.teams.get(&team_id) else {
+                continue;
+            };
+            let behind = revision.saturating_sub(team.published.load(Ordering::Acquire));
+            if behind > 0 {
+                lag.teams_behind += 1;
+                lag.max_revisions = lag.max_revisions.max(behind);
+            }
+        }
+        Ok(lag)
     }
 
     /// Whether the team holds a broadcast ring (it has had a subscriber).

@@ -27,6 +27,10 @@ impl Store for Metered<dyn Store> {
         observed("team_revision", self.0.team_revision(team_id)).await
     }
 
+    async fn team_revisions(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        observed("team_revisions", self.0.team_revisions()).await
+    }
+
     async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
         observed("get_admin", self.0.get_admin(team_id)).await
     }

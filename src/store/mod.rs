@@ -150,6 +150,9 @@ pub trait Store: Send + Sync + 'static {
     /// The team's current revision (0 for a team never written).
     async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError>;
 
+    /// Every written team's current revision, in one read (for the replica-lag metric).
+    async fn team_revisions(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
     async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError>;
 
     /// Replaces the team's admin controls, allocating the next team revision. With

@@ -321,6 +321,21 @@ where
         Ok(rev.map_or(0, to_u64))
     }
 
+    async fn team_revisions(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let rows = sqlx::query("SELECT team_id, revision FROM teams")
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    sqlx::Row::try_get(row, "team_id")?,
+                    to_u64(sqlx::Row::try_get(row, "revision")?),
+                ))
+            })
+            .collect()
+    }
+
     async fn get_admin(&self, team_id: &str) -> Result<Versioned<AdminControls>, StoreError> {
         self.read_doc(team_id, DocKey::Admin).await
     }
