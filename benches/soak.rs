@@ -197,18 +197,46 @@ async fn churn(addr: String, teams: usize, stop: Arc<AtomicBool>, counters: Arc<
     }
 }
 
+/// How long a watcher may take, once the writers are done, to see every change that
+/// was acknowledged: past it, what it has not seen counts as missed.
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// The acknowledged revisions not sent, neither as a change nor under a snapshot (a
+/// resync covers everything up to its revision).
+fn unsent(acked: &BTreeSet<u64>, changes: &BTreeSet<u64>, snapshots: &[u64]) -> Vec<u64> {
+    let newest_snapshot = snapshots.iter().copied().max().unwrap_or(0);
+    acked
+        .iter()
+        .copied()
+        .filter(|r| !changes.contains(r) && newest_snapshot < *r)
+        .collect()
+}
+
 /// A watcher that keeps reading: the admin revisions it was sent, and the revisions
-/// of the snapshots it was sent (a resync covers everything up to its revision).
+/// of the snapshots it was sent. Once the writers are done (`acked` is then whole)
+/// it reads until it has seen every acknowledged change of its team, or for
+/// [`SETTLE`].
 async fn faithful(
     addr: String,
-    team: String,
-    stop: Arc<AtomicBool>,
+    t: usize,
+    done: Arc<AtomicBool>,
+    acked: Arc<std::sync::Mutex<Vec<BTreeSet<u64>>>>,
     counters: Arc<Counters>,
 ) -> (BTreeSet<u64>, Vec<u64>) {
-    let mut events = watch(connect(&addr).await, team, "faithful").await;
+    let mut events = watch(connect(&addr).await, team(t), "faithful").await;
     let (mut changes, mut snapshots) = (BTreeSet::new(), Vec::new());
+    let mut settle_until = None;
     loop {
-        let next = tokio::time::timeout(Duration::from_secs(2), events.message()).await;
+        if settle_until.is_none() && done.load(Ordering::Acquire) {
+            settle_until = Some(Instant::now() + SETTLE);
+        }
+        if let Some(until) = settle_until
+            && (unsent(&acked.lock().unwrap()[t], &changes, &snapshots).is_empty()
+                || Instant::now() >= until)
+        {
+            return (changes, snapshots);
+        }
+        let next = tokio::time::timeout(Duration::from_millis(200), events.message()).await;
         match next {
             Ok(Ok(Some(e))) => match e.event {
                 Some(Event::AdminSettings(_)) => {
@@ -222,8 +250,6 @@ async fn faithful(
                 }
                 _ => {}
             },
-            // quiet for 2 s once writers stopped: caught up
-            Err(_) if stop.load(Ordering::Relaxed) => return (changes, snapshots),
             Err(_) => {}
             Ok(other) => panic!("a faithful watcher's stream ended: {other:?}"),
         }
@@ -247,12 +273,14 @@ async fn main() {
     let stop = Arc::new(AtomicBool::new(false));
     let counters = Arc::new(Counters::default());
     let acked = Arc::new(std::sync::Mutex::new(vec![BTreeSet::new(); args.teams]));
+    let writers_done = Arc::new(AtomicBool::new(false));
     let mut faithful_tasks = Vec::new();
     for t in 0..args.teams {
         faithful_tasks.push(tokio::spawn(faithful(
             addr.clone(),
-            team(t),
-            stop.clone(),
+            t,
+            writers_done.clone(),
+            acked.clone(),
             counters.clone(),
         )));
     }
@@ -313,16 +341,19 @@ async fn main() {
     for task in load {
         task.await.expect("load task");
     }
+    writers_done.store(true, Ordering::Release);
     let mut missed = 0usize;
-    let acked = acked.lock().unwrap().clone();
     for (t, task) in faithful_tasks.into_iter().enumerate() {
         let (changes, snapshots) = task.await.expect("watcher");
-        for &r in &acked[t] {
-            let covered = changes.contains(&r) || snapshots.iter().any(|&s| s >= r);
-            if !covered {
-                missed += 1;
-            }
+        let lost = unsent(&acked.lock().unwrap()[t], &changes, &snapshots);
+        if !lost.is_empty() {
+            eprintln!(
+                "team {}: revisions {lost:?} acknowledged, never sent within {SETTLE:?} (newest change sent {:?}, snapshots {snapshots:?})",
+                team(t),
+                changes.last()
+            );
         }
+        missed += lost.len();
     }
     child.kill().ok();
     child.wait().ok();

@@ -8,6 +8,9 @@
 mod plain;
 mod prefixes;
 mod read;
+mod redirects;
+mod rules;
+mod words;
 
 pub use prefixes::{Prefix, PrefixList};
 pub use read::{MAX_NESTING, parse_command_line};

@@ -1,0 +1,189 @@
+//! Who may call: static tokens, client certificates, JWT and the anonymous principal,
+//! and the principals the server builds from them.
+
+use super::Config;
+use crate::auth::{Principal, Role};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    pub tokens: Vec<TokenConfig>,
+    /// Principals for client certificates (mTLS, `tls.client_ca`).
+    pub certificates: Vec<CertificateConfig>,
+    /// JWT bearer tokens from an identity provider, beside the static tokens.
+    pub jwt: Option<JwtConfig>,
+    /// Principal for calls without a token. Only allowed on a loopback listen address.
+    pub anonymous: Option<AnonymousConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// A name for logs and the audit trail.
+    pub name: String,
+    /// SHA-256 of the token, hex (`toolgate hash-token` prints it).
+    pub sha256: String,
+    pub role: Role,
+    /// Required for every role but operator.
+    #[serde(default)]
+    pub team: Option<String>,
+    /// The user a member acts as; defaults to `name`.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnonymousConfig {
+    pub role: Role,
+    #[serde(default)]
+    pub team: Option<String>,
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+/// JWT bearer tokens: whose keys verify them, what they must say, and which claims
+/// name the principal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// The `iss` tokens must carry.
+    pub issuer: String,
+    /// The `aud` tokens must carry (one of theirs).
+    pub audience: String,
+    /// The issuer's keys as a JWKS file...
+    #[serde(default)]
+    pub jwks_file: Option<PathBuf>,
+    /// ...or a URL serving them (e.g. `https://idp.example/.well-known/jwks.json`).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Seconds between reads of the keys (rotated keys are taken at the next one).
+    #[serde(default = "JwtConfig::default_refresh_secs")]
+    pub refresh_secs: u64,
+    /// Seconds of clock skew allowed on `exp` and `nbf`.
+    #[serde(default = "JwtConfig::default_leeway_secs")]
+    pub leeway_secs: u64,
+    #[serde(default)]
+    pub claims: JwtClaims,
+    /// The role of a token without the role claim.
+    #[serde(default = "JwtConfig::default_role")]
+    pub default_role: Role,
+}
+
+impl JwtConfig {
+    fn default_refresh_secs() -> u64 {
+        300
+    }
+    fn default_leeway_secs() -> u64 {
+        30
+    }
+    fn default_role() -> Role {
+        Role::Member
+    }
+}
+
+/// Which claims name the team, the user and the role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtClaims {
+    pub team: String,
+    pub user: String,
+    pub role: String,
+}
+
+impl Default for JwtClaims {
+    fn default() -> Self {
+        Self {
+            team: "team".into(),
+            user: "sub".into(),
+            role: "role".into(),
+        }
+    }
+}
+
+/// A principal for the holder of a client certificate (mTLS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertificateConfig {
+    /// A name for logs and the audit trail.
+    pub name: String,
+    /// Matches a certificate whose subject common name (CN) is this.
+    #[serde(default)]
+    pub subject_cn: Option<String>,
+    /// Matches a certificate with this subject alternative name (DNS, URI or email).
+    #[serde(default)]
+    pub san: Option<String>,
+    pub role: Role,
+    #[serde(default)]
+    pub team: Option<String>,
+    /// The user a member acts as; defaults to `name`.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+impl Config {
+    /// The configured token principals as (digest, principal) pairs.
+    pub fn token_principals(&self) -> Vec<([u8; 32], Principal)> {
+        self.auth
+            .tokens
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    parse_sha256(&t.sha256)?,
+                    Principal {
+                        name: t.name.clone(),
+                        role: t.role,
+                        team: t.team.as_deref().map(normalised),
+                        user: Some(normalised(t.user.as_deref().unwrap_or(&t.name))),
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// The configured certificate principals, with what matches them.
+    pub fn certificate_principals(&self) -> Vec<(crate::auth::CertMatch, Principal)> {
+        self.auth
+            .certificates
+            .iter()
+            .filter_map(|c| {
+                let matcher = match (&c.subject_cn, &c.san) {
+                    (Some(cn), None) => crate::auth::CertMatch::SubjectCn(cn.clone()),
+                    (None, Some(san)) => crate::auth::CertMatch::San(san.clone()),
+                    _ => return None,
+                };
+                Some((
+                    matcher,
+                    Principal {
+                        name: c.name.clone(),
+                        role: c.role,
+                        team: c.team.as_deref().map(normalised),
+                        user: Some(normalised(c.user.as_deref().unwrap_or(&c.name))),
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// The anonymous principal, if configured.
+    pub fn anonymous_principal(&self) -> Option<Principal> {
+        self.auth.anonymous.as_ref().map(|a| Principal {
+            name: "anonymous".into(),
+            role: a.role,
+            team: a.team.as_deref().map(normalised),
+            user: a.user.as_deref().map(normalised),
+        })
+    }
+}
+
+/// An id from the configuration in the one spelling the service compares (NFC).
+fn normalised(id: &str) -> String {
+    crate::service::check_id("id", id).map_or_else(|_| id.to_owned(), |id| id.into_owned())
+}
+
+pub(super) fn parse_sha256(s: &str) -> Option<[u8; 32]> {
+    let bytes = hex::decode(s.trim()).ok()?;
+    bytes.try_into().ok()
+}

@@ -1,0 +1,184 @@
+//! Configuration: figment layers (defaults, file, `TOOLGATE_*` environment, CLI flags)
+//! and validation that reports every problem with how to fix it.
+//!
+//! The environment is passed in as a map so tests set it without touching the process.
+//!
+//! The rooms: the layers and the top of the tree here, each section's settings in
+//! `sections`, who may call in `auth`, the checks in `validate`, and what operators
+//! and teams are shown in `redact`.
+
+mod auth;
+mod env;
+mod redact;
+mod sections;
+mod validate;
+
+use env::EnvMap;
+
+pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
+pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
+pub use sections::{
+    ConnectionsConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig, StoreConfig,
+    TelemetryConfig, TlsConfig, WatchConfig,
+};
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml, Yaml};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The environment variable prefix; nested keys are separated by `__`.
+pub const ENV_PREFIX: &str = "TOOLGATE_";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: String,
+    /// Where the embedded store and the bootstrap token live.
+    pub data_dir: PathBuf,
+    pub store: StoreConfig,
+    pub auth: AuthConfig,
+    pub watch: WatchConfig,
+    pub limits: LimitsConfig,
+    pub connections: ConnectionsConfig,
+    pub log: LogConfig,
+    pub telemetry: TelemetryConfig,
+    pub metrics: MetricsConfig,
+    pub tls: TlsConfig,
+    /// Seconds to drain in-flight calls on shutdown before giving up.
+    pub shutdown_grace_secs: u64,
+    /// A YAML file of file-managed policy (team admin settings, seed 000's
+    /// `tool.action` lists), applied at start and reloaded when it changes.
+    pub policy_file: Option<PathBuf>,
+    pub audit: AuditConfig,
+}
+
+/// Which decisions the audit trail records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionLog {
+    /// DENYs only.
+    #[default]
+    Deny,
+    /// Every decision (seed 004's "audit every check"): ALLOW and ASK as
+    /// `decision_made`.
+    All,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    pub decisions: DecisionLog,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:7070".into(),
+            data_dir: PathBuf::from("toolgate-data"),
+            store: StoreConfig::default(),
+            auth: AuthConfig::default(),
+            watch: WatchConfig::default(),
+            limits: LimitsConfig::default(),
+            connections: ConnectionsConfig::default(),
+            log: LogConfig::default(),
+            telemetry: TelemetryConfig::default(),
+            metrics: MetricsConfig::default(),
+            tls: TlsConfig::default(),
+            shutdown_grace_secs: 10,
+            policy_file: None,
+            audit: AuditConfig::default(),
+        }
+    }
+}
+
+/// Flags given on the command line; they override every other layer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CliOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_file: Option<PathBuf>,
+}
+
+/// Every problem found in a configuration.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration:\n  - {}", .problems.join("\n  - "))]
+pub struct ConfigError {
+    pub problems: Vec<String>,
+}
+
+impl Config {
+    /// Loads the layers in order: defaults, `file` (TOML or YAML by extension; else the
+    /// file named by `TOOLGATE_CONFIG` in `env`), the `TOOLGATE_*` entries of `env`, `cli`.
+    pub fn load<I>(file: Option<&Path>, env: I, cli: &CliOverrides) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        let env: BTreeMap<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .collect();
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| env.get("TOOLGATE_CONFIG").map(PathBuf::from));
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = &file {
+            if !file.is_file() {
+                return Err(ConfigError {
+                    problems: vec![format!(
+                        "config file {} does not exist: fix the path or drop --config",
+                        file.display()
+                    )],
+                });
+            }
+            figment = match file.extension().and_then(|e| e.to_str()) {
+                Some("yaml" | "yml") => figment.merge(Yaml::file_exact(file)),
+                _ => figment.merge(Toml::file_exact(file)),
+            };
+        }
+        let config: Config = figment
+            .merge(EnvMap(env))
+            .merge(Serialized::defaults(cli))
+            .extract()
+            .map_err(|e| ConfigError {
+                problems: e.into_iter().map(|e| e.to_string()).collect(),
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The listen address, once validated.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen.parse().expect("validated")
+    }
+
+    /// The PostgreSQL URL, when the store is PostgreSQL.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.store
+            .url
+            .as_deref()
+            .filter(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"))
+    }
+
+    /// The SQLite file the embedded store uses.
+    pub fn sqlite_path(&self) -> PathBuf {
+        match self
+            .store
+            .url
+            .as_deref()
+            .and_then(|u| u.strip_prefix("sqlite://"))
+        {
+            Some(path) => PathBuf::from(path),
+            None => self.data_dir.join("toolgate.db"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

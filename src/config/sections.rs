@@ -1,0 +1,213 @@
+//! The server's settings sections: store, connections, watch, limits, log, telemetry,
+//! metrics and TLS, each with its defaults.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://…` for replicas sharing PostgreSQL, `sqlite://PATH`, or unset for
+    /// `<data_dir>/toolgate.db`.
+    pub url: Option<String>,
+    /// Seconds between checks of the store (the SQLite file still the one opened,
+    /// `PRAGMA quick_check`) and retries of a catch-up that failed.
+    pub check_secs: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            check_secs: 5,
+        }
+    }
+}
+
+/// Limits on client connections, so idle or silent ones cannot pile up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionsConfig {
+    /// Most open connections; past it, new ones are closed at once (and logged).
+    pub max: usize,
+    /// Seconds a connection may go without sending a byte before it is closed. Live
+    /// HTTP/2 clients answer the keepalive pings, so only silent peers are closed.
+    pub idle_timeout_secs: u64,
+    /// Seconds between HTTP/2 keepalive pings, and how long an answer may take.
+    pub keepalive_interval_secs: u64,
+    pub keepalive_timeout_secs: u64,
+}
+
+impl Default for ConnectionsConfig {
+    fn default() -> Self {
+        Self {
+            max: 10_000,
+            idle_timeout_secs: 300,
+            keepalive_interval_secs: 30,
+            keepalive_timeout_secs: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// Seconds between heartbeats on a quiet stream.
+    pub heartbeat_secs: u64,
+    /// How many changes a subscriber may fall behind before it is resynced.
+    pub queue_size: usize,
+    /// How many changes per team the history keeps for resuming subscribers.
+    pub history_per_team: u64,
+    /// Bytes of changes a team keeps queued for subscribers that have not read them;
+    /// a subscriber that falls further behind is resynced.
+    pub queue_bytes: usize,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        Self {
+            heartbeat_secs: 15,
+            queue_size: 1024,
+            history_per_team: 10_000,
+            queue_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest request message, in bytes.
+    pub max_request_bytes: usize,
+    /// Most calls in one `EvaluateBatch`.
+    pub max_batch_calls: usize,
+    /// Most entries in one list of a settings document.
+    pub max_list_entries: usize,
+    /// Most users of one team whose compiled settings are kept in memory; past it,
+    /// some are let go and read again from the store when next needed.
+    pub max_cached_users_per_team: usize,
+    /// Longest shell command or file path in a call, in bytes.
+    pub max_command_bytes: usize,
+    /// Seconds a team nobody watches or touches stays in memory.
+    pub team_idle_secs: u64,
+    /// Seconds a call may take to be answered (a stream: to start) before it is ended
+    /// with DEADLINE_EXCEEDED; a client's shorter `grpc-timeout` wins.
+    pub request_timeout_secs: u64,
+    /// Most calls being answered at once; past it, new ones are refused with
+    /// RESOURCE_EXHAUSTED (health checks are never refused). Open watch streams are
+    /// bounded by `max_streams_per_principal` instead.
+    pub max_concurrent_requests: usize,
+    /// Most `WatchPolicy` streams one principal may hold open; past it, new ones are
+    /// refused with RESOURCE_EXHAUSTED.
+    pub max_streams_per_principal: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: 4 * 1024 * 1024,
+            max_batch_calls: 1_000,
+            max_list_entries: crate::policy::MAX_LIST_ENTRIES,
+            max_cached_users_per_team: 100_000,
+            max_command_bytes: 64 * 1024,
+            team_idle_secs: 600,
+            request_timeout_secs: 30,
+            max_concurrent_requests: 1_000,
+            max_streams_per_principal: 1_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A tracing filter, e.g. `info` or `toolgate=debug,info`.
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".into(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`; unset exports no spans.
+    pub otlp_endpoint: Option<String>,
+    /// gRPC metadata sent with every export, e.g. a collector's `authorization`
+    /// header. Treated as secrets: `GetServerConfig` and `check-config` show the
+    /// names only.
+    pub otlp_headers: BTreeMap<String, String>,
+    pub service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            otlp_headers: BTreeMap::new(),
+            service_name: "toolgate".into(),
+        }
+    }
+}
+
+/// The Prometheus endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where to serve `GET /metrics`, e.g. `0.0.0.0:9090`; unset serves none and
+    /// records nothing.
+    pub listen: Option<String>,
+}
+
+/// TLS for the listener; unset `cert` and `key` serve plaintext.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, the server's first.
+    pub cert: Option<PathBuf>,
+    /// PEM private key of the certificate.
+    pub key: Option<PathBuf>,
+    /// PEM CA certificates that sign client certificates: set, clients present one
+    /// (mTLS), mapped to principals by `auth.certificates`.
+    pub client_ca: Option<PathBuf>,
+    /// With `client_ca`: refuse the handshake of a client without a certificate
+    /// (false lets such clients in to authenticate with a bearer token).
+    pub require_client_cert: bool,
+    /// Seconds between looks at the files for a renewed certificate.
+    pub reload_secs: u64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        Self {
+            cert: None,
+            key: None,
+            client_ca: None,
+            require_client_cert: true,
+            reload_secs: 10,
+        }
+    }
+}
+
+impl TlsConfig {
+    /// The certificate and key, when TLS is on.
+    pub fn files(&self) -> Option<(&Path, &Path)> {
+        Some((self.cert.as_deref()?, self.key.as_deref()?))
+    }
+}

@@ -1,0 +1,86 @@
+//! Loading the layers and reporting every problem.
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn defaults_are_valid() {
+    let c = Config::load(None, env(&[]), &CliOverrides::default()).unwrap();
+    assert_eq!(c, Config::default());
+}
+
+#[test]
+fn env_overrides_nested_keys_and_cli_overrides_env() {
+    let cli = CliOverrides {
+        listen: Some("127.0.0.1:9999".into()),
+        data_dir: None,
+        policy_file: Some("/etc/toolgate/policy.yaml".into()),
+    };
+    let c = Config::load(
+        None,
+        env(&[
+            ("TOOLGATE_LISTEN", "127.0.0.1:1"),
+            ("TOOLGATE_WATCH__HEARTBEAT_SECS", "3"),
+            ("TOOLGATE_DATA_DIR", "/tmp/x"),
+            ("OTHER", "ignored"),
+            ("TOOLGATE_TOKEN", "a client setting, not a server one"),
+            ("TOOLGATE_TEST_POSTGRES_URL", "the test suite's"),
+        ]),
+        &cli,
+    )
+    .unwrap();
+    assert_eq!(c.listen, "127.0.0.1:9999");
+    assert_eq!(c.watch.heartbeat_secs, 3);
+    assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+    assert_eq!(
+        c.policy_file,
+        Some(PathBuf::from("/etc/toolgate/policy.yaml"))
+    );
+}
+
+#[test]
+fn unknown_keys_are_rejected() {
+    let err = Config::load(
+        None,
+        env(&[("TOOLGATE_LISTN", "x")]),
+        &CliOverrides::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("listn"), "{err}");
+}
+
+#[test]
+fn every_problem_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        r#"
+listen = "0.0.0.0:7070"
+[auth.anonymous]
+role = "member"
+[[auth.tokens]]
+name = "a"
+sha256 = "zz"
+role = "admin"
+"#,
+    )
+    .unwrap();
+    let err = Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap_err();
+    let text = err.to_string();
+    for needle in [
+        "auth.tokens[0] (\"a\").sha256",
+        "auth.tokens[0] (\"a\").team",
+        "auth.anonymous.team",
+        "loopback",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in {text}");
+    }
+    assert_eq!(err.problems.len(), 4, "{text}");
+}

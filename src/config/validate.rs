@@ -1,0 +1,310 @@
+//! The configuration's checks: every problem at once, each saying how to fix it.
+
+use super::auth::parse_sha256;
+use super::{Config, ConfigError, redact_url};
+use crate::auth::Role;
+use std::net::SocketAddr;
+
+impl Config {
+    /// Reports every problem at once, each saying how to fix it.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        let listen = self.listen.parse::<SocketAddr>();
+        if let Err(e) = &listen {
+            problems.push(format!(
+                "listen: {:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:7070",
+                self.listen
+            ));
+        }
+        if self
+            .policy_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            problems.push(
+                "policy_file: must not be empty: give the policy YAML's path or leave it unset"
+                    .into(),
+            );
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            problems.push(
+                "data_dir: must not be empty: give a directory for the embedded store".into(),
+            );
+        }
+        if let Some(url) = &self.store.url
+            && !["sqlite://", "postgres://", "postgresql://"]
+                .iter()
+                .any(|p| url.starts_with(p))
+        {
+            problems.push(format!(
+                "store.url: {url:?} is not supported: use postgres://USER@HOST/DB, sqlite://PATH, or leave it unset for <data_dir>/toolgate.db"
+            ));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, t) in self.auth.tokens.iter().enumerate() {
+            let at = format!("auth.tokens[{i}] ({:?})", t.name);
+            if t.name.trim().is_empty() {
+                problems.push(format!(
+                    "auth.tokens[{i}].name: must not be empty: name the token's holder"
+                ));
+            } else if !names.insert(t.name.clone()) {
+                problems.push(format!(
+                    "{at}.name: duplicate name: give each token its own name"
+                ));
+            }
+            if parse_sha256(&t.sha256).is_none() {
+                problems.push(format!(
+                    "{at}.sha256: must be 64 hex digits: run `toolgate hash-token` and paste its output"
+                ));
+            }
+            check_scope(&mut problems, &at, t.role, t.team.as_deref());
+            check_ids(&mut problems, &at, t.team.as_deref(), t.user.as_deref());
+        }
+        if let Some(anon) = &self.auth.anonymous {
+            check_scope(
+                &mut problems,
+                "auth.anonymous",
+                anon.role,
+                anon.team.as_deref(),
+            );
+            check_ids(
+                &mut problems,
+                "auth.anonymous",
+                anon.team.as_deref(),
+                anon.user.as_deref(),
+            );
+            if matches!(&listen, Ok(addr) if !addr.ip().is_loopback()) {
+                problems.push(format!(
+                    "auth.anonymous: anonymous access is only allowed on a loopback listen address, not {}: remove auth.anonymous or listen on 127.0.0.1",
+                    self.listen
+                ));
+            }
+        }
+        if self.watch.heartbeat_secs == 0 {
+            problems.push("watch.heartbeat_secs: must be at least 1".into());
+        }
+        if self.watch.queue_size == 0 {
+            problems.push("watch.queue_size: must be at least 1".into());
+        }
+        if self.watch.history_per_team == 0 {
+            problems.push("watch.history_per_team: must be at least 1".into());
+        }
+        if self.limits.max_request_bytes < 1024 {
+            problems.push("limits.max_request_bytes: must be at least 1024".into());
+        }
+        if self.limits.max_batch_calls == 0 {
+            problems.push("limits.max_batch_calls: must be at least 1".into());
+        }
+        if self.limits.max_list_entries == 0
+            || self.limits.max_list_entries > crate::policy::MAX_LIST_ENTRIES
+        {
+            problems.push(format!(
+                "limits.max_list_entries: must be between 1 and {}",
+                crate::policy::MAX_LIST_ENTRIES
+            ));
+        }
+        if self.limits.max_cached_users_per_team == 0 {
+            problems.push("limits.max_cached_users_per_team: must be at least 1".into());
+        }
+        if self.limits.max_command_bytes == 0 {
+            problems.push("limits.max_command_bytes: must be at least 1".into());
+        }
+        if self.limits.team_idle_secs == 0 {
+            problems.push("limits.team_idle_secs: must be at least 1".into());
+        }
+        for (name, value, fix) in [
+            (
+                "request_timeout_secs",
+                self.limits.request_timeout_secs,
+                "give the seconds a call may take, e.g. 30",
+            ),
+            (
+                "max_concurrent_requests",
+                self.limits.max_concurrent_requests as u64,
+                "give how many calls may be answered at once, e.g. 1000",
+            ),
+            (
+                "max_streams_per_principal",
+                self.limits.max_streams_per_principal as u64,
+                "give how many watch streams one token may hold open, e.g. 1000",
+            ),
+        ] {
+            if value == 0 {
+                problems.push(format!("limits.{name}: 0 would refuse every call: {fix}"));
+            }
+        }
+        if self.watch.queue_bytes == 0 {
+            problems.push("watch.queue_bytes: must be at least 1".into());
+        }
+        if self.store.check_secs == 0 {
+            problems.push("store.check_secs: must be at least 1".into());
+        }
+        let c = &self.connections;
+        for (name, value) in [
+            ("max", c.max as u64),
+            ("idle_timeout_secs", c.idle_timeout_secs),
+            ("keepalive_interval_secs", c.keepalive_interval_secs),
+            ("keepalive_timeout_secs", c.keepalive_timeout_secs),
+        ] {
+            if value == 0 {
+                problems.push(format!("connections.{name}: must be at least 1"));
+            }
+        }
+        if c.idle_timeout_secs <= c.keepalive_interval_secs {
+            problems.push(format!(
+                "connections.idle_timeout_secs: {} must be longer than keepalive_interval_secs ({}): live clients that only answer pings would be closed",
+                c.idle_timeout_secs, c.keepalive_interval_secs
+            ));
+        }
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            problems.push(format!(
+                "telemetry.otlp_endpoint: {endpoint:?} is not a URL: use http://HOST:4317 (OTLP over gRPC)"
+            ));
+        }
+        for (name, value) in &self.telemetry.otlp_headers {
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+            if !name_ok || name.ends_with("-bin") {
+                problems.push(format!(
+                    "telemetry.otlp_headers: {name:?} is not a header name: use lowercase letters, digits, '-', '_' or '.'"
+                ));
+            }
+            if !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                // the value is a secret: name the header only
+                problems.push(format!(
+                    "telemetry.otlp_headers.{name}: the value must be printable ASCII"
+                ));
+            }
+        }
+        let tls = &self.tls;
+        match (&tls.cert, &tls.key) {
+            (Some(_), None) => problems.push(
+                "tls.key: required with tls.cert: give the certificate's PEM private key".into(),
+            ),
+            (None, Some(_)) => problems
+                .push("tls.cert: required with tls.key: give the PEM certificate chain".into()),
+            _ => {}
+        }
+        if tls.client_ca.is_some() && tls.cert.is_none() {
+            problems.push(
+                "tls.client_ca: client certificates need TLS: set tls.cert and tls.key too".into(),
+            );
+        }
+        if tls.reload_secs == 0 {
+            problems.push("tls.reload_secs: must be at least 1".into());
+        }
+        if !self.auth.certificates.is_empty() && tls.client_ca.is_none() {
+            problems.push(
+                "auth.certificates: no client certificate can be verified: set tls.client_ca to the CA that signs them".into(),
+            );
+        }
+        for (i, c) in self.auth.certificates.iter().enumerate() {
+            let at = format!("auth.certificates[{i}] ({:?})", c.name);
+            if c.name.trim().is_empty() {
+                problems.push(format!(
+                    "auth.certificates[{i}].name: must not be empty: name the certificate's holder"
+                ));
+            } else if !names.insert(c.name.clone()) {
+                problems.push(format!(
+                    "{at}.name: duplicate name: give each token and certificate its own name"
+                ));
+            }
+            match (&c.subject_cn, &c.san) {
+                (Some(_), Some(_)) | (None, None) => problems.push(format!(
+                    "{at}: give exactly one of subject_cn and san to match the certificate by"
+                )),
+                (Some(v), None) | (None, Some(v)) if v.trim().is_empty() => {
+                    problems.push(format!("{at}: the name to match must not be empty"))
+                }
+                _ => {}
+            }
+            check_scope(&mut problems, &at, c.role, c.team.as_deref());
+            check_ids(&mut problems, &at, c.team.as_deref(), c.user.as_deref());
+        }
+        if let Some(jwt) = &self.auth.jwt {
+            match (&jwt.jwks_file, &jwt.jwks_url) {
+                (None, None) | (Some(_), Some(_)) => problems.push(
+                    "auth.jwt: give exactly one of jwks_file and jwks_url for the issuer's keys"
+                        .into(),
+                ),
+                (None, Some(url)) if !url.starts_with("https://") && !url.starts_with("http://") => {
+                    problems.push(format!(
+                        "auth.jwt.jwks_url: {:?} is not a URL: use https://ISSUER/.well-known/jwks.json",
+                        redact_url(url)
+                    ))
+                }
+                _ => {}
+            }
+            for (field, value) in [
+                ("issuer", &jwt.issuer),
+                ("audience", &jwt.audience),
+                ("claims.team", &jwt.claims.team),
+                ("claims.user", &jwt.claims.user),
+                ("claims.role", &jwt.claims.role),
+            ] {
+                if value.trim().is_empty() {
+                    problems.push(format!(
+                        "auth.jwt.{field}: must not be empty: give what the identity provider's tokens carry"
+                    ));
+                }
+            }
+            if jwt.refresh_secs == 0 {
+                problems.push("auth.jwt.refresh_secs: must be at least 1".into());
+            }
+        }
+        if let Some(addr) = &self.metrics.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "metrics.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 0.0.0.0:9090, or leave it unset for no metrics"
+                )),
+                Ok(m) if listen.as_ref().is_ok_and(|l| *l == m && m.port() != 0) => problems.push(format!(
+                    "metrics.listen: {addr} is the gRPC listen address too: give the metrics another port"
+                )),
+                Ok(_) => {}
+            }
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            problems.push(format!(
+                "log.level: {:?} is not a tracing filter: use e.g. info or toolgate=debug",
+                self.log.level
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+}
+
+/// A principal's team and user pass the service's id check (an empty team is
+/// `check_scope`'s to report).
+fn check_ids(problems: &mut Vec<String>, at: &str, team: Option<&str>, user: Option<&str>) {
+    for (field, value) in [("team", team), ("user", user)] {
+        if let Some(value) = value.filter(|v| !v.trim().is_empty())
+            && let Err(e) = crate::service::check_id(&format!("{at}.{field}"), value)
+        {
+            problems.push(e.to_string());
+        }
+    }
+}
+
+fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&str>) {
+    match (role, team) {
+        (Role::Operator, Some(_)) => problems.push(format!(
+            "{at}.team: an operator spans all teams: remove team"
+        )),
+        (Role::Operator, None) => {}
+        (_, None) => problems.push(format!(
+            "{at}.team: required for role {role:?}: name the team"
+        )),
+        (_, Some(t)) if t.trim().is_empty() => {
+            problems.push(format!("{at}.team: must not be empty"))
+        }
+        _ => {}
+    }
+}

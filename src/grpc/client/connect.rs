@@ -1,0 +1,217 @@
+//! Reaching the server: its address, TLS towards it, the bearer token, the channel
+//! and the service stubs over it.
+
+use super::{Client, ClientError, error_chain};
+use crate::proto::v1 as pb;
+use std::path::PathBuf;
+use std::time::Duration;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+/// Where the server is and who we are, as `TOOLGATE_SERVER`, `TOOLGATE_TOKEN` (or
+/// `TOOLGATE_TOKEN_FILE`), `TOOLGATE_TEAM` and `TOOLGATE_USER` give them. Empty team or
+/// user ids stand for the ones the token names.
+#[derive(Debug, Clone, Default)]
+pub struct ClientConfig {
+    pub server: String,
+    pub token: Option<String>,
+    pub token_file: Option<PathBuf>,
+    pub team: String,
+    pub user: String,
+    /// For connecting and for each unary call (streams are not bounded by it).
+    pub deadline: Duration,
+    pub tls: TlsOptions,
+}
+
+/// TLS towards the server (`--ca`, `--cert`, `--key`): any of them, or an
+/// `https://` address, turns it on; without `--ca` the system's roots verify the server.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// PEM CA certificates to verify the server with.
+    pub ca: Option<PathBuf>,
+    /// PEM client certificate and key, for a server that asks for one (mTLS).
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl TlsOptions {
+    /// The endpoint for `server` (`HOST:PORT` or a URL), TLS set up as asked; the
+    /// error says what to fix.
+    pub fn endpoint(&self, server: &str) -> Result<Endpoint, String> {
+        let on = self.ca.is_some() || self.cert.is_some() || self.key.is_some();
+        // `127.0.0.1:7070` is what `serve --listen` takes: accept it here too
+        let address = match (server.contains("://"), on) {
+            (true, _) => server.to_owned(),
+            (false, true) => format!("https://{server}"),
+            (false, false) => format!("http://{server}"),
+        };
+        let endpoint = Endpoint::from_shared(address.clone()).map_err(|e| {
+            format!("server {server:?}: {e}: use http://HOST:PORT or https://HOST:PORT")
+        })?;
+        if !on && !address.starts_with("https://") {
+            return Ok(endpoint);
+        }
+        if on && address.starts_with("http://") {
+            return Err(format!(
+                "server {server:?}: --ca, --cert and --key need TLS: use https://HOST:PORT"
+            ));
+        }
+        let read = |flag: &str, path: &PathBuf| {
+            std::fs::read(path)
+                .map_err(|e| format!("{flag} {}: {e}: give a readable PEM file", path.display()))
+        };
+        let mut tls = tonic::transport::ClientTlsConfig::new();
+        tls = match &self.ca {
+            Some(ca) => {
+                tls.ca_certificate(tonic::transport::Certificate::from_pem(read("--ca", ca)?))
+            }
+            None => tls.with_native_roots(),
+        };
+        match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                tls = tls.identity(tonic::transport::Identity::from_pem(
+                    read("--cert", cert)?,
+                    read("--key", key)?,
+                ));
+            }
+            (None, None) => {}
+            _ => return Err("--cert and --key go together: give both or neither".into()),
+        }
+        endpoint
+            .tls_config(tls)
+            .map_err(|e| format!("tls: {}", error_chain(&e)))
+    }
+}
+
+impl ClientConfig {
+    /// The bearer token: `token` if given, else the content of `token_file`.
+    pub fn read_token(&self) -> Result<Option<String>, ClientError> {
+        match (&self.token, &self.token_file) {
+            (Some(t), _) if !t.trim().is_empty() => Ok(Some(t.trim().to_owned())),
+            (_, Some(f)) => {
+                let text = std::fs::read_to_string(f).map_err(|e| {
+                    ClientError::Config(format!(
+                        "TOOLGATE_TOKEN_FILE {}: {e}: point it at a readable token file",
+                        f.display()
+                    ))
+                })?;
+                Ok(Some(text.trim().to_owned()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn endpoint(&self) -> Result<Endpoint, ClientError> {
+        Ok(self
+            .tls
+            .endpoint(&self.server)
+            .map_err(ClientError::Config)?
+            .connect_timeout(self.deadline)
+            .tcp_nodelay(true))
+    }
+
+    fn bearer(&self) -> Result<Bearer, ClientError> {
+        let value = self
+            .read_token()?
+            .map(|t| format!("Bearer {t}").parse())
+            .transpose()
+            .map_err(|_| {
+                ClientError::Config(
+                    "the token is not printable ASCII: copy it again without stray characters"
+                        .into(),
+                )
+            })?;
+        Ok(Bearer(value))
+    }
+}
+
+/// Adds the bearer token to every call.
+#[derive(Clone)]
+pub struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// A channel that carries the bearer token.
+pub type Authed = InterceptedService<Channel, Bearer>;
+
+pub(super) type PolicyStub = pb::policy_service_client::PolicyServiceClient<Authed>;
+
+impl Client {
+    /// Connects within the configured deadline.
+    pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
+        let bearer = config.bearer()?;
+        let endpoint = config.endpoint()?;
+        let channel = tokio::time::timeout(config.deadline, endpoint.connect())
+            .await
+            .map_err(|_| ClientError::Timeout {
+                server: config.server.clone(),
+                ms: config.deadline.as_millis(),
+            })?
+            .map_err(|e| ClientError::Unreachable {
+                server: config.server.clone(),
+                detail: error_chain(&e),
+            })?;
+        Ok(Self {
+            channel,
+            bearer,
+            config,
+        })
+    }
+
+    /// Connects on first use and again after every loss, with HTTP/2 keepalive: for
+    /// long-lived callers (the proxy) to whom an unreachable server is a state to live
+    /// with, not an error at start.
+    pub fn connect_lazy(config: ClientConfig) -> Result<Self, ClientError> {
+        let bearer = config.bearer()?;
+        let channel = config
+            .endpoint()?
+            .http2_keep_alive_interval(Duration::from_secs(20))
+            .keep_alive_while_idle(true)
+            .connect_lazy();
+        Ok(Self {
+            channel,
+            bearer,
+            config,
+        })
+    }
+
+    /// The server's address as configured.
+    pub fn server(&self) -> &str {
+        &self.config.server
+    }
+
+    /// The admin service, for the CLI commands that still build protobuf requests.
+    pub fn admin_service(&self) -> pb::admin_service_client::AdminServiceClient<Authed> {
+        pb::admin_service_client::AdminServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
+    /// The user settings service, for the CLI commands that still build protobuf
+    /// requests.
+    pub fn user_settings_service(
+        &self,
+    ) -> pb::user_settings_service_client::UserSettingsServiceClient<Authed> {
+        pb::user_settings_service_client::UserSettingsServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
+    /// The policy service, for the CLI commands that still build protobuf requests.
+    pub fn policy_service(&self) -> PolicyStub {
+        pb::policy_service_client::PolicyServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+}

@@ -1,0 +1,123 @@
+//! The rules of redirections: a plain target, writes only inside the working
+//! directory, here-documents that hold no expansion and feed no shell.
+
+use super::words::{Word, word};
+use tree_sitter::Node;
+
+/// A redirection is plain when its target is a plain word; one that writes may write
+/// only inside the working directory (a relative path without `..`), to
+/// `/dev/null`, or to another descriptor. A here-document or here-string must hold
+/// no expansion and must not feed a shell.
+pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), String> {
+    match node.kind() {
+        "heredoc_redirect" => {
+            if feeds_shell {
+                return Err("a here-document feeds a shell".to_owned());
+            }
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                match child.kind() {
+                    "<<" | "<<-" | "heredoc_start" | "heredoc_end" | "file_descriptor" => {}
+                    "heredoc_body" => {
+                        if child
+                            .named_children(&mut child.walk())
+                            .any(|c| c.kind() != "heredoc_content")
+                        {
+                            return Err("a here-document holds an expansion".to_owned());
+                        }
+                    }
+                    other => return Err(format!("a {other} after a here-document")),
+                }
+            }
+            Ok(())
+        }
+        "herestring_redirect" => {
+            if feeds_shell {
+                return Err("a here-string feeds a shell".to_owned());
+            }
+            let mut cursor = node.walk();
+            let mut targets = 0;
+            for child in node.named_children(&mut cursor) {
+                if child.kind() != "file_descriptor" {
+                    targets += 1;
+                    if targets > 1 {
+                        return Err("words after a here-string are not read".to_owned());
+                    }
+                    word(line, child)?;
+                }
+            }
+            Ok(())
+        }
+        "file_redirect" => {
+            let mut operator = "";
+            let mut destination = None;
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                if !child.is_named() {
+                    operator = child.kind();
+                } else if child.kind() != "file_descriptor" {
+                    // the grammar takes the words after the target (`git 2>log push`)
+                    // into the redirection; bash passes them to the command
+                    if destination.is_some() {
+                        return Err("words after a redirection's target are not read".to_owned());
+                    }
+                    destination = Some(word(line, child)?);
+                }
+            }
+            if feeds_shell && operator.starts_with('<') {
+                return Err("a shell reads commands from a file".to_owned());
+            }
+            let Some(destination) = destination else {
+                // `>&-` closes a descriptor
+                return Ok(());
+            };
+            if !operator.contains('>') {
+                return Ok(());
+            }
+            writes_inside(operator, &destination)
+        }
+        other => Err(format!("a {other} is not read")),
+    }
+}
+
+/// The file a plain file redirection reads or writes; `None` for a descriptor
+/// (`2>&1`, `>&-`), a standard stream (`/dev/null`) or a here-document. Only called once [`check_redirect`] passed.
+pub(super) fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
+    if node.kind() != "file_redirect" {
+        return None;
+    }
+    let mut operator = "";
+    let mut destination = None;
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if !child.is_named() {
+            operator = child.kind();
+        } else if child.kind() != "file_descriptor" {
+            destination = word(line, child).ok();
+        }
+    }
+    let path = destination?.value;
+    let descriptor =
+        operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
+    // the standard streams are no file touched (and the fast path names none either)
+    let stream = matches!(path.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr");
+    (!descriptor && !stream).then_some(path)
+}
+
+fn writes_inside(operator: &str, destination: &Word) -> Result<(), String> {
+    let path = destination.value.as_str();
+    let descriptor =
+        operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
+    if descriptor || matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+        return Ok(());
+    }
+    if destination.glob
+        || path.is_empty()
+        || path.starts_with('/')
+        || path.starts_with('~')
+        || path.split('/').any(|part| part == "..")
+    {
+        return Err(format!("writes to {path:?}, outside the working directory"));
+    }
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! The reader and the prefix lists, table by table.
+
+mod plain;
+mod prefixes;
+mod reader;

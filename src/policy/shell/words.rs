@@ -1,0 +1,149 @@
+//! What makes a word plain: literal text, quotes and escapes as bash reads them, and
+//! the expansion that makes a word unknowable named.
+
+use super::read::text;
+use tree_sitter::Node;
+
+/// A word as bash reads it, or why it cannot be known.
+pub(super) struct Word {
+    pub(super) value: String,
+    /// Holds an unquoted `*`, `?` or `[`: bash replaces it by file names.
+    pub(super) glob: bool,
+}
+
+/// `NAME=value`: the value must be plain, as any word.
+pub(super) fn assignment(line: &str, node: Node<'_>) -> Result<Word, String> {
+    match node.child_by_field_name("value") {
+        None => Ok(Word {
+            value: text(line, node).to_owned(),
+            glob: false,
+        }),
+        Some(value) => {
+            let head = &line[node.start_byte()..value.start_byte()];
+            let value = word(line, value)?;
+            Ok(Word {
+                value: format!("{head}{}", value.value),
+                glob: false,
+            })
+        }
+    }
+}
+
+/// A word as bash reads it: literal text, single quotes, double quotes holding no
+/// expansion, and concatenations of those. Anything else is an error naming it.
+pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
+    // `shape` keeps unquoted text and stands `x` for quoted parts, to see brace
+    // expansion across parts (`{push,}`, `{"push",}`)
+    let mut value = String::new();
+    let mut shape = String::new();
+    let mut glob = false;
+    let mut parts = vec![node];
+    let mut i = 0;
+    while i < parts.len() {
+        let part = parts[i];
+        i += 1;
+        match part.kind() {
+            "concatenation" if part == node => {
+                let mut cursor = part.walk();
+                for child in part.children(&mut cursor) {
+                    if !child.is_named() {
+                        return Err(format!("{:?} inside a word", child.kind()));
+                    }
+                    parts.push(child);
+                }
+            }
+            "word" | "number" if part.child_count() == 0 => {
+                let raw = text(line, part);
+                if raw.contains(['$', '`']) {
+                    return Err(format!("{raw:?} holds an expansion"));
+                }
+                glob |= unescape_unquoted(raw, &mut value);
+                shape.push_str(raw);
+            }
+            "raw_string" => {
+                let raw = text(line, part);
+                value.push_str(&raw[1..raw.len() - 1]);
+                shape.push('x');
+            }
+            "string" => {
+                let mut cursor = part.walk();
+                for child in part.children(&mut cursor) {
+                    match child.kind() {
+                        "\"" => {}
+                        "string_content" => unescape_double(text(line, child), &mut value),
+                        other => return Err(expansion_name(other)),
+                    }
+                }
+                shape.push('x');
+            }
+            other => return Err(expansion_name(other)),
+        }
+    }
+    if brace_expansion(&shape) {
+        return Err(format!("{:?} is a brace expansion", text(line, node)));
+    }
+    Ok(Word { value, glob })
+}
+
+fn expansion_name(kind: &str) -> String {
+    match kind {
+        "simple_expansion" | "expansion" => "a parameter expansion".to_owned(),
+        "command_substitution" => "a command substitution".to_owned(),
+        "process_substitution" => "a process substitution".to_owned(),
+        "arithmetic_expansion" => "an arithmetic expansion".to_owned(),
+        "ansi_c_string" => "$'…' quoting".to_owned(),
+        "translated_string" => "$\"…\" quoting".to_owned(),
+        "brace_expression" => "a brace expansion".to_owned(),
+        other => format!("a {other} in a word"),
+    }
+}
+
+/// Removes quoting backslashes from unquoted text (`r\m` is `rm`, `\<newline>`
+/// vanishes); answers whether an unescaped glob character is left.
+fn unescape_unquoted(raw: &str, out: &mut String) -> bool {
+    let mut glob = false;
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(next) => out.push(next),
+            },
+            '*' | '?' | '[' => {
+                glob = true;
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    glob
+}
+
+/// Inside double quotes a backslash quotes only `$`, `` ` ``, `"`, `\` and a newline.
+fn unescape_double(raw: &str, out: &mut String) {
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && matches!(next, '$' | '`' | '"' | '\\' | '\n')
+        {
+            chars.next();
+            if next != '\n' {
+                out.push(next);
+            }
+            continue;
+        }
+        out.push(c);
+    }
+}
+
+/// An unquoted `{…}` holding a `,` or `..`: bash expands it into several words.
+fn brace_expansion(shape: &str) -> bool {
+    let Some(open) = shape.find('{') else {
+        return false;
+    };
+    let rest = &shape[open + 1..];
+    rest.find('}')
+        .is_some_and(|close| rest[..close].contains(',') || rest[..close].contains(".."))
+        || rest.contains('{')
+}

@@ -1,0 +1,254 @@
+//! Parsing and validating the team policy and the server's policy file, with every
+//! problem located by line.
+
+use super::limits::check_limits;
+use super::locate::line_at;
+use super::{ManagedPolicy, PolicyFileError, TeamPolicy};
+use crate::policy::{
+    AdminControls, CompiledAdmin, EntryProblem, PolicyError, Rule, ToolActionList, ToolActionLists,
+    default_browser_server_ids,
+};
+use serde::Deserialize;
+use std::collections::HashSet;
+
+/// The server's policy file: teams whose admin settings it manages, and seed 000's
+/// `tool.action` lists per MCP server. Each key optional, but not both: a file that
+/// manages nothing says `teams: []`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManagedFile {
+    #[serde(default)]
+    teams: Vec<ManagedTeam>,
+    #[serde(default)]
+    mcp_servers: Vec<McpServerList>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManagedTeam {
+    team: String,
+    #[serde(default)]
+    auto_run_controls: AdminControls,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpServerList {
+    server: String,
+    #[serde(default)]
+    allowed_tools: Vec<String>,
+}
+
+/// A YAML syntax or shape error (unknown key, wrong type), located by the parser.
+fn yaml_error(file: &str, e: &serde_norway::Error) -> PolicyFileError {
+    let line = e.location().map_or(0, |l| l.line());
+    let mut message = e.to_string();
+    // the parser appends "at line L column C"; the line is already in front
+    if let Some(at) = message.rfind(" at line ") {
+        message.truncate(at);
+    }
+    let fix = if message.contains("unknown field `allowed_tools`, expected `teams`") {
+        "put a server's list under mcp_servers: [{server: ID, allowed_tools: [...]}]"
+    } else if message.contains("unknown field") {
+        "remove or rename the key (README.md, \"For org admins\", lists the keys)"
+    } else if message.contains("unknown variant") {
+        "use one of the values named"
+    } else if message.contains("invalid type") {
+        "give a value of the type named"
+    } else {
+        "fix the YAML syntax"
+    };
+    PolicyFileError {
+        file: file.to_owned(),
+        line,
+        message: format!("{message}: {fix}"),
+    }
+}
+
+/// Problems in file order, the way people read them.
+fn sorted(mut errors: Vec<PolicyFileError>) -> Vec<PolicyFileError> {
+    errors.sort_by_key(|e| e.line);
+    errors
+}
+
+fn rule_name(rule: Rule) -> String {
+    serde_json::to_value(rule)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{rule:?}"))
+}
+
+/// An entry problem at `prefix` + its field, located in `text`.
+fn entry_error(file: &str, text: &str, prefix: &str, p: &EntryProblem) -> PolicyFileError {
+    let path = format!("{prefix}{}", p.field);
+    PolicyFileError {
+        file: file.to_owned(),
+        line: line_at(text, &path).unwrap_or(0),
+        message: format!(
+            "{path}: {:?} breaks rule {}: {}",
+            p.entry,
+            rule_name(p.rule),
+            p.hint
+        ),
+    }
+}
+
+/// Empty `browser_server_ids` means the defaults, as the API stores them, so a file
+/// that leaves them out never differs from what the server holds.
+fn normalise(controls: &mut AdminControls) {
+    if controls.browser_server_ids.is_empty() {
+        controls.browser_server_ids = default_browser_server_ids();
+    }
+}
+
+/// Checks every entry of `controls` found at `prefix` (e.g. `auto_run_controls.`).
+fn check_controls(
+    file: &str,
+    text: &str,
+    prefix: &str,
+    controls: &AdminControls,
+    errors: &mut Vec<PolicyFileError>,
+) {
+    match CompiledAdmin::compile(controls) {
+        Ok(_) => {}
+        Err(PolicyError::InvalidEntries(problems)) => {
+            errors.extend(problems.iter().map(|p| entry_error(file, text, prefix, p)));
+        }
+        Err(other) => errors.push(PolicyFileError {
+            file: file.to_owned(),
+            line: line_at(text, prefix.trim_end_matches('.')).unwrap_or(0),
+            message: other.to_string(),
+        }),
+    }
+}
+
+/// The team id at `path`, checked and normalised by the service's one id check.
+fn check_team_id(
+    file: &str,
+    text: &str,
+    path: &str,
+    team: &str,
+) -> Result<String, PolicyFileError> {
+    crate::service::check_id(path, team)
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|e| PolicyFileError {
+            file: file.to_owned(),
+            line: line_at(text, path).unwrap_or(1),
+            message: match e {
+                _ if team.trim().is_empty() => {
+                    format!("{path}: {team:?} must not be empty: name the team this policy is for")
+                }
+                crate::service::ServiceError::InvalidArgument { message, .. } => {
+                    format!("{path}: {team:?} {message}: use the team's id")
+                }
+                other => other.to_string(),
+            },
+        })
+}
+
+/// Parses and validates a team policy; every invalid entry is reported.
+pub fn parse_team_policy(file: &str, text: &str) -> Result<TeamPolicy, Vec<PolicyFileError>> {
+    check_limits(file, text)?;
+    let mut policy: TeamPolicy =
+        serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
+    let mut errors = Vec::new();
+    match check_team_id(file, text, "team", &policy.team) {
+        Ok(team) => policy.team = team,
+        Err(e) => errors.push(e),
+    }
+    check_controls(
+        file,
+        text,
+        "auto_run_controls.",
+        &policy.auto_run_controls,
+        &mut errors,
+    );
+    if !errors.is_empty() {
+        return Err(sorted(errors));
+    }
+    normalise(&mut policy.auto_run_controls);
+    Ok(policy)
+}
+
+/// Parses and validates the server's policy file; every problem is reported.
+pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec<PolicyFileError>> {
+    check_limits(file, text)?;
+    // An empty file is what a truncation leaves: taken for "manage nothing" it would
+    // open every managed team and drop every tool.action list. Managing nothing is
+    // said explicitly (`teams: []`).
+    let value: serde_norway::Value =
+        serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
+    if value.is_null() || value.as_mapping().is_some_and(|m| m.is_empty()) {
+        return Err(vec![PolicyFileError {
+            file: file.to_owned(),
+            line: 0,
+            message: "has no teams and no mcp_servers key (is it empty or truncated?): write `teams: []` to manage nothing".into(),
+        }]);
+    }
+    // parsed again from the text, for errors located by line
+    let parsed: ManagedFile =
+        serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
+    let mut errors = Vec::new();
+    let mut seen = HashSet::new();
+    let mut teams = Vec::with_capacity(parsed.teams.len());
+    for (i, t) in parsed.teams.into_iter().enumerate() {
+        let at = format!("teams[{i}]");
+        let team = match check_team_id(file, text, &format!("{at}.team"), &t.team) {
+            Ok(team) => team,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if !seen.insert(team.clone()) {
+            errors.push(PolicyFileError {
+                file: file.to_owned(),
+                line: line_at(text, &format!("{at}.team")).unwrap_or(0),
+                message: format!(
+                    "{at}.team: {:?} breaks rule duplicate: the team is already listed above: keep one entry per team",
+                    t.team
+                ),
+            });
+            continue;
+        }
+        check_controls(
+            file,
+            text,
+            &format!("{at}.auto_run_controls."),
+            &t.auto_run_controls,
+            &mut errors,
+        );
+        let mut controls = t.auto_run_controls;
+        normalise(&mut controls);
+        teams.push((team, controls));
+    }
+    let mut lists = Vec::with_capacity(parsed.mcp_servers.len());
+    for (i, s) in parsed.mcp_servers.iter().enumerate() {
+        match ToolActionList::compile(
+            &format!("mcp_servers[{i}].allowed_tools"),
+            &s.server,
+            &s.allowed_tools,
+        ) {
+            Ok(list) => lists.push(list),
+            Err(problems) => {
+                errors.extend(problems.iter().map(|p| entry_error(file, text, "", p)));
+            }
+        }
+    }
+    let tool_actions = if errors.is_empty() {
+        ToolActionLists::new(lists).unwrap_or_else(|problems| {
+            errors.extend(problems.iter().map(|p| entry_error(file, text, "", p)));
+            ToolActionLists::default()
+        })
+    } else {
+        ToolActionLists::default()
+    };
+    if errors.is_empty() {
+        Ok(ManagedPolicy {
+            teams,
+            tool_actions,
+        })
+    } else {
+        Err(sorted(errors))
+    }
+}
