@@ -269,7 +269,9 @@ pub fn hint(rule: Rule) -> &'static str {
         Rule::Separator => {
             "an entry is server:tool with exactly one `:` (e.g. github:create_issue, github:*)"
         }
-        Rule::UnknownPreset => "no such preset: the presets are @readonly",
+        Rule::UnknownPreset => {
+            "no such preset: the presets are @readonly (a tool category, @CATEGORY, is an entry of the team admin's mcp_tool_allowlist and mcp_access_allowlist only)"
+        }
         Rule::EmptyCommand => {
             "a command prefix is empty: write the command words, e.g. `git status`"
         }

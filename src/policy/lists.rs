@@ -3,6 +3,7 @@
 
 use super::entry::{self, Entry, Side, hint, parse_list, validate_call_name, validate_name};
 use super::matcher::CompiledList;
+use super::roles::RolesDocument;
 use super::shell::{Prefix, PrefixList};
 use super::{AdminControls, EntryProblem, ListMode, PolicyError, Rule, UserSettings, settings};
 
@@ -32,6 +33,111 @@ fn compile_mcp(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -
     } else {
         CompiledList::default()
     }
+}
+
+/// How a team's allow-type list reads `@name` entries that are no preset.
+#[derive(Clone, Copy)]
+enum Categories<'a> {
+    /// Deciding on a stored document: an `@name` no category of the team defines (it
+    /// was deleted after the entry was written) matches nothing.
+    Lenient(&'a RolesDocument),
+    /// Writing a document: such an entry is refused, unless the list held it before
+    /// the write (`before`), so deleting a category a list names stays possible.
+    Strict {
+        roles: &'a RolesDocument,
+        before: &'a [String],
+    },
+}
+
+impl<'a> Categories<'a> {
+    fn roles(self) -> &'a RolesDocument {
+        match self {
+            Self::Lenient(roles) | Self::Strict { roles, .. } => roles,
+        }
+    }
+}
+
+/// The tool category `raw` names, when it is an `@name` entry that is no preset.
+fn category_name(raw: &str) -> Option<&str> {
+    let name = raw
+        .strip_prefix('@')
+        .filter(|_| !raw.contains(entry::SEPARATOR))?;
+    super::builtin::preset(name).is_none().then_some(name)
+}
+
+/// Like [`compile_mcp`] for a team's allowlist, whose `@name` entries may also name a
+/// tool category of the team's roles document: the entry matches the calls whose
+/// operation (as the roles name it, [`super::roles::tool_operation`]) the category
+/// lists, so the allowlist and the roles never disagree on what a category holds.
+fn compile_team_allowlist(
+    field: &str,
+    list: &[String],
+    categories: Categories<'_>,
+    problems: &mut Vec<EntryProblem>,
+) -> CompiledList {
+    check_len(field, list, problems);
+    let found = problems.len();
+    let mut parts = Vec::with_capacity(list.len());
+    for (i, raw) in list.iter().enumerate() {
+        let Some(name) = category_name(raw) else {
+            match Entry::parse(raw) {
+                Ok(e) => parts.push((i, e)),
+                Err(rule) => problems.push(EntryProblem {
+                    field: format!("{field}[{i}]"),
+                    entry: raw.clone(),
+                    rule,
+                    hint: hint(rule).to_owned(),
+                }),
+            }
+            continue;
+        };
+        match categories.roles().tool_categories.get(name) {
+            Some(category) => {
+                for op in &category.tools {
+                    for (server, tool) in super::roles::calls_of_operation(op) {
+                        parts.push((
+                            i,
+                            Entry::Pair {
+                                server: Side::Exact(server),
+                                tool: Side::Exact(tool),
+                            },
+                        ));
+                    }
+                }
+            }
+            // written before its category was deleted: it matches nothing
+            None if matches!(categories, Categories::Lenient(_)) => {}
+            None if matches!(categories, Categories::Strict { before, .. } if before.contains(raw)) =>
+                {}
+            None => problems.push(EntryProblem {
+                field: format!("{field}[{i}]"),
+                entry: raw.clone(),
+                rule: Rule::UnknownPreset,
+                hint: unknown_category_hint(name, categories.roles()),
+            }),
+        }
+    }
+    if problems.len() == found {
+        CompiledList::from_parts(list, &parts)
+    } else {
+        CompiledList::default()
+    }
+}
+
+fn unknown_category_hint(name: &str, roles: &RolesDocument) -> String {
+    let known: Vec<String> = roles
+        .tool_categories
+        .keys()
+        .map(|c| format!("@{c}"))
+        .collect();
+    let known = if known.is_empty() {
+        "the team's roles document defines no tool category".to_owned()
+    } else {
+        format!("the team's tool categories are {}", known.join(", "))
+    };
+    format!(
+        "no preset or tool category is named {name}: the presets are @readonly, {known}; define toolCategories.{name} in the roles document or remove the entry"
+    )
 }
 
 fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> PrefixList {
@@ -95,8 +201,49 @@ pub struct CompiledAdmin {
 impl CompiledAdmin {
     /// Validates every entry (reporting all problems at once) and builds the lookup tables.
     pub fn compile(controls: &AdminControls) -> Result<Self, PolicyError> {
+        Self::compile_with(controls, Categories::Lenient(&controls.roles))
+    }
+
+    /// [`Self::compile`] for a write replacing `before`: an `@name` entry of an
+    /// allowlist must be a preset or one of the team's tool categories, unless the
+    /// list held it already (its category is being deleted; it then matches nothing).
+    pub fn compile_write(
+        controls: &AdminControls,
+        before: &AdminControls,
+    ) -> Result<Self, PolicyError> {
+        Self::compile_lists(controls, |field, list, problems| {
+            // each list is checked against its own earlier version
+            let earlier = match field {
+                "mcp_tool_allowlist" => &before.mcp_tool_allowlist,
+                _ => &before.mcp_access_allowlist,
+            };
+            compile_team_allowlist(
+                field,
+                list,
+                Categories::Strict {
+                    roles: &controls.roles,
+                    before: earlier,
+                },
+                problems,
+            )
+        })
+    }
+
+    fn compile_with(
+        controls: &AdminControls,
+        categories: Categories<'_>,
+    ) -> Result<Self, PolicyError> {
+        Self::compile_lists(controls, |field, list, problems| {
+            compile_team_allowlist(field, list, categories, problems)
+        })
+    }
+
+    fn compile_lists(
+        controls: &AdminControls,
+        mut allow_type: impl FnMut(&str, &[String], &mut Vec<EntryProblem>) -> CompiledList,
+    ) -> Result<Self, PolicyError> {
         let mut problems = Vec::new();
-        let allowlist = compile_mcp(
+        let allowlist = allow_type(
             "mcp_tool_allowlist",
             &controls.mcp_tool_allowlist,
             &mut problems,
@@ -106,7 +253,7 @@ impl CompiledAdmin {
             &controls.mcp_tool_blocklist,
             &mut problems,
         );
-        let access = compile_mcp(
+        let access = allow_type(
             "mcp_access_allowlist",
             &controls.mcp_access_allowlist,
             &mut problems,

@@ -37,11 +37,19 @@ fn keep_first(slot: &mut Option<usize>, i: usize) {
 impl CompiledList {
     /// `entries[i]` is the parse of `raw[i]`.
     pub fn new(raw: &[String], entries: &[Entry]) -> Self {
+        let parts: Vec<(usize, Entry)> = entries.iter().cloned().enumerate().collect();
+        Self::from_parts(raw, &parts)
+    }
+
+    /// Each `(i, entry)` is (part of) what `raw[i]` matches: an `@category` entry is
+    /// one exact entry per call of the category, a `raw[i]` may have none.
+    pub fn from_parts(raw: &[String], parts: &[(usize, Entry)]) -> Self {
         let mut list = Self {
             raw: raw.iter().map(|s| Arc::from(s.as_str())).collect(),
             ..Self::default()
         };
-        for (i, entry) in entries.iter().enumerate() {
+        for (i, entry) in parts {
+            let i = *i;
             match entry {
                 Entry::Preset(name) => {
                     let tools = builtin::preset(name).map_or(&[][..], |(_, t)| t);

@@ -205,7 +205,8 @@ pub enum Rule {
     ReservedCharacter,
     /// Seed 001 `vOh`: exactly one `:` between server and tool.
     Separator,
-    /// `@name` that is no known preset.
+    /// `@name` that is no known preset (nor, in a team's allowlist, a tool category
+    /// of the team's roles document).
     UnknownPreset,
     /// A shell prefix with no command in it.
     EmptyCommand,

@@ -122,11 +122,12 @@ impl Service {
         expected: Option<u64>,
     ) -> Result<Versioned<AdminControls>, ServiceError> {
         let team: &str = &check_id("team_id", team)?;
-        self.check_doc("auto_run_controls.", &controls.lists(), || {
-            CompiledAdmin::compile(&controls).map(drop)
-        })?;
-        // the roles as they were, so the write's allow_list_updated records name what changed
+        // the document as it was: its allowlists' `@category` entries may outlive their
+        // category, and the write's allow_list_updated records name what changed
         let before = self.hub.admin(team).await?;
+        self.check_doc("auto_run_controls.", &controls.lists(), || {
+            CompiledAdmin::compile_write(&controls, &before.stored.doc).map(drop)
+        })?;
         let store = self.hub.store();
         let stored = self
             .commit(team, store.put_admin(team, &controls, expected, actor))

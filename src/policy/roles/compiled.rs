@@ -1,6 +1,7 @@
 //! A roles document checked and compiled for decisions: hash lookups for agents,
-//! operations, directories and hosts, one glob set per forbidden-file list, so a
-//! check costs the same with ten rules or a thousand.
+//! operations, directories (looked up by a path's ancestors) and hosts, and hash
+//! lookups or one glob set per forbidden-file list, so a check costs the same with
+//! ten rules or a thousand.
 
 use super::Obligation;
 use super::model::{ContextAllowList, Restrictions, RolesDocument};
@@ -29,15 +30,84 @@ pub(super) struct Directories {
     pub relative: FxHashSet<String>,
 }
 
+/// `forbiddenFiles` patterns without `/`, matched against each part of a path.
+///
+/// globset matches case-insensitive globs only through its regex set, whose cost grows
+/// with the patterns; the two common shapes are hash lookups instead: a plain name
+/// (`id_rsa`) and `*` followed by a plain suffix starting with `.` (`*.pem`,
+/// `*.tar.gz`), keyed ASCII-lowercased (globset's case-insensitivity is ASCII only).
+#[derive(Debug, Clone)]
+pub(super) struct NameGlobs {
+    /// Plain name → the first pattern that is it.
+    exact: FxHashMap<Box<[u8]>, usize>,
+    /// Suffix with its leading `.` → the first `*<suffix>` pattern.
+    suffix: FxHashMap<Box<[u8]>, usize>,
+    /// Every other pattern, and the pattern index of each.
+    rest: GlobSet,
+    rest_index: Vec<usize>,
+}
+
+impl NameGlobs {
+    /// The first pattern (by index in `forbiddenFiles`) matching the part `name`.
+    pub fn first_match(&self, name: &str) -> Option<usize> {
+        let from_rest = if self.rest.is_empty() {
+            None
+        } else {
+            self.rest.matches(name).first().map(|&i| self.rest_index[i])
+        };
+        if self.exact.is_empty() && self.suffix.is_empty() {
+            return from_rest;
+        }
+        with_ascii_lowercase(name, |lower| {
+            let exact = self.exact.get(lower).copied();
+            let suffix = lower
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'.')
+                .filter_map(|(i, _)| self.suffix.get(&lower[i..]).copied())
+                .min();
+            [from_rest, exact, suffix].into_iter().flatten().min()
+        })
+    }
+}
+
+/// Calls `f` with `text` ASCII-lowercased, on the stack when it is short.
+fn with_ascii_lowercase<R>(text: &str, f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = [0u8; 256];
+    match buf.get_mut(..text.len()) {
+        Some(short) => {
+            short.copy_from_slice(text.as_bytes());
+            short.make_ascii_lowercase();
+            f(short)
+        }
+        None => f(&text.to_ascii_lowercase().into_bytes()),
+    }
+}
+
+/// What a name pattern is, when it is a hash lookup.
+enum NameShape<'a> {
+    Exact(&'a str),
+    Suffix(&'a str),
+    Glob,
+}
+
+fn name_shape(pattern: &str) -> NameShape<'_> {
+    let plain = |s: &str| !s.contains(['*', '?', '[', ']', '{', '}', '\\']);
+    match pattern.strip_prefix('*') {
+        Some(suffix) if suffix.starts_with('.') && plain(suffix) => NameShape::Suffix(suffix),
+        _ if plain(pattern) => NameShape::Exact(pattern),
+        _ => NameShape::Glob,
+    }
+}
+
 /// `forbiddenFiles`, compiled.
 #[derive(Debug, Clone)]
 pub(super) struct ForbiddenFiles {
     /// Patterns without `/`, matched against each part of a path.
-    pub names: GlobSet,
+    pub names: NameGlobs,
     /// Patterns with `/`, matched against the whole path.
     pub paths: GlobSet,
     pub patterns: Vec<String>,
-    pub name_index: Vec<usize>,
     pub path_index: Vec<usize>,
 }
 
@@ -144,6 +214,15 @@ pub fn compile_roles(doc: &RolesDocument) -> Result<CompiledRoles, PolicyError> 
     for (name, category) in &doc.tool_categories {
         let field = format!("toolCategories.{name}");
         p.name(field.clone(), name);
+        // `@name` in an allowlist is a preset or a category: never both
+        if crate::policy::builtin::preset(name).is_some() {
+            p.push(
+                field.clone(),
+                name,
+                Rule::Duplicate,
+                format!("{name} is a built-in preset (@{name}): name the category otherwise"),
+            );
+        }
         p.len(&field, category.tools.len());
         for (i, op) in category.tools.iter().enumerate() {
             p.name(format!("{field}.tools[{i}]"), op);
@@ -384,9 +463,15 @@ fn directories(field: &str, list: &[String], p: &mut Problems) -> Directories {
 
 fn forbidden_files(field: &str, list: &[String], p: &mut Problems) -> ForbiddenFiles {
     p.len(field, list.len());
-    let mut names = GlobSetBuilder::new();
+    let mut names = NameGlobs {
+        exact: FxHashMap::default(),
+        suffix: FxHashMap::default(),
+        rest: GlobSet::empty(),
+        rest_index: Vec::new(),
+    };
+    let mut rest = GlobSetBuilder::new();
     let mut paths = GlobSetBuilder::new();
-    let (mut name_index, mut path_index) = (Vec::new(), Vec::new());
+    let mut path_index = Vec::new();
     for (i, raw) in list.iter().enumerate() {
         let glob = GlobBuilder::new(raw.trim_start_matches("./"))
             .case_insensitive(true)
@@ -398,8 +483,20 @@ fn forbidden_files(field: &str, list: &[String], p: &mut Problems) -> ForbiddenF
                 path_index.push(i);
             }
             Ok(g) => {
-                names.add(g);
-                name_index.push(i);
+                let key = |s: &str| s.to_ascii_lowercase().into_bytes().into_boxed_slice();
+                // the first pattern keeps its key: the lowest index is the one named
+                match name_shape(raw) {
+                    NameShape::Exact(name) => {
+                        names.exact.entry(key(name)).or_insert(i);
+                    }
+                    NameShape::Suffix(suffix) => {
+                        names.suffix.entry(key(suffix)).or_insert(i);
+                    }
+                    NameShape::Glob => {
+                        rest.add(g);
+                        names.rest_index.push(i);
+                    }
+                }
             }
             Err(e) => p.push(
                 format!("{field}[{i}]"),
@@ -410,11 +507,11 @@ fn forbidden_files(field: &str, list: &[String], p: &mut Problems) -> ForbiddenF
         }
     }
     let build = |b: GlobSetBuilder| b.build().unwrap_or_else(|_| GlobSet::empty());
+    names.rest = build(rest);
     ForbiddenFiles {
-        names: build(names),
+        names,
         paths: build(paths),
         patterns: list.to_vec(),
-        name_index,
         path_index,
     }
 }

@@ -6,7 +6,7 @@
 
 use super::compiled::{CompiledContext, CompiledRoles, Ports};
 use super::net::Target;
-use super::paths::{Placed, ancestors, components, extname, place};
+use super::paths::{Located, Written, ancestors, components, extname, locate};
 use super::{Obligation, RoleCall, RoleVerdict};
 use crate::policy::Reason;
 use std::sync::Arc;
@@ -135,8 +135,18 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
             );
         }
     }
-    for path in &t.paths {
-        check_path(ctx, path, call.cwd, &mut out);
+    if !t.paths.is_empty() {
+        let placed_cwd = call.cwd.map(|c| locate(c, None));
+        let cwd = Cwd {
+            raw: call.cwd,
+            absolute: match &placed_cwd {
+                Some(Located::Absolute(c, _)) => Some(c.as_ref()),
+                _ => None,
+            },
+        };
+        for path in &t.paths {
+            check_path(ctx, path, cwd, &mut out);
+        }
     }
     let mut extra: Vec<Obligation> = Vec::new();
     if let Some((max, text)) = &ctx.max_file_size {
@@ -211,23 +221,36 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
     RoleVerdict::Allow { obligations, quota }
 }
 
-fn check_path(ctx: &CompiledContext, path: &str, cwd: Option<&str>, out: &mut Outcome) {
-    let placed = place(path, cwd);
-    let shown = match &placed {
-        Placed::Absolute(p) | Placed::Relative(p) => p.as_str(),
-        Placed::Escapes | Placed::Unknown => path,
+/// A path check's view of the call's working directory: as written, and normalised
+/// once per call when absolute (a relative one places nothing).
+#[derive(Clone, Copy)]
+struct Cwd<'c> {
+    raw: Option<&'c str>,
+    absolute: Option<&'c str>,
+}
+
+fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome) {
+    let located = locate(path, cwd.raw);
+    let (shown, written) = match &located {
+        Located::Absolute(p, w) | Located::Relative(p, w) => (p.as_ref(), *w),
+        Located::Escapes | Located::Unknown => (path, Written::Rewritten),
     };
     if let Some(files) = &ctx.forbidden_files {
+        // a path written in normal form has no part its normal form lacks
+        let raw_parts = (written == Written::Rewritten).then(|| components(path));
         let by_name = components(shown)
-            .chain(components(path))
-            .find_map(|part| files.names.matches(part).first().copied())
-            .map(|i| files.name_index[i]);
-        let relative = relative_to(shown, cwd);
-        let by_path = [Some(shown), relative]
-            .into_iter()
-            .flatten()
-            .find_map(|p| files.paths.matches(p).first().copied())
-            .map(|i| files.path_index[i]);
+            .chain(raw_parts.into_iter().flatten())
+            .find_map(|part| files.names.first_match(part));
+        let by_path = if files.paths.is_empty() {
+            None
+        } else {
+            let relative = relative_to(shown, cwd.absolute);
+            [Some(shown), relative]
+                .into_iter()
+                .flatten()
+                .find_map(|p| files.paths.matches(p).first().copied())
+                .map(|i| files.path_index[i])
+        };
         if let Some(i) = by_name.or(by_path) {
             out.deny(
                 "forbiddenFiles",
@@ -245,23 +268,25 @@ fn check_path(ctx: &CompiledContext, path: &str, cwd: Option<&str>, out: &mut Ou
     let Some(dirs) = &ctx.directories else {
         return;
     };
-    let (inside, unsure) = match &placed {
-        Placed::Escapes => {
+    let (inside, unsure) = match &located {
+        Located::Escapes => {
             out.deny(
                 "allowedDirectories",
                 format!("Path {path} escapes its directory (allowedDirectories)"),
             );
             return;
         }
-        Placed::Unknown => (false, true),
-        Placed::Absolute(p) => {
-            let rel = relative_to(p, cwd);
+        Located::Unknown => (false, true),
+        Located::Absolute(p, _) => {
+            // O(depth): each ancestor is one hash lookup, whatever the number of rules
             let inside = ancestors(p).any(|a| dirs.absolute.contains(a))
-                || rel.is_some_and(|r| ancestors(r).any(|a| dirs.relative.contains(a)));
+                || (!dirs.relative.is_empty()
+                    && relative_to(p, cwd.absolute)
+                        .is_some_and(|r| ancestors(r).any(|a| dirs.relative.contains(a))));
             // relative entries cannot place an absolute path without a working directory
-            (inside, cwd.is_none() && !dirs.relative.is_empty())
+            (inside, cwd.raw.is_none() && !dirs.relative.is_empty())
         }
-        Placed::Relative(p) => (
+        Located::Relative(p, _) => (
             ancestors(p).any(|a| dirs.relative.contains(a)),
             !dirs.absolute.is_empty(),
         ),
@@ -282,16 +307,14 @@ fn check_path(ctx: &CompiledContext, path: &str, cwd: Option<&str>, out: &mut Ou
     }
 }
 
-/// `path` below an absolute `cwd`, as a relative path (`.` for `cwd` itself).
+/// `path` below the normalised absolute `cwd`, as a relative path (`.` for `cwd`
+/// itself).
 fn relative_to<'p>(path: &'p str, cwd: Option<&str>) -> Option<&'p str> {
-    let cwd = match place(cwd?, None) {
-        Placed::Absolute(c) => c,
-        _ => return None,
-    };
+    let cwd = cwd?;
     if path == cwd {
         return Some(".");
     }
-    let rest = path.strip_prefix(cwd.as_str())?;
+    let rest = path.strip_prefix(cwd)?;
     if cwd == "/" {
         return Some(rest);
     }

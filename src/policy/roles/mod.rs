@@ -9,6 +9,8 @@ mod compiled;
 mod evaluate;
 mod model;
 mod net;
+#[cfg(test)]
+mod path_props;
 mod paths;
 mod touches;
 
@@ -22,7 +24,8 @@ pub use model::{
 pub use net::{Target, parse_size};
 pub use paths::{Placed, extname, place};
 pub use touches::{
-    MAX_TOUCHES, builtin_operation, tool_operation, touches_of_command, touches_of_tool_input,
+    MAX_TOUCHES, builtin_operation, calls_of_operation, tool_operation, touches_of_command,
+    touches_of_tool_input,
 };
 
 use super::{Decision, Outcome, Reason};

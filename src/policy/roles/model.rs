@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct RolesDocument {
-    /// Named sets of operations; an operation belongs to at most one category.
+    /// Named sets of operations; an operation belongs to at most one category. A
+    /// category is also the team allowlists' entry `@NAME`; a preset's name
+    /// (`readonly`) is no category's.
     pub tool_categories: BTreeMap<String, ToolCategory>,
     /// Roles by id.
     pub agent_roles: BTreeMap<String, AgentRole>,

@@ -4,6 +4,8 @@
 //! Lexical only: a symlink inside an allowed directory that points outside it is not
 //! seen (the server never touches the file system).
 
+use std::borrow::Cow;
+
 /// Where a path lies once normalised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placed {
@@ -21,10 +23,76 @@ pub enum Placed {
 /// Normalises `path` lexically; a relative path is first joined to `cwd` when `cwd`
 /// is absolute. `/..` is `/`, as the kernel reads it.
 pub fn place(path: &str, cwd: Option<&str>) -> Placed {
+    match locate(path, cwd) {
+        Located::Absolute(p, _) => Placed::Absolute(p.into_owned()),
+        Located::Relative(p, _) => Placed::Relative(p.into_owned()),
+        Located::Escapes => Placed::Escapes,
+        Located::Unknown => Placed::Unknown,
+    }
+}
+
+/// Whether a located path was written in normal form already (joined to the working
+/// directory at most): its parts are then among the normalised path's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Written {
+    Normal,
+    Rewritten,
+}
+
+/// [`Placed`], borrowing the path when it is normal already: a decision normalises
+/// each path once and allocates at most for the join to the working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Located<'a> {
+    Absolute(Cow<'a, str>, Written),
+    Relative(Cow<'a, str>, Written),
+    Escapes,
+    Unknown,
+}
+
+/// [`place`] without allocating when `path` is normal already.
+pub(super) fn locate<'a>(path: &'a str, cwd: Option<&str>) -> Located<'a> {
     if path.starts_with('~') {
-        return Placed::Unknown;
+        return Located::Unknown;
     }
     let cwd = cwd.filter(|c| c.starts_with('/'));
+    if path.starts_with('/') {
+        if is_normal_absolute(path) {
+            return Located::Absolute(Cow::Borrowed(path), Written::Normal);
+        }
+    } else if is_normal_relative(path) {
+        match cwd {
+            None => return Located::Relative(Cow::Borrowed(path), Written::Normal),
+            Some(c) if is_normal_absolute(c) => {
+                let mut joined = String::with_capacity(c.len() + 1 + path.len());
+                joined.push_str(c);
+                if c != "/" {
+                    joined.push('/');
+                }
+                joined.push_str(path);
+                return Located::Absolute(Cow::Owned(joined), Written::Normal);
+            }
+            Some(_) => {}
+        }
+    }
+    normalise(path, cwd)
+}
+
+/// `/a/b`: absolute, no empty, `.` or `..` part, no trailing slash (`/` itself is).
+fn is_normal_absolute(path: &str) -> bool {
+    match path.strip_prefix('/') {
+        Some("") => true,
+        Some(rest) => is_normal_relative(rest),
+        None => false,
+    }
+}
+
+/// `a/b`: relative, no empty, `.` or `..` part, no trailing slash.
+fn is_normal_relative(path: &str) -> bool {
+    !path.starts_with('/') && path.split('/').all(|part| !matches!(part, "" | "." | ".."))
+}
+
+/// The general case of [`locate`]: `cwd` is absolute or absent.
+fn normalise<'a>(path: &str, cwd: Option<&str>) -> Located<'a> {
     let absolute = path.starts_with('/') || cwd.is_some();
     let mut parts: Vec<&str> = Vec::new();
     let joined = match cwd {
@@ -36,18 +104,21 @@ pub fn place(path: &str, cwd: Option<&str>) -> Placed {
             "" | "." => {}
             ".." => {
                 if parts.pop().is_none() && !absolute {
-                    return Placed::Escapes;
+                    return Located::Escapes;
                 }
             }
             p => parts.push(p),
         }
     }
     if absolute {
-        Placed::Absolute(format!("/{}", parts.join("/")))
+        Located::Absolute(
+            Cow::Owned(format!("/{}", parts.join("/"))),
+            Written::Rewritten,
+        )
     } else if parts.is_empty() {
-        Placed::Relative(".".to_owned())
+        Located::Relative(Cow::Borrowed("."), Written::Rewritten)
     } else {
-        Placed::Relative(parts.join("/"))
+        Located::Relative(Cow::Owned(parts.join("/")), Written::Rewritten)
     }
 }
 

@@ -33,6 +33,37 @@ pub fn tool_operation(server: &str, tool: &str) -> String {
     format!("{server}:{tool}")
 }
 
+/// The calls [`tool_operation`] names `op`, as `(server, canonical tool)` pairs: its
+/// inverse, so a tool category used as an `@category` allowlist entry matches exactly
+/// the calls the roles count as its operations. A seed 004 operation (`FILE_READ`)
+/// is its built-in tools; `server:tool` is that tool; anything else (a name with no
+/// `:`, `builtin:Read` where the roles say `FILE_READ`) is no call.
+pub fn calls_of_operation(op: &str) -> Vec<(String, String)> {
+    use crate::policy::{BUILTIN_SERVER, BUILTIN_TOOLS, canonical_builtin};
+    let builtins: Vec<(String, String)> = BUILTIN_TOOLS
+        .iter()
+        .filter(|(canonical, _)| builtin_operation(canonical) == Some(op))
+        .map(|(canonical, _)| (BUILTIN_SERVER.to_owned(), (*canonical).to_owned()))
+        .collect();
+    if !builtins.is_empty() {
+        return builtins;
+    }
+    let Some((server, tool)) = op.split_once(':') else {
+        return Vec::new();
+    };
+    let valid = |name: &str| crate::policy::validate_call_name(name).is_ok();
+    if !valid(server) || !valid(tool) {
+        return Vec::new();
+    }
+    if server == BUILTIN_SERVER {
+        // the roles name a built-in tool by its operation, or else canonically
+        if canonical_builtin(tool) != tool || builtin_operation(tool).is_some() {
+            return Vec::new();
+        }
+    }
+    vec![(server.to_owned(), tool.to_owned())]
+}
+
 /// Commands whose arguments (other than options) are all files.
 const FILE_COMMANDS: [&str; 24] = [
     "cat", "cp", "mv", "rm", "head", "tail", "less", "more", "touch", "mkdir", "rmdir", "ln",

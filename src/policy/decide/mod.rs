@@ -1,0 +1,190 @@
+//! The decision (DESIGN.md "The decision"; seed 001 `m4c` from step 4 on) for MCP and
+//! built-in tool calls, shell command lines and file deletions, and `tools/list`
+//! filtering (seed 003). `mcp.rs` MCP and built-in tool calls and the DENY rules,
+//! `command_line.rs` command lines, `deletion.rs` file deletions, `message.rs` the sentence
+//! for people, `tools_list.rs` `tools/list` filtering.
+
+use super::entry::split_internal_name;
+use super::lists::{CompiledAdmin, CompiledUser};
+use super::tool_actions::ToolActionLists;
+use super::{Call, Candidate, Check, Decision, Outcome, Reason};
+use std::sync::Arc;
+
+/// Records the checks of a decision, or not: the quiet form costs nothing.
+trait Explain {
+    fn check(&mut self, name: &'static str, result: impl FnOnce() -> String);
+    fn take(self) -> Vec<Check>;
+}
+
+struct Quiet;
+
+impl Explain for Quiet {
+    #[inline]
+    fn check(&mut self, _: &'static str, _: impl FnOnce() -> String) {}
+
+    fn take(self) -> Vec<Check> {
+        Vec::new()
+    }
+}
+
+struct Record(Vec<Check>);
+
+impl Explain for Record {
+    fn check(&mut self, name: &'static str, result: impl FnOnce() -> String) {
+        self.0.push(Check {
+            name,
+            result: result(),
+        });
+    }
+
+    fn take(self) -> Vec<Check> {
+        self.0
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+/// Decides one call, with no policy-file lists. The explanation is left empty; see
+/// [`explain`].
+pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
+    decide_with(&ToolActionLists::default(), admin, user, call, Quiet)
+}
+
+/// Decides one call and lists every check made, in order.
+pub fn explain(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
+    decide_with(
+        &ToolActionLists::default(),
+        admin,
+        user,
+        call,
+        Record(Vec::new()),
+    )
+}
+
+/// [`decide`] under the policy file's `tool.action` lists.
+pub fn decide_in(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+) -> Decision {
+    decide_with(files, admin, user, call, Quiet)
+}
+
+/// [`explain`] under the policy file's `tool.action` lists.
+pub fn explain_in(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+) -> Decision {
+    decide_with(files, admin, user, call, Record(Vec::new()))
+}
+
+/// The action a `tool.action` list is asked about.
+#[derive(Clone, Copy)]
+enum Action<'a> {
+    /// The call names this action, or none.
+    Given(Option<&'a str>),
+    /// A `tools/list` entry: the tool stays if some action of it may run.
+    Listing,
+}
+
+fn decide_with<E: Explain>(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+    mut ex: E,
+) -> Decision {
+    let mut allowed_tools = None;
+    let (outcome, reason, matched_entry, candidates) = match call {
+        Call::Mcp { server, tool } => mcp(
+            files,
+            admin,
+            user,
+            (server, tool, Action::Given(None)),
+            &mut allowed_tools,
+            &mut ex,
+        ),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => mcp(
+            files,
+            admin,
+            user,
+            (server, tool, Action::Given(Some(action))),
+            &mut allowed_tools,
+            &mut ex,
+        ),
+        Call::McpInternal {
+            name,
+            fallback_server,
+        } => {
+            let (server, tool) = split_internal_name(name, fallback_server);
+            ex.check("internal_name", || {
+                format!("{name:?} is server {server:?}, tool {tool:?}")
+            });
+            mcp(
+                files,
+                admin,
+                user,
+                (server, tool, Action::Given(None)),
+                &mut allowed_tools,
+                &mut ex,
+            )
+        }
+        Call::Shell(line) => command_line(admin, user, line, &mut ex),
+        Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
+    };
+    Decision {
+        outcome,
+        reason,
+        matched_entry,
+        candidates,
+        explanation: ex.take(),
+        allowed_tools,
+        detail: None,
+        obligations: None,
+    }
+}
+
+type Parts = (Outcome, Reason, Option<Arc<str>>, Vec<Candidate>);
+
+fn kill_switch<E: Explain>(admin: &CompiledAdmin, ex: &mut E) -> Option<Parts> {
+    let on = admin.controls.kill_switch;
+    ex.check("kill_switch", || on_off(on).to_owned());
+    on.then(|| (Outcome::Deny, Reason::KillSwitch, None, Vec::new()))
+}
+
+/// The user's modes; both off when the admin disabled auto-run (seed 001 `shouldAutoRun_*`).
+fn modes<E: Explain>(admin: &CompiledAdmin, user: &CompiledUser, ex: &mut E) -> (bool, bool) {
+    let auto_run = user.settings.use_yolo_mode && !admin.disabled;
+    let run_everything = auto_run && user.settings.yolo_enable_run_everything;
+    ex.check("modes", || {
+        format!(
+            "auto-run {}, run-everything {}",
+            on_off(auto_run),
+            on_off(run_everything)
+        )
+    });
+    (auto_run, run_everything)
+}
+
+mod command_line;
+mod deletion;
+mod mcp;
+mod message;
+#[cfg(test)]
+mod tests;
+mod tools_list;
+
+use command_line::command_line;
+use deletion::delete;
+use mcp::mcp;
+pub(super) use message::message;
+pub use tools_list::{FilteredTools, filter_tools, filter_tools_in};
