@@ -12,6 +12,7 @@ mod net;
 #[cfg(test)]
 mod path_props;
 mod paths;
+mod restrictions;
 mod touches;
 
 pub use call::{AgentSpec, CallArgs, judge};
