@@ -156,6 +156,21 @@ fn deep_nesting_is_refused_before_parsing() {
         "{".repeat(100)
     );
     assert_eq!(policy_file::nesting_depth(&fine), None);
+    // nor do they in a block scalar's text, however deep its lines are indented
+    let scalar = format!(
+        "team: acme\nauto_run_controls:\n  allowed:\n    - |-\n      git {}\n      {}\n    - ls\n",
+        "{".repeat(100),
+        "[".repeat(100)
+    );
+    assert_eq!(policy_file::nesting_depth(&scalar), None);
+    // but a line back at the level of the mapping holding the scalar is structure
+    for text in [
+        format!("teams:\n- key: |\n  other: {}\n", "[".repeat(100)),
+        format!("a: |\nb: {}\n", "{".repeat(100)),
+        format!("a: !tag |\n   {}\n", "[".repeat(100)),
+    ] {
+        assert!(policy_file::nesting_depth(&text).is_some(), "{text}");
+    }
     let too_big = format!(
         "teams: []\n#{}\n",
         "x".repeat(policy_file::MAX_POLICY_BYTES)
@@ -172,4 +187,20 @@ fn left_out_browser_server_ids_mean_the_defaults() {
     )
     .unwrap();
     assert_eq!(p.auto_run_controls, AdminControls::default());
+}
+
+/// Found by the `policy_yaml` fuzz target: an entry holding a line break and
+/// brackets was accepted, but what `to_yaml` printed for it (a block scalar) was
+/// refused as nested too deep, so `admin get`'s output could not be applied again.
+#[test]
+fn a_block_scalar_entry_reads_back() {
+    let text = format!(
+        "team: acme\nauto_run_controls:\n  allowed: [\"git status\", \"git diff\\n{}\"]\n",
+        "{".repeat(40)
+    );
+    let policy = policy_file::parse_team_policy("t.yaml", &text).unwrap();
+    let yaml = policy_file::to_yaml(&policy);
+    let again = policy_file::parse_team_policy("t.yaml", &yaml)
+        .unwrap_or_else(|e| panic!("{}\n{yaml}", policy_file::format_errors(&e)));
+    assert_eq!(again, policy);
 }

@@ -3,9 +3,9 @@
 use super::{MAX_NESTING, MAX_POLICY_BYTES, PolicyFileError};
 
 /// Refuses a text past the size or nesting limits before any YAML parser sees it.
-/// The nesting is over-estimated, never under: flow brackets outside quotes and
-/// comments, plus the open block levels (distinct indentations, and the `- `, `? `
-/// indicators that open a level within a line).
+/// The nesting is over-estimated, never under: flow brackets outside quotes, comments
+/// and block scalars, plus the open block levels (distinct indentations, and the
+/// `- `, `? ` indicators that open a level within a line).
 pub(super) fn check_limits(file: &str, text: &str) -> Result<(), Vec<PolicyFileError>> {
     let error = |line: usize, message: String| {
         vec![PolicyFileError {
@@ -38,11 +38,20 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
     let mut quote: Option<char> = None;
     // indentations of the open block levels
     let mut indents: Vec<usize> = Vec::new();
+    // the indentation of the line that opened a block scalar (`key: |`): lines
+    // indented deeper are its text, which opens no level whatever it holds
+    let mut scalar_under: Option<usize> = None;
     for (n, line) in text.lines().enumerate() {
         let mut chars = line.char_indices().peekable();
         let mut inline_levels = 0;
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        if let Some(base) = scalar_under {
+            if indent > base || line.trim().is_empty() {
+                continue;
+            }
+            scalar_under = None;
+        }
         if quote.is_none() && flow == 0 {
-            let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
             let rest = &line[indent..];
             if !rest.is_empty() && !rest.starts_with('#') {
                 while indents.last().is_some_and(|&top| top >= indent) {
@@ -53,7 +62,9 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
         }
         let mut prev = ' ';
         let mut at_start = true;
-        while let Some((_, c)) = chars.next() {
+        // where the line's content ends (before a comment), outside quotes
+        let mut end = line.len();
+        while let Some((at, c)) = chars.next() {
             match quote {
                 Some('"') if c == '\\' => {
                     chars.next();
@@ -61,7 +72,10 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
                 Some(q) if c == q => quote = None,
                 Some(_) => {}
                 None => match c {
-                    '#' if prev == ' ' || prev == '\t' => break,
+                    '#' if prev == ' ' || prev == '\t' => {
+                        end = at;
+                        break;
+                    }
                     '"' | '\'' => quote = Some(c),
                     '[' | '{' => {
                         flow += 1;
@@ -83,6 +97,46 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
         if flow + indents.len() + inline_levels > MAX_NESTING {
             return Some(n + 1);
         }
+        if quote.is_none() && flow == 0 {
+            scalar_under = block_scalar_base(&line[..end]);
+        }
     }
     None
+}
+
+/// If a line (without its comment) ends in a block scalar's header (`|` or `>` with
+/// optional chomping and indentation indicators, as the whole value of a key or of a
+/// sequence entry, or alone: `key: |-`, `- >`, `|2`), the column of the node holding
+/// the scalar: lines indented deeper are its text. That is the key's column (after
+/// the line's leading `- ` and `? ` indicators), or the last indicator's when the
+/// entry itself is the scalar; never less than YAML's, so structure is never taken
+/// for text. A header this does not recognise (a tag or an anchor before it) leaves
+/// its text counted, which over-estimates.
+fn block_scalar_base(line: &str) -> Option<usize> {
+    let value = line
+        .trim_end()
+        .trim_end_matches(['-', '+', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']);
+    let before = value.strip_suffix(['|', '>'])?;
+    let spaced = before.trim_end_matches([' ', '\t']);
+    if spaced.len() == before.len() && !before.is_empty() {
+        // `a|`: part of a plain scalar, not a header
+        return None;
+    }
+    let head = spaced.trim_start();
+    let header = head.is_empty() || head.ends_with(':') || head == "-" || head.ends_with(" -");
+    if !header {
+        return None;
+    }
+    let mut rest = line.trim_start_matches(' ');
+    let mut base = line.len() - rest.len();
+    while let Some(after) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")) {
+        let next = after.trim_start_matches(' ');
+        if next.starts_with(['|', '>']) {
+            // the entry itself is the scalar: its text is indented past the indicator
+            break;
+        }
+        base += rest.len() - next.len();
+        rest = next;
+    }
+    Some(base)
 }
