@@ -168,6 +168,10 @@ fn deep_nesting_is_refused_before_parsing() {
         format!("teams:\n- key: |\n  other: {}\n", "[".repeat(100)),
         format!("a: |\nb: {}\n", "{".repeat(100)),
         format!("a: !tag |\n   {}\n", "[".repeat(100)),
+        // a quote inside a flow plain scalar opens no string
+        format!("teams: [a'b, {}]\n", "[".repeat(100)),
+        format!("a: !t {}\n", "[".repeat(100)),
+        format!("a: {{\"k\":' #', b: {}}}\n", "[".repeat(100)),
     ] {
         assert!(policy_file::nesting_depth(&text).is_some(), "{text}");
     }
@@ -189,18 +193,22 @@ fn left_out_browser_server_ids_mean_the_defaults() {
     assert_eq!(p.auto_run_controls, AdminControls::default());
 }
 
-/// Found by the `policy_yaml` fuzz target: an entry holding a line break and
-/// brackets was accepted, but what `to_yaml` printed for it (a block scalar) was
+/// Found by the `policy_yaml` fuzz target: entries holding brackets were accepted
+/// quoted, but what `to_yaml` printed for them (a block scalar, a plain scalar) was
 /// refused as nested too deep, so `admin get`'s output could not be applied again.
 #[test]
 fn a_block_scalar_entry_reads_back() {
-    let text = format!(
-        "team: acme\nauto_run_controls:\n  allowed: [\"git status\", \"git diff\\n{}\"]\n",
-        "{".repeat(40)
-    );
-    let policy = policy_file::parse_team_policy("t.yaml", &text).unwrap();
-    let yaml = policy_file::to_yaml(&policy);
-    let again = policy_file::parse_team_policy("t.yaml", &yaml)
-        .unwrap_or_else(|e| panic!("{}\n{yaml}", policy_file::format_errors(&e)));
-    assert_eq!(again, policy);
+    // the second: one printed as a plain scalar (`- cargo t{{{…`)
+    for entry in [
+        format!("git diff\\n{}", "{".repeat(40)),
+        format!("cargo t{}- {{est it's", "{".repeat(60)),
+    ] {
+        let text =
+            format!("team: acme\nauto_run_controls:\n  allowed: [\"git status\", \"{entry}\"]\n");
+        let policy = policy_file::parse_team_policy("t.yaml", &text).unwrap();
+        let yaml = policy_file::to_yaml(&policy);
+        let again = policy_file::parse_team_policy("t.yaml", &yaml)
+            .unwrap_or_else(|e| panic!("{}\n{yaml}", policy_file::format_errors(&e)));
+        assert_eq!(again, policy);
+    }
 }

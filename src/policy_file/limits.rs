@@ -62,6 +62,12 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
         }
         let mut prev = ' ';
         let mut at_start = true;
+        // whether a token may begin here: a quote opens a string only there, and in
+        // block context a bracket opens a flow collection only there (elsewhere both
+        // are text of a plain scalar, as `to_yaml` prints `git {x}` or `it's`)
+        let mut token_start = true;
+        // inside a tag or an anchor (`!t`, `&a`): a node follows it, so brackets count
+        let mut property = false;
         // where the line's content ends (before a comment), outside quotes
         let mut end = line.len();
         while let Some((at, c)) = chars.next() {
@@ -69,27 +75,56 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
                 Some('"') if c == '\\' => {
                     chars.next();
                 }
-                Some(q) if c == q => quote = None,
+                Some(q) if c == q => {
+                    quote = None;
+                    token_start = false;
+                }
                 Some(_) => {}
                 None => match c {
                     '#' if prev == ' ' || prev == '\t' => {
                         end = at;
                         break;
                     }
-                    '"' | '\'' => quote = Some(c),
-                    '[' | '{' => {
+                    '"' | '\'' if token_start => quote = Some(c),
+                    '[' | '{' if flow > 0 || token_start || property => {
                         flow += 1;
+                        token_start = true;
                         // checked as it opens: the line may close it again
                         if flow + indents.len() + inline_levels > MAX_NESTING {
                             return Some(n + 1);
                         }
                     }
-                    ']' | '}' => flow = flow.saturating_sub(1),
-                    '-' | '?' | ':' if at_start && chars.peek().is_none_or(|(_, n)| *n == ' ') => {
-                        inline_levels += 1
+                    ']' | '}' if flow > 0 => {
+                        flow -= 1;
+                        token_start = false;
                     }
-                    ' ' | '\t' => {}
-                    _ => at_start = false,
+                    '-' | '?' | ':' if at_start && chars.peek().is_none_or(|(_, n)| *n == ' ') => {
+                        inline_levels += 1;
+                        token_start = true;
+                    }
+                    // a value follows `: ` (and in flow context any `:` or `,`)
+                    ':' if flow > 0
+                        || chars.peek().is_none_or(|(_, n)| *n == ' ' || *n == '\t') =>
+                    {
+                        at_start = false;
+                        token_start = true;
+                    }
+                    ',' if flow > 0 => token_start = true,
+                    '!' | '&' if token_start => {
+                        at_start = false;
+                        token_start = false;
+                        property = true;
+                    }
+                    ' ' | '\t' => {
+                        if property {
+                            property = false;
+                            token_start = true;
+                        }
+                    }
+                    _ => {
+                        at_start = false;
+                        token_start = false;
+                    }
                 },
             }
             prev = c;
