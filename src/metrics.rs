@@ -110,11 +110,86 @@ fn outcome_name(outcome: Outcome) -> &'static str {
     }
 }
 
-/// The installed recorder and the decision handles made with it.
+/// The installed recorder and the decision and call handles made with it.
 struct Installed {
     handle: PrometheusHandle,
     /// `[reason as usize][outcome as usize]`
     decisions: Vec<[Counter; 3]>,
+    /// by gRPC path, every method the server serves
+    rpcs: rustc_hash::FxHashMap<String, RpcHandles>,
+    /// any other path (answered UNIMPLEMENTED): one series, however many paths a
+    /// caller makes up
+    other_rpc: RpcHandles,
+}
+
+/// Label of the calls to paths the server does not serve.
+pub const OTHER_METHOD: &str = "other";
+
+/// One method's series: its latency histogram, and a counter per status code made
+/// on first use (so a scrape lists only codes that happened).
+pub struct RpcHandles {
+    method: String,
+    duration: metrics::Histogram,
+    requests: [OnceLock<Counter>; 17],
+}
+
+impl RpcHandles {
+    fn new(method: &str) -> Self {
+        RpcHandles {
+            method: method.to_owned(),
+            duration: histogram!(RPC_DURATION, "method" => method.to_owned()),
+            requests: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// One answered call: an atomic add and a histogram sample, no allocation after
+    /// the first call with this code.
+    pub fn record(&self, code: tonic::Code, elapsed: Duration) {
+        // every tonic::Code is in CODES; anything else would count as UNKNOWN
+        let index = match code as usize {
+            i if i < CODES.len() => i,
+            _ => tonic::Code::Unknown as usize,
+        };
+        self.requests[index]
+            .get_or_init(
+                || counter!(RPC_REQUESTS, "method" => self.method.clone(), "code" => CODES[index]),
+            )
+            .increment(1);
+        self.duration.record(elapsed.as_secs_f64());
+    }
+}
+
+/// Every gRPC path the server serves: the methods of every service in the
+/// descriptor sets it registers for reflection.
+fn served_paths() -> Vec<String> {
+    use prost::Message as _;
+    let sets = [
+        crate::proto::FILE_DESCRIPTOR_SET,
+        tonic_health::pb::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+    ];
+    let mut paths = Vec::new();
+    for bytes in sets {
+        let Ok(set) = prost_types::FileDescriptorSet::decode(bytes) else {
+            continue;
+        };
+        for file in set.file {
+            let package = file.package.unwrap_or_default();
+            for service in file.service {
+                let service_name = service.name.unwrap_or_default();
+                for method in service.method {
+                    let method = method.name.unwrap_or_default();
+                    paths.push(if package.is_empty() {
+                        format!("/{service_name}/{method}")
+                    } else {
+                        format!("/{package}.{service_name}/{method}")
+                    });
+                }
+            }
+        }
+    }
+    paths
 }
 
 static INSTALLED: OnceLock<Installed> = OnceLock::new();
@@ -177,9 +252,18 @@ pub fn install() -> Result<PrometheusHandle, MetricsError> {
     counter!(RESYNCS).absolute(0);
     counter!(AUDIT_WRITTEN).absolute(0);
     counter!(AUDIT_DROPPED).absolute(0);
+    let rpcs = served_paths()
+        .into_iter()
+        .map(|path| {
+            let handles = RpcHandles::new(&path);
+            (path, handles)
+        })
+        .collect();
     let _ = INSTALLED.set(Installed {
         handle: handle.clone(),
         decisions,
+        rpcs,
+        other_rpc: RpcHandles::new(OTHER_METHOD),
     });
     Ok(handle)
 }
@@ -220,14 +304,13 @@ const CODES: [&str; 17] = [
     "UNAUTHENTICATED",
 ];
 
-/// One answered gRPC call.
-pub fn rpc(method: &str, code: tonic::Code, elapsed: Duration) {
-    if INSTALLED.get().is_none() {
-        return;
-    }
-    let code = CODES.get(code as usize).copied().unwrap_or("UNKNOWN");
-    counter!(RPC_REQUESTS, "method" => method.to_owned(), "code" => code).increment(1);
-    histogram!(RPC_DURATION, "method" => method.to_owned()).record(elapsed.as_secs_f64());
+/// The series of a call to `path`, or `None` when no recorder is installed. A path
+/// the server does not serve shares the [`OTHER_METHOD`] series, so made-up paths
+/// cannot grow the registry.
+#[inline]
+pub fn rpc(path: &str) -> Option<&'static RpcHandles> {
+    let installed = INSTALLED.get()?;
+    Some(installed.rpcs.get(path).unwrap_or(&installed.other_rpc))
 }
 
 /// A call refused by the server limit `limit`.

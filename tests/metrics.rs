@@ -140,6 +140,19 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
     for d in &batch.decisions {
         seen.push((d.outcome(), d.reason()));
     }
+    // fifty made-up paths: answered UNIMPLEMENTED and counted as one series, so a
+    // caller cannot grow the registry
+    for n in 0..50 {
+        let mut grpc = tonic::client::Grpc::new(channel.clone());
+        grpc.ready().await.unwrap();
+        let path = format!("/toolgate.v1.MadeUp/Made{n}").parse().unwrap();
+        let codec = tonic_prost::ProstCodec::<(), ()>::default();
+        let made_up = grpc
+            .unary(tonic::Request::new(()), path, codec)
+            .await
+            .unwrap_err();
+        assert_eq!(made_up.code(), tonic::Code::Unimplemented);
+    }
 
     let text = scrape(metrics).await;
     let evaluate = "method=\"/toolgate.v1.PolicyService/Evaluate\"";
@@ -176,6 +189,29 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
     assert_eq!(
         sample(&text, "toolgate_rpc_duration_seconds_count", &[evaluate]),
         Some(4.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "toolgate_rpc_requests_total",
+            &["method=\"other\"", "code=\"UNIMPLEMENTED\""]
+        ),
+        Some(50.0),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Made"),
+        "a made-up path is never a label: {text}"
+    );
+    // a code that never happened is not listed
+    assert_eq!(
+        sample(
+            &text,
+            "toolgate_rpc_requests_total",
+            &[evaluate, "code=\"INTERNAL\""]
+        ),
+        None,
         "{text}"
     );
     // every decision, by outcome and reason, and nothing else

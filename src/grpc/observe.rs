@@ -41,18 +41,21 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let method = req.uri().path().to_owned();
-        let started = Instant::now();
+        // looked up before the call (the path is borrowed from the request): the
+        // handles are static, so nothing is copied per call
+        let observed = crate::metrics::rpc(req.uri().path()).map(|h| (h, Instant::now()));
         let call = self.inner.call(req);
         Box::pin(async move {
             let answer = call.await?;
-            let code = answer
-                .headers()
-                .get("grpc-status")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<i32>().ok())
-                .map_or(tonic::Code::Ok, tonic::Code::from_i32);
-            crate::metrics::rpc(&method, code, started.elapsed());
+            if let Some((handles, started)) = observed {
+                let code = answer
+                    .headers()
+                    .get("grpc-status")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .map_or(tonic::Code::Ok, tonic::Code::from_i32);
+                handles.record(code, started.elapsed());
+            }
             Ok(answer)
         })
     }
