@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Debug by hand (below): the URL may carry a password
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// `postgres://…` for replicas sharing PostgreSQL, `sqlite://PATH`, or unset for
@@ -14,6 +15,15 @@ pub struct StoreConfig {
     /// Seconds between checks of the store (the SQLite file still the one opened,
     /// `PRAGMA quick_check`) and retries of a catch-up that failed.
     pub check_secs: u64,
+}
+
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("url", &self.url.as_deref().map(super::redact::redact_url))
+            .field("check_secs", &self.check_secs)
+            .finish()
+    }
 }
 
 impl Default for StoreConfig {
@@ -144,7 +154,8 @@ impl Default for LogConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Debug by hand (below): the endpoint and headers may carry credentials
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`; unset exports no spans.
@@ -154,6 +165,20 @@ pub struct TelemetryConfig {
     /// names only.
     pub otlp_headers: BTreeMap<String, String>,
     pub service_name: String,
+}
+
+impl std::fmt::Debug for TelemetryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.otlp_headers.keys().map(String::as_str).collect();
+        f.debug_struct("TelemetryConfig")
+            .field(
+                "otlp_endpoint",
+                &self.otlp_endpoint.as_deref().map(super::redact::redact_url),
+            )
+            .field("otlp_headers", &header_names)
+            .field("service_name", &self.service_name)
+            .finish()
+    }
 }
 
 impl Default for TelemetryConfig {

@@ -84,3 +84,21 @@ role = "admin"
     }
     assert_eq!(err.problems.len(), 4, "{text}");
 }
+
+#[test]
+fn debug_output_shows_no_password_or_header_value() {
+    let mut config = Config::default();
+    config.store.url = Some("postgres://app:s3cretpw@db:5432/tg?sslpassword=k3y".into());
+    config.telemetry.otlp_endpoint = Some("https://user:otlpsecret@collector:4317".into());
+    config
+        .telemetry
+        .otlp_headers
+        .insert("authorization".into(), "Bearer hdrsecret".into());
+    let shown = format!("{config:?}");
+    for secret in ["s3cretpw", "k3y", "otlpsecret", "hdrsecret"] {
+        assert!(!shown.contains(secret), "{secret} shown in {shown}");
+    }
+    // what is not secret still shows, so the output stays useful
+    assert!(shown.contains("postgres://app:***@db:5432/tg"), "{shown}");
+    assert!(shown.contains("authorization"), "{shown}");
+}
