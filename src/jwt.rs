@@ -168,6 +168,11 @@ impl JwtVerifier {
                 })?,
             None => self.config.default_role,
         };
+        if role == Role::Operator && !self.config.allow_operator {
+            return Err(AuthError::Unauthenticated(
+                "jwt role operator is not allowed: set auth.jwt.allow_operator to let tokens be operators",
+            ));
+        }
         let team = text(&map.team);
         let team = match (role, team) {
             (Role::Operator, _) => None,

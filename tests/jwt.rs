@@ -107,6 +107,7 @@ async fn jwts_are_verified_refused_with_why_and_rotated_keys_are_taken() {
         leeway_secs: 0,
         claims: JwtClaims::default(),
         default_role: toolgate::auth::Role::Member,
+        allow_operator: false,
     });
     let server = TestServer::start(config).await;
     let hour = now() + 3600;
@@ -139,6 +140,11 @@ async fn jwts_are_verified_refused_with_why_and_rotated_keys_are_taken() {
             "no team",
             first.sign(serde_json::json!({"iss": ISSUER, "aud": AUDIENCE, "exp": hour, "sub": "alice"})),
             "team claim",
+        ),
+        (
+            "operator not allowed",
+            first.sign(serde_json::json!({"iss": ISSUER, "aud": AUDIENCE, "exp": hour, "sub": "alice", "team": TEAM, "role": "operator"})),
+            "auth.jwt.allow_operator",
         ),
         (
             "another issuer",

@@ -70,6 +70,11 @@ pub struct JwtConfig {
     /// The role of a token without the role claim.
     #[serde(default = "JwtConfig::default_role")]
     pub default_role: Role,
+    /// Whether a token may be an operator (every team, the server's settings). Off by
+    /// default: a role claim the identity provider lets someone set must not reach
+    /// past admin unless the operator of toolgate says so.
+    #[serde(default)]
+    pub allow_operator: bool,
 }
 
 impl JwtConfig {

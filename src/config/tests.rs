@@ -102,3 +102,21 @@ fn debug_output_shows_no_password_or_header_value() {
     assert!(shown.contains("postgres://app:***@db:5432/tg"), "{shown}");
     assert!(shown.contains("authorization"), "{shown}");
 }
+
+#[test]
+fn jwt_default_role_operator_needs_allow_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    let jwt = r#"
+[auth.jwt]
+issuer = "https://idp.example"
+audience = "toolgate"
+jwks_file = "/etc/toolgate/jwks.json"
+default_role = "operator"
+"#;
+    std::fs::write(&file, jwt).unwrap();
+    let err = Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap_err();
+    assert!(err.to_string().contains("auth.jwt.default_role"), "{err}");
+    std::fs::write(&file, format!("{jwt}allow_operator = true\n")).unwrap();
+    Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap();
+}

@@ -255,6 +255,12 @@ impl Config {
             if jwt.refresh_secs == 0 {
                 problems.push("auth.jwt.refresh_secs: must be at least 1".into());
             }
+            if jwt.default_role == Role::Operator && !jwt.allow_operator {
+                problems.push(
+                    "auth.jwt.default_role: operator would make every token without a role claim an operator: use member, or set auth.jwt.allow_operator: true if that is meant"
+                        .into(),
+                );
+            }
         }
         if let Some(addr) = &self.metrics.listen {
             match addr.parse::<SocketAddr>() {
