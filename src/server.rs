@@ -70,8 +70,9 @@ pub struct App {
 }
 
 impl App {
-    /// Opens the store and prepares authentication. With no tokens and no anonymous
-    /// access configured, an operator token is written to `<data_dir>/bootstrap-token`.
+    /// Opens the store and prepares authentication. With no tokens, certificates,
+    /// anonymous access or operator JWTs configured, an operator token is written to
+    /// `<data_dir>/bootstrap-token`.
     pub async fn build(config: Config) -> Result<Self, ServerError> {
         create_data_dir(&config.data_dir).map_err(|source| ServerError::DataDir {
             path: config.data_dir.clone(),
@@ -146,7 +147,14 @@ impl App {
         };
         let mut tokens = config.token_principals();
         let mut bootstrap_token_path = None;
-        if tokens.is_empty() && config.auth.anonymous.is_none() {
+        // the bootstrap operator is for a server with no other way in; JWT tokens
+        // that may be operators are one (without allow_operator they cannot be)
+        let jwt_operators = config.auth.jwt.as_ref().is_some_and(|j| j.allow_operator);
+        if tokens.is_empty()
+            && config.auth.anonymous.is_none()
+            && config.auth.certificates.is_empty()
+            && !jwt_operators
+        {
             let path = config.data_dir.join(BOOTSTRAP_TOKEN_FILE);
             let token = bootstrap_token(&path)?;
             info!(path = %path.display(), "no tokens configured: the bootstrap operator token is in this file");

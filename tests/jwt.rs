@@ -2,7 +2,9 @@
 //! audience and not expired, is its principal; an expired, wrongly signed,
 //! wrong-audience or unknown-key token is refused with why; a rotated key is accepted
 //! once the JWKS holds it (a token naming an unknown key has the keys read again,
-//! without waiting for the refresh period); static tokens keep working beside them.
+//! without waiting for the refresh period); static tokens keep working beside them;
+//! the role operator is refused unless allowed, and the bootstrap token is written
+//! only when no JWT may be an operator.
 
 mod common;
 
@@ -182,4 +184,34 @@ async fn jwts_are_verified_refused_with_why_and_rotated_keys_are_taken() {
     let retired = evaluate(&server, &alice, "alice").await.unwrap_err();
     assert!(retired.message().contains("does not hold"), "{retired:?}");
     server.stop().await;
+}
+
+/// With JWT the only way in, the bootstrap operator token is written unless JWTs may
+/// be operators (by default they may not, so it is the only operator).
+#[tokio::test]
+async fn bootstrap_token_is_written_unless_jwts_may_be_operators() {
+    for allow_operator in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let jwks = dir.path().join("jwks.json");
+        write_jwks(&jwks, &[&Key::new("k1")]);
+        let mut config = test_config(&dir.path().join("data"));
+        config.auth.tokens.clear();
+        config.auth.jwt = Some(JwtConfig {
+            issuer: ISSUER.into(),
+            audience: AUDIENCE.into(),
+            jwks_file: Some(jwks),
+            jwks_url: None,
+            refresh_secs: 3600,
+            leeway_secs: 0,
+            claims: JwtClaims::default(),
+            default_role: toolgate::auth::Role::Member,
+            allow_operator,
+        });
+        let app = toolgate::server::App::build(config).await.unwrap();
+        assert_eq!(
+            app.bootstrap_token_path.is_some(),
+            !allow_operator,
+            "allow_operator: {allow_operator}"
+        );
+    }
 }
