@@ -1,5 +1,6 @@
 //! Crash safety: the real binary is killed with SIGKILL in the middle of a stream of
-//! writes; after a restart every acknowledged write is there, in order.
+//! writes; after a restart every acknowledged write is there, in order. And a test
+//! that fails leaves no server process behind.
 
 mod common;
 
@@ -122,4 +123,25 @@ async fn postgres_acknowledged_writes_survive_sigkill() {
         return;
     };
     kill_mid_stream_and_check(Some(&url)).await;
+}
+
+/// A test that fails between starting the binary and killing it leaves no server
+/// behind: the handle kills and reaps it as the panic unwinds.
+#[test]
+fn a_failing_test_leaves_no_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = write_config(dir.path(), None);
+    let pid = std::sync::atomic::AtomicU32::new(0);
+    let failed = std::panic::catch_unwind(|| {
+        let (child, _addr) = spawn_binary(&yaml);
+        pid.store(child.id(), std::sync::atomic::Ordering::SeqCst);
+        panic!("a failed assertion");
+    });
+    assert!(failed.is_err());
+    let pid = pid.load(std::sync::atomic::Ordering::SeqCst);
+    assert_ne!(pid, 0);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "server {pid} still running after the test failed"
+    );
 }

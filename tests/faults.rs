@@ -488,7 +488,7 @@ mod flaky {
 
 /// `toolgate serve --config FILE` through `sh`, with SIGXFSZ ignored so a file-size
 /// limit fails writes (EFBIG) instead of killing the process; its address and pid.
-fn spawn_ignoring_xfsz(config: &Path) -> (std::process::Child, String) {
+fn spawn_ignoring_xfsz(config: &Path) -> (ServerProcess, String) {
     let mut command = std::process::Command::new("sh");
     command
         .arg("-c")

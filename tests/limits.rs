@@ -371,7 +371,7 @@ fn signal(child: &std::process::Child, name: &str) {
 fn spawn_with_log(
     config: &std::path::Path,
 ) -> (
-    std::process::Child,
+    ServerProcess,
     String,
     std::sync::mpsc::Receiver<serde_json::Value>,
 ) {
@@ -380,13 +380,15 @@ fn spawn_with_log(
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
         command.env_remove(key);
     }
-    let mut child = command
-        .args(["serve", "--config"])
-        .arg(config)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn toolgate");
+    let mut child = ServerProcess(
+        command
+            .args(["serve", "--config"])
+            .arg(config)
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn toolgate"),
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     let lines = BufReader::new(child.stderr.take().unwrap()).lines();
     std::thread::spawn(move || {

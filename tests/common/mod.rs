@@ -207,10 +207,36 @@ pub fn user_settings(team: &str, user: &str) -> pb::UserSettings {
     }
 }
 
+/// A server process started by a test: killed and reaped when dropped, so a test that
+/// panics before its own `kill` leaves no server running. Derefs to the `Child`.
+#[derive(Debug)]
+pub struct ServerProcess(pub std::process::Child);
+
+impl std::ops::Deref for ServerProcess {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ServerProcess {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // already exited (the test waited for it) is fine: kill then fails, wait returns
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts the real `toolgate serve --config FILE` (JSON logs expected) and returns it
 /// with the address it logged. `TOOLGATE_*` variables of the test's own environment
 /// are not passed on.
-pub fn spawn_binary(config: &Path) -> (std::process::Child, String) {
+pub fn spawn_binary(config: &Path) -> (ServerProcess, String) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     command.args(["serve", "--config"]).arg(config);
     spawn_server(command)
@@ -219,16 +245,18 @@ pub fn spawn_binary(config: &Path) -> (std::process::Child, String) {
 /// Starts `command`, a toolgate server logging JSON to stderr, without the test's own
 /// `TOOLGATE_*` variables; waits for its serving line and returns the child with the
 /// address it logged. The rest of the log is drained.
-pub fn spawn_server(mut command: std::process::Command) -> (std::process::Child, String) {
+pub fn spawn_server(mut command: std::process::Command) -> (ServerProcess, String) {
     use std::io::{BufRead, BufReader};
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
         command.env_remove(key);
     }
-    let mut child = command
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn toolgate");
+    let mut child = ServerProcess(
+        command
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn toolgate"),
+    );
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = Vec::new();
     let addr = loop {
