@@ -218,3 +218,18 @@ fn gemini_policy_engine_agrees() {
         assert!(agrees(c["toolgate"].as_str().unwrap(), got), "{c}");
     }
 }
+
+#[test]
+fn a_category_entry_is_warned_as_a_category() {
+    let t = table();
+    let mut admin = t.admin.clone();
+    admin.mcp_tool_allowlist.push("@git".into());
+    let e = export(Format::ClaudeCode, &admin, &t.user, &[]).unwrap();
+    assert!(
+        e.warnings
+            .iter()
+            .any(|w| w.contains("\"@git\"") && w.contains("tool category")),
+        "{:#?}",
+        e.warnings
+    );
+}

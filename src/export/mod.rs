@@ -200,7 +200,8 @@ fn mcp(
                 }
             }
             _ => plan.warnings.push(format!(
-                "blocklist entry {raw:?} cannot be expressed natively (wildcard server or glob): the client asks for those tools instead of refusing them"
+                "blocklist entry {raw:?} cannot be expressed natively ({}): the client asks for those tools instead of refusing them",
+                why_inexpressible(raw)
             )),
         }
     }
@@ -242,7 +243,8 @@ fn mcp(
                 .collect(),
             _ => {
                 plan.warnings.push(format!(
-                    "allowlist entry {raw:?} cannot be expressed natively (wildcard server or glob): the client asks for those tools"
+                    "allowlist entry {raw:?} cannot be expressed natively ({}): the client asks for those tools",
+                    why_inexpressible(raw)
                 ));
                 continue;
             }
@@ -334,4 +336,14 @@ pub fn export(
         Format::CursorAllowlists => cursor::allowlists(&plan, &mut warnings),
     };
     Ok(Export { text, warnings })
+}
+
+/// Why a list entry has no native form, for its warning: a team's tool category
+/// (`@name`, defined in its seed 004 `toolCategories`), or a wildcard server or glob.
+fn why_inexpressible(raw: &str) -> &'static str {
+    if raw.starts_with('@') && !raw.contains(':') {
+        "a tool category of the team's toolCategories, which no client format can name"
+    } else {
+        "wildcard server or glob"
+    }
 }
