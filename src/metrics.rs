@@ -2,8 +2,8 @@
 //! `/metrics` endpoint (`metrics.listen`, off by default).
 //!
 //! Without an endpoint no recorder is installed and every call here does nothing.
-//! Decisions are counted through handles registered when the recorder is installed,
-//! so counting one is an atomic add: the decision path allocates nothing for it.
+//! Decisions and calls are counted through handles registered when the recorder is
+//! installed, so counting one is an atomic add: neither path allocates for it.
 
 use crate::policy::{Outcome, Reason};
 use metrics::{Counter, counter, gauge, histogram};
