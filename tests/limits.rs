@@ -74,6 +74,33 @@ async fn command_past_the_limit_is_invalid_argument_naming_field_and_limit() {
         "{}",
         err.message()
     );
+    // a batch's bad call is named by its index: no kind, or arguments that are not JSON
+    let mut bad_arguments = mcp("a", "c");
+    bad_arguments.arguments = Some(pb::CallArguments {
+        tool_input_json: "{not json".into(),
+        ..Default::default()
+    });
+    let no_kind = pb::ToolCall::default();
+    for (calls, field) in [
+        (vec![mcp("a", "b"), mcp("a", "b"), no_kind], "calls[2]"),
+        (
+            vec![mcp("a", "b"), bad_arguments],
+            "calls[1].arguments.tool_input_json",
+        ),
+    ] {
+        let err = policy
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                calls,
+                explain: false,
+                agent: None,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(err.message().contains(field), "{field}: {}", err.message());
+    }
     server.stop().await;
 }
 

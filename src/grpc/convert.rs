@@ -208,7 +208,20 @@ pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> 
     user_pb(team_id, user_id, &v.doc, v.into())
 }
 
-pub fn call_from_pb(field: &str, call: Option<pb::ToolCall>) -> Result<Call, ServiceError> {
+/// `calls[i]`, the field of a batch's call in an error: formatted only when one is
+/// reported, so a batch of valid calls builds no names.
+pub struct BatchCall(pub usize);
+
+impl std::fmt::Display for BatchCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "calls[{}]", self.0)
+    }
+}
+
+pub fn call_from_pb(
+    field: &dyn std::fmt::Display,
+    call: Option<pb::ToolCall>,
+) -> Result<Call, ServiceError> {
     use pb::tool_call::Kind;
     match call.and_then(|c| c.kind) {
         Some(Kind::Mcp(m)) if m.action.is_empty() => Ok(Call::Mcp {
@@ -227,7 +240,7 @@ pub fn call_from_pb(field: &str, call: Option<pb::ToolCall>) -> Result<Call, Ser
         Some(Kind::Shell(line)) => Ok(Call::Shell(line)),
         Some(Kind::DeleteFile(path)) => Ok(Call::DeleteFile(path)),
         None => Err(ServiceError::InvalidArgument {
-            field: field.to_owned(),
+            field: field.to_string(),
             message: "must be set to one of mcp, mcp_internal, shell or delete_file".into(),
         }),
     }
@@ -324,7 +337,7 @@ pub fn agent_from_pb(a: Option<pb::AgentContext>) -> policy::roles::AgentSpec {
 /// What a call touches, as its request says; `tool_input_json` must be JSON.
 pub fn arguments_from_pb(
     a: Option<pb::CallArguments>,
-    field: &str,
+    field: &dyn std::fmt::Display,
 ) -> Result<policy::roles::CallArgs, ServiceError> {
     let a = a.unwrap_or_default();
     let some = |s: String| (!s.is_empty()).then_some(s);

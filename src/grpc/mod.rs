@@ -286,9 +286,10 @@ impl PolicyService for Api {
     ) -> Result<Response<pb::Decision>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
+        let mut call = r.call;
         let args =
-            convert::arguments_from_pb(r.call.as_ref().and_then(|c| c.arguments.clone()), "call")?;
-        let call = call_from_pb("call", r.call)?;
+            convert::arguments_from_pb(call.as_mut().and_then(|c| c.arguments.take()), &"call")?;
+        let call = call_from_pb(&"call", call)?;
         let (mut decisions, revision) = self
             .service
             .evaluate_as(
@@ -314,18 +315,14 @@ impl PolicyService for Api {
     ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let args = r
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| convert::arguments_from_pb(c.arguments.clone(), &format!("calls[{i}]")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let calls = r
-            .calls
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| call_from_pb(&format!("calls[{i}]"), Some(c)))
-            .collect::<Result<Vec<_>, _>>()?;
+        // one pass, the arguments taken rather than copied
+        let mut args = Vec::with_capacity(r.calls.len());
+        let mut calls = Vec::with_capacity(r.calls.len());
+        for (i, mut c) in r.calls.into_iter().enumerate() {
+            let field = convert::BatchCall(i);
+            args.push(convert::arguments_from_pb(c.arguments.take(), &field)?);
+            calls.push(call_from_pb(&field, Some(c))?);
+        }
         let (decisions, revision) = self
             .service
             .evaluate_as(
