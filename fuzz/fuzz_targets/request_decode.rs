@@ -62,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         if check_id("team_id", &r.team_id).is_err() || check_id("user_id", &r.user_id).is_err() {
             return;
         }
-        let Ok(call) = call_from_pb("call", r.call) else {
+        let Ok(call) = call_from_pb(&"call", r.call) else {
             return;
         };
         let decide = if r.explain { explain_in } else { decide_in };
