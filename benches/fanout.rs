@@ -12,14 +12,14 @@
 //! its answer: that counts as 0) and, separately, from the moment it was sent. The
 //! last line printed is the figures as JSON.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-use common::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use support::*;
 use tokio::sync::Notify;
 use tonic::transport::Channel;
 use toolgate::proto::v1 as pb;

@@ -20,13 +20,13 @@
 //! without a flag to compare on a busy machine.
 //! The last line printed is the figures as JSON.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-use common::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::*;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -384,13 +384,13 @@ async fn main() {
     let args = Args::parse();
     let dir = tempfile::tempdir().unwrap();
     let cluster = if args.postgres {
-        Some(common::pg::Cluster::start("load bench on postgresql").expect("postgresql"))
+        Some(support::pg::Cluster::start("load bench on postgresql").expect("postgresql"))
     } else {
         None
     };
     let mut config = test_config(&dir.path().join("data"));
     config.log.format = toolgate::config::LogFormat::Json;
-    config.store.url = cluster.as_ref().map(common::pg::Cluster::url);
+    config.store.url = cluster.as_ref().map(support::pg::Cluster::url);
     config.limits.max_batch_calls = config.limits.max_batch_calls.max(args.batch);
     if args.metrics {
         config.metrics.listen = Some("127.0.0.1:0".into());

@@ -5,11 +5,11 @@
 //! its own (root and the server binaries, as the PostgreSQL tests), or on the server
 //! `TOOLGATE_TEST_POSTGRES_URL` names.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-use common::*;
 use std::time::{Duration, Instant};
+use support::*;
 use toolgate::proto::v1 as pb;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -24,11 +24,11 @@ async fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(500);
     let mut _cluster = None;
-    let url = if std::env::var_os(common::pg::URL_VAR).is_some() {
-        common::pg::fresh_database("propagation bench").await
+    let url = if std::env::var_os(support::pg::URL_VAR).is_some() {
+        support::pg::fresh_database("propagation bench").await
     } else {
-        _cluster = common::pg::Cluster::start("propagation bench");
-        _cluster.as_ref().map(common::pg::Cluster::url)
+        _cluster = support::pg::Cluster::start("propagation bench");
+        _cluster.as_ref().map(support::pg::Cluster::url)
     };
     let Some(url) = url else {
         return;

@@ -9,10 +9,9 @@
 //! clients are rmcp's own, in this process; the proxy runs in this process too, the
 //! toolgate server as in the tests. The last line printed is the figures as JSON.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-use common::*;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, Peer, RoleClient};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -20,6 +19,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 use std::time::{Duration, Instant};
+use support::*;
 use tokio::sync::mpsc;
 use toolgate::config::TokenConfig;
 use toolgate::proto::v1 as pb;

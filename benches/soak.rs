@@ -10,15 +10,15 @@
 //! watcher that keeps reading misses an admin change (neither delivered nor covered
 //! by a resync snapshot). Prints a table of samples, then the figures as JSON.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-use common::*;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::*;
 use tonic::transport::Channel;
 use toolgate::proto::v1 as pb;
 use toolgate::proto::v1::policy_event::Event;

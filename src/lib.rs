@@ -1,22 +1,20 @@
-//! toolgate: a policy server for AI-agent tool calls.
+//! toolgate: a policy server for AI-agent tool calls. This crate is the binary's:
+//! the CLI, `toolgate proxy` and the I/O around the hooks; the layers below are
+//! crates of their own (`toolgate-core`, `-proto`, `-server`, `-client`), re-exported
+//! here under the paths the tests, benches and fuzz targets use.
 
-pub mod auth;
 pub mod cli;
-pub mod config;
-pub mod connections;
-pub mod export;
-pub mod grpc;
-pub mod hook;
-pub mod hub;
-pub mod jwt;
-pub mod managed;
-pub mod metrics;
-pub mod policy;
-pub mod policy_file;
-pub mod proto;
 pub mod proxy;
-pub mod server;
-pub mod service;
-pub mod store;
-pub mod telemetry;
-pub mod tls;
+
+pub use toolgate_core::{export, hook, policy};
+pub use toolgate_proto as proto;
+pub use toolgate_server::{
+    auth, config, connections, hub, jwt, managed, metrics, policy_file, server, service, store,
+    telemetry, tls,
+};
+
+/// The gRPC layer's services and conversions, and the client.
+pub mod grpc {
+    pub use toolgate_client as client;
+    pub use toolgate_server::grpc::*;
+}

@@ -4,10 +4,11 @@
 //!
 //! One server per process here: the metrics recorder is the process's.
 
-mod common;
+#[path = "support/mod.rs"]
+mod support;
 
-use common::*;
 use std::time::Duration;
+use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use toolgate::proto::v1 as pb;
 

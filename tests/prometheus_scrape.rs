@@ -2,10 +2,11 @@
 //! endpoint: the target is up and toolgate's series are stored. Without the binary the
 //! test says it was skipped, except in CI.
 
-mod common;
+#[path = "support/mod.rs"]
+mod support;
 
-use common::*;
 use std::time::Duration;
+use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The body of `GET path` from `addr`, or None when nothing answers yet.

@@ -1,0 +1,113 @@
+//! The one gRPC client of toolgate, for everything in the binary that talks to a
+//! server (the CLI, `toolgate hook`, `toolgate export`, `toolgate proxy`): the
+//! address, the bearer token, deadlines, and domain types in and out.
+//!
+//! The rooms: where the server is, TLS and the token in `connect`, the calls and
+//! their conversions in `calls`.
+
+mod calls;
+mod connect;
+
+use toolgate_core::policy;
+use toolgate_proto as proto;
+
+pub use calls::PolicyWatch;
+pub use connect::{Authed, Bearer, ClientConfig, TlsOptions};
+
+use crate::policy::{AdminControls, Outcome, UserSettings};
+use tonic::transport::Channel;
+
+/// Why a call to the server did not give an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("bad client configuration: {0}")]
+    Config(String),
+    #[error("cannot reach toolgate server {server}: {detail}")]
+    Unreachable { server: String, detail: String },
+    #[error("toolgate server {server} did not answer within {ms} ms")]
+    Timeout { server: String, ms: u128 },
+    #[error("toolgate server refused the call: {code:?}: {message}")]
+    Refused { code: tonic::Code, message: String },
+    #[error("toolgate server answered something unreadable: {0}")]
+    Malformed(String),
+}
+
+/// A decision as the server gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteDecision {
+    pub outcome: Outcome,
+    /// The stable reason name, e.g. `COMMAND_BLOCKED`.
+    pub reason: String,
+    /// The server's sentence for people.
+    pub message: String,
+    pub revision: u64,
+}
+
+/// The effective policy of one user, as the server computes it.
+#[derive(Debug, Clone)]
+pub struct RemotePolicy {
+    pub admin: AdminControls,
+    pub user: UserSettings,
+    pub revision: u64,
+    /// The policy file's `tool.action` lists: (server, allowed patterns).
+    pub file_allowlists: Vec<(String, Vec<String>)>,
+}
+
+/// What a `tools/list` result keeps under the policy (`FilterTools`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilteredTools {
+    /// `{"tools": [...]}` with the hidden tools left out.
+    pub tools_json: String,
+    pub revision: u64,
+}
+
+/// One event of a policy watch, as much of it as a follower needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyNotice {
+    /// The policy is now at `revision` (a snapshot, a resync or a change).
+    Changed { revision: u64 },
+    /// The stream is alive; nothing changed.
+    Heartbeat,
+}
+
+/// A client of one server. Cheap to clone: clones share the connection.
+#[derive(Clone)]
+pub struct Client {
+    channel: Channel,
+    bearer: Bearer,
+    config: ClientConfig,
+}
+
+fn status_error(server: String, status: tonic::Status) -> ClientError {
+    use tonic::Code;
+    // a lost connection surfaces as Cancelled (or Unknown, with the transport error as
+    // its source) as well as Unavailable: the server answers neither that way
+    let lost = match status.code() {
+        Code::Unavailable | Code::Cancelled => true,
+        Code::Unknown => std::error::Error::source(&status).is_some(),
+        _ => false,
+    };
+    if lost {
+        ClientError::Unreachable {
+            server,
+            detail: status.message().to_owned(),
+        }
+    } else {
+        ClientError::Refused {
+            code: status.code(),
+            message: status.message().to_owned(),
+        }
+    }
+}
+
+/// The error and its sources on one line (tonic's transport errors say little alone).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,304 @@
+//! Conversions between protobuf messages and the policy core's types: the only place both meet.
+
+use crate::v1 as pb;
+use std::time::{Duration, UNIX_EPOCH};
+use toolgate_core::policy::{
+    self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
+    SandboxingControls, UserSettings,
+};
+
+/// A message that does not convert: the field and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ConvertError {
+    pub field: String,
+    pub message: String,
+}
+
+/// Unix milliseconds (the domain's times) as a protobuf time; none for 0 ("never").
+pub fn timestamp(ms: i64) -> Option<prost_types::Timestamp> {
+    let ms = u64::try_from(ms).ok().filter(|ms| *ms > 0)?;
+    Some((UNIX_EPOCH + Duration::from_millis(ms)).into())
+}
+
+/// The earliest and latest instants a protobuf `Timestamp` may hold
+/// (0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z).
+const TIMESTAMP_SECONDS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
+
+/// A `Timestamp` as Unix milliseconds; out of its documented range (seconds past
+/// year 9999, which used to wrap, or nanos outside 0..1e9) it is refused.
+pub fn timestamp_ms(field: &str, t: &prost_types::Timestamp) -> Result<i64, ConvertError> {
+    if !TIMESTAMP_SECONDS.contains(&t.seconds) || !(0..1_000_000_000).contains(&t.nanos) {
+        return Err(ConvertError {
+            field: field.to_owned(),
+            message: format!(
+                "{{seconds: {}, nanos: {}}} is not a timestamp: seconds must lie within years 1 to 9999 and nanos within 0 to 999999999",
+                t.seconds, t.nanos
+            ),
+        });
+    }
+    Ok(t.seconds * 1000 + i64::from(t.nanos / 1_000_000))
+}
+
+pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, ConvertError> {
+    let list_mode = match pb::ListMode::try_from(c.list_mode) {
+        Ok(pb::ListMode::Unspecified | pb::ListMode::Replace) => ListMode::Replace,
+        Ok(pb::ListMode::Union) => ListMode::Union,
+        Err(_) => return Err(unknown_enum("auto_run_controls.list_mode", c.list_mode)),
+    };
+    let mcp_access_mode = match pb::McpAccessMode::try_from(c.mcp_access_mode) {
+        Ok(pb::McpAccessMode::Unspecified | pb::McpAccessMode::Blocklist) => AccessMode::Blocklist,
+        Ok(pb::McpAccessMode::Allowlist) => AccessMode::Allowlist,
+        Err(_) => {
+            return Err(unknown_enum(
+                "auto_run_controls.mcp_access_mode",
+                c.mcp_access_mode,
+            ));
+        }
+    };
+    Ok(AdminControls {
+        enabled: c.enabled,
+        allowed: c.allowed,
+        blocked: c.blocked,
+        disable_mcp_auto_run: c.disable_mcp_auto_run,
+        delete_file_protection: c.delete_file_protection,
+        enable_run_everything: c.enable_run_everything,
+        mcp_tool_allowlist: c.mcp_tool_allowlist,
+        sandboxing_controls: c
+            .sandboxing_controls
+            .map(|s| SandboxingControls { enabled: s.enabled }),
+        browser_protection: c.browser_protection,
+        mcp_tool_blocklist: c.mcp_tool_blocklist,
+        kill_switch: c.kill_switch,
+        // proto3 cannot tell an empty list from an unset one: empty means the defaults
+        browser_server_ids: if c.browser_server_ids.is_empty() {
+            policy::default_browser_server_ids()
+        } else {
+            c.browser_server_ids
+        },
+        list_mode,
+        mcp_access_mode,
+        mcp_access_allowlist: c.mcp_access_allowlist,
+        roles: roles_from_json(&c.roles_json)?,
+    })
+}
+
+/// Seed 004's roles document from `roles_json`; empty is none.
+fn roles_from_json(text: &str) -> Result<policy::roles::RolesDocument, ConvertError> {
+    if text.trim().is_empty() {
+        return Ok(Default::default());
+    }
+    serde_json::from_str(text).map_err(|e| ConvertError {
+        field: "auto_run_controls.roles_json".to_owned(),
+        message: format!(
+            "is not a roles document ({e}): see schemas/roles.schema.json for its fields"
+        ),
+    })
+}
+
+fn unknown_enum(field: &str, value: i32) -> ConvertError {
+    ConvertError {
+        field: field.to_owned(),
+        message: format!("{value} is not a known value: use one of the enum's named values"),
+    }
+}
+
+pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
+    pb::AutoRunControls {
+        enabled: c.enabled,
+        allowed: c.allowed.clone(),
+        blocked: c.blocked.clone(),
+        disable_mcp_auto_run: c.disable_mcp_auto_run,
+        delete_file_protection: c.delete_file_protection,
+        enable_run_everything: c.enable_run_everything,
+        mcp_tool_allowlist: c.mcp_tool_allowlist.clone(),
+        sandboxing_controls: c
+            .sandboxing_controls
+            .as_ref()
+            .map(|s| pb::SandboxingControls { enabled: s.enabled }),
+        browser_protection: c.browser_protection,
+        mcp_tool_blocklist: c.mcp_tool_blocklist.clone(),
+        kill_switch: c.kill_switch,
+        browser_server_ids: c.browser_server_ids.clone(),
+        list_mode: match c.list_mode {
+            ListMode::Replace => pb::ListMode::Replace,
+            ListMode::Union => pb::ListMode::Union,
+        } as i32,
+        mcp_access_mode: match c.mcp_access_mode {
+            AccessMode::Blocklist => pb::McpAccessMode::Blocklist,
+            AccessMode::Allowlist => pb::McpAccessMode::Allowlist,
+        } as i32,
+        mcp_access_allowlist: c.mcp_access_allowlist.clone(),
+        roles_json: if c.roles.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(&c.roles).unwrap_or_default()
+        },
+    }
+}
+
+/// The user's settings from a message; team and user ids are taken separately.
+pub fn user_from_pb(s: pb::UserSettings) -> UserSettings {
+    UserSettings {
+        mcp_allowed_tools: s.mcp_allowed_tools,
+        yolo_mcp_tools_disabled: s.yolo_mcp_tools_disabled,
+        playwright_protection: s.playwright_protection.unwrap_or(true),
+        use_yolo_mode: s.use_yolo_mode,
+        yolo_enable_run_everything: s.yolo_enable_run_everything,
+        command_allowlist: s.command_allowlist,
+        command_denylist: s.command_denylist,
+    }
+}
+
+/// `calls[i]`, the field of a batch's call in an error: formatted only when one is
+/// reported, so a batch of valid calls builds no names.
+pub struct BatchCall(pub usize);
+
+impl std::fmt::Display for BatchCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "calls[{}]", self.0)
+    }
+}
+
+pub fn call_from_pb(
+    field: &dyn std::fmt::Display,
+    call: Option<pb::ToolCall>,
+) -> Result<Call, ConvertError> {
+    use pb::tool_call::Kind;
+    match call.and_then(|c| c.kind) {
+        Some(Kind::Mcp(m)) if m.action.is_empty() => Ok(Call::Mcp {
+            server: m.server,
+            tool: m.tool,
+        }),
+        Some(Kind::Mcp(m)) => Ok(Call::McpAction {
+            server: m.server,
+            tool: m.tool,
+            action: m.action,
+        }),
+        Some(Kind::McpInternal(m)) => Ok(Call::McpInternal {
+            name: m.name,
+            fallback_server: m.fallback_server,
+        }),
+        Some(Kind::Shell(line)) => Ok(Call::Shell(line)),
+        Some(Kind::DeleteFile(path)) => Ok(Call::DeleteFile(path)),
+        None => Err(ConvertError {
+            field: field.to_string(),
+            message: "must be set to one of mcp, mcp_internal, shell or delete_file".into(),
+        }),
+    }
+}
+
+pub fn outcome_to_pb(o: Outcome) -> pb::Outcome {
+    match o {
+        Outcome::Allow => pb::Outcome::Allow,
+        Outcome::Ask => pb::Outcome::Ask,
+        Outcome::Deny => pb::Outcome::Deny,
+    }
+}
+
+pub fn reason_to_pb(r: Reason) -> pb::Reason {
+    match r {
+        Reason::KillSwitch => pb::Reason::KillSwitch,
+        Reason::InvalidName => pb::Reason::InvalidName,
+        Reason::BlockedByAdmin => pb::Reason::BlockedByAdmin,
+        Reason::NotInAccessAllowlist => pb::Reason::NotInAccessAllowlist,
+        Reason::AdminDisabled => pb::Reason::AdminDisabled,
+        Reason::ProtectionOn => pb::Reason::ProtectionOn,
+        Reason::BrowserUnprotected => pb::Reason::BrowserUnprotected,
+        Reason::RunEverything => pb::Reason::RunEverything,
+        Reason::AutoRunOff => pb::Reason::AutoRunOff,
+        Reason::Allowlisted => pb::Reason::Allowlisted,
+        Reason::NotInAdminAllowlist => pb::Reason::NotInAdminAllowlist,
+        Reason::NotAllowlisted => pb::Reason::NotAllowlisted,
+        Reason::CommandAllowed => pb::Reason::CommandAllowed,
+        Reason::CommandBlocked => pb::Reason::CommandBlocked,
+        Reason::CommandNotAllowlisted => pb::Reason::CommandNotAllowlisted,
+        Reason::DeleteProtected => pb::Reason::DeleteProtected,
+        Reason::AutoRunOn => pb::Reason::AutoRunOn,
+        Reason::NotInFileAllowlist => pb::Reason::NotInFileAllowlist,
+        Reason::NoRoleAllowlist => pb::Reason::NoRoleAllowlist,
+        Reason::NotInRoleAllowlist => pb::Reason::NotInRoleAllowlist,
+        Reason::Restricted => pb::Reason::Restricted,
+    }
+}
+
+pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
+    let message = d.message(call);
+    let mut candidates = Vec::new();
+    let mut commands = Vec::new();
+    for c in d.candidates {
+        match c {
+            Candidate::Mcp { server, tool } => {
+                candidates.push(pb::AllowlistCandidate { server, tool })
+            }
+            Candidate::Command(c) => commands.push(c),
+        }
+    }
+    pb::Decision {
+        outcome: outcome_to_pb(d.outcome) as i32,
+        need_approval: d.outcome != Outcome::Allow,
+        reason: reason_to_pb(d.reason) as i32,
+        message,
+        matched_entry: d.matched_entry.as_deref().unwrap_or_default().to_owned(),
+        candidates_for_allowlist: candidates,
+        command_candidates: commands,
+        revision,
+        explanation: d
+            .explanation
+            .into_iter()
+            .map(|c| pb::Check {
+                name: c.name.to_owned(),
+                result: c.result,
+            })
+            .collect(),
+        allowed_tools: d.allowed_tools.map(|a| a.to_vec()).unwrap_or_default(),
+        obligations: d
+            .obligations
+            .iter()
+            .flat_map(|o| o.iter())
+            .map(|o| pb::Obligation {
+                name: o.name.clone(),
+                value: o.value.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Seed 004's agent of a request; empty strings are absent.
+pub fn agent_from_pb(a: Option<pb::AgentContext>) -> policy::roles::AgentSpec {
+    let a = a.unwrap_or_default();
+    let some = |s: String| (!s.is_empty()).then_some(s);
+    policy::roles::AgentSpec {
+        id: some(a.agent_id),
+        role: some(a.role),
+        context: some(a.context_type),
+        session: some(a.session_id),
+    }
+}
+
+/// What a call touches, as its request says; `tool_input_json` must be JSON.
+pub fn arguments_from_pb(
+    a: Option<pb::CallArguments>,
+    field: &dyn std::fmt::Display,
+) -> Result<policy::roles::CallArgs, ConvertError> {
+    let a = a.unwrap_or_default();
+    let some = |s: String| (!s.is_empty()).then_some(s);
+    let tool_input = if a.tool_input_json.trim().is_empty() {
+        None
+    } else {
+        Some(
+            serde_json::from_str(&a.tool_input_json).map_err(|e| ConvertError {
+                field: format!("{field}.arguments.tool_input_json"),
+                message: format!("is not JSON ({e}): send the tool's arguments as a JSON object"),
+            })?,
+        )
+    };
+    Ok(policy::roles::CallArgs {
+        operation: some(a.operation),
+        file_path: some(a.file_path),
+        component_type: some(a.component_type),
+        component_count: a.component_count,
+        tool_input,
+        cwd: some(a.cwd),
+    })
+}

@@ -1,0 +1,440 @@
+//! The gRPC layer: tonic services over the domain [`Service`]. The only code that
+//! sees protobuf and tonic types.
+
+pub mod convert;
+mod error;
+pub mod limits;
+pub mod observe;
+mod watch;
+
+pub use toolgate_proto::codec;
+
+use crate::auth::{Action, Authenticator, Principal, authorize};
+use crate::proto::v1 as pb;
+use crate::service::AuditFilter;
+use crate::service::{Service, ServiceError, check_id};
+use convert::*;
+use futures::{Stream, StreamExt};
+use pb::admin_service_server::AdminService;
+use pb::policy_service_server::PolicyService;
+use pb::server_info_service_server::ServerInfoService;
+use pb::user_settings_service_server::UserSettingsService;
+use std::pin::Pin;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+pub use pb::admin_service_server::AdminServiceServer;
+pub use pb::policy_service_server::PolicyServiceServer;
+pub use pb::server_info_service_server::ServerInfoServiceServer;
+pub use pb::user_settings_service_server::UserSettingsServiceServer;
+pub use watch::PolicyRouter;
+
+/// Authenticates every request and leaves the [`Principal`] in its extensions.
+pub fn auth_interceptor(
+    auth: Arc<Authenticator>,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |mut req: Request<()>| {
+        let header = match req.metadata().get("authorization") {
+            Some(v) => Some(
+                v.to_str()
+                    .map_err(|_| Status::unauthenticated("authorization is not ASCII"))?,
+            ),
+            None => None,
+        };
+        // a bearer token speaks for itself; without one, a verified client certificate
+        let certificate = match header {
+            Some(_) => None,
+            None => req
+                .extensions()
+                .get::<crate::tls::PeerInfo>()
+                .and_then(|peer| peer.certs.clone()),
+        };
+        let principal = match certificate.as_deref().and_then(|chain| chain.first()) {
+            Some(leaf) => auth.authenticate_certificate(leaf),
+            None => auth.authenticate(header),
+        }
+        .map_err(ServiceError::from)?;
+        req.extensions_mut().insert(principal);
+        Ok(req)
+    }
+}
+
+fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
+    req.extensions()
+        .get::<Arc<Principal>>()
+        .cloned()
+        .ok_or_else(|| {
+            ServiceError::Unauthenticated("no principal: the auth interceptor did not run").into()
+        })
+}
+
+/// All four toolgate services share one implementation over the domain service.
+#[derive(Debug, Clone)]
+pub struct Api {
+    service: Arc<Service>,
+    config_json: Arc<ConfigViews>,
+    streams: Arc<limits::StreamSlots>,
+    /// The policy file's status, when the server runs with one.
+    policy_file: Option<crate::managed::StatusCell>,
+}
+
+/// `GetServerConfig`'s answers, made once: the configuration never changes at run time.
+#[derive(Debug)]
+struct ConfigViews {
+    /// For operators: redacted, with the principals.
+    operator: String,
+    /// For everyone else: no principals, no store or collector address.
+    team: String,
+}
+
+impl Api {
+    pub fn new(service: Arc<Service>, config: &crate::config::Config) -> Self {
+        Self {
+            service,
+            config_json: Arc::new(ConfigViews {
+                operator: config.public_json().to_string(),
+                team: config.team_json().to_string(),
+            }),
+            streams: limits::StreamSlots::new(config.limits.max_streams_per_principal),
+            policy_file: None,
+        }
+    }
+
+    /// Reports the policy file's status in `GetServerConfig`.
+    pub fn with_policy_file(mut self, status: Option<crate::managed::StatusCell>) -> Self {
+        self.policy_file = status;
+        self
+    }
+
+    /// A place for one more watch stream of `p`, counted as a watcher while held.
+    fn open_stream(&self, p: &Principal) -> Result<WatchSlot, Status> {
+        let slot = self.streams.take(&p.name)?;
+        crate::metrics::watchers(1.0);
+        Ok(WatchSlot(slot))
+    }
+}
+
+/// An open watch stream: its principal's slot and its place in the watcher gauge,
+/// both given back when the stream ends.
+#[derive(Debug)]
+struct WatchSlot(#[allow(dead_code)] limits::StreamSlot);
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        crate::metrics::watchers(-1.0);
+    }
+}
+
+/// A resync snapshot, counted on its way out.
+fn count_resync(e: crate::service::WatchEvent) -> crate::service::WatchEvent {
+    if let crate::service::WatchEvent::Snapshot { resync: true, .. } = &e {
+        crate::metrics::resync();
+    }
+    e
+}
+
+/// Each decision, counted by outcome and reason.
+fn count_decisions(decisions: &[crate::policy::Decision]) {
+    for d in decisions {
+        crate::metrics::decision(d.outcome, d.reason);
+    }
+}
+
+#[tonic::async_trait]
+impl AdminService for Api {
+    async fn get_team_admin_settings(
+        &self,
+        req: Request<pb::GetTeamAdminSettingsRequest>,
+    ) -> Result<Response<pb::TeamAdminSettings>, Status> {
+        let p = principal(&req)?;
+        let team = req.into_inner().team_id;
+        let admin = self.service.get_admin(&p, &team).await?;
+        Ok(Response::new(admin_to_pb(&team, &admin.stored)))
+    }
+
+    async fn update_team_admin_settings(
+        &self,
+        req: Request<pb::UpdateTeamAdminSettingsRequest>,
+    ) -> Result<Response<pb::TeamAdminSettings>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let controls = r
+            .auto_run_controls
+            .ok_or_else(|| ServiceError::InvalidArgument {
+                field: "auto_run_controls".into(),
+                message: "must be set: send the complete controls (they replace the current ones)"
+                    .into(),
+            })?;
+        let controls = controls_from_pb(controls).map_err(ServiceError::from)?;
+        let stored = self
+            .service
+            .update_admin(&p, &r.team_id, controls, r.expected_revision)
+            .await?;
+        Ok(Response::new(admin_to_pb(&r.team_id, &stored)))
+    }
+
+    async fn list_audit_events(
+        &self,
+        req: Request<pb::ListAuditEventsRequest>,
+    ) -> Result<Response<pb::ListAuditEventsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let non_empty = |s: String| (!s.is_empty()).then_some(s);
+        let filter = AuditFilter {
+            team_id: non_empty(r.team_id),
+            after_id: r.after_id,
+            limit: r.limit,
+            kind: non_empty(r.kind),
+            actor: non_empty(r.actor),
+            since_ms: r
+                .since
+                .map(|t| convert::timestamp_ms("since", &t))
+                .transpose()
+                .map_err(ServiceError::from)?,
+        };
+        let events = self.service.list_audit(&p, filter).await?;
+        let next_after_id = events.last().map_or(0, |e| e.id);
+        Ok(Response::new(pb::ListAuditEventsResponse {
+            events: events.into_iter().map(audit_to_pb).collect(),
+            next_after_id,
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl UserSettingsService for Api {
+    async fn get_user_settings(
+        &self,
+        req: Request<pb::GetUserSettingsRequest>,
+    ) -> Result<Response<pb::UserSettings>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let user = self.service.get_user(&p, &r.team_id, &r.user_id).await?;
+        Ok(Response::new(user_to_pb(
+            &r.team_id,
+            &r.user_id,
+            &user.stored,
+        )))
+    }
+
+    async fn update_user_settings(
+        &self,
+        req: Request<pb::UpdateUserSettingsRequest>,
+    ) -> Result<Response<pb::UserSettings>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let settings = r.settings.ok_or_else(|| ServiceError::InvalidArgument {
+            field: "settings".into(),
+            message: "must be set: send the complete settings (they replace the current ones)"
+                .into(),
+        })?;
+        let (team, user) = (settings.team_id.clone(), settings.user_id.clone());
+        let stored = self
+            .service
+            .update_user(
+                &p,
+                &team,
+                &user,
+                user_from_pb(settings),
+                r.expected_revision,
+            )
+            .await?;
+        Ok(Response::new(user_to_pb(&team, &user, &stored)))
+    }
+
+    async fn add_to_allowlist(
+        &self,
+        req: Request<pb::AddToAllowlistRequest>,
+    ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let change = self
+            .service
+            .add_to_allowlist(&p, &r.team_id, &r.user_id, &r.server, &r.tool)
+            .await?;
+        Ok(Response::new(pb::AllowlistChangeResponse {
+            settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
+            changed: change.changed,
+            detail: change.detail,
+        }))
+    }
+
+    async fn remove_from_allowlist(
+        &self,
+        req: Request<pb::RemoveFromAllowlistRequest>,
+    ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let change = self
+            .service
+            .remove_from_allowlist(&p, &r.team_id, &r.user_id, &r.entry)
+            .await?;
+        Ok(Response::new(pb::AllowlistChangeResponse {
+            settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
+            changed: change.changed,
+            detail: change.detail,
+        }))
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::PolicyEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl PolicyService for Api {
+    async fn evaluate(
+        &self,
+        req: Request<pb::EvaluateRequest>,
+    ) -> Result<Response<pb::Decision>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let mut call = r.call;
+        let args =
+            convert::arguments_from_pb(call.as_mut().and_then(|c| c.arguments.take()), &"call")
+                .map_err(ServiceError::from)?;
+        let call = call_from_pb(&"call", call).map_err(ServiceError::from)?;
+        let (mut decisions, revision) = self
+            .service
+            .evaluate_as(
+                &p,
+                &r.team_id,
+                &r.user_id,
+                std::slice::from_ref(&call),
+                r.explain,
+                &convert::agent_from_pb(r.agent),
+                std::slice::from_ref(&args),
+            )
+            .await?;
+        count_decisions(&decisions);
+        let decision = decisions
+            .pop()
+            .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
+        Ok(Response::new(decision_to_pb(decision, &call, revision)))
+    }
+
+    async fn evaluate_batch(
+        &self,
+        req: Request<pb::EvaluateBatchRequest>,
+    ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        // one pass, the arguments taken rather than copied
+        let mut args = Vec::with_capacity(r.calls.len());
+        let mut calls = Vec::with_capacity(r.calls.len());
+        for (i, mut c) in r.calls.into_iter().enumerate() {
+            let field = convert::BatchCall(i);
+            args.push(
+                convert::arguments_from_pb(c.arguments.take(), &field)
+                    .map_err(ServiceError::from)?,
+            );
+            calls.push(call_from_pb(&field, Some(c)).map_err(ServiceError::from)?);
+        }
+        let (decisions, revision) = self
+            .service
+            .evaluate_as(
+                &p,
+                &r.team_id,
+                &r.user_id,
+                &calls,
+                r.explain,
+                &convert::agent_from_pb(r.agent),
+                &args,
+            )
+            .await?;
+        count_decisions(&decisions);
+        Ok(Response::new(pb::EvaluateBatchResponse {
+            decisions: decisions
+                .into_iter()
+                .zip(&calls)
+                .map(|(d, c)| decision_to_pb(d, c, revision))
+                .collect(),
+            revision,
+        }))
+    }
+
+    async fn filter_tools(
+        &self,
+        req: Request<pb::FilterToolsRequest>,
+    ) -> Result<Response<pb::FilterToolsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let (filtered, revision) = self
+            .service
+            .filter_tools(&p, &r.team_id, &r.user_id, &r.server, &r.tools_json)
+            .await?;
+        Ok(Response::new(pb::FilterToolsResponse {
+            tools_json: filtered.tools.to_string(),
+            removed: filtered.removed,
+            malformed_skipped: u32::try_from(filtered.malformed_skipped).unwrap_or(u32::MAX),
+            revision,
+        }))
+    }
+
+    async fn get_effective_policy(
+        &self,
+        req: Request<pb::GetEffectivePolicyRequest>,
+    ) -> Result<Response<pb::EffectivePolicy>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let eff = self.service.effective(&p, &r.team_id, &r.user_id).await?;
+        Ok(Response::new(effective_to_pb(&r.team_id, &r.user_id, &eff)))
+    }
+
+    type WatchPolicyStream = EventStream;
+
+    /// Served by [`PolicyRouter`], which shares each change's encoding between
+    /// streams; this per-stream form answers only where the generated server is
+    /// mounted on its own.
+    async fn watch_policy(
+        &self,
+        req: Request<pb::WatchPolicyRequest>,
+    ) -> Result<Response<Self::WatchPolicyStream>, Status> {
+        let p = principal(&req)?;
+        let slot = self.open_stream(&p)?;
+        let r = req.into_inner();
+        let events = self
+            .service
+            .watch(&p, &r.team_id, &r.user_id, r.after_revision)
+            .await?;
+        let (team, user) = (r.team_id, r.user_id);
+        let stream = events.map(move |e| {
+            let _held = &slot;
+            e.map(|e| watch_event_to_pb(&team, &user, count_resync(e)))
+                .map_err(Status::from)
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+#[tonic::async_trait]
+impl ServerInfoService for Api {
+    async fn get_server_config(
+        &self,
+        req: Request<pb::GetServerConfigRequest>,
+    ) -> Result<Response<pb::ServerConfig>, Status> {
+        let p = principal(&req)?;
+        let team = p.team.clone().unwrap_or_default();
+        if !team.is_empty() {
+            check_id("team_id", &team)?;
+        }
+        authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
+        // secrets and principals are the operators' business alone
+        let view = if p.role == crate::auth::Role::Operator {
+            &self.config_json.operator
+        } else {
+            &self.config_json.team
+        };
+        let config_json = match self.policy_file.as_ref().and_then(|cell| cell.get()) {
+            // the file's state changes at run time; the rest of the config does not
+            Some(status) => {
+                let mut config: serde_json::Value = serde_json::from_str(view).unwrap_or_default();
+                config["policy_file"] = status.to_json();
+                config.to_string()
+            }
+            None => view.clone(),
+        };
+        Ok(Response::new(pb::ServerConfig {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            config_json,
+        }))
+    }
+}

@@ -1,0 +1,20 @@
+//! toolgate's server: configuration, authentication, the store, the change hub,
+//! the service, and the gRPC layer over it (the only code here that sees protobuf).
+
+pub mod auth;
+pub mod config;
+pub mod connections;
+pub mod grpc;
+pub mod hub;
+pub mod jwt;
+pub mod managed;
+pub mod metrics;
+pub mod policy_file;
+pub mod server;
+pub mod service;
+pub mod store;
+pub mod telemetry;
+pub mod tls;
+
+pub use toolgate_core::policy;
+pub use toolgate_proto as proto;

@@ -1,0 +1,273 @@
+//! The domain service: authorization, validation, reads through the hub, durable
+//! writes, decisions and watch streams. Everything the gRPC layer does, without
+//! protobuf. In rooms: `settings` (reads, writes, the allowlist's read-modify-write
+//! with its retry loop, the catch-up after a commit), `decide` (decisions and
+//! `tools/list` filtering), `watch` (the watch stream), `audit_sink` (the DENY audit
+//! writer the service owns), `roles` (seed 004's roles on calls that name an agent,
+//! session quotas, `allow_list_updated` and `audit.decisions: all` records); here the errors, the id checks and the `Service` itself.
+
+mod audit_sink;
+mod decide;
+mod roles;
+mod settings;
+mod watch;
+
+/// The domain types the service's API speaks, whichever layer defines them: its
+/// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
+pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
+pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
+pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
+pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
+pub use settings::AllowlistChange;
+pub use watch::WatchEvent;
+
+use crate::auth::{AuthError, Principal};
+use crate::config::LimitsConfig;
+use crate::hub::{Hub, HubError};
+use crate::policy::{EntryProblem, PolicyError};
+use crate::store::StoreError;
+use audit_sink::AuditWriter;
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Longest team or user id.
+pub const MAX_ID_LEN: usize = 256;
+
+/// Errors of the domain service; the gRPC layer maps each to one status code.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{field}: {message}")]
+    InvalidArgument { field: String, message: String },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidEntries(Vec<EntryProblem>),
+    #[error("{0}")]
+    Unauthenticated(&'static str),
+    #[error("{0}")]
+    PermissionDenied(String),
+    #[error(
+        "expected revision {expected} but the settings are at revision {actual}: read them again and retry"
+    )]
+    Conflict { expected: u64, actual: u64 },
+    /// The request is valid but the state forbids it (e.g. a team managed by the
+    /// policy file): retrying does not help until the state changes.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A message that does not convert is the caller's bad input.
+impl From<toolgate_proto::convert::ConvertError> for ServiceError {
+    fn from(e: toolgate_proto::convert::ConvertError) -> Self {
+        Self::InvalidArgument {
+            field: e.field,
+            message: e.message,
+        }
+    }
+}
+
+impl From<AuthError> for ServiceError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthenticated(m) => Self::Unauthenticated(m),
+            AuthError::PermissionDenied(m) => Self::PermissionDenied(m),
+        }
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { expected, actual } => Self::Conflict { expected, actual },
+            StoreError::Unavailable(m) => Self::Unavailable(m),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<HubError> for ServiceError {
+    fn from(e: HubError) -> Self {
+        match e {
+            HubError::Store(e) => e.into(),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl ServiceError {
+    fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::InvalidArgument {
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Prefixes each problem's field with the message path it came from.
+    fn entries(prefix: &str, e: PolicyError) -> Self {
+        match e {
+            PolicyError::InvalidEntries(mut problems) => {
+                for p in &mut problems {
+                    p.field = format!("{prefix}{}", p.field);
+                }
+                Self::InvalidEntries(problems)
+            }
+            PolicyError::InvalidToolsList(m) => Self::invalid(prefix.trim_end_matches('.'), m),
+        }
+    }
+}
+
+/// Teams an authority other than the API owns (the policy file, see `managed`):
+/// they refuse API writes.
+#[derive(Debug)]
+struct ManagedTeams {
+    /// Where they are managed, for the error that names it.
+    path: String,
+    teams: BTreeSet<String>,
+}
+
+/// The domain service, shared by every RPC.
+#[derive(Debug)]
+pub struct Service {
+    hub: Arc<Hub>,
+    limits: LimitsConfig,
+    heartbeat: Duration,
+    audit: AuditWriter,
+    shutdown: CancellationToken,
+    managed: std::sync::RwLock<Option<Arc<ManagedTeams>>>,
+    /// `audit.decisions: all`: ALLOW and ASK are recorded too.
+    log_all_decisions: std::sync::atomic::AtomicBool,
+}
+
+/// Empty team and user ids stand for the caller's own, where its token names them (a
+/// member's names both, a service's its team), so a hook needs no ids of its own.
+pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a str, &'a str) {
+    let team = match (team.is_empty(), p.team.as_deref()) {
+        (true, Some(own)) => own,
+        _ => team,
+    };
+    let user = match (user.is_empty(), p.user.as_deref()) {
+        (true, Some(own)) => own,
+        _ => user,
+    };
+    (team, user)
+}
+
+/// Checks a team or user id and returns it in Unicode NFC, the one spelling under
+/// which it is stored, authorized and compared: `café` typed with a combining
+/// accent is the same team as with `é`. Refused, naming the field and the
+/// character: control characters, bidirectional controls (which make an id read as
+/// another), zero-width characters (`ali\u{200b}ce` is not `alice`) and line or
+/// paragraph separators. The one id check: API requests, the configuration's
+/// principals and the policy files all go through it.
+pub fn check_id<'a>(field: &str, value: &'a str) -> Result<Cow<'a, str>, ServiceError> {
+    use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+    if value.trim().is_empty() {
+        return Err(ServiceError::invalid(field, "must not be empty"));
+    }
+    if let Some((c, what)) = value
+        .chars()
+        .find_map(|c| forbidden_in_id(c).map(|what| (c, what)))
+    {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "{value:?} contains U+{:04X} ({what}): ids may not hold invisible or control characters; remove it",
+                u32::from(c)
+            ),
+        ));
+    }
+    let value: Cow<'a, str> = match is_nfc_quick(value.chars()) {
+        IsNormalized::Yes => Cow::Borrowed(value),
+        _ => Cow::Owned(value.nfc().collect()),
+    };
+    if value.chars().count() > MAX_ID_LEN {
+        return Err(ServiceError::invalid(
+            field,
+            format!("must be at most {MAX_ID_LEN} characters"),
+        ));
+    }
+    Ok(value)
+}
+
+/// What kind of character may not appear in an id, if `c` is one.
+fn forbidden_in_id(c: char) -> Option<&'static str> {
+    match c {
+        '\u{2028}' | '\u{2029}' => Some("a line or paragraph separator"),
+        '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{200E}'
+        | '\u{200F}'
+        | '\u{061C}' => Some("a bidirectional control"),
+        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}' => {
+            Some("a zero-width character")
+        }
+        c if c.is_control() => Some("a control character"),
+        _ => None,
+    }
+}
+
+impl Service {
+    /// Starts the DENY audit writer, which keeps records through a store outage in
+    /// `audit_spill` (a file in the data directory; replayed here) and is drained by
+    /// [`Service::drain_audit`].
+    pub fn new(
+        hub: Arc<Hub>,
+        limits: LimitsConfig,
+        heartbeat: Duration,
+        shutdown: CancellationToken,
+        audit_spill: Option<std::path::PathBuf>,
+    ) -> Self {
+        let audit = AuditWriter::start(hub.clone(), audit_spill);
+        Self {
+            hub,
+            limits,
+            heartbeat,
+            audit,
+            shutdown,
+            managed: std::sync::RwLock::default(),
+            log_all_decisions: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    /// Deny records waiting to be written, for the metrics.
+    pub fn audit_waiting(&self) -> usize {
+        self.audit.waiting()
+    }
+
+    /// At shutdown: writes the queued DENY records within `grace` (what the store does
+    /// not take is left in the spill file for the next start).
+    pub async fn drain_audit(&self, grace: Duration) {
+        self.audit.drain(grace).await;
+    }
+
+    /// Makes `teams` read-only through the API, naming `path` as where they are managed
+    /// (replacing the teams set before).
+    pub fn set_managed_teams(&self, path: &str, teams: BTreeSet<String>) {
+        *self
+            .managed
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(ManagedTeams {
+            path: path.to_owned(),
+            teams,
+        }));
+    }
+
+    /// Where `team` is managed, if not through the API.
+    fn managed_by(&self, team: &str) -> Option<String> {
+        self.managed
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .filter(|m| m.teams.contains(team))
+            .map(|m| m.path.clone())
+    }
+}

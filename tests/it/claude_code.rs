@@ -1,0 +1,371 @@
+//! End to end with the real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in
+//! .ci/run), driven by a fake Messages API on loopback (tests/fakes/anthropic.py) that
+//! answers with one scripted tool call, and `toolgate hook claude-code` installed as
+//! its PreToolUse hook against a real server.
+//!
+//! A second test puts `toolgate proxy` between Claude Code and the MCP server instead:
+//! the tools the model is offered lack the one the policy denies.
+//!
+//! The CLI is found through TOOLGATE_TEST_CLAUDE. Without it the test says so and
+//! passes, except in CI (CI=true), where it fails.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use support::*;
+use toolgate::proto::v1 as pb;
+
+const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fakes");
+
+fn claude_binary() -> Option<PathBuf> {
+    match std::env::var_os("TOOLGATE_TEST_CLAUDE") {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but TOOLGATE_TEST_CLAUDE is not set: .ci/run installs Claude Code")
+        }
+        None => {
+            eprintln!(
+                "skipped: set TOOLGATE_TEST_CLAUDE to a Claude Code binary (npm @anthropic-ai/claude-code) to run this test"
+            );
+            None
+        }
+    }
+}
+
+/// The fake Messages API, answering `script`; killed when dropped.
+struct FakeModel {
+    child: std::process::Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl FakeModel {
+    fn start(dir: &Path, script: &Value) -> Self {
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let log = dir.join("requests.jsonl");
+        let _ = std::fs::remove_file(&log);
+        let mut child = std::process::Command::new("python3")
+            .arg(Path::new(FAKES).join("anthropic.py"))
+            .arg(&script_path)
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the fake model");
+        // its first line is the port, or EOF if it failed to start
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("fake model did not start: {line:?}"));
+        Self { child, port, log }
+    }
+
+    /// The tool names offered to the model, per request that offered any.
+    fn offered_tools(&self) -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|r| r["body"]["tools"].as_array().cloned())
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The tool_result blocks the model was sent.
+    fn tool_results(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .flat_map(|r| {
+                r["body"]["messages"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_result")
+            .collect()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Session {
+    result: Value,
+    tool_results: Vec<Value>,
+    /// The tool names offered to the model, per request.
+    offered: Vec<Vec<String>>,
+}
+
+/// The markers MCP server, run directly.
+fn markers_direct() -> Value {
+    json!({"mcpServers": {"markers": {"command": "python3",
+        "args": [Path::new(FAKES).join("mcp_markers.py")]}}})
+}
+
+/// One `claude -p` run whose model makes the scripted call.
+async fn run_claude(
+    claude: &Path,
+    dir: &Path,
+    server: &str,
+    settings: &Path,
+    call: Value,
+) -> Session {
+    run_claude_with(claude, dir, server, settings, &markers_direct(), call).await
+}
+
+/// One `claude -p` run with the MCP configuration `mcp_servers`.
+async fn run_claude_with(
+    claude: &Path,
+    dir: &Path,
+    server: &str,
+    settings: &Path,
+    mcp_servers: &Value,
+    call: Value,
+) -> Session {
+    let model = FakeModel::start(dir, &json!([call]));
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mcp = dir.join("mcp.json");
+    std::fs::write(&mcp, mcp_servers.to_string()).unwrap();
+    let mut cmd = tokio::process::Command::new(claude);
+    for (key, _) in std::env::vars().filter(|(k, _)| {
+        k.starts_with("TOOLGATE_") || k.starts_with("ANTHROPIC_") || k.starts_with("CLAUDE")
+    }) {
+        cmd.env_remove(key);
+    }
+    let run = cmd
+        .args([
+            "-p",
+            "make the call",
+            "--output-format",
+            "json",
+            "--settings",
+        ])
+        .arg(settings)
+        .arg("--mcp-config")
+        .arg(&mcp)
+        .arg("--strict-mcp-config")
+        .current_dir(dir)
+        .env("HOME", &home)
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-fake")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("MCP_CONNECTION_NONBLOCKING", "false")
+        .env("TOOLGATE_SERVER", server)
+        .env("TOOLGATE_TOKEN", "alice-token")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("claude finished within 120 s")
+        .expect("claude runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "claude printed no JSON result ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    Session {
+        result,
+        tool_results: model.tool_results(),
+        offered: model.offered_tools(),
+    }
+}
+
+#[tokio::test]
+async fn claude_code_enforces_toolgate_decisions() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let (server, _data) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["mkdir".into()],
+            blocked: vec!["touch".into()],
+            mcp_tool_allowlist: vec!["markers:safe".into()],
+            mcp_tool_blocklist: vec!["markers:danger".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let exe = env!("CARGO_BIN_EXE_toolgate");
+    let install = std::process::Command::new(exe)
+        .args([
+            "hook",
+            "install",
+            "claude-code",
+            "--scope",
+            "project",
+            "--path",
+        ])
+        .arg(dir)
+        .arg("--command")
+        .arg(format!("{exe} hook claude-code"))
+        .output()
+        .unwrap();
+    assert!(install.status.success());
+    let settings = dir.join(".claude/settings.json");
+    let up = format!("http://{}", server.addr);
+    let bash = |path: &Path, verb: &str| {
+        json!({"name": "Bash", "input": {"command": format!("{verb} {}", path.display()),
+                                          "description": "make a marker"}})
+    };
+    let mcp = |tool: &str, path: &Path| json!({"name": format!("mcp__markers__{tool}"), "input": {"path": path.display().to_string()}});
+    let reason = |s: &Session| {
+        s.tool_results
+            .iter()
+            .map(|r| r["content"].to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+
+    // an allowed command runs
+    let allowed = dir.join("allowed-dir");
+    let s = run_claude(&claude, dir, &up, &settings, bash(&allowed, "mkdir")).await;
+    assert!(allowed.is_dir(), "allowed mkdir ran: {}", s.result);
+    assert_eq!(s.result["permission_denials"], json!([]));
+
+    // a blocked command does not run, and the model is told why
+    let blocked = dir.join("blocked-file");
+    let s = run_claude(&claude, dir, &up, &settings, bash(&blocked, "touch")).await;
+    assert!(!blocked.exists(), "blocked touch did not run");
+    assert!(
+        reason(&s).contains("toolgate ASK (COMMAND_BLOCKED)"),
+        "model received: {}",
+        reason(&s)
+    );
+    assert_eq!(s.tool_results[0]["is_error"], true);
+
+    // a denied MCP tool does not run; an allowed one does
+    let denied = dir.join("danger-marker");
+    let s = run_claude(&claude, dir, &up, &settings, mcp("danger", &denied)).await;
+    assert!(!denied.exists(), "denied MCP tool did not run");
+    assert!(
+        reason(&s).contains("toolgate DENY (BLOCKED_BY_ADMIN)"),
+        "model received: {}",
+        reason(&s)
+    );
+    let safe = dir.join("safe-marker");
+    let s = run_claude(&claude, dir, &up, &settings, mcp("safe", &safe)).await;
+    assert!(safe.exists(), "allowed MCP tool ran: {}", s.result);
+
+    // with the toolgate server stopped, even an allowed command is blocked
+    server.stop().await;
+    let down = dir.join("down-dir");
+    let s = run_claude(&claude, dir, &up, &settings, bash(&down, "mkdir")).await;
+    assert!(!down.exists(), "nothing runs while toolgate is down");
+    assert!(
+        reason(&s).contains("toolgate could not decide"),
+        "model received: {}",
+        reason(&s)
+    );
+}
+
+#[tokio::test]
+async fn through_the_proxy_claude_code_is_not_offered_the_denied_tool() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let (server, _data) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["markers:safe".into()],
+            mcp_tool_blocklist: vec!["markers:danger".into()],
+            ..Default::default()
+        })
+        .await;
+    server
+        .users("alice-token")
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(pb::UserSettings {
+                use_yolo_mode: true,
+                ..user_settings(TEAM, "alice")
+            }),
+            expected_revision: None,
+        })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // Claude Code's own permission for the allowed tool, so `-p` runs it unasked
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"allow": ["mcp__markers__safe"]}}).to_string(),
+    )
+    .unwrap();
+    let up = format!("http://{}", server.addr);
+    let proxied = json!({"mcpServers": {"markers": {
+        "command": env!("CARGO_BIN_EXE_toolgate"),
+        "args": ["proxy", "--server-id", "markers", "--team", TEAM, "--user", "alice", "--",
+                 "python3", Path::new(FAKES).join("mcp_markers.py")],
+        "env": {"TOOLGATE_SERVER": up, "TOOLGATE_TOKEN": "alice-token"}}}});
+    let call = |tool: &str, path: &Path| json!({"name": format!("mcp__markers__{tool}"), "input": {"path": path.display().to_string()}});
+
+    // the model is offered the allowed tool and not the denied one; the allowed runs
+    let safe = dir.join("safe-marker");
+    let s = run_claude_with(&claude, dir, &up, &settings, &proxied, call("safe", &safe)).await;
+    let offered: Vec<&String> = s.offered.iter().flatten().collect();
+    assert!(
+        offered.iter().any(|t| *t == "mcp__markers__safe"),
+        "the allowed tool is offered: {:?}",
+        s.offered
+    );
+    assert!(
+        !offered.iter().any(|t| *t == "mcp__markers__danger"),
+        "the denied tool is not offered: {:?}",
+        s.offered
+    );
+    assert!(
+        safe.exists(),
+        "the allowed tool ran through the proxy: {}",
+        s.result
+    );
+
+    // a model that names the denied tool anyway gets no such tool, and nothing runs
+    let danger = dir.join("danger-marker");
+    let s = run_claude_with(
+        &claude,
+        dir,
+        &up,
+        &settings,
+        &proxied,
+        call("danger", &danger),
+    )
+    .await;
+    assert!(
+        !danger.exists(),
+        "the denied tool did not run: {}",
+        s.result
+    );
+    assert_eq!(s.tool_results[0]["is_error"], true, "{:?}", s.tool_results);
+    server.stop().await;
+}

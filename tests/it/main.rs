@@ -1,0 +1,42 @@
+//! The integration tests, one binary: each module is one subject (named as the
+//! test files were), `support` the shared set-up (a real server on 127.0.0.1:0, its
+//! clients, a throwaway PostgreSQL). One binary links the crates once instead of once
+//! per file. Only the tests that install the process-wide metrics recorder live
+//! apart (`tests/metrics.rs`, `tests/prometheus_scrape.rs`): a recorder is the
+//! process's, one server per process.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod categories;
+mod categories_api;
+mod claude_code;
+mod cli;
+mod crash;
+mod decisions;
+mod export;
+mod faults;
+mod hardening;
+mod hook;
+mod hook_payloads;
+mod jwt;
+mod limits;
+mod matcher_props;
+mod packaging;
+mod policy_file;
+mod policy_yaml;
+mod proxy;
+mod proxy_failures;
+mod replicas;
+mod roles;
+mod roles_api;
+mod schema;
+mod server;
+mod server_limits;
+mod shell_bypass;
+mod shell_props;
+mod store_suite;
+mod telemetry;
+mod third_party;
+mod tls;
+mod watch;

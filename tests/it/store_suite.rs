@@ -1,0 +1,374 @@
+//! One store test suite, run against every backend: the embedded SQLite store and
+//! PostgreSQL (`TOOLGATE_TEST_POSTGRES_URL`).
+
+use crate::support;
+
+use std::sync::Arc;
+use support::pg;
+use toolgate::policy::{AdminControls, UserSettings};
+use toolgate::store::{
+    AuditFilter, ChangeDoc, History, NewAuditEvent, PostgresStore, SqliteStore, Store, StoreError,
+};
+
+/// Opens a store; calling the reopen closure again gives a new handle on the same data.
+type Reopen = Box<dyn Fn(u64) -> futures::future::LocalBoxFuture<'static, Arc<dyn Store>>>;
+
+async fn sqlite(_test: &str) -> Option<(Reopen, tempfile::TempDir)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let reopen: Reopen = Box::new(move |history| {
+        let path = path.clone();
+        Box::pin(async move {
+            Arc::new(SqliteStore::open(&path, history).await.unwrap()) as Arc<dyn Store>
+        })
+    });
+    Some((reopen, dir))
+}
+
+async fn postgres(test: &str) -> Option<(Reopen, tempfile::TempDir)> {
+    let url = pg::fresh_database(test).await?;
+    let reopen: Reopen = Box::new(move |history| {
+        let url = url.clone();
+        Box::pin(async move {
+            Arc::new(PostgresStore::connect(&url, history).await.unwrap()) as Arc<dyn Store>
+        })
+    });
+    Some((reopen, tempfile::tempdir().unwrap()))
+}
+
+fn admin(allow: &str) -> AdminControls {
+    AdminControls {
+        enabled: true,
+        mcp_tool_allowlist: vec![allow.into()],
+        ..Default::default()
+    }
+}
+
+fn user(allow: &str) -> UserSettings {
+    UserSettings {
+        mcp_allowed_tools: vec![allow.into()],
+        ..Default::default()
+    }
+}
+
+async fn unset_documents_are_defaults_at_revision_zero(reopen: Reopen) {
+    let store = reopen(100).await;
+    assert_eq!(store.team_revision("t").await.unwrap(), 0);
+    assert!(store.team_revisions().await.unwrap().is_empty());
+    let a = store.get_admin("t").await.unwrap();
+    assert_eq!((a.doc, a.revision), (AdminControls::default(), 0));
+    let u = store.get_user("t", "alice").await.unwrap();
+    assert!(
+        u.doc.playwright_protection,
+        "browser protection defaults on"
+    );
+    assert_eq!((u.doc, u.revision), (UserSettings::default(), 0));
+}
+
+async fn revisions_increase_per_team(reopen: Reopen) {
+    let store = reopen(100).await;
+    assert_eq!(
+        store
+            .put_admin("t", &admin("a:*"), None, "x")
+            .await
+            .unwrap()
+            .revision,
+        1
+    );
+    assert_eq!(
+        store
+            .put_user("t", "alice", &user("b:*"), None, "x")
+            .await
+            .unwrap()
+            .revision,
+        2
+    );
+    assert_eq!(
+        store
+            .put_admin("t", &admin("c:*"), Some(1), "x")
+            .await
+            .unwrap()
+            .revision,
+        3
+    );
+    assert_eq!(
+        store
+            .put_admin("other", &admin("d:*"), None, "x")
+            .await
+            .unwrap()
+            .revision,
+        1
+    );
+    assert_eq!(store.team_revision("t").await.unwrap(), 3);
+    let mut all = store.team_revisions().await.unwrap();
+    all.sort();
+    assert_eq!(all, [("other".to_owned(), 1), ("t".to_owned(), 3)]);
+    let a = store.get_admin("t").await.unwrap();
+    assert_eq!(
+        (a.doc, a.revision, a.updated_by.as_str()),
+        (admin("c:*"), 3, "x")
+    );
+    assert_eq!(store.get_user("t", "alice").await.unwrap().revision, 2);
+}
+
+async fn stale_expected_revision_changes_nothing(reopen: Reopen) {
+    let store = reopen(100).await;
+    store
+        .put_admin("t", &admin("a:*"), Some(0), "x")
+        .await
+        .unwrap();
+    let err = store
+        .put_admin("t", &admin("b:*"), Some(0), "y")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                expected: 0,
+                actual: 1
+            }
+        ),
+        "{err:?}"
+    );
+    let err = store
+        .put_user("t", "alice", &user("b:*"), Some(4), "y")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                expected: 4,
+                actual: 0
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        store.team_revision("t").await.unwrap(),
+        1,
+        "a refused write allocates no revision"
+    );
+    assert_eq!(store.get_admin("t").await.unwrap().doc, admin("a:*"));
+    let History::Changes(changes) = store.changes_after("t", 0, 100).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(changes.len(), 1);
+}
+
+async fn concurrent_writers_with_expected_revision_never_both_win(reopen: Reopen) {
+    let store = reopen(100).await;
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .put_admin("t", &admin(&format!("s{i}:*")), Some(0), "x")
+                    .await
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => wins += 1,
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    assert_eq!(store.team_revision("t").await.unwrap(), 1);
+}
+
+async fn history_in_order_and_truncated_beyond_limit(reopen: Reopen) {
+    let store = reopen(3).await;
+    for i in 1..=5 {
+        store
+            .put_user("t", "alice", &user(&format!("s{i}:*")), None, "x")
+            .await
+            .unwrap();
+    }
+    let History::Changes(changes) = store.changes_after("t", 2, 100).await.unwrap() else {
+        panic!("revision 2 is still retained")
+    };
+    let revisions: Vec<u64> = changes.iter().map(|c| c.revision).collect();
+    assert_eq!(revisions, [3, 4, 5]);
+    assert_eq!(
+        changes[0].doc,
+        ChangeDoc::User {
+            user_id: "alice".into(),
+            settings: user("s3:*")
+        }
+    );
+    assert_eq!(
+        store.changes_after("t", 1, 100).await.unwrap(),
+        History::Truncated
+    );
+    let History::Changes(head) = store.changes_after("t", 5, 100).await.unwrap() else {
+        panic!()
+    };
+    assert!(head.is_empty());
+    let History::Changes(limited) = store.changes_after("t", 2, 2).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(limited.len(), 2);
+}
+
+async fn audit_records_writes_and_filters(reopen: Reopen) {
+    let store = reopen(100).await;
+    store
+        .put_admin("t", &admin("a:*"), None, "root")
+        .await
+        .unwrap();
+    store
+        .put_user("t", "alice", &user("b:*"), None, "alice")
+        .await
+        .unwrap();
+    store
+        .append_audit(&[NewAuditEvent {
+            team_id: "t".into(),
+            revision: 2,
+            actor: "svc".into(),
+            kind: "decision_denied".into(),
+            detail: serde_json::json!({"reason": "KILL_SWITCH"}),
+        }])
+        .await
+        .unwrap();
+    store
+        .put_admin("u", &admin("a:*"), None, "root")
+        .await
+        .unwrap();
+    let all = store
+        .list_audit(&AuditFilter {
+            team_id: Some("t".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = all.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "admin_settings_updated",
+            "user_settings_updated",
+            "decision_denied"
+        ]
+    );
+    assert_eq!(all[1].actor, "alice");
+    assert_eq!(all[1].revision, 2);
+    let by_actor = store
+        .list_audit(&AuditFilter {
+            actor: Some("root".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_actor.len(), 2, "both teams");
+    let page = store
+        .list_audit(&AuditFilter {
+            team_id: Some("t".into()),
+            after_id: all[0].id,
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].id, all[1].id);
+    let denied = store
+        .list_audit(&AuditFilter {
+            kind: Some("decision_denied".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(denied[0].detail_json.contains("KILL_SWITCH"));
+}
+
+async fn reopening_keeps_everything(reopen: Reopen) {
+    let store = reopen(100).await;
+    store
+        .put_admin("t", &admin("a:*"), None, "x")
+        .await
+        .unwrap();
+    store
+        .put_user("t", "alice", &user("b:*"), None, "x")
+        .await
+        .unwrap();
+    drop(store);
+    let store = reopen(100).await;
+    assert_eq!(store.team_revision("t").await.unwrap(), 2);
+    assert_eq!(store.get_admin("t").await.unwrap().doc, admin("a:*"));
+    assert_eq!(store.get_user("t", "alice").await.unwrap().doc, user("b:*"));
+    assert_eq!(
+        store
+            .put_admin("t", &admin("c:*"), Some(1), "x")
+            .await
+            .unwrap()
+            .revision,
+        3
+    );
+}
+
+/// Seed 004's per-session quotas: counted to the limit, then refused; another
+/// session or operation counts on its own; the count survives a reopen; two handles
+/// (replicas) racing for the last call never both get it.
+async fn session_quotas_count_and_survive(reopen: Reopen) {
+    let store = reopen(100).await;
+    for _ in 0..2 {
+        assert!(store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    }
+    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    assert!(store.consume_quota("t", "s2", "CREATE", 2).await.unwrap());
+    assert!(store.consume_quota("t", "s1", "DELETE", 2).await.unwrap());
+    assert!(store.consume_quota("u", "s1", "CREATE", 2).await.unwrap());
+    assert!(!store.consume_quota("t", "s3", "CREATE", 0).await.unwrap());
+    drop(store);
+    let store = reopen(100).await;
+    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    // a raised limit counts on from what was used
+    assert!(store.consume_quota("t", "s1", "CREATE", 3).await.unwrap());
+    let other = reopen(100).await;
+    let (a, b) = tokio::join!(
+        store.consume_quota("t", "race", "CREATE", 1),
+        other.consume_quota("t", "race", "CREATE", 1)
+    );
+    assert_eq!(
+        [a.unwrap(), b.unwrap()].iter().filter(|won| **won).count(),
+        1
+    );
+}
+
+macro_rules! suite {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite_backend {
+            $(#[tokio::test]
+            async fn $case() {
+                let Some((reopen, _dir)) = super::sqlite(stringify!($case)).await else { return };
+                super::$case(reopen).await;
+            })*
+        }
+        mod postgres_backend {
+            $(#[tokio::test]
+            async fn $case() {
+                let Some((reopen, _dir)) = super::postgres(concat!("postgres ", stringify!($case))).await else { return };
+                super::$case(reopen).await;
+            })*
+        }
+    };
+}
+
+suite!(
+    unset_documents_are_defaults_at_revision_zero,
+    revisions_increase_per_team,
+    stale_expected_revision_changes_nothing,
+    concurrent_writers_with_expected_revision_never_both_win,
+    history_in_order_and_truncated_beyond_limit,
+    audit_records_writes_and_filters,
+    reopening_keeps_everything,
+    session_quotas_count_and_survive,
+);
