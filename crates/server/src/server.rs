@@ -11,7 +11,6 @@ use crate::hub::Hub;
 use crate::service::Service;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use std::future::Future;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -251,36 +250,13 @@ fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
         Err(e) => return Err(err(e)),
     }
     let token = generate_token();
-    write_new_file(path, format!("{token}\n").as_bytes()).map_err(err)?;
+    crate::files::write_atomic(
+        path,
+        crate::files::Mode::Exactly(0o600),
+        format!("{token}\n").as_bytes(),
+    )
+    .map_err(err)?;
     Ok(token)
-}
-
-/// Writes `bytes` to `path` atomically, mode 0600 from the start: a new file
-/// beside it (created exclusively), synced, renamed over `path`, the directory synced.
-fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.join(format!(".{name}.{}.tmp", generate_token()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = (|| {
-        let mut file = options.open(&temp)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }
 
 /// Serves the app on `listener` until `shutdown` completes, then marks health

@@ -312,13 +312,8 @@ impl Writer {
                 lines.push(b'\n');
             }
         }
-        let tmp = path.with_extension("jsonl.tmp");
-        let result = create(&tmp)
-            .and_then(|mut f| {
-                f.write_all(&lines)?;
-                f.sync_all()
-            })
-            .and_then(|()| std::fs::rename(&tmp, path));
+        // owner-only: the records name users and commands
+        let result = crate::files::write_atomic(path, crate::files::Mode::Exactly(0o600), &lines);
         match result {
             Ok(()) => self.spilled_bytes = lines.len() as u64,
             Err(e) => {
@@ -326,15 +321,6 @@ impl Writer {
             }
         }
     }
-}
-
-/// Opens for writing, created owner-only: the records name users and commands.
-fn create(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
 }
 
 fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
