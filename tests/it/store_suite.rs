@@ -7,7 +7,8 @@ use std::sync::Arc;
 use support::pg;
 use toolgate::policy::{AdminControls, UserSettings};
 use toolgate::store::{
-    AuditFilter, ChangeDoc, History, NewAuditEvent, PostgresStore, SqliteStore, Store, StoreError,
+    AuditFilter, ChangeDoc, History, NewAuditEvent, PostgresStore, QuotaKey, SqliteStore, Store,
+    StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -314,29 +315,55 @@ async fn reopening_keeps_everything(reopen: Reopen) {
     );
 }
 
+fn quota<'a>(team: &'a str, user: &'a str, session: &'a str, operation: &'a str) -> QuotaKey<'a> {
+    QuotaKey {
+        team_id: team,
+        user_id: user,
+        session_id: session,
+        operation,
+    }
+}
+
 /// Seed 004's per-session quotas: counted to the limit, then refused; another
-/// session or operation counts on its own; the count survives a reopen; two handles
+/// session, operation, team or user counts on its own (one user reusing another's
+/// session id spends only their own); the count survives a reopen; two handles
 /// (replicas) racing for the last call never both get it.
 async fn session_quotas_count_and_survive(reopen: Reopen) {
     let store = reopen(100).await;
+    let alice = quota("t", "alice", "s1", "CREATE");
+    assert_eq!(store.quota_used(&alice).await.unwrap(), 0);
     for _ in 0..2 {
-        assert!(store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+        assert!(store.consume_quota(&alice, 2).await.unwrap());
     }
-    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
-    assert!(store.consume_quota("t", "s2", "CREATE", 2).await.unwrap());
-    assert!(store.consume_quota("t", "s1", "DELETE", 2).await.unwrap());
-    assert!(store.consume_quota("u", "s1", "CREATE", 2).await.unwrap());
-    assert!(!store.consume_quota("t", "s3", "CREATE", 0).await.unwrap());
+    assert!(!store.consume_quota(&alice, 2).await.unwrap());
+    assert_eq!(store.quota_used(&alice).await.unwrap(), 2);
+    for (case, other) in [
+        ("another session", quota("t", "alice", "s2", "CREATE")),
+        ("another operation", quota("t", "alice", "s1", "DELETE")),
+        ("another team", quota("u", "alice", "s1", "CREATE")),
+        (
+            "another user reusing the session id",
+            quota("t", "mallory", "s1", "CREATE"),
+        ),
+    ] {
+        assert!(store.consume_quota(&other, 2).await.unwrap(), "{case}");
+        assert_eq!(store.quota_used(&other).await.unwrap(), 1, "{case}");
+    }
+    assert_eq!(store.quota_used(&alice).await.unwrap(), 2);
+    assert!(
+        !store
+            .consume_quota(&quota("t", "alice", "s3", "CREATE"), 0)
+            .await
+            .unwrap()
+    );
     drop(store);
     let store = reopen(100).await;
-    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    assert!(!store.consume_quota(&alice, 2).await.unwrap());
     // a raised limit counts on from what was used
-    assert!(store.consume_quota("t", "s1", "CREATE", 3).await.unwrap());
+    assert!(store.consume_quota(&alice, 3).await.unwrap());
     let other = reopen(100).await;
-    let (a, b) = tokio::join!(
-        store.consume_quota("t", "race", "CREATE", 1),
-        other.consume_quota("t", "race", "CREATE", 1)
-    );
+    let race = quota("t", "alice", "race", "CREATE");
+    let (a, b) = tokio::join!(store.consume_quota(&race, 1), other.consume_quota(&race, 1));
     assert_eq!(
         [a.unwrap(), b.unwrap()].iter().filter(|won| **won).count(),
         1

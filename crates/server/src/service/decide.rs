@@ -83,7 +83,15 @@ impl Service {
             })
             .collect();
         let decisions = self
-            .apply_roles(team, &eff.admin.compiled, agent, calls, args, decisions)
+            .apply_roles(
+                team,
+                user,
+                &eff.admin.compiled,
+                agent,
+                calls,
+                args,
+                decisions,
+            )
             .await?;
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {

@@ -81,18 +81,12 @@ impl Store for Metered<dyn Store> {
         observed("changes_after", self.0.changes_after(team_id, after, limit)).await
     }
 
-    async fn consume_quota(
-        &self,
-        team_id: &str,
-        session_id: &str,
-        operation: &str,
-        max: u64,
-    ) -> Result<bool, StoreError> {
-        observed(
-            "consume_quota",
-            self.0.consume_quota(team_id, session_id, operation, max),
-        )
-        .await
+    async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
+        observed("consume_quota", self.0.consume_quota(key, max)).await
+    }
+
+    async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError> {
+        observed("quota_used", self.0.quota_used(key)).await
     }
 
     async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError> {

@@ -97,6 +97,16 @@ pub enum History {
     Truncated,
 }
 
+/// What a session quota is counted by: the user is part of it, so one user
+/// reusing another's `session_id` spends only their own quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaKey<'a> {
+    pub team_id: &'a str,
+    pub user_id: &'a str,
+    pub session_id: &'a str,
+    pub operation: &'a str,
+}
+
 /// An audit record to append.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewAuditEvent {
@@ -195,17 +205,14 @@ pub trait Store: Send + Sync + 'static {
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError>;
 
-    /// Counts one call of `operation` in a session against seed 004's per-session
-    /// quota `max`: true when the session was below it (the call is now counted),
-    /// false when it is used up (nothing counted). Shared by every replica of the
-    /// store and kept across restarts.
-    async fn consume_quota(
-        &self,
-        team_id: &str,
-        session_id: &str,
-        operation: &str,
-        max: u64,
-    ) -> Result<bool, StoreError>;
+    /// Counts one call against seed 004's per-session quota `max`: true when the
+    /// count was below it (the call is now counted), false when it is used up
+    /// (nothing counted). Shared by every replica of the store and kept across
+    /// restarts.
+    async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError>;
+
+    /// How many calls a quota has counted so far (0 when none).
+    async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError>;
 
     /// Commits made by other processes, for backends shared between replicas;
     /// `None` for a backend only this process writes.
@@ -249,6 +256,47 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A database made before quotas were counted per user opens: the quota table
+    /// takes its new key (the old counts, which name no user, are dropped).
+    #[tokio::test]
+    async fn a_database_with_the_old_quota_table_is_migrated() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let old = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        let id = "id INTEGER PRIMARY KEY AUTOINCREMENT";
+        for (number, sql) in schema::pending_migrations(0, "INTEGER", id)
+            .unwrap()
+            .into_iter()
+            .take(2)
+        {
+            sqlx::raw_sql(&sql).execute(&old).await.unwrap();
+            sqlx::raw_sql(&format!("PRAGMA user_version = {number}"))
+                .execute(&old)
+                .await
+                .unwrap();
+        }
+        sqlx::query("INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0)")
+            .execute(&old)
+            .await
+            .unwrap();
+        old.close().await;
+
+        let store = SqliteStore::open(&path, 100).await.unwrap();
+        let key = QuotaKey {
+            team_id: "t",
+            user_id: "alice",
+            session_id: "s1",
+            operation: "CREATE",
+        };
+        assert_eq!(store.quota_used(&key).await.unwrap(), 0);
+        assert!(store.consume_quota(&key, 1).await.unwrap());
+        assert!(!store.consume_quota(&key, 1).await.unwrap());
+    }
 
     /// Issue 13 item 9: a write refused because the database is read-only is an
     /// outage with its reason, not an internal error.

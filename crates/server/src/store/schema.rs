@@ -57,6 +57,21 @@ CREATE TABLE session_quotas (
     PRIMARY KEY (team_id, session_id, operation)
 );
 ",
+    // quotas counted per user too (a user reusing another's session_id spent theirs).
+    // The old counts cannot be told apart by user, so they are not carried over: the
+    // sessions running across the upgrade count afresh.
+    r"
+DROP TABLE session_quotas;
+CREATE TABLE session_quotas (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    used {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    PRIMARY KEY (team_id, user_id, session_id, operation)
+);
+",
 ];
 
 /// The migrations a schema at `version` still needs, each with the version it sets,

@@ -8,7 +8,8 @@ use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
-    NewAuditEvent, NoticeStream, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
+    NewAuditEvent, NoticeStream, QuotaKey, Store, StoreError, Versioned, now_ms, to_i64, to_json,
+    to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -388,13 +389,7 @@ where
         self.end_write(conn, result)
     }
 
-    async fn consume_quota(
-        &self,
-        team_id: &str,
-        session_id: &str,
-        operation: &str,
-        max: u64,
-    ) -> Result<bool, StoreError> {
+    async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
         if max == 0 {
             return Ok(false);
         }
@@ -403,16 +398,17 @@ where
             // one statement: the count and the test cannot be split by another writer or
             // replica, so two calls cannot both pass the last unit of a quota
             let row = sqlx::query(
-                "INSERT INTO session_quotas (team_id, session_id, operation, used, updated_at)
-                 VALUES ($1, $2, $3, 1, $4)
-                 ON CONFLICT (team_id, session_id, operation) DO UPDATE
+                "INSERT INTO session_quotas (team_id, user_id, session_id, operation, used, updated_at)
+                 VALUES ($1, $2, $3, $4, 1, $5)
+                 ON CONFLICT (team_id, user_id, session_id, operation) DO UPDATE
                  SET used = session_quotas.used + 1, updated_at = excluded.updated_at
-                 WHERE session_quotas.used < $5
+                 WHERE session_quotas.used < $6
                  RETURNING used",
             )
-            .bind(team_id)
-            .bind(session_id)
-            .bind(operation)
+            .bind(key.team_id)
+            .bind(key.user_id)
+            .bind(key.session_id)
+            .bind(key.operation)
             .bind(now_ms())
             .bind(to_i64(max))
             .fetch_optional(&mut *conn)
@@ -421,6 +417,21 @@ where
         }
         .await;
         self.end_write(conn, result)
+    }
+
+    async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let used: Option<i64> = sqlx::query_scalar(
+            "SELECT used FROM session_quotas
+             WHERE team_id = $1 AND user_id = $2 AND session_id = $3 AND operation = $4",
+        )
+        .bind(key.team_id)
+        .bind(key.user_id)
+        .bind(key.session_id)
+        .bind(key.operation)
+        .fetch_optional(&mut *conn)
+        .await?;
+        Ok(used.map_or(0, to_u64))
     }
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
