@@ -160,7 +160,7 @@ async fn tls_and_mtls_handshakes_succeed_and_fail_as_configured() {
     config.auth.certificates = vec![CertificateConfig {
         name: "alice-cert".into(),
         subject_cn: None,
-        san: Some("alice.acme.example".into()),
+        san: Some("dns:alice.acme.example".into()),
         role: Role::Member,
         team: Some(TEAM.into()),
         user: Some("alice".into()),
