@@ -399,3 +399,36 @@ suite!(
     reopening_keeps_everything,
     session_quotas_count_and_survive,
 );
+
+/// A PostgreSQL database made before quotas were counted per user opens: its quota
+/// table takes the new key (the old counts, which name no user, are dropped). The
+/// SQLite twin is a unit test of the store.
+#[tokio::test]
+async fn postgres_old_quota_table_is_migrated() {
+    let Some(url) = pg::fresh_database("postgres_old_quota_table_is_migrated").await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url, 100).await.unwrap();
+    drop(store);
+    // the database as the version before left it
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::raw_sql(
+        "DROP TABLE session_quotas;
+         CREATE TABLE session_quotas (
+             team_id TEXT NOT NULL, session_id TEXT NOT NULL, operation TEXT NOT NULL,
+             used BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+             PRIMARY KEY (team_id, session_id, operation));
+         INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
+         DELETE FROM toolgate_schema WHERE version > 2;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let store = PostgresStore::connect(&url, 100).await.unwrap();
+    let key = quota("t", "alice", "s1", "CREATE");
+    assert_eq!(store.quota_used(&key).await.unwrap(), 0);
+    assert!(store.consume_quota(&key, 1).await.unwrap());
+    assert!(!store.consume_quota(&key, 1).await.unwrap());
+}
