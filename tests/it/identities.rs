@@ -345,3 +345,19 @@ fn credentials_may_not_name_a_reserved_team_or_a_jwt_principal() {
         }
     }
 }
+
+proptest::proptest! {
+    /// JWT principal names are one per (team, user) however the ids use the
+    /// separators, and none of them is a name a token or certificate may take.
+    #[test]
+    fn jwt_principal_names_are_one_per_team_and_user(
+        a in ("[a/@%2F]{1,5}", "[a/@%2F]{1,5}"),
+        b in ("[a/@%2F]{1,5}", "[a/@%2F]{1,5}"),
+    ) {
+        let name = |(team, user): &(String, String)| {
+            toolgate::jwt::principal_name("https://idp.test", Some(team), user)
+        };
+        proptest::prop_assert_eq!(name(&a) == name(&b), a == b);
+        proptest::prop_assert!(toolgate::auth::check_principal_name(&name(&a)).is_err());
+    }
+}

@@ -73,9 +73,13 @@ fn claims(user: &str, audience: &str, exp: u64) -> serde_json::Value {
 
 fn write_jwks(path: &Path, keys: &[&Key]) {
     let jwks = serde_json::json!({ "keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>() });
-    let temp = path.with_extension("tmp");
-    std::fs::write(&temp, jwks.to_string()).unwrap();
-    std::fs::rename(&temp, path).unwrap();
+    // atomically: the server never reads half a file
+    toolgate::files::write_atomic(
+        path,
+        toolgate::files::Mode::KeepTarget,
+        jwks.to_string().as_bytes(),
+    )
+    .unwrap();
 }
 
 async fn evaluate(server: &TestServer, token: &str, user: &str) -> Result<(), tonic::Status> {

@@ -47,10 +47,9 @@ impl Ca {
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
-    // written beside and renamed: the server never reads half a file
-    let temp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&temp, text).unwrap();
-    std::fs::rename(&temp, &path).unwrap();
+    // atomically: the server never reads half a file
+    toolgate::files::write_atomic(&path, toolgate::files::Mode::KeepTarget, text.as_bytes())
+        .unwrap();
     path
 }
 
