@@ -361,3 +361,39 @@ proptest::proptest! {
         proptest::prop_assert!(toolgate::auth::check_principal_name(&name(&a)).is_err());
     }
 }
+
+/// The proxy's own member tokens follow the same rules as the server's.
+#[test]
+fn proxy_member_tokens_may_not_name_a_reserved_team_or_a_jwt_principal() {
+    let token = |name: &str, team: &str| TokenConfig {
+        name: name.into(),
+        sha256: toolgate::auth::hash_token(name),
+        role: Role::Member,
+        team: Some(team.into()),
+        user: None,
+    };
+    let table = [
+        ("member of acme", token("alice", TEAM), None),
+        ("team *", token("alice", "*"), Some("\"*\" is reserved")),
+        (
+            "team acme*",
+            token("alice", "acme*"),
+            Some("\"acme*\" is reserved"),
+        ),
+        (
+            "named jwt:bob",
+            token("jwt:bob", TEAM),
+            Some("reserved for principals from JWTs"),
+        ),
+    ];
+    for (case, config, want) in table {
+        match (
+            toolgate::proxy::ClientTokens::from_configs(vec![config]),
+            want,
+        ) {
+            (Ok(_), None) => {}
+            (Err(e), Some(why)) => assert!(e.to_string().contains(why), "{case}: {e}"),
+            (got, want) => panic!("{case}: wanted {want:?}, got {:?}", got.map(drop)),
+        }
+    }
+}
