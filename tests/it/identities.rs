@@ -270,6 +270,31 @@ fn credentials_may_not_name_a_reserved_team_or_a_jwt_principal() {
             Some("reserved for principals from JWTs"),
         ),
         (
+            "a token named like the policy file's audit actor",
+            Box::new(move |c| {
+                c.auth.tokens.push(token(
+                    "file:/etc/toolgate/policy.yaml",
+                    Some(TEAM),
+                    Role::Admin,
+                ))
+            }),
+            Some("reserved for the policy file's changes in the audit trail"),
+        ),
+        (
+            "a token named anonymous",
+            Box::new(move |c| {
+                c.auth
+                    .tokens
+                    .push(token("anonymous", Some(TEAM), Role::Member))
+            }),
+            Some("\"anonymous\" is reserved for calls without a token"),
+        ),
+        (
+            "a certificate named bootstrap-operator",
+            Box::new(|c| c.auth.certificates[0].name = "bootstrap-operator".into()),
+            Some("reserved for the token written when none is configured"),
+        ),
+        (
             "a token of team *",
             Box::new(move |c| c.auth.tokens.push(token("star", Some("*"), Role::Admin))),
             Some("auth.tokens[6] (\"star\").team: \"*\" is reserved"),

@@ -124,16 +124,41 @@ impl CertMatch {
 /// slots of) a JWT principal.
 pub const JWT_NAME_PREFIX: &str = "jwt:";
 
+/// Names the server gives principals and audit actors itself, each with what it
+/// is: a configured name may not start with one of the prefixes (`file:` is the
+/// policy file's actor in the audit trail) nor be one of the names.
+const RESERVED_NAME_PREFIXES: &[(&str, &str)] = &[
+    (JWT_NAME_PREFIX, "principals from JWTs"),
+    ("file:", "the policy file's changes in the audit trail"),
+];
+const RESERVED_NAMES: &[(&str, &str)] = &[
+    ("anonymous", "calls without a token"),
+    (
+        "bootstrap-operator",
+        "the token written when none is configured",
+    ),
+];
+
 /// Whether a name configured for a static token or a certificate stays out of the
-/// namespaces the server names principals in itself.
+/// names the server gives principals and audit actors itself.
 pub fn check_principal_name(name: &str) -> Result<(), String> {
-    if name
-        .get(..JWT_NAME_PREFIX.len())
-        .is_some_and(|p| p.eq_ignore_ascii_case(JWT_NAME_PREFIX))
-    {
-        return Err(format!(
-            "{name:?} starts with {JWT_NAME_PREFIX:?}, which is reserved for principals from JWTs: choose another name"
-        ));
+    let trimmed = name.trim();
+    for (prefix, what) in RESERVED_NAME_PREFIXES {
+        if trimmed
+            .get(..prefix.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+        {
+            return Err(format!(
+                "{name:?} starts with {prefix:?}, which is reserved for {what}: choose another name"
+            ));
+        }
+    }
+    for (reserved, what) in RESERVED_NAMES {
+        if trimmed.eq_ignore_ascii_case(reserved) {
+            return Err(format!(
+                "{name:?} is reserved for {what}: choose another name"
+            ));
+        }
     }
     Ok(())
 }
