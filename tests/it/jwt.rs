@@ -508,3 +508,71 @@ async fn the_jwks_download_is_capped_without_a_length() {
         server.abort();
     }
 }
+
+/// Issue 25: the keys are read again with one HTTP client, so the refreshes reuse
+/// its connection rather than opening one each (a client built per refresh would).
+#[tokio::test]
+async fn jwks_refreshes_reuse_one_client() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = Key::new("k1");
+    let body = serde_json::json!({ "keys": [key.jwk()] }).to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (requests, mut served) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let counted = connections.clone();
+    let server = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let (body, requests) = (body.clone(), requests.clone());
+            tokio::spawn(async move {
+                // one answer per request head, as long as the client keeps the connection
+                let mut pending = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if conn.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        let _ = requests.send(());
+                    }
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => pending.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    let config = JwtConfig {
+        jwks_file: None,
+        jwks_url: Some(url),
+        refresh_secs: 1,
+        ..jwt_config(Path::new("unused"), 0)
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let _verifier = toolgate::jwt::JwtVerifier::start(&config, stop.clone())
+        .await
+        .unwrap();
+    // the first read and two refreshes
+    for _ in 0..3 {
+        tokio::time::timeout(Duration::from_secs(30), served.recv())
+            .await
+            .expect("the keys are read again within 30 s")
+            .unwrap();
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "one client, one connection"
+    );
+    stop.cancel();
+    server.abort();
+}
