@@ -110,7 +110,13 @@ fn client_certificates_map_by_one_cn_or_by_a_san_of_the_mapped_type() {
         Authenticator::new(Vec::new(), None).with_certificates(config.certificate_principals());
     let ca = Ca::new();
     // (case, subject CNs, SANs, the principal, or a part of the refusal)
-    let table: Vec<(&str, &[&str], Vec<SanType>, Result<&str, &str>)> = vec![
+    type Row = (
+        &'static str,
+        &'static [&'static str],
+        Vec<SanType>,
+        Result<&'static str, &'static str>,
+    );
+    let table: Vec<Row> = vec![
         // honest identities
         ("the mapped CN", &["ops"], vec![], Ok("ops")),
         (
