@@ -3,7 +3,7 @@
 //! lookup it used before (the method copied into a `String`, the series found by
 //! hashing its labels), and one decision counted.
 //!
-//! `cargo bench --bench metrics`
+//! `cargo bench -p toolgate-benches --bench metrics`
 
 use criterion::Criterion;
 use std::hint::black_box;
