@@ -14,7 +14,7 @@ use toolgate::policy::{Outcome, Reason};
 const PATH: &str = "/toolgate.v1.PolicyService/Evaluate";
 
 fn main() {
-    metrics::install().expect("the recorder installs");
+    metrics::install(toolgate::grpc::served_paths()).expect("the recorder installs");
     let mut c = Criterion::default().configure_from_args();
     let mut g = c.benchmark_group("metrics");
     let elapsed = Duration::from_micros(120);

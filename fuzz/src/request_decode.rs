@@ -6,12 +6,12 @@
 use prost::Message;
 use std::sync::LazyLock;
 use toolgate::grpc::convert::{call_from_pb, decision_to_pb};
+use toolgate::ids::check_id;
 use toolgate::policy::{
     AdminControls, CompiledAdmin, CompiledUser, ToolActionList, ToolActionLists, UserSettings,
     decide_in, explain_in, filter_tools_in,
 };
 use toolgate::proto::v1 as pb;
-use toolgate::service::check_id;
 
 struct Policy {
     lists: ToolActionLists,
