@@ -194,7 +194,7 @@ impl JwtVerifier {
                 ));
             }
             (_, Some(team)) => Some(
-                crate::service::check_id("team", team)
+                crate::ids::check_id("team", team)
                     .map_err(|_| AuthError::Unauthenticated("jwt team claim is not a valid id"))?
                     .into_owned(),
             ),
@@ -204,7 +204,7 @@ impl JwtVerifier {
                 ));
             }
         };
-        let user = crate::service::check_id("user", user)
+        let user = crate::ids::check_id("user", user)
             .map_err(|_| AuthError::Unauthenticated("jwt user claim is not a valid id"))?
             .into_owned();
         Ok(Principal {
