@@ -1,10 +1,12 @@
 //! JWT bearer tokens through the real server: a token of the issuer's, for this
-//! audience and not expired, is its principal; an expired, wrongly signed,
-//! wrong-audience or unknown-key token is refused with why; a rotated key is accepted
+//! audience, valid now (`exp`, `nbf`) and of an ordinary team, is its principal,
+//! named by team, user and issuer; an expired, not yet valid, wrongly signed,
+//! wrong-audience, unknown-key or `*`-team token is refused with why; a rotated key is accepted
 //! once the JWKS holds it (a token naming an unknown key has the keys read again,
 //! without waiting for the refresh period); static tokens keep working beside them;
 //! the role operator is refused unless allowed, and the bootstrap token is written
-//! only when no JWT may be an operator.
+//! only when no JWT may be an operator. The JWKS download is capped without a length
+//! and its refreshes reuse one client.
 
 use crate::support;
 
@@ -151,6 +153,16 @@ async fn jwts_are_verified_refused_with_why_and_rotated_keys_are_taken() {
             "operator not allowed",
             first.sign(serde_json::json!({"iss": ISSUER, "aud": AUDIENCE, "exp": hour, "sub": "alice", "team": TEAM, "role": "operator"})),
             "auth.jwt.allow_operator",
+        ),
+        (
+            "not valid until tomorrow",
+            first.sign(serde_json::json!({"iss": ISSUER, "aud": AUDIENCE, "exp": hour + 86400, "nbf": now() + 86400, "sub": "alice", "team": TEAM})),
+            "jwt not valid yet (nbf)",
+        ),
+        (
+            "the server-wide team",
+            first.sign(serde_json::json!({"iss": ISSUER, "aud": AUDIENCE, "exp": hour, "sub": "alice", "team": "*", "role": "admin"})),
+            "reserved team",
         ),
         (
             "another issuer",
