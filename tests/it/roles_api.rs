@@ -493,5 +493,27 @@ async fn session_quotas_are_per_user_and_only_an_allow_counts() {
     // and a fresh session of his is asked again
     let d = as_user("bob-token", "s2").await;
     assert_eq!(d.outcome(), pb::Outcome::Ask, "{d:?}");
+    // a session id is a key in the store: bounded like an id
+    let refused = server
+        .policy("alice-token")
+        .evaluate(pb::EvaluateRequest {
+            call: Some(create()),
+            agent: Some(pb::AgentContext {
+                agent_id: "A".into(),
+                context_type: "UI_SANDBOX".into(),
+                session_id: "s".repeat(300),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains("agent.session_id: must be at most 256 characters"),
+        "{refused:?}"
+    );
     server.stop().await;
 }
