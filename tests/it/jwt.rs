@@ -483,13 +483,13 @@ async fn the_jwks_download_is_capped_without_a_length() {
             "2 MiB chunked",
             huge.clone(),
             false,
-            Some("larger than 1024 KiB"),
+            Some("larger than 1 MiB"),
         ),
         (
             "an endless chunked body",
             huge,
             true,
-            Some("larger than 1024 KiB"),
+            Some("larger than 1 MiB"),
         ),
     ];
     for (case, body, forever, want) in table {

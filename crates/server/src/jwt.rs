@@ -274,7 +274,7 @@ async fn load(config: &JwtConfig, http: &reqwest::Client) -> Result<JwkSet, JwtE
         source_name: source_name(config),
         message,
     };
-    let too_large = || err(format!("larger than {} KiB", MAX_JWKS_BYTES / 1024));
+    let too_large = || err(format!("larger than {} MiB", MAX_JWKS_BYTES >> 20));
     let bytes = match (&config.jwks_file, &config.jwks_url) {
         (Some(file), _) => {
             let file = tokio::fs::File::open(file)

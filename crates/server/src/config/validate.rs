@@ -306,7 +306,8 @@ fn check_ids(problems: &mut Vec<String>, at: &str, team: Option<&str>, user: Opt
     }
 }
 
-/// A token's or certificate's name stays out of the JWT principals' namespace.
+/// A token's or certificate's name stays out of the names the server gives
+/// principals itself (`jwt:…` above all).
 fn check_name(problems: &mut Vec<String>, at: &str, name: &str) {
     if let Err(e) = crate::auth::check_principal_name(name) {
         problems.push(format!("{at}.name: {e}"));
