@@ -12,6 +12,7 @@ use crate::policy::{
 use crate::store::{AuditEvent, AuditFilter, StoreError, Versioned};
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_core::backoff::Backoff;
 use tracing::error;
 
 /// How many write attempts a read-modify-write makes before giving up on contention.
@@ -308,7 +309,7 @@ impl Service {
     /// `UNAVAILABLE`, saying it committed: it is durable and applies once the store
     /// reads again, so the caller reads before writing again.
     async fn publish(&self, team: &str, revision: u64) -> Result<(), ServiceError> {
-        let mut wait = CATCH_UP_RETRY;
+        let mut backoff = Backoff::new(CATCH_UP_RETRY, CATCH_UP_RETRY * 16).with_factor(4);
         let mut tries = 0;
         loop {
             tries += 1;
@@ -320,10 +321,7 @@ impl Service {
                         "committed at revision {revision} but not yet applied on this replica ({e}): the change is durable and applies when the store reads again; read the settings before writing again"
                     )));
                 }
-                Err(_) => {
-                    tokio::time::sleep(wait).await;
-                    wait *= 4;
-                }
+                Err(_) => tokio::time::sleep(backoff.next_wait()).await,
             }
         }
     }
