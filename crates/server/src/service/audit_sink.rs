@@ -391,7 +391,7 @@ impl Service {
             kind: kind.to_owned(),
             detail,
         };
-        Ok(self.hub.store().append_audit(&[event]).await?)
+        Ok(self.store.append_audit(&[event]).await?)
     }
 
     /// Queues the DENY record for the audit writer. A full queue makes the caller
