@@ -53,6 +53,7 @@ async fn set_up(server: &TestServer, forbidden: &str) {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("user write");

@@ -148,6 +148,7 @@ impl TestServer {
                     ..user_settings(TEAM, user)
                 }),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .expect("user settings");

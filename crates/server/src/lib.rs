@@ -6,6 +6,7 @@ pub mod config;
 pub mod connections;
 pub mod grpc;
 pub mod hub;
+pub mod issued;
 pub mod jwt;
 pub mod managed;
 pub mod metrics;

@@ -32,7 +32,7 @@ pub use lists::{
 pub use matcher::{CompiledList, reference_first_match};
 pub use settings::{
     AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls,
-    UserSettings, default_browser_server_ids,
+    UserField, UserSettings, default_browser_server_ids,
 };
 pub use shell::{CommandLine, MAX_NESTING, Prefix, PrefixList, SimpleCommand, parse_command_line};
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};

@@ -67,6 +67,10 @@ pub struct AdminControls {
     /// agent or a role, once the document has an allow-list.
     #[serde(skip_serializing_if = "RolesDocument::is_empty")]
     pub roles: RolesDocument,
+    /// The settings a user of the team has until they write their own (auto-run,
+    /// protections, lists): none means toolgate's defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_user_settings: Option<UserSettings>,
 }
 
 impl Default for AdminControls {
@@ -88,6 +92,7 @@ impl Default for AdminControls {
             mcp_access_mode: AccessMode::Blocklist,
             mcp_access_allowlist: Vec::new(),
             roles: RolesDocument::default(),
+            default_user_settings: None,
         }
     }
 }
@@ -113,7 +118,9 @@ pub fn default_browser_server_ids() -> Vec<String> {
         .collect()
 }
 
-/// A user's own settings within a team (seed 001's "Related Settings" plus command lists).
+// seed 001's "Related Settings", plus the user's command lists
+/// A user's own settings within a team: auto-run, run-everything, the protections and
+/// their own MCP and command lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct UserSettings {
@@ -148,6 +155,79 @@ impl Default for UserSettings {
             yolo_enable_run_everything: false,
             command_allowlist: Vec::new(),
             command_denylist: Vec::new(),
+        }
+    }
+}
+
+/// A field of [`UserSettings`] an update may name (a field mask's path): an update
+/// changes the fields it names and leaves every other as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UserField {
+    McpAllowedTools,
+    YoloMcpToolsDisabled,
+    PlaywrightProtection,
+    UseYoloMode,
+    YoloEnableRunEverything,
+    CommandAllowlist,
+    CommandDenylist,
+}
+
+impl UserField {
+    /// Every field, in the message's order.
+    pub const ALL: [UserField; 7] = [
+        Self::McpAllowedTools,
+        Self::YoloMcpToolsDisabled,
+        Self::PlaywrightProtection,
+        Self::UseYoloMode,
+        Self::YoloEnableRunEverything,
+        Self::CommandAllowlist,
+        Self::CommandDenylist,
+    ];
+
+    /// The field's name, as the protobuf message and the stored documents spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::McpAllowedTools => "mcp_allowed_tools",
+            Self::YoloMcpToolsDisabled => "yolo_mcp_tools_disabled",
+            Self::PlaywrightProtection => "playwright_protection",
+            Self::UseYoloMode => "use_yolo_mode",
+            Self::YoloEnableRunEverything => "yolo_enable_run_everything",
+            Self::CommandAllowlist => "command_allowlist",
+            Self::CommandDenylist => "command_denylist",
+        }
+    }
+
+    /// The field a path names, if it names one.
+    pub fn parse(path: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == path)
+    }
+}
+
+impl UserSettings {
+    /// Copies the `fields` of `from` into these settings, leaving the others.
+    pub fn set_fields(&mut self, from: &UserSettings, fields: &[UserField]) {
+        for field in fields {
+            match field {
+                UserField::McpAllowedTools => {
+                    self.mcp_allowed_tools.clone_from(&from.mcp_allowed_tools);
+                }
+                UserField::YoloMcpToolsDisabled => {
+                    self.yolo_mcp_tools_disabled = from.yolo_mcp_tools_disabled;
+                }
+                UserField::PlaywrightProtection => {
+                    self.playwright_protection = from.playwright_protection;
+                }
+                UserField::UseYoloMode => self.use_yolo_mode = from.use_yolo_mode,
+                UserField::YoloEnableRunEverything => {
+                    self.yolo_enable_run_everything = from.yolo_enable_run_everything;
+                }
+                UserField::CommandAllowlist => {
+                    self.command_allowlist.clone_from(&from.command_allowlist);
+                }
+                UserField::CommandDenylist => {
+                    self.command_denylist.clone_from(&from.command_denylist);
+                }
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::auth::{Action, Principal, authorize};
 use crate::hub::{CachedAdmin, CachedUser};
 use crate::policy::{
     self, AddOutcome, AdminControls, CompiledAdmin, CompiledUser, EntryProblem, PolicyError,
-    ToolActionLists, UserSettings,
+    ToolActionLists, UserField, UserSettings,
 };
 use crate::store::{AuditEvent, AuditFilter, StoreError, Versioned};
 use std::sync::Arc;
@@ -128,6 +128,13 @@ impl Service {
         self.check_doc("auto_run_controls.", &controls.lists(), || {
             CompiledAdmin::compile_write(&controls, &before.stored.doc).map(drop)
         })?;
+        if let Some(defaults) = &controls.default_user_settings {
+            self.check_doc(
+                "auto_run_controls.default_user_settings.",
+                &defaults.lists(),
+                || CompiledUser::compile(defaults).map(drop),
+            )?;
+        }
         let store = self.hub.store();
         let stored = self
             .commit(team, store.put_admin(team, &controls, expected, actor))
@@ -197,6 +204,40 @@ impl Service {
         authorize(p, team, Action::WriteUser(user))?;
         self.write_user(&p.name, team, user, settings, expected)
             .await
+    }
+
+    /// Changes only `fields` of the user's settings to their values in `patch`, on top
+    /// of the settings in effect (the team's defaults for a user who has written
+    /// none). With `expected`, once and only at that revision; without, retried on a
+    /// concurrent write, which can then change no field this update did not name.
+    pub async fn update_user_fields(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        patch: &UserSettings,
+        fields: &[UserField],
+        expected: Option<u64>,
+    ) -> Result<Versioned<UserSettings>, ServiceError> {
+        let team: &str = &check_id("settings.team_id", team)?;
+        let user: &str = &check_id("settings.user_id", user)?;
+        authorize(p, team, Action::WriteUser(user))?;
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let stored = self.hub.store().get_user(team, user).await?;
+            let mut settings = match (stored.revision, self.hub.admin(team).await?) {
+                (0, admin) => admin.stored.doc.default_user_settings.clone().unwrap_or_default(),
+                _ => stored.doc.clone(),
+            };
+            settings.set_fields(patch, fields);
+            let at = expected.unwrap_or(stored.revision);
+            match self.write_user(&p.name, team, user, settings, Some(at)).await {
+                Err(ServiceError::Conflict { .. }) if expected.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(ServiceError::Unavailable(
+            "too many concurrent writes to these settings: retry".into(),
+        ))
     }
 
     /// Validates and stores a user's settings as `actor`, once authorized.

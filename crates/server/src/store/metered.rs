@@ -103,6 +103,30 @@ impl Store for Metered<dyn Store> {
         observed("list_audit", self.0.list_audit(filter)).await
     }
 
+    async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {
+        observed("create_token", self.0.create_token(token, actor)).await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        observed("revoke_token", self.0.revoke_token(token_id, actor)).await
+    }
+
+    async fn list_tokens(
+        &self,
+        team_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        observed("list_tokens", self.0.list_tokens(team_id, limit)).await
+    }
+
+    async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        observed("active_tokens", self.0.active_tokens(now_ms)).await
+    }
+
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         self.0.notices().await
     }
