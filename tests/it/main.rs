@@ -38,5 +38,6 @@ mod shell_props;
 mod store_suite;
 mod telemetry;
 mod third_party;
+mod tokens;
 mod tls;
 mod watch;

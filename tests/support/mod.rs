@@ -21,6 +21,7 @@ use toolgate::server::{App, run};
 pub use pb::admin_service_client::AdminServiceClient;
 pub use pb::policy_service_client::PolicyServiceClient;
 pub use pb::server_info_service_client::ServerInfoServiceClient;
+pub use pb::token_service_client::TokenServiceClient;
 pub use pb::user_settings_service_client::UserSettingsServiceClient;
 
 /// The team most tests use, and a second one for isolation checks.
@@ -119,6 +120,10 @@ impl TestServer {
 
     pub fn policy(&self, token: &str) -> PolicyServiceClient<InterceptedService<Channel, Auth>> {
         PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
+    pub fn tokens(&self, token: &str) -> TokenServiceClient<InterceptedService<Channel, Auth>> {
+        TokenServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
     pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {
