@@ -39,5 +39,6 @@ mod store_suite;
 mod telemetry;
 mod third_party;
 mod tokens;
+mod user_settings;
 mod tls;
 mod watch;
