@@ -7,7 +7,7 @@
 use super::entry::split_internal_name;
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::tool_actions::ToolActionLists;
-use super::{Call, Candidate, Check, Decision, Outcome, Reason};
+use super::{Call, Candidate, Check, Decision, Outcome, Reason, Scope};
 use std::sync::Arc;
 
 /// Records the checks of a decision, or not: the quiet form costs nothing.
@@ -100,6 +100,18 @@ fn decide_with<E: Explain>(
     mut ex: E,
 ) -> Decision {
     let mut allowed_tools = None;
+    let scope = Scope {
+        admin_controlled: admin.controlled(),
+        list_mode: admin.controls.list_mode,
+        browser: match call {
+            Call::Mcp { server, .. } | Call::McpAction { server, .. } => admin.is_browser(server),
+            Call::McpInternal {
+                name,
+                fallback_server,
+            } => admin.is_browser(split_internal_name(name, fallback_server).0),
+            Call::Shell(_) | Call::DeleteFile(_) => false,
+        },
+    };
     let (outcome, reason, matched_entry, candidates) = match call {
         Call::Mcp { server, tool } => mcp(
             files,
@@ -150,6 +162,7 @@ fn decide_with<E: Explain>(
         allowed_tools,
         detail: None,
         obligations: None,
+        scope,
     }
 }
 
