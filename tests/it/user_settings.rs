@@ -384,3 +384,77 @@ async fn a_watcher_on_the_defaults_gets_a_snapshot_when_they_change() {
     assert!(matches!(next_event(&mut carol).await.event, Some(Event::AdminSettings(_))));
     server.stop().await;
 }
+
+/// `AddToAllowlist` adds the entry and says when it changes no decision now, and
+/// why, per the team's settings.
+#[tokio::test]
+async fn an_added_entry_that_cannot_matter_comes_with_a_note() {
+    let (server, _dir) = start().await;
+    let controls = |enabled: bool, union: bool, allow: &[&str], block: &[&str]| pb::AutoRunControls {
+        enabled,
+        list_mode: if union { pb::ListMode::Union } else { pb::ListMode::Replace } as i32,
+        mcp_tool_allowlist: strings(allow),
+        mcp_tool_blocklist: strings(block),
+        ..Default::default()
+    };
+    let user = |auto_run: bool, everything: bool| pb::UserSettings {
+        use_yolo_mode: auto_run,
+        yolo_enable_run_everything: everything,
+        ..Default::default()
+    };
+    // (case, team controls, user settings, entry, what the note must say; "" none)
+    let table = [
+        ("counts", controls(false, false, &[], &[]), user(true, false), "github:get_issue", ""),
+        ("a wildcard that counts", controls(false, false, &[], &[]), user(true, false), "github:*", ""),
+        ("auto-run off", controls(false, false, &[], &[]), user(false, false), "github:get_issue", "toolgate user set --auto-run on"),
+        ("the team's list replaces the user's", controls(true, false, &["jira:*"], &[]), user(true, false), "github:get_issue", "ask an admin to add github:get_issue to the team's allowlist"),
+        ("run-everything already allows it", controls(false, false, &[], &[]), user(true, true), "github:get_issue", "run-everything mode is on"),
+        ("the admin blocks it", controls(false, false, &[], &["github:*"]), user(true, false), "github:get_issue", "only an admin can lift it"),
+        ("union: the team's list already has it", controls(true, true, &["github:*"], &[]), user(true, false), "github:get_issue", "already allowed by github:*"),
+    ];
+    for (i, (case, controls, settings, entry, want)) in table.into_iter().enumerate() {
+        let team = format!("note-{i}");
+        server
+            .admin("operator-token")
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: team.clone(),
+                auto_run_controls: Some(controls),
+                expected_revision: None,
+            })
+            .await
+            .unwrap();
+        server
+            .users("operator-token")
+            .update_user_settings(pb::UpdateUserSettingsRequest {
+                settings: Some(pb::UserSettings {
+                    team_id: team.clone(),
+                    user_id: "u".into(),
+                    ..settings
+                }),
+                expected_revision: None,
+                update_mask: None,
+            })
+            .await
+            .unwrap();
+        let (server_id, tool) = entry.split_once(':').unwrap();
+        let r = server
+            .users("operator-token")
+            .add_to_allowlist(pb::AddToAllowlistRequest {
+                team_id: team,
+                user_id: "u".into(),
+                server: server_id.into(),
+                tool: tool.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.changed, "{case}: the entry is added all the same");
+        if want.is_empty() {
+            assert_eq!(r.note, "", "{case}");
+        } else {
+            assert!(r.note.contains(want), "{case}: {}", r.note);
+            assert!(r.note.starts_with(&format!("{entry} changes nothing now")), "{case}: {}", r.note);
+        }
+    }
+    server.stop().await;
+}

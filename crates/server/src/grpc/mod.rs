@@ -274,6 +274,7 @@ impl UserSettingsService for Api {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
+            note: change.note,
         }))
     }
 
@@ -291,6 +292,7 @@ impl UserSettingsService for Api {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
+            note: change.note,
         }))
     }
 }

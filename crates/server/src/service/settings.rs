@@ -27,6 +27,8 @@ pub struct AllowlistChange {
     pub settings: Versioned<UserSettings>,
     pub changed: bool,
     pub detail: String,
+    /// Added, yet changing no decision now: why (empty when it counts).
+    pub note: String,
 }
 
 impl Service {
@@ -257,8 +259,59 @@ impl Service {
             .await
     }
 
-    /// Seed 001 `Yro` against the stored list, retried on a concurrent write.
+    /// Seed 001 `Yro` against the stored list, retried on a concurrent write; an entry
+    /// added that changes no decision now comes back with a note saying why.
     pub async fn add_to_allowlist(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        server: &str,
+        tool: &str,
+    ) -> Result<AllowlistChange, ServiceError> {
+        let mut change = self.add_entry(p, team, user, server, tool).await?;
+        if change.changed {
+            change.note = self.entry_note(team, user, server, tool).await?;
+        }
+        Ok(change)
+    }
+
+    /// Whether a call the entry covers is now allowed by it; if not, the decision's
+    /// sentence, which says what would make it count.
+    async fn entry_note(
+        &self,
+        team: &str,
+        user: &str,
+        server: &str,
+        tool: &str,
+    ) -> Result<String, ServiceError> {
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        // a call the entry covers: a wildcard or glob side stands for any name
+        let sample = |side: &str, any: &str| {
+            if side == "*" {
+                any.to_owned()
+            } else {
+                side.replace('*', "x")
+            }
+        };
+        let call = policy::Call::Mcp {
+            server: sample(server, "any-server"),
+            tool: sample(tool, "any-tool"),
+        };
+        let eff = self.hub.effective(team, user).await?;
+        let d = policy::decide_in(&eff.tool_actions, &eff.admin.compiled, &eff.user.compiled, &call);
+        let entry = format!("{server}:{tool}");
+        Ok(match (d.reason, d.matched_entry.as_deref()) {
+            (policy::Reason::Allowlisted, Some(m)) if m == entry => String::new(),
+            (policy::Reason::Allowlisted, Some(m)) => {
+                format!("{entry} changes nothing now: the calls it covers are already allowed by {m}")
+            }
+            _ => format!("{entry} changes nothing now: {}", d.message(&call)),
+        })
+    }
+
+    async fn add_entry(
         &self,
         p: &Principal,
         team: &str,
@@ -318,6 +371,7 @@ impl Service {
                         settings: current,
                         changed: false,
                         detail,
+                        note: String::new(),
                     });
                 }
             };
@@ -332,6 +386,7 @@ impl Service {
                         settings,
                         changed: true,
                         detail: String::new(),
+                        note: String::new(),
                     });
                 }
                 Err(ServiceError::Conflict { .. }) => continue,
