@@ -156,6 +156,16 @@ async fn apply_diff_dry_run_stale_revision_and_audit() {
         "{}",
         stale.stderr
     );
+    // the hint names the revision to apply at: following it applies the edit
+    assert!(
+        stale
+            .stderr
+            .contains("change `revision: 1` in ")
+            && stale.stderr.contains("to `revision: 2`")
+            && stale.stderr.contains("--expected-revision 2"),
+        "{}",
+        stale.stderr
+    );
     let now = admin_settings(&server).await;
     assert_eq!(now.revision, 2, "a stale apply changed something");
     let controls = now.auto_run_controls.unwrap();
@@ -214,6 +224,15 @@ async fn apply_diff_dry_run_stale_revision_and_audit() {
     assert!(human.stdout.contains("admin_settings_updated"));
     let limited = toolgate(&server, &["audit", "list", "--limit", "1", "-o", "json"]).await;
     assert_eq!(limited.json()["events"].as_array().unwrap().len(), 1);
+
+    // the exit-4 hint, followed as written, applies the edit (it does not loop)
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replace("revision: 1\n", "revision: 2\n")).unwrap();
+    let applied = toolgate(&server, &["admin", "apply", "-f", &edited]).await;
+    assert_eq!(applied.code, 0, "{} {}", applied.stdout, applied.stderr);
+    let now = admin_settings(&server).await;
+    assert_eq!(now.revision, 3);
+    assert!(now.auto_run_controls.unwrap().kill_switch);
     server.stop().await;
 }
 
