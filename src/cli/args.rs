@@ -237,9 +237,11 @@ pub enum TokenCommand {
 pub enum UserCommand {
     /// Prints the user's settings (a team's defaults when the user has none).
     Get {
-        #[arg(long)]
+        /// The team (default: the token's own).
+        #[arg(long, default_value = "")]
         team: String,
-        #[arg(long)]
+        /// The user (default: the token's own).
+        #[arg(long, default_value = "")]
         user: String,
     },
     /// Changes only the settings named; everything else stays as it is.
@@ -248,9 +250,11 @@ pub enum UserCommand {
 
 #[derive(Debug, Args)]
 pub struct UserSetArgs {
-    #[arg(long)]
+    /// The team (default: the token's own).
+    #[arg(long, default_value = "")]
     pub team: String,
-    #[arg(long)]
+    /// The user (default: the token's own).
+    #[arg(long, default_value = "")]
     pub user: String,
     /// Tools run without approval where the policy allows them.
     #[arg(long, value_parser = ["on", "off"])]

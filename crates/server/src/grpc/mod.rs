@@ -211,12 +211,10 @@ impl UserSettingsService for Api {
     ) -> Result<Response<pb::UserSettings>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let user = self.service.get_user(&p, &r.team_id, &r.user_id).await?;
-        Ok(Response::new(user_to_pb(
-            &r.team_id,
-            &r.user_id,
-            &user.stored,
-        )))
+        // empty ids are the token's own, as for decisions
+        let (team, user_id) = crate::service::own_subject(&p, &r.team_id, &r.user_id);
+        let user = self.service.get_user(&p, team, user_id).await?;
+        Ok(Response::new(user_to_pb(team, user_id, &user.stored)))
     }
 
     async fn update_user_settings(
@@ -232,6 +230,9 @@ impl UserSettingsService for Api {
         })?;
         let (team, user) = (settings.team_id.clone(), settings.user_id.clone());
         if let Some(mask) = r.update_mask.filter(|m| !m.paths.is_empty()) {
+            // empty ids are the token's own: a member changes a setting with no ids
+            let (team, user) = crate::service::own_subject(&p, &team, &user);
+            let (team, user) = (team.to_owned(), user.to_owned());
             let fields = toolgate_proto::convert::user_fields_from_mask(&mask)
                 .map_err(ServiceError::from)?;
             let stored = self
