@@ -158,9 +158,7 @@ async fn apply_diff_dry_run_stale_revision_and_audit() {
     );
     // the hint names the revision to apply at: following it applies the edit
     assert!(
-        stale
-            .stderr
-            .contains("change `revision: 1` in ")
+        stale.stderr.contains("change `revision: 1` in ")
             && stale.stderr.contains("to `revision: 2`")
             && stale.stderr.contains("--expected-revision 2"),
         "{}",
@@ -622,7 +620,18 @@ async fn token_and_user_commands_enrol_a_developer() {
     let (server, _dir) = start().await;
     let created = toolgate(
         &server,
-        &["token", "create", "--team", TEAM, "--user", "zed", "--expires", "30d", "-o", "json"],
+        &[
+            "token",
+            "create",
+            "--team",
+            TEAM,
+            "--user",
+            "zed",
+            "--expires",
+            "30d",
+            "-o",
+            "json",
+        ],
     )
     .await;
     assert_eq!(created.code, 0, "{}", created.stderr);
@@ -630,7 +639,11 @@ async fn token_and_user_commands_enrol_a_developer() {
     let secret = created["secret"].as_str().unwrap().to_owned();
     let id = created["token"]["token_id"].as_str().unwrap().to_owned();
     assert_eq!(created["token"]["role"], "member");
-    let human = toolgate(&server, &["token", "create", "--team", TEAM, "--user", "yan"]).await;
+    let human = toolgate(
+        &server,
+        &["token", "create", "--team", TEAM, "--user", "yan"],
+    )
+    .await;
     assert!(human.stdout.contains("shown once"), "{}", human.stdout);
 
     // zed's list first, then auto-run alone: the list stays
@@ -644,9 +657,16 @@ async fn token_and_user_commands_enrol_a_developer() {
         })
         .await
         .unwrap();
-    let set = toolgate_as(&server, &secret, &["user", "set", "--auto-run", "on", "-o", "json"]).await;
+    let set = toolgate_as(
+        &server,
+        &secret,
+        &["user", "set", "--auto-run", "on", "-o", "json"],
+    )
+    .await;
     assert_eq!(set.code, 0, "{}", set.stderr);
-    let got = toolgate_as(&server, &secret, &["user", "get", "-o", "json"]).await.json();
+    let got = toolgate_as(&server, &secret, &["user", "get", "-o", "json"])
+        .await
+        .json();
     assert_eq!(got["user"], "zed");
     assert_eq!(got["auto_run"], true);
     assert_eq!(got["mcp_allowed_tools"], serde_json::json!(["github:*"]));
@@ -656,9 +676,18 @@ async fn token_and_user_commands_enrol_a_developer() {
     assert_eq!(nothing.code, 2, "{}", nothing.stderr);
 
     // a member may not issue tokens
-    let refused = toolgate_as(&server, &secret, &["token", "create", "--team", TEAM, "--user", "x"]).await;
+    let refused = toolgate_as(
+        &server,
+        &secret,
+        &["token", "create", "--team", TEAM, "--user", "x"],
+    )
+    .await;
     assert_eq!(refused.code, 1);
-    assert!(refused.stderr.contains("PermissionDenied"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("PermissionDenied"),
+        "{}",
+        refused.stderr
+    );
 
     let listed = toolgate(&server, &["token", "list"]).await;
     assert!(listed.stdout.contains(&id), "{}", listed.stdout);

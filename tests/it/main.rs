@@ -39,7 +39,7 @@ mod shell_props;
 mod store_suite;
 mod telemetry;
 mod third_party;
+mod tls;
 mod tokens;
 mod user_settings;
-mod tls;
 mod watch;

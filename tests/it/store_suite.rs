@@ -358,21 +358,41 @@ async fn issued_tokens_create_list_revoke(reopen: Reopen) {
         role: "member".into(),
         expires_at_ms,
     };
-    let a = store.create_token(&new("tok_a", "t", now + 60_000), "op").await.unwrap();
+    let a = store
+        .create_token(&new("tok_a", "t", now + 60_000), "op")
+        .await
+        .unwrap();
     assert_eq!((a.created_by.as_str(), a.revoked_at_ms), ("op", None));
-    store.create_token(&new("tok_b", "t", now - 1), "op").await.unwrap();
-    store.create_token(&new("tok_c", "u", now + 60_000), "op").await.unwrap();
+    store
+        .create_token(&new("tok_b", "t", now - 1), "op")
+        .await
+        .unwrap();
+    store
+        .create_token(&new("tok_c", "u", now + 60_000), "op")
+        .await
+        .unwrap();
     // the same digest twice is refused (the secret must be fresh)
-    assert!(store.create_token(&new("tok_a", "t", now), "op").await.is_err());
+    assert!(
+        store
+            .create_token(&new("tok_a", "t", now), "op")
+            .await
+            .is_err()
+    );
     let ids = |v: Vec<toolgate::store::IssuedToken>| {
         let mut ids: Vec<String> = v.into_iter().map(|t| t.token_id).collect();
         ids.sort();
         ids
     };
-    assert_eq!(ids(store.list_tokens(Some("t"), 10).await.unwrap()), ["tok_a", "tok_b"]);
+    assert_eq!(
+        ids(store.list_tokens(Some("t"), 10).await.unwrap()),
+        ["tok_a", "tok_b"]
+    );
     assert_eq!(ids(store.list_tokens(None, 10).await.unwrap()).len(), 3);
     let other = reopen(100).await;
-    assert_eq!(ids(other.active_tokens(now).await.unwrap()), ["tok_a", "tok_c"]);
+    assert_eq!(
+        ids(other.active_tokens(now).await.unwrap()),
+        ["tok_a", "tok_c"]
+    );
     let revoked = store.revoke_token("tok_a", "admin").await.unwrap().unwrap();
     assert_eq!(revoked.revoked_by.as_deref(), Some("admin"));
     assert!(revoked.revoked_at_ms.is_some());
@@ -390,7 +410,14 @@ async fn issued_tokens_create_list_revoke(reopen: Reopen) {
         .await
         .unwrap();
     let kinds: Vec<&str> = audit.iter().map(|e| e.kind.as_str()).collect();
-    assert_eq!(kinds, [AUDIT_TOKEN_CREATED, AUDIT_TOKEN_CREATED, AUDIT_TOKEN_REVOKED]);
+    assert_eq!(
+        kinds,
+        [
+            AUDIT_TOKEN_CREATED,
+            AUDIT_TOKEN_CREATED,
+            AUDIT_TOKEN_REVOKED
+        ]
+    );
     for e in &audit {
         assert!(e.detail_json.contains("tok_"), "{}", e.detail_json);
         assert!(

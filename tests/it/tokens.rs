@@ -19,7 +19,11 @@ fn create(team: &str, user: &str, role: pb::TokenRole) -> pb::CreateTokenRequest
     }
 }
 
-async fn issue(server: &TestServer, by: &str, req: pb::CreateTokenRequest) -> pb::CreateTokenResponse {
+async fn issue(
+    server: &TestServer,
+    by: &str,
+    req: pb::CreateTokenRequest,
+) -> pb::CreateTokenResponse {
     server
         .tokens(by)
         .create_token(req)
@@ -43,7 +47,12 @@ async fn reads_as(server: &TestServer, token: &str, user: &str) -> Result<(), to
 #[tokio::test]
 async fn an_issued_token_works_at_once_and_stops_at_once_when_revoked() {
     let (server, _dir) = start().await;
-    let created = issue(&server, "admin-token", create(TEAM, "carol", pb::TokenRole::Member)).await;
+    let created = issue(
+        &server,
+        "admin-token",
+        create(TEAM, "carol", pb::TokenRole::Member),
+    )
+    .await;
     let token = created.token.clone().unwrap();
     assert!(created.secret.starts_with("tg_"), "{}", created.secret);
     assert!(token.token_id.starts_with("tok_"));
@@ -88,7 +97,9 @@ async fn an_issued_token_works_at_once_and_stops_at_once_when_revoked() {
         .unwrap()
         .into_inner();
     assert!(revoked.revoked);
-    let e = reads_as(&server, &created.secret, "carol").await.unwrap_err();
+    let e = reads_as(&server, &created.secret, "carol")
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
     // a second revocation changes nothing
     let again = server
@@ -124,7 +135,10 @@ async fn an_issued_token_works_at_once_and_stops_at_once_when_revoked() {
         .iter()
         .map(|e| (e.kind.as_str(), e.actor.as_str()))
         .collect();
-    assert_eq!(kinds, [("token_created", "admin"), ("token_revoked", "admin")]);
+    assert_eq!(
+        kinds,
+        [("token_created", "admin"), ("token_revoked", "admin")]
+    );
     for e in &audit {
         assert!(e.detail_json.contains(&token.token_id), "{}", e.detail_json);
         assert!(!e.detail_json.contains(&created.secret[3..10]));
@@ -136,7 +150,12 @@ async fn an_issued_token_works_at_once_and_stops_at_once_when_revoked() {
 async fn issued_tokens_survive_a_restart_and_static_tokens_keep_working() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(test_config(dir.path())).await;
-    let created = issue(&server, "operator-token", create(TEAM, "dave", pb::TokenRole::Member)).await;
+    let created = issue(
+        &server,
+        "operator-token",
+        create(TEAM, "dave", pb::TokenRole::Member),
+    )
+    .await;
     server.stop().await;
     let server = TestServer::start(test_config(dir.path())).await;
     reads_as(&server, &created.secret, "dave").await.unwrap();
@@ -158,8 +177,18 @@ async fn the_matrix_of_who_may_issue_which_role() {
         ("admin-token", TEAM, Member, None),
         ("admin-token", TEAM, Service, None),
         ("admin-token", TEAM, Admin, None),
-        ("admin-token", OTHER_TEAM, Member, Some(Code::PermissionDenied)),
-        ("other-admin-token", TEAM, Member, Some(Code::PermissionDenied)),
+        (
+            "admin-token",
+            OTHER_TEAM,
+            Member,
+            Some(Code::PermissionDenied),
+        ),
+        (
+            "other-admin-token",
+            TEAM,
+            Member,
+            Some(Code::PermissionDenied),
+        ),
         ("alice-token", TEAM, Member, Some(Code::PermissionDenied)),
         ("service-token", TEAM, Member, Some(Code::PermissionDenied)),
         ("", TEAM, Member, Some(Code::Unauthenticated)),
@@ -194,12 +223,20 @@ async fn the_matrix_of_who_may_issue_which_role() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().contains("expires_in_seconds"), "{}", e.message());
+    assert!(
+        e.message().contains("expires_in_seconds"),
+        "{}",
+        e.message()
+    );
 
     // issued tokens issue as their role allows
-    let admin = issue(&server, "operator-token", create(TEAM, "erin", Admin)).await.secret;
+    let admin = issue(&server, "operator-token", create(TEAM, "erin", Admin))
+        .await
+        .secret;
     issue(&server, &admin, create(TEAM, "frank", Member)).await;
-    let member = issue(&server, &admin, create(TEAM, "gina", Member)).await.secret;
+    let member = issue(&server, &admin, create(TEAM, "gina", Member))
+        .await
+        .secret;
     let e = server
         .tokens(&member)
         .create_token(create(TEAM, "x", Member))
@@ -272,7 +309,12 @@ async fn postgres_a_token_issued_on_one_replica_works_on_another_until_revoked_t
     };
     let (a, _da) = replica(url.clone()).await;
     let (b, _db) = replica(url).await;
-    let created = issue(&a, "admin-token", create(TEAM, "hana", pb::TokenRole::Member)).await;
+    let created = issue(
+        &a,
+        "admin-token",
+        create(TEAM, "hana", pb::TokenRole::Member),
+    )
+    .await;
     reads_as(&a, &created.secret, "hana").await.unwrap();
     eventually("B accepts the token A issued", || {
         let (b, secret) = (&b, created.secret.clone());

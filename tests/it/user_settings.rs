@@ -57,12 +57,24 @@ async fn a_masked_update_changes_only_the_fields_it_names() {
         (
             "auto-run only: the lists stay",
             vec!["use_yolo_mode"],
-            Ok((true, true, true, strings(&["github:*"]), strings(&["git status"]))),
+            Ok((
+                true,
+                true,
+                true,
+                strings(&["github:*"]),
+                strings(&["git status"]),
+            )),
         ),
         (
             "two fields",
             vec!["use_yolo_mode", "playwright_protection"],
-            Ok((true, true, false, strings(&["github:*"]), strings(&["git status"]))),
+            Ok((
+                true,
+                true,
+                false,
+                strings(&["github:*"]),
+                strings(&["git status"]),
+            )),
         ),
         (
             "a list named is replaced, here emptied",
@@ -72,7 +84,13 @@ async fn a_masked_update_changes_only_the_fields_it_names() {
         (
             "run-everything named and sent false",
             vec!["yolo_enable_run_everything"],
-            Ok((false, false, true, strings(&["github:*"]), strings(&["git status"]))),
+            Ok((
+                false,
+                false,
+                true,
+                strings(&["github:*"]),
+                strings(&["git status"]),
+            )),
         ),
         (
             "an unknown path is refused with its index",
@@ -238,7 +256,10 @@ async fn a_user_without_settings_gets_the_teams_defaults() {
     assert_eq!(decide(&server, "carol").await, (Ask, Reason::AutoRunOff));
     server.set_controls(defaults(true, true)).await;
     // carol has written nothing: the team's defaults decide
-    assert_eq!(decide(&server, "carol").await, (Allow, Reason::RunEverything));
+    assert_eq!(
+        decide(&server, "carol").await,
+        (Allow, Reason::RunEverything)
+    );
     let read = server
         .users("service-token")
         .get_user_settings(pb::GetUserSettingsRequest {
@@ -325,7 +346,15 @@ async fn next_event(events: &mut tonic::Streaming<pb::PolicyEvent>) -> pb::Polic
 
 fn snapshot_auto_run(e: &pb::PolicyEvent) -> bool {
     match &e.event {
-        Some(Event::Snapshot(s)) => s.policy.as_ref().unwrap().user.as_ref().unwrap().use_yolo_mode,
+        Some(Event::Snapshot(s)) => {
+            s.policy
+                .as_ref()
+                .unwrap()
+                .user
+                .as_ref()
+                .unwrap()
+                .use_yolo_mode
+        }
         other => panic!("expected a snapshot, got {other:?}"),
     }
 }
@@ -369,7 +398,10 @@ async fn a_watcher_on_the_defaults_gets_a_snapshot_when_they_change() {
     let e = next_event(&mut carol).await;
     assert!(snapshot_auto_run(&e));
     assert_eq!(e.revision, revision);
-    assert!(matches!(next_event(&mut own).await.event, Some(Event::AdminSettings(_))));
+    assert!(matches!(
+        next_event(&mut own).await.event,
+        Some(Event::AdminSettings(_))
+    ));
 
     // cleared: carol is told she is back to toolgate's defaults
     server.set_controls(pb::AutoRunControls::default()).await;
@@ -381,7 +413,10 @@ async fn a_watcher_on_the_defaults_gets_a_snapshot_when_they_change() {
             ..Default::default()
         })
         .await;
-    assert!(matches!(next_event(&mut carol).await.event, Some(Event::AdminSettings(_))));
+    assert!(matches!(
+        next_event(&mut carol).await.event,
+        Some(Event::AdminSettings(_))
+    ));
     server.stop().await;
 }
 
@@ -390,13 +425,18 @@ async fn a_watcher_on_the_defaults_gets_a_snapshot_when_they_change() {
 #[tokio::test]
 async fn an_added_entry_that_cannot_matter_comes_with_a_note() {
     let (server, _dir) = start().await;
-    let controls = |enabled: bool, union: bool, allow: &[&str], block: &[&str]| pb::AutoRunControls {
-        enabled,
-        list_mode: if union { pb::ListMode::Union } else { pb::ListMode::Replace } as i32,
-        mcp_tool_allowlist: strings(allow),
-        mcp_tool_blocklist: strings(block),
-        ..Default::default()
-    };
+    let controls =
+        |enabled: bool, union: bool, allow: &[&str], block: &[&str]| pb::AutoRunControls {
+            enabled,
+            list_mode: if union {
+                pb::ListMode::Union
+            } else {
+                pb::ListMode::Replace
+            } as i32,
+            mcp_tool_allowlist: strings(allow),
+            mcp_tool_blocklist: strings(block),
+            ..Default::default()
+        };
     let user = |auto_run: bool, everything: bool| pb::UserSettings {
         use_yolo_mode: auto_run,
         yolo_enable_run_everything: everything,
@@ -404,13 +444,55 @@ async fn an_added_entry_that_cannot_matter_comes_with_a_note() {
     };
     // (case, team controls, user settings, entry, what the note must say; "" none)
     let table = [
-        ("counts", controls(false, false, &[], &[]), user(true, false), "github:get_issue", ""),
-        ("a wildcard that counts", controls(false, false, &[], &[]), user(true, false), "github:*", ""),
-        ("auto-run off", controls(false, false, &[], &[]), user(false, false), "github:get_issue", "toolgate user set --auto-run on"),
-        ("the team's list replaces the user's", controls(true, false, &["jira:*"], &[]), user(true, false), "github:get_issue", "ask an admin to add github:get_issue to the team's allowlist"),
-        ("run-everything already allows it", controls(false, false, &[], &[]), user(true, true), "github:get_issue", "run-everything mode is on"),
-        ("the admin blocks it", controls(false, false, &[], &["github:*"]), user(true, false), "github:get_issue", "only an admin can lift it"),
-        ("union: the team's list already has it", controls(true, true, &["github:*"], &[]), user(true, false), "github:get_issue", "already allowed by github:*"),
+        (
+            "counts",
+            controls(false, false, &[], &[]),
+            user(true, false),
+            "github:get_issue",
+            "",
+        ),
+        (
+            "a wildcard that counts",
+            controls(false, false, &[], &[]),
+            user(true, false),
+            "github:*",
+            "",
+        ),
+        (
+            "auto-run off",
+            controls(false, false, &[], &[]),
+            user(false, false),
+            "github:get_issue",
+            "toolgate user set --auto-run on",
+        ),
+        (
+            "the team's list replaces the user's",
+            controls(true, false, &["jira:*"], &[]),
+            user(true, false),
+            "github:get_issue",
+            "ask an admin to add github:get_issue to the team's allowlist",
+        ),
+        (
+            "run-everything already allows it",
+            controls(false, false, &[], &[]),
+            user(true, true),
+            "github:get_issue",
+            "run-everything mode is on",
+        ),
+        (
+            "the admin blocks it",
+            controls(false, false, &[], &["github:*"]),
+            user(true, false),
+            "github:get_issue",
+            "only an admin can lift it",
+        ),
+        (
+            "union: the team's list already has it",
+            controls(true, true, &["github:*"], &[]),
+            user(true, false),
+            "github:get_issue",
+            "already allowed by github:*",
+        ),
     ];
     for (i, (case, controls, settings, entry, want)) in table.into_iter().enumerate() {
         let team = format!("note-{i}");
@@ -453,7 +535,11 @@ async fn an_added_entry_that_cannot_matter_comes_with_a_note() {
             assert_eq!(r.note, "", "{case}");
         } else {
             assert!(r.note.contains(want), "{case}: {}", r.note);
-            assert!(r.note.starts_with(&format!("{entry} changes nothing now")), "{case}: {}", r.note);
+            assert!(
+                r.note.starts_with(&format!("{entry} changes nothing now")),
+                "{case}: {}",
+                r.note
+            );
         }
     }
     server.stop().await;

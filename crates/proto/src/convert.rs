@@ -80,7 +80,7 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
         mcp_access_mode,
         mcp_access_allowlist: c.mcp_access_allowlist,
         roles: roles_from_json(&c.roles_json)?,
-        default_user_settings: c.default_user_settings.map(user_from_pb),
+        default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
     })
 }
 
@@ -135,7 +135,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
         } else {
             serde_json::to_string(&c.roles).unwrap_or_default()
         },
-        default_user_settings: c.default_user_settings.as_ref().map(user_to_pb),
+        default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
     }
 }
 

@@ -31,8 +31,8 @@ pub use lists::{
 };
 pub use matcher::{CompiledList, reference_first_match};
 pub use settings::{
-    AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls,
-    UserField, UserSettings, default_browser_server_ids,
+    AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls, UserField,
+    UserSettings, default_browser_server_ids,
 };
 pub use shell::{CommandLine, MAX_NESTING, Prefix, PrefixList, SimpleCommand, parse_command_line};
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};

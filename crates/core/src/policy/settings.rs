@@ -70,7 +70,8 @@ pub struct AdminControls {
     /// The settings a user of the team has until they write their own (auto-run,
     /// protections, lists): none means toolgate's defaults.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_user_settings: Option<UserSettings>,
+    /// Boxed: most teams have none, and the settings are large beside the controls.
+    pub default_user_settings: Option<Box<UserSettings>>,
 }
 
 impl Default for AdminControls {

@@ -7,8 +7,8 @@ use crate::proto::v1 as pb;
 use crate::service::{IssuedToken, ServiceError};
 use pb::token_service_server::TokenService;
 use std::time::Duration;
-use toolgate_proto::convert::timestamp;
 use tonic::{Request, Response, Status};
+use toolgate_proto::convert::timestamp;
 
 pub use pb::token_service_server::TokenServiceServer;
 

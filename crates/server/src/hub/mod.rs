@@ -16,14 +16,14 @@
 //! retried by [`Hub::monitor`] until it succeeds, and [`Hub::health`] says so
 //! meanwhile, as it does when the store reports itself unfit for writes.
 
+use crate::auth::Principal;
+use crate::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
 use crate::policy::{
     AdminControls, CompiledAdmin, CompiledUser, PolicyError, ToolActionLists, UserSettings,
 };
 use crate::store::{
     Change, ChangeDoc, History, Notice, NoticeStream, Store, StoreError, Versioned,
 };
-use crate::auth::Principal;
-use crate::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
@@ -133,7 +133,7 @@ fn compile_admin(team_id: &str, stored: Versioned<AdminControls>) -> Result<Cach
             })?;
             Some(Arc::new(Cached {
                 stored: Versioned {
-                    doc: defaults.clone(),
+                    doc: UserSettings::clone(defaults),
                     revision: 0,
                     updated_at_ms: stored.updated_at_ms,
                     updated_by: stored.updated_by.clone(),

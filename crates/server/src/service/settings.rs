@@ -227,12 +227,21 @@ impl Service {
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let stored = self.hub.store().get_user(team, user).await?;
             let mut settings = match (stored.revision, self.hub.admin(team).await?) {
-                (0, admin) => admin.stored.doc.default_user_settings.clone().unwrap_or_default(),
+                (0, admin) => admin
+                    .stored
+                    .doc
+                    .default_user_settings
+                    .as_deref()
+                    .cloned()
+                    .unwrap_or_default(),
                 _ => stored.doc.clone(),
             };
             settings.set_fields(patch, fields);
             let at = expected.unwrap_or(stored.revision);
-            match self.write_user(&p.name, team, user, settings, Some(at)).await {
+            match self
+                .write_user(&p.name, team, user, settings, Some(at))
+                .await
+            {
                 Err(ServiceError::Conflict { .. }) if expected.is_none() => continue,
                 other => return other,
             }
@@ -300,12 +309,19 @@ impl Service {
             tool: sample(tool, "any-tool"),
         };
         let eff = self.hub.effective(team, user).await?;
-        let d = policy::decide_in(&eff.tool_actions, &eff.admin.compiled, &eff.user.compiled, &call);
+        let d = policy::decide_in(
+            &eff.tool_actions,
+            &eff.admin.compiled,
+            &eff.user.compiled,
+            &call,
+        );
         let entry = format!("{server}:{tool}");
         Ok(match (d.reason, d.matched_entry.as_deref()) {
             (policy::Reason::Allowlisted, Some(m)) if m == entry => String::new(),
             (policy::Reason::Allowlisted, Some(m)) => {
-                format!("{entry} changes nothing now: the calls it covers are already allowed by {m}")
+                format!(
+                    "{entry} changes nothing now: the calls it covers are already allowed by {m}"
+                )
             }
             _ => format!("{entry} changes nothing now: {}", d.message(&call)),
         })

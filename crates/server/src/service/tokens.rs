@@ -119,9 +119,8 @@ impl Service {
             (true, _, Some(own)) => Some(own.to_owned()),
             _ => Some(check_id("team_id", team)?.into_owned()),
         };
-        match &team {
-            Some(team) => authorize(p, team, Action::ManageTokens)?,
-            None => {}
+        if let Some(team) = &team {
+            authorize(p, team, Action::ManageTokens)?;
         }
         let now = now_ms();
         let mut tokens = self

@@ -79,8 +79,9 @@ impl Service {
                         if !affects(&user, &change) {
                             continue;
                         }
-                        if let Some(snapshot) =
-                            this.defaults_snapshot(&team, &user, &change, &mut follows_defaults).await?
+                        if let Some(snapshot) = this
+                            .defaults_snapshot(&team, &user, &change, &mut follows_defaults)
+                            .await?
                         {
                             // the snapshot holds every change up to now: the rest are in it
                             seen = snapshot.revision();

@@ -214,8 +214,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Stores a token issued through the API (its digest only) with its audit record.
-    async fn create_token(&self, _token: &NewToken, _actor: &str) -> Result<IssuedToken, StoreError> {
-        Err(StoreError::Unavailable("this store keeps no issued tokens".into()))
+    async fn create_token(
+        &self,
+        _token: &NewToken,
+        _actor: &str,
+    ) -> Result<IssuedToken, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no issued tokens".into(),
+        ))
     }
 
     /// Revokes an issued token with its audit record (once); `None` when no token has
@@ -225,7 +231,9 @@ pub trait Store: Send + Sync + 'static {
         _token_id: &str,
         _actor: &str,
     ) -> Result<Option<IssuedToken>, StoreError> {
-        Err(StoreError::Unavailable("this store keeps no issued tokens".into()))
+        Err(StoreError::Unavailable(
+            "this store keeps no issued tokens".into(),
+        ))
     }
 
     /// A team's issued tokens (every team's with `None`), newest first, at most `limit`.

@@ -8,7 +8,8 @@ use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
-    IssuedToken, NewAuditEvent, NewToken, NoticeStream, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
+    IssuedToken, NewAuditEvent, NewToken, NoticeStream, Store, StoreError, Versioned, now_ms,
+    to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;

@@ -6,7 +6,9 @@ use super::backend::Backend;
 use super::sql::SqlStore;
 use super::{StoreError, now_ms, to_i64};
 use serde_json::json;
-use sqlx::{ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
+use sqlx::{
+    ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Row, Type,
+};
 
 /// The payload announcing a change of the issued tokens: never a team id (ids are
 /// never empty), so older replicas ignore it as a team they do not hold.

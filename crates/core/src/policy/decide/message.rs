@@ -3,7 +3,8 @@
 //! the admin's replaces the user's, the user's own setting where it is theirs.
 
 use crate::policy::{
-    Call, Candidate, Decision, ListMode, Outcome, Reason, Scope, qualified_name, shell, split_internal_name,
+    Call, Candidate, Decision, ListMode, Outcome, Reason, Scope, qualified_name, shell,
+    split_internal_name,
 };
 
 /// A sentence for people about `d`, a decision on `call`.
