@@ -401,6 +401,7 @@ async fn issued_tokens_create_list_revoke(reopen: Reopen) {
     assert_eq!(again.revoked_by.as_deref(), Some("admin"));
     assert_eq!(store.revoke_token("tok_zz", "admin").await.unwrap(), None);
     assert_eq!(ids(other.active_tokens(now).await.unwrap()), ["tok_c"]);
+    assert_eq!(other.active_token_count("t", now).await.unwrap(), 0);
     let audit = store
         .list_audit(&AuditFilter {
             team_id: Some("t".into()),

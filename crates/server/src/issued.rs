@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// Most tokens issued and in force per team: creation past it is refused, which
 /// bounds the table every replica holds.
-pub const MAX_TOKENS_PER_TEAM: usize = 1_000;
+pub const MAX_TOKENS_PER_TEAM: u64 = 1_000;
 
 /// One active token: who it speaks for and until when.
 #[derive(Debug, Clone)]

@@ -108,6 +108,9 @@ pub struct Hub {
     health: watch::Sender<HubHealth>,
     /// The tokens issued through the API, re-read whole when they change.
     issued: Arc<IssuedTokens>,
+    /// A re-read of the issued tokens failed: retried by the monitor until it reads,
+    /// so a revocation another replica made is not missed for good.
+    tokens_stale: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Hub {
@@ -176,6 +179,7 @@ impl Hub {
             started: Instant::now(),
             health: watch::Sender::new(HubHealth::default()),
             issued: Arc::default(),
+            tokens_stale: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -249,7 +253,23 @@ impl Hub {
             })
         });
         self.issued.replace(active);
+        self.tokens_stale.store(false, Ordering::Release);
         Ok(())
+    }
+
+    /// Re-reads the issued tokens, or marks them stale for the monitor to retry.
+    pub(crate) async fn reload_tokens_or_mark(&self) -> Result<(), StoreError> {
+        let result = self.reload_tokens().await;
+        if let Err(e) = &result {
+            self.tokens_stale.store(true, Ordering::Release);
+            tracing::warn!(error = %e, "issued tokens not re-read: retried by the monitor");
+        }
+        result
+    }
+
+    /// Whether the issued tokens wait for a re-read that failed.
+    pub fn tokens_stale(&self) -> bool {
+        self.tokens_stale.load(Ordering::Acquire)
     }
 
     /// The team's latest published revision.
@@ -413,11 +433,8 @@ impl Hub {
     /// triggers a catch-up of the team (or of every cached team after a reconnect).
     pub async fn follow(self: Arc<Self>, mut notices: NoticeStream) {
         while let Some(notice) = notices.next().await {
-            if matches!(notice, Notice::Tokens | Notice::Reconnected)
-                && let Err(e) = self.reload_tokens().await
-            {
-                // the table in force stays; the next notice or reconnect reads again
-                tracing::warn!(error = %e, "issued tokens not re-read");
+            if matches!(notice, Notice::Tokens | Notice::Reconnected) {
+                let _ = self.reload_tokens_or_mark().await;
             }
             let teams: Vec<String> = match notice {
                 // a team nobody has read yet loads fresh on first use

@@ -81,12 +81,7 @@ impl Service {
         let now = now_ms();
         // counted before the write, so concurrent creates may pass the limit by a few:
         // it bounds memory, it is not a quota
-        let active = store
-            .list_tokens(Some(team), u32::MAX)
-            .await?
-            .iter()
-            .filter(|t| t.revoked_at_ms.is_none() && t.expires_at_ms > now)
-            .count();
+        let active = store.active_token_count(team, now).await?;
         if active >= MAX_TOKENS_PER_TEAM {
             return Err(ServiceError::FailedPrecondition(format!(
                 "team {team} has {active} tokens in force, the most allowed: revoke unused ones (`toolgate token list`, `toolgate token revoke`)"
@@ -156,12 +151,7 @@ impl Service {
             )
         };
         // authorized against the token's own team before anything changes
-        let token = store
-            .list_tokens(p.team.as_deref(), u32::MAX)
-            .await?
-            .into_iter()
-            .find(|t| t.token_id == token_id)
-            .ok_or_else(unknown)?;
+        let token = store.get_token(token_id).await?.ok_or_else(unknown)?;
         if authorize(p, &token.team_id, Action::ManageTokens).is_err() {
             return Err(unknown());
         }
@@ -177,8 +167,14 @@ impl Service {
         Ok((after, revoked))
     }
 
-    /// Re-reads the issued tokens into the table the authenticator reads.
+    /// Re-reads the issued tokens into the table the authenticator reads. A re-read
+    /// that fails after the commit is retried by the hub's monitor; the caller is told
+    /// the change is durable but not yet in force here.
     async fn refresh_tokens(&self) -> Result<(), ServiceError> {
-        Ok(self.hub.reload_tokens().await?)
+        self.hub.reload_tokens_or_mark().await.map_err(|e| {
+            ServiceError::Unavailable(format!(
+                "the token change is committed but not yet in force on this replica ({e}): it applies when the store reads again"
+            ))
+        })
     }
 }

@@ -123,6 +123,18 @@ impl Store for Metered<dyn Store> {
         observed("list_tokens", self.0.list_tokens(team_id, limit)).await
     }
 
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        observed("get_token", self.0.get_token(token_id)).await
+    }
+
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+        observed(
+            "active_token_count",
+            self.0.active_token_count(team_id, now_ms),
+        )
+        .await
+    }
+
     async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
         observed("active_tokens", self.0.active_tokens(now_ms)).await
     }

@@ -245,6 +245,16 @@ pub trait Store: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
+    /// The issued token with this id, revoked or not.
+    async fn get_token(&self, _token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        Ok(None)
+    }
+
+    /// How many of the team's issued tokens are in force at `now_ms`.
+    async fn active_token_count(&self, _team_id: &str, _now_ms: i64) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
     /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
     async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
         Ok(Vec::new())

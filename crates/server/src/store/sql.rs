@@ -467,6 +467,14 @@ where
         self.select_tokens(team_id, limit).await
     }
 
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        self.select_token(token_id).await
+    }
+
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+        self.count_active_tokens(team_id, now_ms).await
+    }
+
     async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
         self.select_active_tokens(now_ms).await
     }

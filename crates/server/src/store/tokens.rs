@@ -213,6 +213,39 @@ where
         rows.iter().map(issued).collect()
     }
 
+    /// The token with this id, revoked or not.
+    pub(super) async fn select_token(
+        &self,
+        token_id: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM issued_tokens WHERE token_id = $1"
+        ))
+        .bind(token_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+        row.as_ref().map(issued).transpose()
+    }
+
+    /// How many of the team's tokens are neither revoked nor expired at `now_ms`.
+    pub(super) async fn count_active_tokens(
+        &self,
+        team_id: &str,
+        now_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM issued_tokens
+             WHERE team_id = $1 AND revoked_at IS NULL AND expires_at > $2",
+        )
+        .bind(team_id)
+        .bind(now_ms)
+        .fetch_one(&mut *conn)
+        .await?;
+        Ok(super::to_u64(n))
+    }
+
     /// Every token neither revoked nor expired at `now_ms`.
     pub(super) async fn select_active_tokens(
         &self,
