@@ -232,3 +232,57 @@ impl UserSettings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subset of the fields: a field named takes the patch's value, every other
+    /// keeps the base's, and every field is named by its own path.
+    #[test]
+    fn set_fields_changes_exactly_the_fields_named() {
+        let base = UserSettings::default();
+        let patch = UserSettings {
+            mcp_allowed_tools: vec!["github:*".into()],
+            yolo_mcp_tools_disabled: true,
+            playwright_protection: false,
+            use_yolo_mode: true,
+            yolo_enable_run_everything: true,
+            command_allowlist: vec!["git status".into()],
+            command_denylist: vec!["rm".into()],
+        };
+        let value =
+            |s: &UserSettings, f: UserField| serde_json::to_value(s).unwrap()[f.name()].clone();
+        for bits in 0u32..(1 << UserField::ALL.len()) {
+            let named: Vec<UserField> = UserField::ALL
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, f)| f)
+                .collect();
+            let mut s = base.clone();
+            s.set_fields(&patch, &named);
+            for f in UserField::ALL {
+                let want = if named.contains(&f) { &patch } else { &base };
+                assert_eq!(value(&s, f), value(want, f), "{f:?} with {named:?}");
+            }
+        }
+        for f in UserField::ALL {
+            assert_eq!(UserField::parse(f.name()), Some(f));
+            assert_ne!(
+                value(&base, f),
+                value(&patch, f),
+                "{f:?}: the table tests nothing"
+            );
+        }
+        for path in [
+            "",
+            "revision",
+            "team_id",
+            "settings.use_yolo_mode",
+            "USE_YOLO_MODE",
+        ] {
+            assert_eq!(UserField::parse(path), None, "{path}");
+        }
+    }
+}
