@@ -339,3 +339,89 @@ async fn postgres_a_token_issued_on_one_replica_works_on_another_until_revoked_t
     a.stop().await;
     b.stop().await;
 }
+
+/// Hostile input to the token service: each refused naming its field, nothing issued.
+#[tokio::test]
+async fn hostile_token_requests_are_refused_by_field() {
+    let (server, _dir) = start().await;
+    let long = "x".repeat(300);
+    let table: &[(&str, pb::CreateTokenRequest, &str)] = &[
+        (
+            "empty team",
+            create("", "u", pb::TokenRole::Member),
+            "team_id",
+        ),
+        (
+            "empty user",
+            create(TEAM, " ", pb::TokenRole::Member),
+            "user_id",
+        ),
+        (
+            "zero-width user",
+            create(TEAM, "ali\u{200b}ce", pb::TokenRole::Member),
+            "user_id",
+        ),
+        (
+            "bidi user",
+            create(TEAM, "\u{202e}ecila", pb::TokenRole::Member),
+            "user_id",
+        ),
+        (
+            "long user",
+            create(TEAM, &long, pb::TokenRole::Member),
+            "user_id",
+        ),
+        (
+            "expiry past a year",
+            pb::CreateTokenRequest {
+                expires_in_seconds: u64::MAX,
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "expires_in_seconds",
+        ),
+        (
+            "negative role",
+            pb::CreateTokenRequest {
+                role: -1,
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "role",
+        ),
+    ];
+    for (case, req, field) in table {
+        let e = server
+            .tokens("operator-token")
+            .create_token(req.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{case}: {e:?}");
+        assert!(e.message().contains(field), "{case}: {}", e.message());
+    }
+    for id in ["", &long, "tok_\u{0}", "tok_é"] {
+        let e = server
+            .tokens("operator-token")
+            .revoke_token(pb::RevokeTokenRequest {
+                token_id: id.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{id:?}: {e:?}");
+        assert!(e.message().contains("token_id"), "{}", e.message());
+    }
+    let listed = server
+        .tokens("operator-token")
+        .list_tokens(pb::ListTokensRequest {
+            include_inactive: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.tokens.is_empty(), "{listed:?}");
+    // a token-shaped guess is just unknown
+    let e = reads_as(&server, &format!("tg_{}", "0".repeat(64)), "alice")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    server.stop().await;
+}

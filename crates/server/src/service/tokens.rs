@@ -137,7 +137,13 @@ impl Service {
         p: &Principal,
         token_id: &str,
     ) -> Result<(IssuedToken, bool), ServiceError> {
-        if token_id.is_empty() || token_id.len() > 64 || !token_id.is_ascii() {
+        // ids are `tok_` and hex: anything else (a NUL PostgreSQL would refuse
+        // included) names no token, and is said so before the store is asked
+        let well_formed = token_id.len() <= 64
+            && token_id.strip_prefix("tok_").is_some_and(|rest| {
+                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+            });
+        if !well_formed {
             return Err(ServiceError::invalid(
                 "token_id",
                 "must be a token id as `toolgate token list` shows it (tok_…)",

@@ -186,14 +186,9 @@ fn advice(d: &Decision, call: &Call) -> Option<String> {
         Reason::NotInFileAllowlist => {
             "the server's policy file decides this: ask its operator".to_owned()
         }
-        Reason::BrowserUnprotected
-        | Reason::RunEverything
-        | Reason::Allowlisted
-        | Reason::CommandAllowed
-        | Reason::AutoRunOn
-        | Reason::NoRoleAllowlist
-        | Reason::NotInRoleAllowlist
-        | Reason::Restricted => return None,
+        // the roles' reasons carry their own sentence (Decision::detail), the others
+        // allow; a reason added later has no advice until it is given one here
+        _ => return None,
     };
     Some(text)
 }
