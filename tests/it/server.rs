@@ -461,8 +461,9 @@ async fn invalid_entries_name_field_entry_and_rule() {
     assert_eq!(err.code(), Code::InvalidArgument);
     assert!(err.message().starts_with("call:"), "{}", err.message());
 
+    // an empty team id stands for the token's own; an operator's token names none
     let err = server
-        .users("alice-token")
+        .users("operator-token")
         .get_user_settings(pb::GetUserSettingsRequest {
             team_id: String::new(),
             user_id: "alice".into(),
