@@ -100,18 +100,6 @@ fn decide_with<E: Explain>(
     mut ex: E,
 ) -> Decision {
     let mut allowed_tools = None;
-    let scope = Scope {
-        admin_controlled: admin.controlled(),
-        list_mode: admin.controls.list_mode,
-        browser: match call {
-            Call::Mcp { server, .. } | Call::McpAction { server, .. } => admin.is_browser(server),
-            Call::McpInternal {
-                name,
-                fallback_server,
-            } => admin.is_browser(split_internal_name(name, fallback_server).0),
-            Call::Shell(_) | Call::DeleteFile(_) => false,
-        },
-    };
     let (outcome, reason, matched_entry, candidates) = match call {
         Call::Mcp { server, tool } => mcp(
             files,
@@ -152,6 +140,26 @@ fn decide_with<E: Explain>(
         }
         Call::Shell(line) => command_line(admin, user, line, &mut ex),
         Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
+    };
+    // only what the advice of a decision that is not ALLOW reads: an allowed call
+    // pays for none of it
+    let scope = if outcome == Outcome::Allow {
+        Scope::default()
+    } else {
+        Scope {
+            admin_controlled: admin.controlled(),
+            list_mode: admin.controls.list_mode,
+            browser: match call {
+                Call::Mcp { server, .. } | Call::McpAction { server, .. } => {
+                    admin.is_browser(server)
+                }
+                Call::McpInternal {
+                    name,
+                    fallback_server,
+                } => admin.is_browser(split_internal_name(name, fallback_server).0),
+                Call::Shell(_) | Call::DeleteFile(_) => false,
+            },
+        }
     };
     Decision {
         outcome,
