@@ -384,10 +384,18 @@ async fn issued_tokens_create_list_revoke(reopen: Reopen) {
         ids
     };
     assert_eq!(
-        ids(store.list_tokens(Some("t"), 10).await.unwrap()),
+        ids(store.list_tokens(Some("t"), None, 10).await.unwrap()),
         ["tok_a", "tok_b"]
     );
-    assert_eq!(ids(store.list_tokens(None, 10).await.unwrap()).len(), 3);
+    // only those in force: tok_b has expired
+    assert_eq!(
+        ids(store.list_tokens(Some("t"), Some(now), 10).await.unwrap()),
+        ["tok_a"]
+    );
+    assert_eq!(
+        ids(store.list_tokens(None, None, 10).await.unwrap()).len(),
+        3
+    );
     let other = reopen(100).await;
     assert_eq!(
         ids(other.active_tokens(now).await.unwrap()),

@@ -77,7 +77,7 @@ impl Service {
                 ),
             ));
         }
-        let store = self.hub.store();
+        let store = &self.store;
         let now = now_ms();
         // counted before the write, so concurrent creates may pass the limit by a few:
         // it bounds memory, it is not a quota
@@ -117,16 +117,11 @@ impl Service {
         if let Some(team) = &team {
             authorize(p, team, Action::ManageTokens)?;
         }
-        let now = now_ms();
-        let mut tokens = self
-            .hub
-            .store()
-            .list_tokens(team.as_deref(), MAX_LISTED)
-            .await?;
-        if !include_inactive {
-            tokens.retain(|t| t.revoked_at_ms.is_none() && t.expires_at_ms > now);
-        }
-        Ok(tokens)
+        let active_at = (!include_inactive).then(now_ms);
+        Ok(self
+            .store
+            .list_tokens(team.as_deref(), active_at, MAX_LISTED)
+            .await?)
     }
 
     /// Revokes a token: it authenticates no one from the next call on this replica,
@@ -149,7 +144,7 @@ impl Service {
                 "must be a token id as `toolgate token list` shows it (tok_…)",
             ));
         }
-        let store = self.hub.store();
+        let store = &self.store;
         let unknown = || {
             ServiceError::invalid(
                 "token_id",

@@ -118,9 +118,10 @@ impl Store for Metered<dyn Store> {
     async fn list_tokens(
         &self,
         team_id: Option<&str>,
+        active_at: Option<i64>,
         limit: u32,
     ) -> Result<Vec<IssuedToken>, StoreError> {
-        observed("list_tokens", self.0.list_tokens(team_id, limit)).await
+        observed("list_tokens", self.0.list_tokens(team_id, active_at, limit)).await
     }
 
     async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {

@@ -236,10 +236,12 @@ pub trait Store: Send + Sync + 'static {
         ))
     }
 
-    /// A team's issued tokens (every team's with `None`), newest first, at most `limit`.
+    /// A team's issued tokens (every team's with `None`), newest first, at most
+    /// `limit`; with `active_at`, only those neither revoked nor expired then.
     async fn list_tokens(
         &self,
         _team_id: Option<&str>,
+        _active_at: Option<i64>,
         _limit: u32,
     ) -> Result<Vec<IssuedToken>, StoreError> {
         Ok(Vec::new())

@@ -462,9 +462,10 @@ where
     async fn list_tokens(
         &self,
         team_id: Option<&str>,
+        active_at: Option<i64>,
         limit: u32,
     ) -> Result<Vec<IssuedToken>, StoreError> {
-        self.select_tokens(team_id, limit).await
+        self.select_tokens(team_id, active_at, limit).await
     }
 
     async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {

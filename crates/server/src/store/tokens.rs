@@ -194,20 +194,25 @@ where
         self.end_write(conn, result)
     }
 
-    /// A team's tokens (every team's with `None`), newest first, at most `limit`.
+    /// A team's tokens (every team's with `None`), newest first, at most `limit`;
+    /// with `active_at`, only those neither revoked nor expired then.
     pub(super) async fn select_tokens(
         &self,
         team_id: Option<&str>,
+        active_at: Option<i64>,
         limit: u32,
     ) -> Result<Vec<IssuedToken>, StoreError> {
         let mut conn = self.backend.read().await?;
+        // CAST gives PostgreSQL the parameters' types; SQLite reads it as a no-op
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM issued_tokens
              WHERE (CAST($1 AS TEXT) IS NULL OR team_id = $1)
+               AND (CAST($3 AS BIGINT) IS NULL OR (revoked_at IS NULL AND expires_at > $3))
              ORDER BY created_at DESC, token_id LIMIT $2"
         ))
         .bind(team_id)
         .bind(i64::from(limit))
+        .bind(active_at)
         .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(issued).collect()
