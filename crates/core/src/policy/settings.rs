@@ -125,12 +125,20 @@ pub fn default_browser_server_ids() -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct UserSettings {
+    /// MCP tools (`server:tool`, `server:*`) that run without approval while auto-run
+    /// is on (ignored while the team's allowlist replaces the users').
     pub mcp_allowed_tools: Vec<String>,
+    /// MCP protection: MCP tools never run without approval.
     pub yolo_mcp_tools_disabled: bool,
+    /// Browser protection: browser tools never run without approval (on by default).
     pub playwright_protection: bool,
+    /// Auto-run: allowlisted tools and commands run without approval.
     pub use_yolo_mode: bool,
+    /// Run-everything: with auto-run on, every tool runs without approval.
     pub yolo_enable_run_everything: bool,
+    /// Command prefixes that run without approval while auto-run is on.
     pub command_allowlist: Vec<String>,
+    /// Command prefixes that never run without approval (the user's own, always in force).
     pub command_denylist: Vec<String>,
 }
 
