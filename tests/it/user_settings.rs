@@ -544,3 +544,31 @@ async fn an_added_entry_that_cannot_matter_comes_with_a_note() {
     }
     server.stop().await;
 }
+
+/// A watcher that resumes after a revision and missed a change of the defaults it
+/// follows is sent a snapshot, not the admin event alone.
+#[tokio::test]
+async fn a_resumed_watcher_on_the_defaults_gets_a_snapshot() {
+    let (server, _dir) = start().await;
+    let before = server
+        .set_controls(pb::AutoRunControls {
+            kill_switch: false,
+            ..Default::default()
+        })
+        .await;
+    let now = server.set_controls(defaults(true, false)).await;
+    let mut events = server
+        .policy("service-token")
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: TEAM.into(),
+            user_id: "carol".into(),
+            after_revision: Some(before),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let e = next_event(&mut events).await;
+    assert!(snapshot_auto_run(&e));
+    assert_eq!(e.revision, now);
+    server.stop().await;
+}
