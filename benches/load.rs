@@ -352,6 +352,7 @@ async fn seed(channel: &Channel, n: usize) {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("seed user settings");

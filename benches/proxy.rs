@@ -238,6 +238,7 @@ async fn main() {
                 ..Default::default()
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("alice's settings");

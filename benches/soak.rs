@@ -126,6 +126,7 @@ async fn member_at_limits(addr: String, stop: Arc<AtomicBool>, counters: Arc<Cou
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(s),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .expect("member write at the limits");

@@ -38,6 +38,7 @@ async fn write(server: &TestServer, entry: &str) -> Result<u64, tonic::Status> {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(s),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .map(|r| r.into_inner().revision)
@@ -526,6 +527,7 @@ impl TestClient {
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(s),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .map(|r| r.into_inner().revision)

@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod advice;
 mod atomic_writes;
 mod categories;
 mod categories_api;
@@ -41,4 +42,6 @@ mod store_suite;
 mod telemetry;
 mod third_party;
 mod tls;
+mod tokens;
+mod user_settings;
 mod watch;

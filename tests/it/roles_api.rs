@@ -53,6 +53,7 @@ async fn set_up(server: &TestServer, forbidden: &str) {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("user write");
@@ -450,6 +451,7 @@ async fn session_quotas_are_per_user_and_only_an_allow_counts() {
                         ..user_settings(TEAM, "bob")
                     }),
                     expected_revision: None,
+                    update_mask: None,
                 })
                 .await
                 .expect("bob's write");

@@ -370,6 +370,101 @@ async fn session_quotas_count_and_survive(reopen: Reopen) {
     );
 }
 
+/// Issued tokens: stored with their digest only, listed newest first per team, active
+/// until revoked (once) or expired, each create and revoke audited with the token id
+/// and never the digest; a second handle (a replica) sees them at once.
+async fn issued_tokens_create_list_revoke(reopen: Reopen) {
+    use toolgate::store::{AUDIT_TOKEN_CREATED, AUDIT_TOKEN_REVOKED, NewToken};
+    let store = reopen(100).await;
+    let now = toolgate::store::now_ms();
+    let new = |id: &str, team: &str, expires_at_ms: i64| NewToken {
+        token_id: id.into(),
+        token_hash: toolgate::auth::hash_token(id),
+        team_id: team.into(),
+        user_id: "alice".into(),
+        role: "member".into(),
+        expires_at_ms,
+    };
+    let a = store
+        .create_token(&new("tok_a", "t", now + 60_000), "op")
+        .await
+        .unwrap();
+    assert_eq!((a.created_by.as_str(), a.revoked_at_ms), ("op", None));
+    store
+        .create_token(&new("tok_b", "t", now - 1), "op")
+        .await
+        .unwrap();
+    store
+        .create_token(&new("tok_c", "u", now + 60_000), "op")
+        .await
+        .unwrap();
+    // the same digest twice is refused (the secret must be fresh)
+    assert!(
+        store
+            .create_token(&new("tok_a", "t", now), "op")
+            .await
+            .is_err()
+    );
+    let ids = |v: Vec<toolgate::store::IssuedToken>| {
+        let mut ids: Vec<String> = v.into_iter().map(|t| t.token_id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids(store.list_tokens(Some("t"), None, 10).await.unwrap()),
+        ["tok_a", "tok_b"]
+    );
+    // only those in force: tok_b has expired
+    assert_eq!(
+        ids(store.list_tokens(Some("t"), Some(now), 10).await.unwrap()),
+        ["tok_a"]
+    );
+    assert_eq!(
+        ids(store.list_tokens(None, None, 10).await.unwrap()).len(),
+        3
+    );
+    let other = reopen(100).await;
+    assert_eq!(
+        ids(other.active_tokens(now).await.unwrap()),
+        ["tok_a", "tok_c"]
+    );
+    let revoked = store.revoke_token("tok_a", "admin").await.unwrap().unwrap();
+    assert_eq!(revoked.revoked_by.as_deref(), Some("admin"));
+    assert!(revoked.revoked_at_ms.is_some());
+    // again: nothing changes and no second record
+    let again = store.revoke_token("tok_a", "other").await.unwrap().unwrap();
+    assert_eq!(again.revoked_by.as_deref(), Some("admin"));
+    assert_eq!(store.revoke_token("tok_zz", "admin").await.unwrap(), None);
+    assert_eq!(ids(other.active_tokens(now).await.unwrap()), ["tok_c"]);
+    assert_eq!(other.active_token_count("t", now).await.unwrap(), 0);
+    let audit = store
+        .list_audit(&AuditFilter {
+            team_id: Some("t".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = audit.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            AUDIT_TOKEN_CREATED,
+            AUDIT_TOKEN_CREATED,
+            AUDIT_TOKEN_REVOKED
+        ]
+    );
+    for e in &audit {
+        assert!(e.detail_json.contains("tok_"), "{}", e.detail_json);
+        assert!(
+            !e.detail_json.contains(&toolgate::auth::hash_token("tok_a")),
+            "a digest in the audit trail: {}",
+            e.detail_json
+        );
+    }
+    assert_eq!(audit[2].actor, "admin");
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite_backend {
@@ -398,6 +493,7 @@ suite!(
     audit_records_writes_and_filters,
     reopening_keeps_everything,
     session_quotas_count_and_survive,
+    issued_tokens_create_list_revoke,
 );
 
 /// A PostgreSQL database made before quotas were counted per user opens: its quota

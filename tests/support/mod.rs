@@ -21,6 +21,7 @@ use toolgate::server::{App, run};
 pub use pb::admin_service_client::AdminServiceClient;
 pub use pb::policy_service_client::PolicyServiceClient;
 pub use pb::server_info_service_client::ServerInfoServiceClient;
+pub use pb::token_service_client::TokenServiceClient;
 pub use pb::user_settings_service_client::UserSettingsServiceClient;
 
 /// The team most tests use, and a second one for isolation checks.
@@ -121,6 +122,10 @@ impl TestServer {
         PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
+    pub fn tokens(&self, token: &str) -> TokenServiceClient<InterceptedService<Channel, Auth>> {
+        TokenServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
     pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {
         ServerInfoServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
@@ -148,6 +153,7 @@ impl TestServer {
                     ..user_settings(TEAM, user)
                 }),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .expect("user settings");

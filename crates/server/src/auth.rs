@@ -47,6 +47,8 @@ pub enum Action<'a> {
     Evaluate(&'a str),
     /// The server's non-secret configuration.
     ReadServerInfo,
+    /// Issue, list and revoke the team's tokens.
+    ManageTokens,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -184,6 +186,8 @@ pub struct Authenticator {
     anonymous: Option<Arc<Principal>>,
     certificates: Vec<(CertMatch, Arc<Principal>)>,
     jwt: Option<Arc<crate::jwt::JwtVerifier>>,
+    /// Tokens issued through the API (the store's), consulted after the static ones.
+    issued: Option<Arc<crate::issued::IssuedTokens>>,
 }
 
 impl Authenticator {
@@ -194,7 +198,14 @@ impl Authenticator {
             anonymous: anonymous.map(Arc::new),
             certificates: Vec::new(),
             jwt: None,
+            issued: None,
         }
+    }
+
+    /// Tokens issued through the API, beside the static tokens.
+    pub fn with_issued(mut self, issued: Arc<crate::issued::IssuedTokens>) -> Self {
+        self.issued = Some(issued);
+        self
     }
 
     /// JWT bearer tokens, verified beside the static tokens.
@@ -286,10 +297,17 @@ impl Authenticator {
             return jwt.verify(token);
         }
         // only the digest is compared, so the lookup time says nothing about the token
+        let digest = token_digest(token);
         self.by_hash
-            .get(&token_digest(token))
+            .get(&digest)
             .cloned()
-            .ok_or(AuthError::Unauthenticated("unknown token"))
+            .or_else(|| {
+                let issued = self.issued.as_ref()?;
+                issued.lookup(&digest, crate::store::now_ms())
+            })
+            .ok_or(AuthError::Unauthenticated(
+                "unknown token (revoked or expired tokens are unknown too): ask an admin for a new one",
+            ))
     }
 }
 
@@ -336,6 +354,7 @@ fn describe(action: Action<'_>) -> String {
         Action::WriteUser(u) => format!("write the settings of user {u:?}"),
         Action::Evaluate(u) => format!("evaluate or watch for user {u:?}"),
         Action::ReadServerInfo => "read the server configuration".into(),
+        Action::ManageTokens => "issue, list or revoke the team's tokens".into(),
     }
 }
 
@@ -389,6 +408,11 @@ mod tests {
                 Action::ReadTeam,
                 false,
             ),
+            (&operator, "any", Action::ManageTokens, true),
+            (&admin, "t", Action::ManageTokens, true),
+            (&admin, "other", Action::ManageTokens, false),
+            (&member, "t", Action::ManageTokens, false),
+            (&service, "t", Action::ManageTokens, false),
         ];
         for (principal, team, action, want) in table {
             assert_eq!(

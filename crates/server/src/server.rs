@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, UserSettingsServiceServer,
-    auth_interceptor,
+    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, TokenServiceServer,
+    UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -111,6 +111,9 @@ impl App {
             )
             .with_queue_bytes(config.watch.queue_bytes),
         );
+        // before serving: a token issued earlier authenticates from the first call
+        hub.reload_tokens().await?;
+        let issued = hub.issued_tokens();
         if let Some(notices) = notices {
             tokio::spawn(hub.clone().follow(notices));
         }
@@ -175,7 +178,8 @@ impl App {
         let auth = Arc::new(
             Authenticator::new(tokens, config.anonymous_principal())
                 .with_certificates(config.certificate_principals())
-                .with_jwt(jwt),
+                .with_jwt(jwt)
+                .with_issued(issued),
         );
         Ok(Self {
             service,
@@ -390,6 +394,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             UserSettingsServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

@@ -5,6 +5,7 @@ pub mod convert;
 mod error;
 pub mod limits;
 pub mod observe;
+mod tokens;
 mod watch;
 
 pub use toolgate_proto::codec;
@@ -27,6 +28,7 @@ pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
 pub use pb::user_settings_service_server::UserSettingsServiceServer;
+pub use tokens::TokenServiceServer;
 pub use watch::PolicyRouter;
 
 /// Authenticates every request and leaves the [`Principal`] in its extensions.
@@ -209,12 +211,10 @@ impl UserSettingsService for Api {
     ) -> Result<Response<pb::UserSettings>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let user = self.service.get_user(&p, &r.team_id, &r.user_id).await?;
-        Ok(Response::new(user_to_pb(
-            &r.team_id,
-            &r.user_id,
-            &user.stored,
-        )))
+        // empty ids are the token's own, as for decisions
+        let (team, user_id) = crate::service::own_subject(&p, &r.team_id, &r.user_id);
+        let user = self.service.get_user(&p, team, user_id).await?;
+        Ok(Response::new(user_to_pb(team, user_id, &user.stored)))
     }
 
     async fn update_user_settings(
@@ -225,10 +225,29 @@ impl UserSettingsService for Api {
         let r = req.into_inner();
         let settings = r.settings.ok_or_else(|| ServiceError::InvalidArgument {
             field: "settings".into(),
-            message: "must be set: send the complete settings (they replace the current ones)"
+            message: "must be set: send the settings with their team_id and user_id (and update_mask to change only some fields)"
                 .into(),
         })?;
         let (team, user) = (settings.team_id.clone(), settings.user_id.clone());
+        if let Some(mask) = r.update_mask.filter(|m| !m.paths.is_empty()) {
+            // empty ids are the token's own: a member changes a setting with no ids
+            let (team, user) = crate::service::own_subject(&p, &team, &user);
+            let (team, user) = (team.to_owned(), user.to_owned());
+            let fields = toolgate_proto::convert::user_fields_from_mask(&mask)
+                .map_err(ServiceError::from)?;
+            let stored = self
+                .service
+                .update_user_fields(
+                    &p,
+                    &team,
+                    &user,
+                    &user_from_pb(settings),
+                    &fields,
+                    r.expected_revision,
+                )
+                .await?;
+            return Ok(Response::new(user_to_pb(&team, &user, &stored)));
+        }
         let stored = self
             .service
             .update_user(
@@ -256,6 +275,7 @@ impl UserSettingsService for Api {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
+            note: change.note,
         }))
     }
 
@@ -273,6 +293,7 @@ impl UserSettingsService for Api {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
+            note: change.note,
         }))
     }
 }

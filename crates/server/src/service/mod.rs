@@ -10,15 +10,18 @@ mod audit_sink;
 mod decide;
 mod roles;
 mod settings;
+mod tokens;
 mod watch;
 
 /// The domain types the service's API speaks, whichever layer defines them: its
 /// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
+pub use crate::store::IssuedToken;
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
+pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
 pub use watch::WatchEvent;
 
 use crate::auth::{AuthError, Principal};

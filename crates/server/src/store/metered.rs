@@ -97,6 +97,43 @@ impl Store for Metered<dyn Store> {
         observed("list_audit", self.0.list_audit(filter)).await
     }
 
+    async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {
+        observed("create_token", self.0.create_token(token, actor)).await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        observed("revoke_token", self.0.revoke_token(token_id, actor)).await
+    }
+
+    async fn list_tokens(
+        &self,
+        team_id: Option<&str>,
+        active_at: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        observed("list_tokens", self.0.list_tokens(team_id, active_at, limit)).await
+    }
+
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        observed("get_token", self.0.get_token(token_id)).await
+    }
+
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+        observed(
+            "active_token_count",
+            self.0.active_token_count(team_id, now_ms),
+        )
+        .await
+    }
+
+    async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        observed("active_tokens", self.0.active_tokens(now_ms)).await
+    }
+
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         self.0.notices().await
     }

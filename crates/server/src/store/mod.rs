@@ -15,12 +15,16 @@ mod rows;
 mod schema;
 mod sql;
 mod sqlite;
+mod tokens;
 
 pub use backend::Backend;
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
+pub use tokens::{
+    AUDIT_TOKEN_CREATED, AUDIT_TOKEN_REVOKED, IssuedToken, NewToken, TOKENS_NOTICE, expiry_ms,
+};
 
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -150,6 +154,8 @@ pub const AUDIT_USER_UPDATED: &str = "user_settings_updated";
 pub enum Notice {
     /// The team has new commits.
     Team(String),
+    /// The issued tokens changed (one was created or revoked).
+    Tokens,
     /// Notices may have been missed: everything must be re-read.
     Reconnected,
 }
@@ -213,6 +219,55 @@ pub trait Store: Send + Sync + 'static {
 
     /// How many calls a quota has counted so far (0 when none).
     async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError>;
+
+    /// Stores a token issued through the API (its digest only) with its audit record.
+    async fn create_token(
+        &self,
+        _token: &NewToken,
+        _actor: &str,
+    ) -> Result<IssuedToken, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no issued tokens".into(),
+        ))
+    }
+
+    /// Revokes an issued token with its audit record (once); `None` when no token has
+    /// that id.
+    async fn revoke_token(
+        &self,
+        _token_id: &str,
+        _actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no issued tokens".into(),
+        ))
+    }
+
+    /// A team's issued tokens (every team's with `None`), newest first, at most
+    /// `limit`; with `active_at`, only those neither revoked nor expired then.
+    async fn list_tokens(
+        &self,
+        _team_id: Option<&str>,
+        _active_at: Option<i64>,
+        _limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The issued token with this id, revoked or not.
+    async fn get_token(&self, _token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        Ok(None)
+    }
+
+    /// How many of the team's issued tokens are in force at `now_ms`.
+    async fn active_token_count(&self, _team_id: &str, _now_ms: i64) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
+    async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        Ok(Vec::new())
+    }
 
     /// Commits made by other processes, for backends shared between replicas;
     /// `None` for a backend only this process writes.

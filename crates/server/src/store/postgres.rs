@@ -129,6 +129,7 @@ impl Backend for PostgresBackend {
                     continue;
                 };
                 match current.try_recv().await {
+                    Ok(Some(n)) if n.payload() == super::TOKENS_NOTICE => yield Notice::Tokens,
                     Ok(Some(n)) => yield Notice::Team(n.payload().to_owned()),
                     Ok(None) | Err(_) => {
                         tracing::warn!("postgresql listener: connection lost");

@@ -8,8 +8,8 @@ use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
-    NewAuditEvent, NoticeStream, QuotaKey, Store, StoreError, Versioned, now_ms, to_i64, to_json,
-    to_u64,
+    IssuedToken, NewAuditEvent, NewToken, NoticeStream, QuotaKey, Store, StoreError, Versioned,
+    now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -48,7 +48,7 @@ where
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     /// The connection for a write, once the backend trusts writes to last.
-    async fn begin_write(&self) -> Result<PoolConnection<B::Db>, StoreError> {
+    pub(super) async fn begin_write(&self) -> Result<PoolConnection<B::Db>, StoreError> {
         self.backend.writable()?;
         self.backend.write_connection().await
     }
@@ -56,7 +56,7 @@ where
     /// After a write transaction: a connection whose transaction failed is closed, not
     /// reused (after a failed commit it may still be inside it); a write that
     /// committed is acknowledged only if the backend still trusts it to last.
-    fn end_write<T>(
+    pub(super) fn end_write<T>(
         &self,
         mut conn: PoolConnection<B::Db>,
         result: Result<T, StoreError>,
@@ -260,7 +260,8 @@ where
     for<'r> i64: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
     for<'r> String: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
     for<'r> Option<&'r str>: Encode<'r, B::Db>,
-    Option<i64>: for<'r> Encode<'r, B::Db>,
+    Option<i64>: for<'r> Encode<'r, B::Db> + for<'r> Decode<'r, B::Db> + Type<B::Db>,
+    Option<String>: for<'r> Decode<'r, B::Db> + Type<B::Db>,
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {
@@ -454,6 +455,39 @@ where
         .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(audit_event).collect()
+    }
+
+    async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {
+        self.insert_token(token, actor).await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        self.mark_token_revoked(token_id, actor).await
+    }
+
+    async fn list_tokens(
+        &self,
+        team_id: Option<&str>,
+        active_at: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        self.select_tokens(team_id, active_at, limit).await
+    }
+
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        self.select_token(token_id).await
+    }
+
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+        self.count_active_tokens(team_id, now_ms).await
+    }
+
+    async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        self.select_active_tokens(now_ms).await
     }
 
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
