@@ -32,6 +32,9 @@ enum Command {
     HashToken { token: Option<String> },
     /// Prints a new random token and its SHA-256.
     NewToken,
+    /// Checks a server address and token, then saves them (with --team and --user) in
+    /// the client profile that every later command and hook reads.
+    Login(cli::login::LoginArgs),
     /// The pre-tool hook an agent client runs (claude-code, codex, cursor, gemini).
     #[command(subcommand)]
     Hook(agent_cli::HookCommand),
@@ -106,8 +109,18 @@ fn main() -> std::process::ExitCode {
     // the hook runs once per tool call: no thread pool, and it answers every failure
     // itself in the client's own words
     if let Command::Hook(command) = parsed.command {
-        let code = agent_cli::run_hook(command, connection(&parsed.connection));
+        let code = agent_cli::run_hook(command, &parsed.connection);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // login asks the server through the hook's own blocking client
+    if let Command::Login(args) = parsed.command {
+        return match cli::login::login(args, &parsed.connection) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        };
     }
     match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -118,21 +131,14 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn connection(c: &cli::Connection) -> agent_cli::Connection {
-    agent_cli::Connection {
-        tls: c.tls(),
-        server: c.server.clone(),
-        token: c.token.clone(),
-        token_file: c.token_file.clone(),
-    }
-}
-
 #[tokio::main]
 async fn run(parsed: Cli) -> anyhow::Result<()> {
     match parsed.command {
-        Command::Hook(_) => unreachable!("answered before the runtime starts"),
+        Command::Hook(_) | Command::Login(_) => {
+            unreachable!("answered before the runtime starts")
+        }
         Command::Export(args) => {
-            let code = agent_cli::run_export(args, connection(&parsed.connection)).await?;
+            let code = agent_cli::run_export(args, &parsed.connection).await?;
             if code != 0 {
                 std::process::exit(code);
             }

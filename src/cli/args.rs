@@ -12,14 +12,10 @@ pub enum Output {
 /// Where the server is and who we are.
 #[derive(Debug, Args)]
 pub struct Connection {
-    /// Server address.
-    #[arg(
-        long,
-        env = "TOOLGATE_SERVER",
-        default_value = "http://127.0.0.1:7070",
-        global = true
-    )]
-    pub server: String,
+    /// Server address [default: the client profile's (`toolgate login`), else
+    /// http://127.0.0.1:7070].
+    #[arg(long, env = "TOOLGATE_SERVER", global = true)]
+    pub server: Option<String>,
     /// Bearer token.
     #[arg(long, env = "TOOLGATE_TOKEN", global = true, hide_env_values = true)]
     pub token: Option<String>,
@@ -40,6 +36,22 @@ pub struct Connection {
     pub output: Output,
 }
 
+/// The server a client talks to when nothing names one.
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7070";
+
+/// The connection once the client profile has filled in what flags and variables
+/// left out.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub server: String,
+    pub token: Option<String>,
+    pub token_file: Option<PathBuf>,
+    pub tls: crate::grpc::client::TlsOptions,
+    /// The profile's team and user, for commands whose own are left empty.
+    pub team: Option<String>,
+    pub user: Option<String>,
+}
+
 impl Connection {
     /// The TLS flags.
     pub fn tls(&self) -> crate::grpc::client::TlsOptions {
@@ -47,6 +59,51 @@ impl Connection {
             ca: self.ca.clone(),
             cert: self.cert.clone(),
             key: self.key.clone(),
+        }
+    }
+
+    /// Flags and variables first, then the client profile.
+    pub fn resolve(&self) -> Result<Resolved, super::profile::ProfileError> {
+        let profile = super::profile::load()?;
+        Ok(self.resolve_with(profile))
+    }
+
+    /// Flags and variables first, then `profile`. The profile's token, team and user
+    /// go only to the profile's own server: a `--server` elsewhere does not get them.
+    pub fn resolve_with(&self, profile: super::profile::Profile) -> Resolved {
+        let same_server = match (&self.server, &profile.server) {
+            (None, _) => true,
+            (Some(given), Some(p)) => given == p,
+            (Some(_), None) => false,
+        };
+        let (token, token_file, team, user) = if self.token.is_some() || self.token_file.is_some()
+        {
+            let (team, user) = if same_server {
+                (profile.team, profile.user)
+            } else {
+                (None, None)
+            };
+            (self.token.clone(), self.token_file.clone(), team, user)
+        } else if same_server {
+            (profile.token, profile.token_file, profile.team, profile.user)
+        } else {
+            (None, None, None, None)
+        };
+        let mut tls = self.tls();
+        if tls.ca.is_none() && same_server {
+            tls.ca = profile.ca;
+        }
+        Resolved {
+            server: self
+                .server
+                .clone()
+                .or(profile.server)
+                .unwrap_or_else(|| DEFAULT_SERVER.to_owned()),
+            token,
+            token_file,
+            tls,
+            team,
+            user,
         }
     }
 }

@@ -13,14 +13,16 @@ mod args;
 mod audit;
 mod client;
 mod evaluate;
+pub mod login;
 mod output;
+pub mod profile;
 mod proxy;
 mod watch;
 
 pub use admin::{Change, diff};
 pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
-    EvaluateArgs, Output,
+    EvaluateArgs, Output, Resolved,
 };
 pub use output::{Printer, Render};
 pub use proxy::{ProxyArgs, run_proxy};
