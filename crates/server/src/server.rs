@@ -32,6 +32,10 @@ pub enum ServerError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "data directory {path} is in use by another toolgate server ({holder}): stop that server, or give this one another data_dir (--data-dir)"
+    )]
+    DataDirInUse { path: PathBuf, holder: String },
     #[error("cannot open store: {0}")]
     Store(#[from] StoreError),
     #[error("bootstrap token file {path}: {source}")]
@@ -67,6 +71,8 @@ pub struct App {
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
+    /// Held while the server runs (the embedded store only).
+    data_lock: Option<DataDirLock>,
 }
 
 impl App {
@@ -78,6 +84,13 @@ impl App {
             path: config.data_dir.clone(),
             source,
         })?;
+        // before anything is read or written: the store, the bootstrap token, the
+        // policy file's teams. PostgreSQL replicas may share a directory's files
+        // (the bootstrap token): only the embedded store is one server's alone
+        let data_lock = match config.postgres_url() {
+            None => Some(DataDirLock::acquire(&config.data_dir, &config.listen)?),
+            Some(_) => None,
+        };
         let metrics = match &config.metrics.listen {
             Some(addr) => {
                 let handle = crate::metrics::install()?;
@@ -187,7 +200,61 @@ impl App {
             metrics,
             policy_file,
             shutdown,
+            data_lock,
         })
+    }
+}
+
+/// The file in the data directory a running server holds locked.
+pub const LOCK_FILE: &str = "server.lock";
+
+/// An exclusive lock on `<data_dir>/server.lock`, released when dropped (or when the
+/// process dies, however it dies: the kernel drops the lock with the descriptor).
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: std::fs::File,
+}
+
+impl DataDirLock {
+    /// Locks `dir` for this process, or says who holds it.
+    pub fn acquire(dir: &Path, listen: &str) -> Result<Self, ServerError> {
+        use std::io::Read as _;
+        let path = dir.join(LOCK_FILE);
+        let failed = |source| ServerError::DataDir {
+            path: path.clone(),
+            source,
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(failed)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = (&file).take(1024).read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(ServerError::DataDirInUse {
+                    path: dir.to_owned(),
+                    holder: if holder.is_empty() {
+                        "starting up".into()
+                    } else {
+                        holder.to_owned()
+                    },
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(failed(e)),
+        }
+        let since = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let holder = format!(
+            "pid {}, listen {listen}, since {since}\n",
+            std::process::id()
+        );
+        file.set_len(0)
+            .and_then(|()| file.write_all(holder.as_bytes()))
+            .map_err(failed)?;
+        Ok(Self { _file: file })
     }
 }
 
@@ -298,6 +365,8 @@ pub async fn run(
         metrics,
         shutdown: stop_streams,
         policy_file,
+        // held until the server has stopped
+        data_lock: _data_lock,
         ..
     } = app;
     if let Some((listener, handle)) = metrics {
