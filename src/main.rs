@@ -26,7 +26,8 @@ struct Cli {
 enum Command {
     /// Runs the server.
     Serve(ServeArgs),
-    /// Validates the configuration and prints it (secrets left out).
+    /// Runs every check `serve` makes before it binds (keys, values, the TLS, policy
+    /// and key files) and prints the configuration (secrets left out).
     CheckConfig(ServeArgs),
     /// Prints the SHA-256 of a token, for `auth.tokens[].sha256`; reads stdin without TOKEN.
     HashToken { token: Option<String> },
@@ -64,16 +65,19 @@ struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn load(&self) -> anyhow::Result<Config> {
-        let cli = CliOverrides {
+    fn overrides(&self) -> CliOverrides {
+        CliOverrides {
             listen: self.listen.clone(),
             data_dir: self.data_dir.clone(),
             policy_file: self.policy_file.clone(),
-        };
+        }
+    }
+
+    fn load(&self) -> anyhow::Result<Config> {
         Ok(Config::load(
             self.config.as_deref(),
             std::env::vars(),
-            &cli,
+            &self.overrides(),
         )?)
     }
 }
@@ -161,17 +165,15 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             served?;
         }
         Command::CheckConfig(args) => {
-            let config = args.load()?;
-            if let Some(path) = &config.policy_file {
-                let text = toolgate::policy_file::read_file(path)
-                    .with_context(|| format!("cannot read policy file {}", path.display()))?;
-                toolgate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
-                    .map_err(|errors| {
-                        anyhow::anyhow!(
-                            "invalid policy file:\n{}",
-                            toolgate::policy_file::format_errors(&errors)
-                        )
-                    })?;
+            // the same checks as `serve` before it binds, every problem at once
+            let (config, mut problems) = Config::load_checked(
+                args.config.as_deref(),
+                std::env::vars(),
+                &args.overrides(),
+            )?;
+            problems.extend(toolgate::server::preflight(&config));
+            if !problems.is_empty() {
+                anyhow::bail!("invalid configuration:\n  - {}", problems.join("\n  - "));
             }
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
         }

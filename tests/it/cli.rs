@@ -594,3 +594,41 @@ async fn watch_prints_each_change() {
     child.kill().await.unwrap();
     server.stop().await;
 }
+
+/// `check-config` runs the checks `serve` makes before binding and reports every
+/// problem at once, each naming its key or variable, without figment's `default.`.
+#[tokio::test]
+async fn check_config_reports_every_problem_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "c.yaml",
+        &format!(
+            "listen: 127.0.0.1:7070\ndata_dir: {}\nlog:\n  level: verbose\ntls:\n  cert: {}/missing.pem\n  key: {}/missing.key\npolicy_file: {}/missing-policy.yaml\n",
+            dir.path().join("data").display(),
+            dir.path().display(),
+            dir.path().display(),
+            dir.path().display()
+        ),
+    );
+    let out = command()
+        .args(["check-config", "--config", &config])
+        .env("TOOLGATE_WATCH__HEARTBEAT_SECS", "soon")
+        .env("TOOLGATE_TEAM", "acme")
+        .env("TOOLGATE_HOOK_ASK", "deny")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    for needle in [
+        "log.level",
+        "TOOLGATE_WATCH__HEARTBEAT_SECS (watch.heartbeat_secs)",
+        "missing.pem",
+        "policy_file",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    assert!(!text.contains("default."), "{text}");
+    assert!(!text.contains("TOOLGATE_TEAM"), "a client variable: {text}");
+}

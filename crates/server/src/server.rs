@@ -205,6 +205,75 @@ impl App {
     }
 }
 
+/// Every check a start makes on the configuration's files before it binds, without
+/// binding or writing anything: TLS files, the policy file, the JWKS file, the
+/// bootstrap token's mode. Every problem at once, each naming its key or file.
+pub fn preflight(config: &Config) -> Vec<String> {
+    let mut problems = Vec::new();
+    if config.tls.cert.is_some() || config.tls.key.is_some() {
+        if let Err(e) = crate::tls::check(&config.tls) {
+            problems.push(e.to_string());
+        }
+    }
+    if let Some(path) = &config.policy_file {
+        match crate::policy_file::read_file(path) {
+            Err(e) => problems.push(format!(
+                "policy_file: cannot read {}: {e}: fix the path (policy_file, --policy-file)",
+                path.display()
+            )),
+            Ok(text) => {
+                if let Err(errors) =
+                    crate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
+                {
+                    problems.push(format!(
+                        "policy_file: {} is invalid:\n{}",
+                        path.display(),
+                        crate::policy_file::format_errors(&errors)
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(file) = config.auth.jwt.as_ref().and_then(|j| j.jwks_file.as_ref()) {
+        let parsed = std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                serde_json::from_slice::<jsonwebtoken::jwk::JwkSet>(&bytes)
+                    .map(|_| ())
+                    .map_err(|e| format!("not a JWKS document ({e}): give {{\"keys\": [...]}}"))
+            });
+        if let Err(e) = parsed {
+            problems.push(format!("auth.jwt.jwks_file: {}: {e}", file.display()));
+        }
+    }
+    let dir = &config.data_dir;
+    match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => problems.push(format!(
+            "data_dir: {} is not a directory: give a directory for the embedded store",
+            dir.display()
+        )),
+        Ok(_) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let token = dir.join(BOOTSTRAP_TOKEN_FILE);
+                if let Ok(meta) = std::fs::symlink_metadata(&token)
+                    && meta.permissions().mode() & 0o077 != 0
+                {
+                    problems.push(format!(
+                        "{}: readable by other users (mode {:04o}), so the server refuses to start on it: delete it (a new token is written at start) or chmod 600 it",
+                        token.display(),
+                        meta.permissions().mode() & 0o777
+                    ));
+                }
+            }
+        }
+        // created at start
+        Err(_) => {}
+    }
+    problems
+}
+
 /// The file in the data directory a running server holds locked.
 pub const LOCK_FILE: &str = "server.lock";
 

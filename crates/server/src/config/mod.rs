@@ -120,6 +120,25 @@ impl Config {
     where
         I: IntoIterator<Item = (String, String)>,
     {
+        let (config, problems) = Self::load_checked(file, env, cli)?;
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+
+    /// As [`Config::load`], but a configuration with problems is returned with them (the
+    /// sections that did not load at their defaults), so `check-config` can go on to
+    /// check its files and report everything at once. Errs only without a file to read.
+    pub fn load_checked<I>(
+        file: Option<&Path>,
+        env: I,
+        cli: &CliOverrides,
+    ) -> Result<(Self, Vec<String>), ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
         let env: BTreeMap<String, String> = env
             .into_iter()
             .filter(|(k, _)| k.starts_with(ENV_PREFIX))
@@ -155,11 +174,7 @@ impl Config {
                     .map(|p| env::name_the_variable(p, &server_env)),
             );
         }
-        if problems.is_empty() {
-            Ok(config)
-        } else {
-            Err(ConfigError { problems })
-        }
+        Ok((config, problems))
     }
 
     /// The top-level keys, as the file and the environment spell them.
