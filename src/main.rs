@@ -44,6 +44,15 @@ enum Command {
     /// An MCP gateway in front of one MCP server: shows and runs only what the policy
     /// allows, re-announcing the tool list when it changes.
     Proxy(cli::ProxyArgs),
+    /// Writes a starter server configuration, policy file and team policy.
+    Init(cli::init::InitArgs),
+    /// Prints a shell completion script: `toolgate completion bash > /etc/bash_completion.d/toolgate`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the manual page (roff): `toolgate man > toolgate.1 && man ./toolgate.1`.
+    Man,
     #[command(flatten)]
     Client(cli::ClientCommand),
 }
@@ -176,6 +185,15 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
                 anyhow::bail!("invalid configuration:\n  - {}", problems.join("\n  - "));
             }
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
+        }
+        Command::Init(args) => cli::init::init(args)?,
+        Command::Completion { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(shell, &mut Cli::command(), "toolgate", &mut std::io::stdout());
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
         }
         Command::HashToken { token } => {
             let token = match token {

@@ -13,6 +13,7 @@ mod args;
 mod audit;
 mod client;
 mod evaluate;
+pub mod init;
 pub mod login;
 mod output;
 pub mod profile;

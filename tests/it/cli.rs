@@ -632,3 +632,55 @@ async fn check_config_reports_every_problem_with_its_key() {
     assert!(!text.contains("default."), "{text}");
     assert!(!text.contains("TOOLGATE_TEAM"), "a client variable: {text}");
 }
+
+/// `toolgate init` writes files that are valid as written (the configuration passes
+/// `check-config`, the policies parse), and refuses to overwrite them.
+#[tokio::test]
+async fn init_writes_a_valid_starter_and_keeps_existing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("starter");
+    let at_str = at.display().to_string();
+    let out = command()
+        .args(["init", "--dir", &at_str, "--team", "acme"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let check = command()
+        .args(["check-config", "--config", "toolgate.yaml"])
+        .current_dir(&at)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let team = std::fs::read_to_string(at.join("team.yaml")).unwrap();
+    toolgate::policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    let again = command()
+        .args(["init", "--dir", &at_str])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success() && text.contains("--force"), "{text}");
+}
+
+/// Shell completions and the manual page come from the same command definition.
+#[tokio::test]
+async fn completion_and_man_page() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = command()
+            .args(["completion", shell])
+            .output()
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("toolgate"), "{shell}");
+    }
+    let out = command().arg("man").output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains(".TH toolgate"), "{text}");
+}
