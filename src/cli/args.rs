@@ -178,7 +178,7 @@ pub enum AllowlistCommand {
         #[arg(long)]
         user: String,
     },
-    /// Adds `server:tool` by the seed's rules (no duplicate, nothing `server:*` covers).
+    /// Adds `server:tool` (refused as a duplicate, or when a `server:*` entry already covers it).
     Add {
         #[arg(long)]
         team: String,
@@ -205,7 +205,8 @@ pub struct EvaluateArgs {
     /// An MCP call, `server:tool`.
     #[arg(long, group = "call")]
     pub mcp: Option<String>,
-    /// The MCP tool's action (seed 000's `tool.action`), e.g. `navigate`.
+    /// The MCP tool's action, e.g. `navigate` (matched as `tool.action` against the
+    /// server's action list in the policy file).
     #[arg(long, requires = "mcp")]
     pub action: Option<String>,
     /// An internal tool name (`mcp_server_tool`); see --fallback-server.
@@ -219,6 +220,36 @@ pub struct EvaluateArgs {
     /// A file to delete.
     #[arg(long, group = "call")]
     pub delete: Option<String>,
+    /// A built-in agent tool by any client's name (`Read`, `read_file`, `WebFetch`,
+    /// `web_fetch`…); shell commands go through --shell.
+    #[arg(long, group = "call")]
+    pub builtin: Option<String>,
+    /// The agent making the call (agent roles decide only calls that name an agent
+    /// or a role).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The role the agent claims (a Claude Code subagent's type).
+    #[arg(long)]
+    pub role: Option<String>,
+    /// The context type (default: the roles document's defaultContext).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The session per-session quotas count by.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The working directory the call's relative paths resolve against (absolute).
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// The operation (`FILE_READ`, `CREATE_COMPONENT`…; default: the tool's own).
+    #[arg(long)]
+    pub operation: Option<String>,
+    /// The file the call touches.
+    #[arg(long)]
+    pub file_path: Option<String>,
+    /// The call's arguments as the client sends them, a JSON object (Claude Code's
+    /// tool_input): `{"file_path": "src/main.rs"}`.
+    #[arg(long, value_name = "JSON")]
+    pub tool_input: Option<String>,
     /// Exit 10 for ASK and 11 for DENY.
     #[arg(long)]
     pub exit_code: bool,

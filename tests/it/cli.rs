@@ -684,3 +684,58 @@ async fn completion_and_man_page() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains(".TH toolgate"), "{text}");
 }
+
+/// `evaluate` takes what the API takes: a built-in tool by any client's name, the
+/// agent, its role and context, the working directory and the call's arguments.
+#[tokio::test]
+async fn evaluate_takes_builtins_agents_and_arguments() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["builtin:read_file".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let eval = |extra: &'static [&'static str]| {
+        let server = &server;
+        async move {
+            let mut args = vec!["evaluate", "--team", TEAM, "--user", "alice", "--exit-code"];
+            args.extend_from_slice(extra);
+            toolgate(server, &args).await
+        }
+    };
+    // Claude Code's `Read` and Gemini's `read_file` are one tool
+    for name in ["Read", "read_file"] {
+        let run = eval(if name == "Read" {
+            &["--builtin", "Read"]
+        } else {
+            &["--builtin", "read_file"]
+        })
+        .await;
+        assert_eq!(run.code, 0, "{name}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.starts_with("ALLOW"), "{name}: {}", run.stdout);
+    }
+    assert_eq!(eval(&["--builtin", "Write"]).await.code, 10);
+    // an agent, its role and the call's arguments reach the server
+    let run = eval(&[
+        "--builtin",
+        "Read",
+        "--agent",
+        "a1",
+        "--role",
+        "Explore",
+        "--session",
+        "s1",
+        "--cwd",
+        "/work",
+        "--tool-input",
+        r#"{"file_path": "src/main.rs"}"#,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let bad = eval(&["--builtin", "Read", "--tool-input", "[1]"]).await;
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("--tool-input"), "{}", bad.stderr);
+}
