@@ -19,6 +19,7 @@ mod faults;
 mod hardening;
 mod hook;
 mod hook_payloads;
+mod install;
 mod jwt;
 mod limits;
 mod matcher_props;
