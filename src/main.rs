@@ -175,11 +175,8 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
         }
         Command::CheckConfig(args) => {
             // the same checks as `serve` before it binds, every problem at once
-            let (config, mut problems) = Config::load_checked(
-                args.config.as_deref(),
-                std::env::vars(),
-                &args.overrides(),
-            )?;
+            let (config, mut problems) =
+                Config::load_checked(args.config.as_deref(), std::env::vars(), &args.overrides())?;
             problems.extend(toolgate::server::preflight(&config));
             if !problems.is_empty() {
                 anyhow::bail!("invalid configuration:\n  - {}", problems.join("\n  - "));
@@ -189,7 +186,12 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
         Command::Init(args) => cli::init::init(args)?,
         Command::Completion { shell } => {
             use clap::CommandFactory as _;
-            clap_complete::generate(shell, &mut Cli::command(), "toolgate", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "toolgate",
+                &mut std::io::stdout(),
+            );
         }
         Command::Man => {
             use clap::CommandFactory as _;

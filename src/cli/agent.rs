@@ -2,8 +2,8 @@
 //! run. The logic is the library's (`toolgate::hook`, `toolgate::export`); this is
 //! the I/O around it: stdin, files, the server call, the exit code.
 
-use crate::export::{self, Format};
 use super::args::{Connection, Resolved};
+use crate::export::{self, Format};
 use crate::grpc::client::{Client as Server, ClientConfig, ClientError};
 use crate::hook::install::{self, Scope};
 use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Verdict};
@@ -364,7 +364,11 @@ fn emit(reply: &Reply, log: Option<&Path>) {
 }
 
 /// The settings file's path for `client` at `scope` under `--path` or the default base.
-fn install_target(client: Client, scope: ScopeArg, path: &Option<PathBuf>) -> Result<(Scope, PathBuf), String> {
+fn install_target(
+    client: Client,
+    scope: ScopeArg,
+    path: &Option<PathBuf>,
+) -> Result<(Scope, PathBuf), String> {
     let scope = match scope {
         ScopeArg::User => Scope::User,
         ScopeArg::Project => Scope::Project,
@@ -443,10 +447,16 @@ impl HookSettings {
 /// A token file others may read is refused, as the server refuses its own.
 fn check_token_file(path: &Path) -> Result<PathBuf, String> {
     let absolute = std::path::absolute(path).map_err(|e| {
-        format!("--token-file {}: {e}: give the token file's path", path.display())
+        format!(
+            "--token-file {}: {e}: give the token file's path",
+            path.display()
+        )
     })?;
     let meta = std::fs::metadata(&absolute).map_err(|e| {
-        format!("--token-file {}: {e}: give the path of a file holding the token", path.display())
+        format!(
+            "--token-file {}: {e}: give the path of a file holding the token",
+            path.display()
+        )
     })?;
     #[cfg(unix)]
     {
@@ -514,7 +524,10 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
                 profile.user = settings.user.clone();
             }
             super::profile::save(&at, &profile).map_err(|e| e.to_string())?;
-            println!("saved the token in the client profile {} (mode 0600)", at.display());
+            println!(
+                "saved the token in the client profile {} (mode 0600)",
+                at.display()
+            );
         }
     }
     let mut command = args.command.clone().unwrap_or_else(|| {
@@ -688,9 +701,8 @@ fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
     } else {
         serde_json::from_str(&text).unwrap_or_default()
     };
-    let (command, env) = installed(client, &doc).ok_or_else(|| {
-        format!("{} holds no toolgate hook: {install_again}", path.display())
-    })?;
+    let (command, env) = installed(client, &doc)
+        .ok_or_else(|| format!("{} holds no toolgate hook: {install_again}", path.display()))?;
     println!("hook:    {command}\n         (in {})", path.display());
     // who the hook asks as: the settings' env (Claude Code) or its flags, then ours
     let mut words = command.split_whitespace().map(|w| w.trim_matches('\''));
@@ -703,21 +715,39 @@ fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
         }
     }
     for (k, v) in &env {
-        let key = k.trim_start_matches("TOOLGATE_").to_ascii_lowercase().replace('_', "-");
+        let key = k
+            .trim_start_matches("TOOLGATE_")
+            .to_ascii_lowercase()
+            .replace('_', "-");
         flag.insert(key, v.clone());
     }
     let hook_conn = Connection {
         server: flag.get("server").cloned().or_else(|| conn.server.clone()),
-        token: if flag.contains_key("token-file") { None } else { conn.token.clone() },
-        token_file: flag.get("token-file").map(PathBuf::from).or_else(|| conn.token_file.clone()),
+        token: if flag.contains_key("token-file") {
+            None
+        } else {
+            conn.token.clone()
+        },
+        token_file: flag
+            .get("token-file")
+            .map(PathBuf::from)
+            .or_else(|| conn.token_file.clone()),
         ca: conn.ca.clone(),
         cert: conn.cert.clone(),
         key: conn.key.clone(),
         output: conn.output,
     };
     let resolved = hook_conn.resolve().map_err(|e| e.to_string())?;
-    let team = flag.get("team").cloned().or(resolved.team.clone()).unwrap_or_default();
-    let user = flag.get("user").cloned().or(resolved.user.clone()).unwrap_or_default();
+    let team = flag
+        .get("team")
+        .cloned()
+        .or(resolved.team.clone())
+        .unwrap_or_default();
+    let user = flag
+        .get("user")
+        .cloned()
+        .or(resolved.user.clone())
+        .unwrap_or_default();
     println!("server:  {}", resolved.server);
     let whom = whoami(resolved.clone(), &team, &user);
     let reached = match &whom {
@@ -757,7 +787,11 @@ fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
         &String::from_utf8_lossy(&out.stderr),
     );
     println!("sample:  {what}\n   got:  {verdict}");
-    Ok(if reached && out.status.code() == Some(0) { 0 } else { 1 })
+    Ok(if reached && out.status.code() == Some(0) {
+        0
+    } else {
+        1
+    })
 }
 
 /// The team and user the server decides for, as it says.

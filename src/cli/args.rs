@@ -76,8 +76,7 @@ impl Connection {
             (Some(given), Some(p)) => given == p,
             (Some(_), None) => false,
         };
-        let (token, token_file, team, user) = if self.token.is_some() || self.token_file.is_some()
-        {
+        let (token, token_file, team, user) = if self.token.is_some() || self.token_file.is_some() {
             let (team, user) = if same_server {
                 (profile.team, profile.user)
             } else {
@@ -85,7 +84,12 @@ impl Connection {
             };
             (self.token.clone(), self.token_file.clone(), team, user)
         } else if same_server {
-            (profile.token, profile.token_file, profile.team, profile.user)
+            (
+                profile.token,
+                profile.token_file,
+                profile.team,
+                profile.user,
+            )
         } else {
             (None, None, None, None)
         };
@@ -117,7 +121,7 @@ pub enum ClientCommand {
     #[command(subcommand)]
     Allowlist(AllowlistCommand),
     /// One decision, with the checks that made it.
-    Evaluate(EvaluateArgs),
+    Evaluate(Box<EvaluateArgs>),
     /// The audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),

@@ -62,13 +62,15 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
         cwd: text(a.cwd),
         ..Default::default()
     });
-    let agent = (a.agent.is_some() || a.role.is_some() || a.context.is_some() || a.session.is_some())
-        .then(|| pb::AgentContext {
-            agent_id: text(a.agent),
-            role: text(a.role),
-            context_type: text(a.context),
-            session_id: text(a.session),
-        });
+    let agent =
+        (a.agent.is_some() || a.role.is_some() || a.context.is_some() || a.session.is_some()).then(
+            || pb::AgentContext {
+                agent_id: text(a.agent),
+                role: text(a.role),
+                context_type: text(a.context),
+                session_id: text(a.session),
+            },
+        );
     let d = c
         .policy()
         .evaluate(pb::EvaluateRequest {

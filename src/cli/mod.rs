@@ -56,7 +56,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
     match command {
         ClientCommand::Admin(cmd) => admin(&c, cmd).await,
         ClientCommand::Allowlist(cmd) => allowlist(&c, cmd).await,
-        ClientCommand::Evaluate(args) => evaluate(&c, args).await,
+        ClientCommand::Evaluate(args) => evaluate(&c, *args).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
         ClientCommand::Watch { team, user, after } => watch(&c, &team, &user, after).await,

@@ -244,6 +244,9 @@ mod tests {
         }
         std::fs::write(&path, "servr = 'x'\n").unwrap();
         let err = load_from(&path).unwrap_err().to_string();
-        assert!(err.contains("servr") && err.contains("toolgate login"), "{err}");
+        assert!(
+            err.contains("servr") && err.contains("toolgate login"),
+            "{err}"
+        );
     }
 }

@@ -645,7 +645,11 @@ async fn init_writes_a_valid_starter_and_keeps_existing_files() {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let check = command()
         .args(["check-config", "--config", "toolgate.yaml"])
         .current_dir(&at)
@@ -665,7 +669,10 @@ async fn init_writes_a_valid_starter_and_keeps_existing_files() {
         .await
         .unwrap();
     let text = String::from_utf8_lossy(&again.stderr);
-    assert!(!again.status.success() && text.contains("--force"), "{text}");
+    assert!(
+        !again.status.success() && text.contains("--force"),
+        "{text}"
+    );
 }
 
 /// Shell completions and the manual page come from the same command definition.
@@ -682,7 +689,10 @@ async fn completion_and_man_page() {
     }
     let out = command().arg("man").output().await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains(".TH toolgate"), "{text}");
+    assert!(
+        out.status.success() && text.contains(".TH toolgate"),
+        "{text}"
+    );
 }
 
 /// `evaluate` takes what the API takes: a built-in tool by any client's name, the

@@ -82,14 +82,22 @@ async fn codex_install_carries_the_flags_and_check_reaches_the_server() {
     let token = home.token_file.display().to_string();
     let (ok, text) = home
         .toolgate(&[
-            "hook", "install", "codex", "--server", &up, "--token-file", &token, "--user",
+            "hook",
+            "install",
+            "codex",
+            "--server",
+            &up,
+            "--token-file",
+            &token,
+            "--user",
             "carol",
         ])
         .await;
     assert!(ok, "{text}");
-    let hooks: Value =
-        serde_json::from_str(&std::fs::read_to_string(home.home.join(".codex/hooks.json")).unwrap())
-            .unwrap();
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.home.join(".codex/hooks.json")).unwrap(),
+    )
+    .unwrap();
     let command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap();
@@ -130,14 +138,18 @@ async fn login_writes_a_private_profile_that_later_commands_read() {
     assert!(ok, "{text}");
     assert!(text.contains("team acme, user alice"), "{text}");
     let (ok, text) = home
-        .toolgate(&["evaluate", "--team", TEAM, "--user", "alice", "--shell", "ls"])
+        .toolgate(&[
+            "evaluate", "--team", TEAM, "--user", "alice", "--shell", "ls",
+        ])
         .await;
     assert!(ok, "{text}");
 
     // a profile others may read is refused, and the error says how to fix it
     set_mode(&home.profile(), 0o644);
     let (ok, text) = home
-        .toolgate(&["evaluate", "--team", TEAM, "--user", "alice", "--shell", "ls"])
+        .toolgate(&[
+            "evaluate", "--team", TEAM, "--user", "alice", "--shell", "ls",
+        ])
         .await;
     assert!(!ok && text.contains("chmod 600"), "{text}");
 
@@ -190,18 +202,41 @@ async fn install_errors_name_the_flag() {
     let managed = home.home.join("root").display().to_string();
     let table: &[(&[&str], &str)] = &[
         (
-            &["hook", "install", "claude-code", "--scope", "managed", "--path", &managed],
+            &[
+                "hook",
+                "install",
+                "claude-code",
+                "--scope",
+                "managed",
+                "--path",
+                &managed,
+            ],
             "--command",
         ),
         (
             &[
-                "hook", "install", "codex", "--scope", "managed", "--path", &managed, "--command",
-                "/usr/local/bin/toolgate", "--token", "secret",
+                "hook",
+                "install",
+                "codex",
+                "--scope",
+                "managed",
+                "--path",
+                &managed,
+                "--command",
+                "/usr/local/bin/toolgate",
+                "--token",
+                "secret",
             ],
             "toolgate login",
         ),
         (
-            &["hook", "install", "cursor", "--token-file", "/nonexistent/token"],
+            &[
+                "hook",
+                "install",
+                "cursor",
+                "--token-file",
+                "/nonexistent/token",
+            ],
             "--token-file",
         ),
         (&["hook", "check", "cursor"], "toolgate hook install cursor"),
@@ -221,8 +256,15 @@ async fn install_errors_name_the_flag() {
     // a managed install names the binary given, not the installer's
     let (ok, text) = home
         .toolgate(&[
-            "hook", "install", "claude-code", "--scope", "managed", "--path", &managed,
-            "--command", "/usr/local/bin/toolgate",
+            "hook",
+            "install",
+            "claude-code",
+            "--scope",
+            "managed",
+            "--path",
+            &managed,
+            "--command",
+            "/usr/local/bin/toolgate",
         ])
         .await;
     assert!(ok, "{text}");
@@ -243,7 +285,15 @@ async fn a_token_without_a_team_is_told_which_variable_to_set() {
     let up = format!("http://{}", server.addr);
     let token = home.token_file.display().to_string();
     let (ok, text) = home
-        .toolgate(&["hook", "install", "claude-code", "--server", &up, "--token-file", &token])
+        .toolgate(&[
+            "hook",
+            "install",
+            "claude-code",
+            "--server",
+            &up,
+            "--token-file",
+            &token,
+        ])
         .await;
     assert!(ok, "{text}");
     let (ok, text) = home.toolgate(&["hook", "check", "claude-code"]).await;

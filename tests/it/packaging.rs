@@ -89,7 +89,12 @@ fn the_config_map_and_secret_make_a_valid_configuration() {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap().replace("REPLACE-ME", placeholder)))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str().unwrap().replace("REPLACE-ME", placeholder),
+                )
+            })
             .collect()
     };
     // as shipped, no token is usable: the server refuses to start until it is replaced
@@ -156,10 +161,14 @@ fn the_compose_configuration_has_placeholders_not_tokens() {
     assert!(err.contains("sha256"), "{err}");
     let hash = toolgate::auth::hash_token("a-token-of-ours");
     std::fs::write(&file, text.replace("REPLACE-ME", &hash)).unwrap();
-    Config::load(Some(&file), Vec::new(), &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    Config::load(Some(&file), Vec::new(), &CliOverrides::default())
+        .unwrap_or_else(|e| panic!("{e}"));
     let compose = std::fs::read_to_string(deploy("compose.yaml")).unwrap();
     for line in compose.lines().filter(|l| l.contains("ports:")) {
-        assert!(line.contains("127.0.0.1:"), "published beyond loopback: {line}");
+        assert!(
+            line.contains("127.0.0.1:"),
+            "published beyond loopback: {line}"
+        );
     }
 }
 

@@ -227,6 +227,9 @@ fn the_roles_guide_example_is_valid() {
     for block in blocks {
         let policy = toolgate::policy_file::parse_team_policy("docs/roles.md", block)
             .unwrap_or_else(|e| panic!("{}", toolgate::policy_file::format_errors(&e)));
-        assert!(!policy.auto_run_controls.roles.is_empty(), "the example has roles");
+        assert!(
+            !policy.auto_run_controls.roles.is_empty(),
+            "the example has roles"
+        );
     }
 }

@@ -210,10 +210,10 @@ impl App {
 /// bootstrap token's mode. Every problem at once, each naming its key or file.
 pub fn preflight(config: &Config) -> Vec<String> {
     let mut problems = Vec::new();
-    if config.tls.cert.is_some() || config.tls.key.is_some() {
-        if let Err(e) = crate::tls::check(&config.tls) {
-            problems.push(e.to_string());
-        }
+    if (config.tls.cert.is_some() || config.tls.key.is_some())
+        && let Err(e) = crate::tls::check(&config.tls)
+    {
+        problems.push(e.to_string());
     }
     if let Some(path) = &config.policy_file {
         match crate::policy_file::read_file(path) {

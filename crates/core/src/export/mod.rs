@@ -323,7 +323,13 @@ pub fn could_reach(allowed: &[String], blocked: &[String]) -> bool {
             .iter()
             .enumerate()
             .filter(|(i, w)| *i == 0 || !w.starts_with('-'))
-            .map(|(i, w)| if i == 0 { base_name(w).to_owned() } else { w.clone() })
+            .map(|(i, w)| {
+                if i == 0 {
+                    base_name(w).to_owned()
+                } else {
+                    w.clone()
+                }
+            })
             .collect()
     };
     let (a, b) = (plain(allowed), plain(blocked));

@@ -79,7 +79,10 @@ pub(super) fn unknown_variables(env: &BTreeMap<String, String>) -> Vec<String> {
 
 /// The variable that sets `key` (`log.level` → `TOOLGATE_LOG__LEVEL`).
 pub fn variable_of(key: &str) -> String {
-    format!("{ENV_PREFIX}{}", key.to_ascii_uppercase().replace('.', "__"))
+    format!(
+        "{ENV_PREFIX}{}",
+        key.to_ascii_uppercase().replace('.', "__")
+    )
 }
 
 /// A validation problem (`key: …`) says which variable set the key, when one did.
@@ -115,7 +118,11 @@ fn hint(key: &str) -> &'static str {
 
 /// A figment error as a problem line: the key (and the variable or file that set it),
 /// what is wrong and the fix; no profile prefix (`default.`), which means nothing here.
-pub(super) fn describe(e: &figment::Error, section: &str, env: &BTreeMap<String, String>) -> String {
+pub(super) fn describe(
+    e: &figment::Error,
+    section: &str,
+    env: &BTreeMap<String, String>,
+) -> String {
     let mut path: Vec<String> = e.path.clone();
     if !section.is_empty() {
         // `extract_inner` appends the section to the path rather than prefixing it
@@ -135,7 +142,11 @@ pub(super) fn describe(e: &figment::Error, section: &str, env: &BTreeMap<String,
         path.push(field.clone());
         kind = format!(
             "unknown key: {} takes {}",
-            if parent.is_empty() { "the top level" } else { &parent },
+            if parent.is_empty() {
+                "the top level"
+            } else {
+                &parent
+            },
             expected.join(", ")
         );
     }

@@ -227,12 +227,16 @@ fn extract_every_section(
                 for key in dict.keys().filter(|k| !known.contains(k)) {
                     let from_env = server_env.contains_key(&env::variable_of(key));
                     let at = figment.find_metadata(key).map(env::origin);
-                    let at = if from_env { Some(env::ENV_SOURCE.to_owned()) } else { at };
+                    let at = if from_env {
+                        Some(env::ENV_SOURCE.to_owned())
+                    } else {
+                        at
+                    };
                     problems.push(env::describe_unknown(key, at.as_deref(), &known));
                 }
             }
         }
-        Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, "", &server_env))),
+        Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, "", server_env))),
     }
     let mut handled: Vec<&str> = Vec::new();
     macro_rules! sections {
@@ -267,7 +271,7 @@ fn extract_every_section(
     if known.iter().any(|k| !handled.contains(&k.as_str())) {
         match figment.extract::<Config>() {
             Ok(whole) => return whole,
-            Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, "", &server_env))),
+            Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, "", server_env))),
         }
     }
     config

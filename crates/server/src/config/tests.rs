@@ -125,7 +125,8 @@ default_role = "operator"
 /// variables are not the server's business.
 #[test]
 fn every_error_names_its_key_or_variable() {
-    let table: &[(&[(&str, &str)], &[&str])] = &[
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let table: &[Case] = &[
         (
             &[("TOOLGATE_LISTEN", "7075")],
             &["TOOLGATE_LISTEN (listen)", "HOST:PORT"],
@@ -140,7 +141,10 @@ fn every_error_names_its_key_or_variable() {
         ),
         (
             &[("TOOLGATE_WATCH__HEARTBEAT_SECS", "soon")],
-            &["TOOLGATE_WATCH__HEARTBEAT_SECS (watch.heartbeat_secs)", "whole number"],
+            &[
+                "TOOLGATE_WATCH__HEARTBEAT_SECS (watch.heartbeat_secs)",
+                "whole number",
+            ],
         ),
         (
             &[("TOOLGATE_WATCH__NOPE", "1")],
@@ -160,7 +164,10 @@ fn every_error_names_its_key_or_variable() {
         let text = err.to_string();
         assert!(!text.contains("default."), "{text}");
         for needle in *needles {
-            assert!(text.contains(needle), "{vars:?}: missing {needle:?} in {text}");
+            assert!(
+                text.contains(needle),
+                "{vars:?}: missing {needle:?} in {text}"
+            );
         }
     }
 }
@@ -212,7 +219,12 @@ fn a_file_with_six_mistakes_reports_six() {
 
 #[test]
 fn log_levels() {
-    for ok in ["info", "toolgate=debug,info", "warn", "toolgate::server=trace"] {
+    for ok in [
+        "info",
+        "toolgate=debug,info",
+        "warn",
+        "toolgate::server=trace",
+    ] {
         assert!(validate::is_log_filter(ok), "{ok}");
     }
     for bad in ["verbose", "", "toolgate=loud", "info,chatty"] {
