@@ -14,7 +14,7 @@ use crate::proto::v1 as pb;
 use crate::service::AuditFilter;
 use crate::service::{Service, ServiceError, check_id};
 use convert::*;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use pb::admin_service_server::AdminService;
 use pb::policy_service_server::PolicyService;
 use pb::server_info_service_server::ServerInfoService;
@@ -388,27 +388,16 @@ impl PolicyService for Api {
 
     type WatchPolicyStream = EventStream;
 
-    /// Served by [`PolicyRouter`], which shares each change's encoding between
-    /// streams; this per-stream form answers only where the generated server is
-    /// mounted on its own.
+    /// Never reached: [`PolicyRouter`] takes the `WatchPolicy` path before the
+    /// generated server sees it, and serves it once, sharing each change's encoding
+    /// between streams (`watch.rs`).
     async fn watch_policy(
         &self,
-        req: Request<pb::WatchPolicyRequest>,
+        _req: Request<pb::WatchPolicyRequest>,
     ) -> Result<Response<Self::WatchPolicyStream>, Status> {
-        let p = principal(&req)?;
-        let slot = self.open_stream(&p)?;
-        let r = req.into_inner();
-        let events = self
-            .service
-            .watch(&p, &r.team_id, &r.user_id, r.after_revision)
-            .await?;
-        let (team, user) = (r.team_id, r.user_id);
-        let stream = events.map(move |e| {
-            let _held = &slot;
-            e.map(|e| watch_event_to_pb(&team, &user, count_resync(e)))
-                .map_err(Status::from)
-        });
-        Ok(Response::new(Box::pin(stream)))
+        Err(Status::internal(
+            "WatchPolicy is served by PolicyRouter: mount PolicyRouter, not the generated PolicyServiceServer",
+        ))
     }
 }
 
@@ -421,7 +410,7 @@ impl ServerInfoService for Api {
         let p = principal(&req)?;
         let team = p.team.clone().unwrap_or_default();
         if !team.is_empty() {
-            check_id("team_id", &team)?;
+            check_id("team_id", &team).map_err(ServiceError::from)?;
         }
         authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
         // secrets and principals are the operators' business alone
@@ -444,4 +433,37 @@ impl ServerInfoService for Api {
             config_json,
         }))
     }
+}
+
+/// Every gRPC path the server serves: the methods of every service in the
+/// descriptor sets it registers for reflection.
+pub fn served_paths() -> Vec<String> {
+    use prost::Message as _;
+    let sets = [
+        crate::proto::FILE_DESCRIPTOR_SET,
+        tonic_health::pb::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+    ];
+    let mut paths = Vec::new();
+    for bytes in sets {
+        let Ok(set) = prost_types::FileDescriptorSet::decode(bytes) else {
+            continue;
+        };
+        for file in set.file {
+            let package = file.package.unwrap_or_default();
+            for service in file.service {
+                let service_name = service.name.unwrap_or_default();
+                for method in service.method {
+                    let method = method.name.unwrap_or_default();
+                    paths.push(if package.is_empty() {
+                        format!("/{service_name}/{method}")
+                    } else {
+                        format!("/{package}.{service_name}/{method}")
+                    });
+                }
+            }
+        }
+    }
+    paths
 }
