@@ -846,6 +846,8 @@ pub async fn run_export(args: ExportArgs, conn: &Connection) -> anyhow::Result<i
         ),
     };
     let conn = conn.resolve()?;
+    let address = conn.server.clone();
+    let hinted = |e: ClientError| anyhow::anyhow!(with_hint(&e, &address));
     let server = Server::connect(ClientConfig {
         team: or_profile(&args.team, &conn.team),
         user: or_profile(&args.user, &conn.user),
@@ -855,8 +857,9 @@ pub async fn run_export(args: ExportArgs, conn: &Connection) -> anyhow::Result<i
         token_file: conn.token_file,
         deadline: Duration::from_secs(10),
     })
-    .await?;
-    let policy = server.effective_policy().await?;
+    .await
+    .map_err(hinted)?;
+    let policy = server.effective_policy().await.map_err(hinted)?;
     let out = export::export(format, &policy.admin, &policy.user, &policy.file_allowlists)
         .map_err(|e| anyhow::anyhow!("the effective policy does not compile: {e}"))?;
     print!("{}", out.text);
