@@ -236,7 +236,10 @@ async fn export_prints_the_effective_policy_with_warnings() {
         allow.contains(&Value::from("Bash(git status *)")),
         "{allow:?}"
     );
-    assert!(!stderr.contains("\"git status\" is not exported"), "{stderr}");
+    assert!(
+        !stderr.contains("\"git status\" is not exported"),
+        "{stderr}"
+    );
     assert!(stderr.contains("exported policy revision 2"), "{stderr}");
     server.stop().await;
 }
