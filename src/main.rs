@@ -26,12 +26,16 @@ struct Cli {
 enum Command {
     /// Runs the server.
     Serve(ServeArgs),
-    /// Validates the configuration and prints it (secrets left out).
+    /// Runs every check `serve` makes before it binds (keys, values, the TLS, policy
+    /// and key files) and prints the configuration (secrets left out).
     CheckConfig(ServeArgs),
     /// Prints the SHA-256 of a token, for `auth.tokens[].sha256`; reads stdin without TOKEN.
     HashToken { token: Option<String> },
     /// Prints a new random token and its SHA-256.
     NewToken,
+    /// Checks a server address and token, then saves them (with --team and --user) in
+    /// the client profile that every later command and hook reads.
+    Login(cli::login::LoginArgs),
     /// The pre-tool hook an agent client runs (claude-code, codex, cursor, gemini).
     #[command(subcommand)]
     Hook(agent_cli::HookCommand),
@@ -40,6 +44,15 @@ enum Command {
     /// An MCP gateway in front of one MCP server: shows and runs only what the policy
     /// allows, re-announcing the tool list when it changes.
     Proxy(cli::ProxyArgs),
+    /// Writes a starter server configuration, policy file and team policy.
+    Init(cli::init::InitArgs),
+    /// Prints a shell completion script: `toolgate completion bash > /etc/bash_completion.d/toolgate`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the manual page (roff): `toolgate man > toolgate.1 && man ./toolgate.1`.
+    Man,
     #[command(flatten)]
     Client(cli::ClientCommand),
 }
@@ -61,16 +74,19 @@ struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn load(&self) -> anyhow::Result<Config> {
-        let cli = CliOverrides {
+    fn overrides(&self) -> CliOverrides {
+        CliOverrides {
             listen: self.listen.clone(),
             data_dir: self.data_dir.clone(),
             policy_file: self.policy_file.clone(),
-        };
+        }
+    }
+
+    fn load(&self) -> anyhow::Result<Config> {
         Ok(Config::load(
             self.config.as_deref(),
             std::env::vars(),
-            &cli,
+            &self.overrides(),
         )?)
     }
 }
@@ -106,8 +122,18 @@ fn main() -> std::process::ExitCode {
     // the hook runs once per tool call: no thread pool, and it answers every failure
     // itself in the client's own words
     if let Command::Hook(command) = parsed.command {
-        let code = agent_cli::run_hook(command, connection(&parsed.connection));
+        let code = agent_cli::run_hook(command, &parsed.connection);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // login asks the server through the hook's own blocking client
+    if let Command::Login(args) = parsed.command {
+        return match cli::login::login(args, &parsed.connection) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        };
     }
     match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -118,21 +144,14 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn connection(c: &cli::Connection) -> agent_cli::Connection {
-    agent_cli::Connection {
-        tls: c.tls(),
-        server: c.server.clone(),
-        token: c.token.clone(),
-        token_file: c.token_file.clone(),
-    }
-}
-
 #[tokio::main]
 async fn run(parsed: Cli) -> anyhow::Result<()> {
     match parsed.command {
-        Command::Hook(_) => unreachable!("answered before the runtime starts"),
+        Command::Hook(_) | Command::Login(_) => {
+            unreachable!("answered before the runtime starts")
+        }
         Command::Export(args) => {
-            let code = agent_cli::run_export(args, connection(&parsed.connection)).await?;
+            let code = agent_cli::run_export(args, &parsed.connection).await?;
             if code != 0 {
                 std::process::exit(code);
             }
@@ -155,19 +174,28 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             served?;
         }
         Command::CheckConfig(args) => {
-            let config = args.load()?;
-            if let Some(path) = &config.policy_file {
-                let text = toolgate::policy_file::read_file(path)
-                    .with_context(|| format!("cannot read policy file {}", path.display()))?;
-                toolgate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
-                    .map_err(|errors| {
-                        anyhow::anyhow!(
-                            "invalid policy file:\n{}",
-                            toolgate::policy_file::format_errors(&errors)
-                        )
-                    })?;
+            // the same checks as `serve` before it binds, every problem at once
+            let (config, mut problems) =
+                Config::load_checked(args.config.as_deref(), std::env::vars(), &args.overrides())?;
+            problems.extend(toolgate::server::preflight(&config));
+            if !problems.is_empty() {
+                anyhow::bail!("invalid configuration:\n  - {}", problems.join("\n  - "));
             }
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
+        }
+        Command::Init(args) => cli::init::init(args)?,
+        Command::Completion { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "toolgate",
+                &mut std::io::stdout(),
+            );
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
         }
         Command::HashToken { token } => {
             let token = match token {

@@ -271,6 +271,14 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
         .is_some_and(|n| n >= 1.0),
         "{text}"
     );
+    assert!(
+        sample(
+            &text,
+            "toolgate_build_info",
+            &[&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))]
+        ) == Some(1.0),
+        "{text}"
+    );
     // every metric the dashboard queries is one the server exports
     for (name, _) in toolgate::metrics::ALL {
         let dashboard = include_str!("../deploy/grafana/toolgate-dashboard.json");

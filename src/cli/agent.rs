@@ -2,8 +2,9 @@
 //! run. The logic is the library's (`toolgate::hook`, `toolgate::export`); this is
 //! the I/O around it: stdin, files, the server call, the exit code.
 
+use super::args::{Connection, Resolved};
 use crate::export::{self, Format};
-use crate::grpc::client::{Client as Server, ClientConfig};
+use crate::grpc::client::{Client as Server, ClientConfig, ClientError};
 use crate::hook::install::{self, Scope};
 use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Verdict};
 use clap::{Args, Subcommand, ValueEnum};
@@ -40,8 +41,12 @@ pub enum HookCommand {
     Cursor(HookArgs),
     /// Gemini CLI's BeforeTool hook.
     Gemini(HookArgs),
-    /// Writes the client's hook configuration and prints what it wrote.
+    /// Writes the client's hook configuration, with the server, token file, team and
+    /// user the hook needs, and prints what it wrote.
     Install(InstallArgs),
+    /// Runs the installed hook once on a harmless sample call and says whether it
+    /// reaches the server, as whom, and what the call gets.
+    Check(CheckArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,12 +102,33 @@ pub struct InstallArgs {
     /// directory (project) or `/` (managed).
     #[arg(long)]
     path: Option<PathBuf>,
-    /// The command the client runs (default: this binary's path, `hook`, the client).
+    /// The command the client runs: a full command, or the path of the toolgate
+    /// binary as the client's machine has it (`hook <client>` is added). Default: this
+    /// binary's path; required with `--scope managed`, whose file is deployed to other
+    /// machines.
     #[arg(long)]
     command: Option<String>,
+    /// The team the hook asks for (default: the token's own).
+    #[arg(long, env = "TOOLGATE_TEAM")]
+    team: Option<String>,
+    /// The user the hook asks for (default: the token's own).
+    #[arg(long, env = "TOOLGATE_USER")]
+    user: Option<String>,
     /// Print what would be written, write nothing.
     #[arg(long)]
     dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[arg(value_enum)]
+    client: ClientName,
+    #[arg(long, value_enum, default_value_t = ScopeArg::User)]
+    scope: ScopeArg,
+    /// Look under this directory instead of the home directory (user), the current
+    /// directory (project) or `/` (managed).
+    #[arg(long)]
+    path: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,22 +156,15 @@ pub struct ExportArgs {
     form: Option<FormArg>,
 }
 
-/// The server connection as the global options give it.
-pub struct Connection {
-    pub server: String,
-    pub token: Option<String>,
-    pub token_file: Option<PathBuf>,
-    pub tls: crate::grpc::client::TlsOptions,
-}
-
 /// Runs a hook command; returns the exit code. Never panics out, never errors out.
-pub fn run_hook(command: HookCommand, conn: Connection) -> i32 {
+pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
     let (client, args) = match command {
         HookCommand::ClaudeCode(a) => (Client::ClaudeCode, a),
         HookCommand::Codex(a) => (Client::Codex, a),
         HookCommand::Cursor(a) => (Client::Cursor, a),
         HookCommand::Gemini(a) => (Client::Gemini, a),
-        HookCommand::Install(a) => return install_hook(a),
+        HookCommand::Install(a) => return install_hook(a, conn),
+        HookCommand::Check(a) => return check_hook(a, conn),
     };
     let options = Options {
         no_grant: args.no_grant,
@@ -174,7 +193,7 @@ pub fn run_hook(command: HookCommand, conn: Connection) -> i32 {
     reply.exit
 }
 
-fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) -> Reply {
+fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options) -> Reply {
     let mut input = Vec::new();
     let limit = hook::MAX_INPUT_BYTES as u64 + 1;
     if let Err(e) = std::io::stdin().take(limit).read_to_end(&mut input) {
@@ -190,13 +209,18 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
     let agent = hook::agent_of(client, &input);
+    let conn = match conn.resolve() {
+        Ok(c) => c,
+        Err(e) => return hook::failure(client, &e.to_string(), options),
+    };
+    let server = conn.server.clone();
     let config = ClientConfig {
+        team: or_profile(&args.team, &conn.team),
+        user: or_profile(&args.user, &conn.user),
         tls: conn.tls,
         server: conn.server,
         token: conn.token,
         token_file: conn.token_file,
-        team: args.team.clone(),
-        user: args.user.clone(),
         // the whole call is bounded below; the client's own step deadlines are wider,
         // so the answer says which deadline passed the same way every time
         deadline: Duration::from_millis(args.timeout_ms.max(1)) * 2,
@@ -227,7 +251,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
             ),
             options,
         ),
-        Ok(Err(e)) => hook::failure(client, &e.to_string(), options),
+        Ok(Err(e)) => hook::failure(client, &with_hint(&e, &server), options),
         Ok(Ok(d)) => hook::reply(
             client,
             &Verdict {
@@ -240,6 +264,33 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
             options,
         ),
     }
+}
+
+/// The command's own team or user, else the profile's.
+fn or_profile(given: &str, profile: &Option<String>) -> String {
+    if given.is_empty() {
+        profile.clone().unwrap_or_default()
+    } else {
+        given.to_owned()
+    }
+}
+
+/// The error, and which variable or flag would fix it: the server's own message names
+/// the request field (`team_id`), which the person reading a blocked call cannot set.
+pub fn with_hint(e: &ClientError, server: &str) -> String {
+    let hint = match e {
+        ClientError::Unreachable { .. } | ClientError::Timeout { .. } => format!(
+            "is the server running at {server}? set TOOLGATE_SERVER, or run `toolgate login --server URL --token-file FILE`"
+        ),
+        ClientError::Refused { code, message } => match code {
+            tonic::Code::Unauthenticated => "set TOOLGATE_TOKEN_FILE (or TOOLGATE_TOKEN) to a token the server accepts, or run `toolgate login`".to_owned(),
+            tonic::Code::InvalidArgument if message.contains("team_id") => "the token names no team: set TOOLGATE_TEAM, or give --team to `toolgate hook install` or `toolgate login`".to_owned(),
+            tonic::Code::InvalidArgument if message.contains("user_id") => "the token names no user: set TOOLGATE_USER, or give --user to `toolgate hook install` or `toolgate login`".to_owned(),
+            _ => return e.to_string(),
+        },
+        _ => return e.to_string(),
+    };
+    format!("{e} ({hint})")
 }
 
 /// Cursor names MCP servers by URL or command: the workspace's and the user's
@@ -312,52 +363,196 @@ fn emit(reply: &Reply, log: Option<&Path>) {
     }
 }
 
-fn install_hook(args: InstallArgs) -> i32 {
-    let client = Client::from(args.client);
-    let scope = match args.scope {
+/// The settings file's path for `client` at `scope` under `--path` or the default base.
+fn install_target(
+    client: Client,
+    scope: ScopeArg,
+    path: &Option<PathBuf>,
+) -> Result<(Scope, PathBuf), String> {
+    let scope = match scope {
         ScopeArg::User => Scope::User,
         ScopeArg::Project => Scope::Project,
         ScopeArg::Managed => Scope::Managed,
     };
-    let base = match (&args.path, scope) {
+    let base = match (path, scope) {
         (Some(p), _) => p.clone(),
         (None, Scope::User) => match std::env::var_os("HOME") {
             Some(h) => PathBuf::from(h),
-            None => {
-                eprintln!("error: HOME is not set: give --path DIR");
-                return 1;
-            }
+            None => return Err("HOME is not set: give --path DIR".into()),
         },
         (None, Scope::Project) => PathBuf::from("."),
         (None, Scope::Managed) => PathBuf::from("/"),
     };
-    let command = args.command.unwrap_or_else(|| {
+    Ok((scope, install::target(client, scope, &base)))
+}
+
+/// `'…'` around anything a shell would split or expand.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// What the installed hook is told: where the server is, the token's file, the team
+/// and user. Never a token itself: settings files are commonly world-readable.
+#[derive(Debug, Default)]
+struct HookSettings {
+    server: Option<String>,
+    token_file: Option<PathBuf>,
+    team: Option<String>,
+    user: Option<String>,
+}
+
+impl HookSettings {
+    /// As `TOOLGATE_*` variables, for Claude Code's settings `env`.
+    fn vars(&self) -> Vec<(&'static str, String)> {
+        let mut vars = Vec::new();
+        let mut put = |name, value: &Option<String>| {
+            if let Some(v) = value.as_ref().filter(|v| !v.is_empty()) {
+                vars.push((name, v.clone()));
+            }
+        };
+        put("TOOLGATE_SERVER", &self.server);
+        put(
+            "TOOLGATE_TOKEN_FILE",
+            &self.token_file.as_ref().map(|p| p.display().to_string()),
+        );
+        put("TOOLGATE_TEAM", &self.team);
+        put("TOOLGATE_USER", &self.user);
+        vars
+    }
+
+    /// As flags after `hook <client>`, for clients that pass no environment of their own.
+    fn flags(&self) -> String {
+        let mut flags = String::new();
+        for (name, value) in self.vars() {
+            let flag = match name {
+                "TOOLGATE_SERVER" => "--server",
+                "TOOLGATE_TOKEN_FILE" => "--token-file",
+                "TOOLGATE_TEAM" => "--team",
+                _ => "--user",
+            };
+            flags.push_str(&format!(" {flag} {}", shell_quote(&value)));
+        }
+        flags
+    }
+}
+
+/// A token file others may read is refused, as the server refuses its own.
+fn check_token_file(path: &Path) -> Result<PathBuf, String> {
+    let absolute = std::path::absolute(path).map_err(|e| {
+        format!(
+            "--token-file {}: {e}: give the token file's path",
+            path.display()
+        )
+    })?;
+    let meta = std::fs::metadata(&absolute).map_err(|e| {
+        format!(
+            "--token-file {}: {e}: give the path of a file holding the token",
+            path.display()
+        )
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "--token-file {}: others may read it (mode {mode:o}): run `chmod 600 {}` and install again",
+                path.display(),
+                path.display()
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    Ok(absolute)
+}
+
+fn install_hook(args: InstallArgs, conn: &Connection) -> i32 {
+    match install(args, conn) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
+    let client = Client::from(args.client);
+    let (scope, path) = install_target(client, args.scope, &args.path)?;
+    let managed = scope == Scope::Managed;
+    if managed && args.command.is_none() {
+        return Err(format!(
+            "--command is required with --scope managed: the file is deployed to other machines, where this binary's path ({}) may not exist; give the toolgate binary's path there, e.g. --command /usr/local/bin/toolgate",
+            std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ));
+    }
+    let mut settings = HookSettings {
+        server: conn.server.clone(),
+        token_file: None,
+        team: args.team.clone(),
+        user: args.user.clone(),
+    };
+    if let Some(file) = &conn.token_file {
+        settings.token_file = Some(check_token_file(file)?);
+    }
+    if let Some(token) = conn.token.as_ref().filter(|t| !t.trim().is_empty()) {
+        if managed {
+            return Err("--token (or TOOLGATE_TOKEN) cannot go into a managed install, which every user shares: give each user a token and let them run `toolgate login`, or give --token-file with a path each machine has".into());
+        }
+        // the token itself goes to the 0600 client profile, which the hook reads
+        if !args.dry_run {
+            let at = super::profile::path().map_err(|e| e.to_string())?;
+            let mut profile = super::profile::load_from(&at).map_err(|e| e.to_string())?;
+            profile.server = settings.server.clone().or(profile.server);
+            profile.token = Some(token.trim().to_owned());
+            profile.token_file = None;
+            if settings.team.is_some() {
+                profile.team = settings.team.clone();
+            }
+            if settings.user.is_some() {
+                profile.user = settings.user.clone();
+            }
+            super::profile::save(&at, &profile).map_err(|e| e.to_string())?;
+            println!(
+                "saved the token in the client profile {} (mode 0600)",
+                at.display()
+            );
+        }
+    }
+    let mut command = args.command.clone().unwrap_or_else(|| {
         let exe = std::env::current_exe()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "toolgate".into());
-        let exe = if exe.contains(' ') {
-            format!("'{exe}'")
-        } else {
-            exe
-        };
-        format!("{exe} hook {}", client.name())
+        shell_quote(&exe)
     });
-    let path = install::target(client, scope, &base);
+    // a bare binary path gets the hook's subcommand
+    if !command.contains(" hook ") {
+        command = format!("{command} hook {}", client.name());
+    }
+    if client != Client::ClaudeCode {
+        command.push_str(&settings.flags());
+    }
     let existing = match std::fs::read_to_string(&path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            eprintln!("error: reading {}: {e}", path.display());
-            return 1;
-        }
+        Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
-    let text = match install::merge(client, scope, &path, existing.as_deref(), &command) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
+    let mut text = install::merge(client, scope, &path, existing.as_deref(), &command)
+        .map_err(|e| e.to_string())?;
+    if client == Client::ClaudeCode {
+        text = install::with_env(&path, &text, &settings.vars()).map_err(|e| e.to_string())?;
+    }
     if !args.dry_run {
         let written = path
             .parent()
@@ -367,17 +562,281 @@ fn install_hook(args: InstallArgs) -> i32 {
                 crate::files::write_atomic(&path, crate::files::Mode::KeepTarget, text.as_bytes())
             });
         if let Err(e) = written {
-            eprintln!("error: writing {}: {e}", path.display());
-            return 1;
+            return Err(format!("writing {}: {e}", path.display()));
         }
     }
     let verb = if args.dry_run { "would write" } else { "wrote" };
     println!("{verb} {}:\n{text}", path.display());
-    0
+    if settings.server.is_none() && conn.token.is_none() && settings.token_file.is_none() {
+        let profile = super::profile::load().unwrap_or_default();
+        if profile.server.is_none() && profile.token.is_none() && profile.token_file.is_none() {
+            eprintln!(
+                "warning: no server or token given: the hook will ask {} with no token; give --server and --token-file, or run `toolgate login`",
+                super::args::DEFAULT_SERVER
+            );
+        }
+    }
+    if !args.dry_run {
+        println!(
+            "check it with: toolgate hook check {}{}",
+            client.name(),
+            match args.scope {
+                ScopeArg::User => String::new(),
+                ScopeArg::Project => " --scope project".into(),
+                ScopeArg::Managed => " --scope managed".into(),
+            }
+        );
+    }
+    Ok(())
+}
+
+fn check_hook(args: CheckArgs, conn: &Connection) -> i32 {
+    match check(args, conn) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// The installed toolgate hook in a client's settings: its command and, for Claude
+/// Code, the `env` it is run with.
+fn installed(client: Client, doc: &serde_json::Value) -> Option<(String, Vec<(String, String)>)> {
+    let events: &[&str] = match client {
+        Client::ClaudeCode | Client::Codex => &["PreToolUse"],
+        Client::Cursor => &["beforeShellExecution"],
+        Client::Gemini => &["BeforeTool"],
+    };
+    let ours = |c: &serde_json::Value| {
+        c.as_str()
+            .filter(|c| c.contains(&format!(" hook {}", client.name())))
+            .map(str::to_owned)
+    };
+    let command = events.iter().find_map(|event| {
+        doc["hooks"][*event].as_array()?.iter().find_map(|item| {
+            ours(&item["command"]).or_else(|| {
+                item["hooks"]
+                    .as_array()?
+                    .iter()
+                    .find_map(|h| ours(&h["command"]))
+            })
+        })
+    })?;
+    let env = doc["env"]
+        .as_object()
+        .map(|vars| {
+            vars.iter()
+                .filter(|(k, _)| k.starts_with("TOOLGATE_"))
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((command, env))
+}
+
+/// A harmless call in the client's own payload: reading a file, or `git status`.
+fn sample_call(client: Client, cwd: &str) -> (String, serde_json::Value) {
+    use serde_json::json;
+    let file = format!("{cwd}/README.md");
+    match client {
+        Client::ClaudeCode => (
+            format!("Read {file}"),
+            json!({"session_id": "toolgate-hook-check", "hook_event_name": "PreToolUse",
+                "cwd": cwd, "tool_name": "Read", "tool_input": {"file_path": file}}),
+        ),
+        Client::Codex => (
+            "Bash `git status`".into(),
+            json!({"session_id": "toolgate-hook-check", "hook_event_name": "PreToolUse",
+                "cwd": cwd, "tool_name": "Bash", "tool_input": {"command": "git status"}}),
+        ),
+        Client::Cursor => (
+            "shell `git status`".into(),
+            json!({"hook_event_name": "beforeShellExecution", "command": "git status",
+                "cwd": cwd, "workspace_roots": [cwd]}),
+        ),
+        Client::Gemini => (
+            format!("read_file {file}"),
+            json!({"session_id": "toolgate-hook-check", "hook_event_name": "BeforeTool",
+                "cwd": cwd, "tool_name": "read_file", "tool_input": {"file_path": file}}),
+        ),
+    }
+}
+
+/// What the hook's answer means, in a few words.
+fn verdict_of(client: Client, exit: Option<i32>, stdout: &str, stderr: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    let said = |decision: &serde_json::Value, reason: &serde_json::Value| {
+        format!(
+            "{} ({})",
+            decision.as_str().unwrap_or("?"),
+            reason.as_str().unwrap_or("no reason given")
+        )
+    };
+    if exit == Some(2) || exit.is_none() {
+        return format!("blocked: {}", stderr.trim());
+    }
+    match client {
+        Client::ClaudeCode | Client::Codex => {
+            let out = &v["hookSpecificOutput"];
+            if out.is_object() {
+                said(&out["permissionDecision"], &out["permissionDecisionReason"])
+            } else {
+                "no objection (the client's own rules decide)".into()
+            }
+        }
+        Client::Cursor => said(&v["permission"], &v["agent_message"]),
+        Client::Gemini => said(&v["decision"], &v["reason"]),
+    }
+}
+
+fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
+    let client = Client::from(args.client);
+    let (scope, path) = install_target(client, args.scope, &args.path)?;
+    let install_again = format!("run `toolgate hook install {}` first", client.name());
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("no hook at {}: {e}: {install_again}", path.display()))?;
+    let doc: serde_json::Value = if client == Client::Codex && scope == Scope::Managed {
+        toml::from_str::<toml::Table>(&text)
+            .ok()
+            .and_then(|t| serde_json::to_value(t).ok())
+            .unwrap_or_default()
+    } else {
+        serde_json::from_str(&text).unwrap_or_default()
+    };
+    let (command, env) = installed(client, &doc)
+        .ok_or_else(|| format!("{} holds no toolgate hook: {install_again}", path.display()))?;
+    println!("hook:    {command}\n         (in {})", path.display());
+    // who the hook asks as: the settings' env (Claude Code) or its flags, then ours
+    let mut words = command.split_whitespace().map(|w| w.trim_matches('\''));
+    let mut flag = std::collections::HashMap::new();
+    while let Some(w) = words.next() {
+        if ["--server", "--token-file", "--team", "--user"].contains(&w)
+            && let Some(v) = words.next()
+        {
+            flag.insert(w.trim_start_matches('-').to_owned(), v.to_owned());
+        }
+    }
+    for (k, v) in &env {
+        let key = k
+            .trim_start_matches("TOOLGATE_")
+            .to_ascii_lowercase()
+            .replace('_', "-");
+        flag.insert(key, v.clone());
+    }
+    let hook_conn = Connection {
+        server: flag.get("server").cloned().or_else(|| conn.server.clone()),
+        token: if flag.contains_key("token-file") {
+            None
+        } else {
+            conn.token.clone()
+        },
+        token_file: flag
+            .get("token-file")
+            .map(PathBuf::from)
+            .or_else(|| conn.token_file.clone()),
+        ca: conn.ca.clone(),
+        cert: conn.cert.clone(),
+        key: conn.key.clone(),
+        output: conn.output,
+    };
+    let resolved = hook_conn.resolve().map_err(|e| e.to_string())?;
+    let team = flag
+        .get("team")
+        .cloned()
+        .or(resolved.team.clone())
+        .unwrap_or_default();
+    let user = flag
+        .get("user")
+        .cloned()
+        .or(resolved.user.clone())
+        .unwrap_or_default();
+    println!("server:  {}", resolved.server);
+    let whom = whoami(resolved.clone(), &team, &user);
+    let reached = match &whom {
+        Ok((team, user)) => {
+            println!("as:      team {team}, user {user}");
+            true
+        }
+        Err(e) => {
+            println!("as:      not known: {e}");
+            false
+        }
+    };
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "/".into());
+    let (what, payload) = sample_call(client, &cwd);
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running the hook `{command}`: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // a hook that exits before reading answers anyway: its output says why
+        let _ = stdin.write_all(payload.to_string().as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("running the hook `{command}`: {e}"))?;
+    let verdict = verdict_of(
+        client,
+        out.status.code(),
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    println!("sample:  {what}\n   got:  {verdict}");
+    Ok(if reached && out.status.code() == Some(0) {
+        0
+    } else {
+        1
+    })
+}
+
+/// The team and user the server decides for, as it says.
+pub(super) fn whoami(conn: Resolved, team: &str, user: &str) -> Result<(String, String), String> {
+    let server = conn.server.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let client = Server::connect(ClientConfig {
+            server: conn.server,
+            token: conn.token,
+            token_file: conn.token_file,
+            tls: conn.tls,
+            deadline: Duration::from_secs(5),
+            ..ClientConfig::default()
+        })
+        .await
+        .map_err(|e| with_hint(&e, &server))?;
+        let policy = client
+            .policy_service()
+            .get_effective_policy(crate::proto::v1::GetEffectivePolicyRequest {
+                team_id: team.to_owned(),
+                user_id: user.to_owned(),
+            })
+            .await
+            .map_err(|s| {
+                let e = ClientError::Refused {
+                    code: s.code(),
+                    message: s.message().to_owned(),
+                };
+                with_hint(&e, &server)
+            })?
+            .into_inner();
+        let u = policy.user.unwrap_or_default();
+        Ok((u.team_id, u.user_id))
+    })
 }
 
 /// Prints the export on stdout and what it could not express on stderr.
-pub async fn run_export(args: ExportArgs, conn: Connection) -> anyhow::Result<i32> {
+pub async fn run_export(args: ExportArgs, conn: &Connection) -> anyhow::Result<i32> {
     let format = match (args.client, args.form) {
         (ClientName::ClaudeCode, None) => Format::ClaudeCode,
         (ClientName::Gemini, None) => Format::Gemini,
@@ -389,17 +848,21 @@ pub async fn run_export(args: ExportArgs, conn: Connection) -> anyhow::Result<i3
             "--form {form:?} is not a format of {client:?}: codex takes rules or requirements, cursor cli or allowlists"
         ),
     };
+    let conn = conn.resolve()?;
+    let address = conn.server.clone();
+    let hinted = |e: ClientError| anyhow::anyhow!(with_hint(&e, &address));
     let server = Server::connect(ClientConfig {
+        team: or_profile(&args.team, &conn.team),
+        user: or_profile(&args.user, &conn.user),
         tls: conn.tls,
         server: conn.server,
         token: conn.token,
         token_file: conn.token_file,
-        team: args.team,
-        user: args.user,
         deadline: Duration::from_secs(10),
     })
-    .await?;
-    let policy = server.effective_policy().await?;
+    .await
+    .map_err(hinted)?;
+    let policy = server.effective_policy().await.map_err(hinted)?;
     let out = export::export(format, &policy.admin, &policy.user, &policy.file_allowlists)
         .map_err(|e| anyhow::anyhow!("the effective policy does not compile: {e}"))?;
     print!("{}", out.text);

@@ -12,14 +12,10 @@ pub enum Output {
 /// Where the server is and who we are.
 #[derive(Debug, Args)]
 pub struct Connection {
-    /// Server address.
-    #[arg(
-        long,
-        env = "TOOLGATE_SERVER",
-        default_value = "http://127.0.0.1:7070",
-        global = true
-    )]
-    pub server: String,
+    /// Server address [default: the client profile's (`toolgate login`), else
+    /// http://127.0.0.1:7070].
+    #[arg(long, env = "TOOLGATE_SERVER", global = true)]
+    pub server: Option<String>,
     /// Bearer token.
     #[arg(long, env = "TOOLGATE_TOKEN", global = true, hide_env_values = true)]
     pub token: Option<String>,
@@ -40,6 +36,22 @@ pub struct Connection {
     pub output: Output,
 }
 
+/// The server a client talks to when nothing names one.
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7070";
+
+/// The connection once the client profile has filled in what flags and variables
+/// left out.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub server: String,
+    pub token: Option<String>,
+    pub token_file: Option<PathBuf>,
+    pub tls: crate::grpc::client::TlsOptions,
+    /// The profile's team and user, for commands whose own are left empty.
+    pub team: Option<String>,
+    pub user: Option<String>,
+}
+
 impl Connection {
     /// The TLS flags.
     pub fn tls(&self) -> crate::grpc::client::TlsOptions {
@@ -47,6 +59,55 @@ impl Connection {
             ca: self.ca.clone(),
             cert: self.cert.clone(),
             key: self.key.clone(),
+        }
+    }
+
+    /// Flags and variables first, then the client profile.
+    pub fn resolve(&self) -> Result<Resolved, super::profile::ProfileError> {
+        let profile = super::profile::load()?;
+        Ok(self.resolve_with(profile))
+    }
+
+    /// Flags and variables first, then `profile`. The profile's token, team and user
+    /// go only to the profile's own server: a `--server` elsewhere does not get them.
+    pub fn resolve_with(&self, profile: super::profile::Profile) -> Resolved {
+        let same_server = match (&self.server, &profile.server) {
+            (None, _) => true,
+            (Some(given), Some(p)) => given == p,
+            (Some(_), None) => false,
+        };
+        let (token, token_file, team, user) = if self.token.is_some() || self.token_file.is_some() {
+            let (team, user) = if same_server {
+                (profile.team, profile.user)
+            } else {
+                (None, None)
+            };
+            (self.token.clone(), self.token_file.clone(), team, user)
+        } else if same_server {
+            (
+                profile.token,
+                profile.token_file,
+                profile.team,
+                profile.user,
+            )
+        } else {
+            (None, None, None, None)
+        };
+        let mut tls = self.tls();
+        if tls.ca.is_none() && same_server {
+            tls.ca = profile.ca;
+        }
+        Resolved {
+            server: self
+                .server
+                .clone()
+                .or(profile.server)
+                .unwrap_or_else(|| DEFAULT_SERVER.to_owned()),
+            token,
+            token_file,
+            tls,
+            team,
+            user,
         }
     }
 }
@@ -60,7 +121,7 @@ pub enum ClientCommand {
     #[command(subcommand)]
     Allowlist(AllowlistCommand),
     /// One decision, with the checks that made it.
-    Evaluate(EvaluateArgs),
+    Evaluate(Box<EvaluateArgs>),
     /// The audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -129,7 +190,7 @@ pub enum AllowlistCommand {
         #[arg(long)]
         user: String,
     },
-    /// Adds `server:tool` by the seed's rules (no duplicate, nothing `server:*` covers).
+    /// Adds `server:tool` (refused as a duplicate, or when a `server:*` entry already covers it).
     Add {
         #[arg(long)]
         team: String,
@@ -156,7 +217,8 @@ pub struct EvaluateArgs {
     /// An MCP call, `server:tool`.
     #[arg(long, group = "call")]
     pub mcp: Option<String>,
-    /// The MCP tool's action (seed 000's `tool.action`), e.g. `navigate`.
+    /// The MCP tool's action, e.g. `navigate` (matched as `tool.action` against the
+    /// server's action list in the policy file).
     #[arg(long, requires = "mcp")]
     pub action: Option<String>,
     /// An internal tool name (`mcp_server_tool`); see --fallback-server.
@@ -170,6 +232,36 @@ pub struct EvaluateArgs {
     /// A file to delete.
     #[arg(long, group = "call")]
     pub delete: Option<String>,
+    /// A built-in agent tool by any client's name (`Read`, `read_file`, `WebFetch`,
+    /// `web_fetch`…); shell commands go through --shell.
+    #[arg(long, group = "call")]
+    pub builtin: Option<String>,
+    /// The agent making the call (agent roles decide only calls that name an agent
+    /// or a role).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The role the agent claims (a Claude Code subagent's type).
+    #[arg(long)]
+    pub role: Option<String>,
+    /// The context type (default: the roles document's defaultContext).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The session per-session quotas count by.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The working directory the call's relative paths resolve against (absolute).
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// The operation (`FILE_READ`, `CREATE_COMPONENT`…; default: the tool's own).
+    #[arg(long)]
+    pub operation: Option<String>,
+    /// The file the call touches.
+    #[arg(long)]
+    pub file_path: Option<String>,
+    /// The call's arguments as the client sends them, a JSON object (Claude Code's
+    /// tool_input): `{"file_path": "src/main.rs"}`.
+    #[arg(long, value_name = "JSON")]
+    pub tool_input: Option<String>,
     /// Exit 10 for ASK and 11 for DENY.
     #[arg(long)]
     pub exit_code: bool,

@@ -18,11 +18,12 @@ pub(super) struct Clients {
 
 impl Clients {
     pub(super) async fn connect(c: &Connection) -> anyhow::Result<Self> {
+        let resolved = c.resolve().map_err(|e| usage(e.to_string()))?;
         let client = Client::connect(ClientConfig {
-            server: c.server.clone(),
-            token: c.token.clone(),
-            token_file: c.token_file.clone(),
-            tls: c.tls(),
+            server: resolved.server,
+            token: resolved.token,
+            token_file: resolved.token_file,
+            tls: resolved.tls,
             deadline: CONNECT_DEADLINE,
             ..ClientConfig::default()
         })

@@ -29,12 +29,48 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
         Kind::Shell(line)
     } else if let Some(path) = a.delete {
         Kind::DeleteFile(path)
+    } else if let Some(name) = a.builtin {
+        // the server reads every client's spelling of a built-in tool
+        Kind::Mcp(pb::McpCall {
+            server: "builtin".into(),
+            tool: name,
+            action: String::new(),
+        })
     } else {
         return Err(usage(
-            "give the call: --mcp SERVER:TOOL [--action A], --internal NAME, --shell LINE or --delete PATH"
+            "give the call: --mcp SERVER:TOOL [--action A], --builtin NAME, --internal NAME, --shell LINE or --delete PATH"
                 .into(),
         ));
     };
+    if let Some(input) = &a.tool_input {
+        let parsed: Result<serde_json::Value, _> = serde_json::from_str(input);
+        if !parsed.as_ref().is_ok_and(serde_json::Value::is_object) {
+            return Err(usage(format!(
+                "--tool-input {input:?} is not a JSON object: write e.g. '{{\"file_path\": \"src/main.rs\"}}'"
+            )));
+        }
+    }
+    let text = |v: Option<String>| v.unwrap_or_default();
+    let arguments = (a.cwd.is_some()
+        || a.operation.is_some()
+        || a.file_path.is_some()
+        || a.tool_input.is_some())
+    .then(|| pb::CallArguments {
+        operation: text(a.operation),
+        file_path: text(a.file_path),
+        tool_input_json: text(a.tool_input),
+        cwd: text(a.cwd),
+        ..Default::default()
+    });
+    let agent =
+        (a.agent.is_some() || a.role.is_some() || a.context.is_some() || a.session.is_some()).then(
+            || pb::AgentContext {
+                agent_id: text(a.agent),
+                role: text(a.role),
+                context_type: text(a.context),
+                session_id: text(a.session),
+            },
+        );
     let d = c
         .policy()
         .evaluate(pb::EvaluateRequest {
@@ -42,10 +78,10 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
             user_id: a.user,
             call: Some(pb::ToolCall {
                 kind: Some(kind),
-                arguments: None,
+                arguments,
             }),
             explain: true,
-            agent: None,
+            agent,
         })
         .await
         .map_err(rpc_error)?

@@ -13,7 +13,10 @@ mod args;
 mod audit;
 mod client;
 mod evaluate;
+pub mod init;
+pub mod login;
 mod output;
+pub mod profile;
 mod proxy;
 mod token;
 mod user;
@@ -22,7 +25,7 @@ mod watch;
 pub use admin::{Change, diff};
 pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
-    EvaluateArgs, Output,
+    EvaluateArgs, Output, Resolved,
 };
 pub use output::{Printer, Render};
 pub use proxy::{ProxyArgs, run_proxy};
@@ -57,7 +60,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
     match command {
         ClientCommand::Admin(cmd) => admin(&c, cmd).await,
         ClientCommand::Allowlist(cmd) => allowlist(&c, cmd).await,
-        ClientCommand::Evaluate(args) => evaluate(&c, args).await,
+        ClientCommand::Evaluate(args) => evaluate(&c, *args).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
         ClientCommand::Token(cmd) => token(&c, cmd).await,

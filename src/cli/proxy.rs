@@ -57,12 +57,13 @@ pub async fn run_proxy(
             anyhow::bail!("no upstream: give its command after `--` or --upstream-url URL")
         }
     };
+    let resolved = connection.resolve()?;
     let config = proxy::ProxyConfig {
         toolgate: ClientConfig {
-            server: connection.server.clone(),
-            token: connection.token.clone(),
-            token_file: connection.token_file.clone(),
-            tls: connection.tls(),
+            server: resolved.server,
+            token: resolved.token,
+            token_file: resolved.token_file,
+            tls: resolved.tls,
             deadline: proxy::CALL_DEADLINE,
             ..ClientConfig::default()
         },

@@ -370,3 +370,142 @@ async fn through_the_proxy_claude_code_is_not_offered_the_denied_tool() {
     assert_eq!(s.tool_results[0]["is_error"], true, "{:?}", s.tool_results);
     server.stop().await;
 }
+
+/// The developer's steps in README.md ("For developers"), as written, on a fresh home
+/// directory and with no `TOOLGATE_*` variable set by hand: the token the admin handed
+/// over in a file, `toolgate hook install claude-code --server … --token-file …`,
+/// `toolgate hook check claude-code`; then the real Claude Code runs an allowed
+/// `Read` and is refused a blocked command.
+///
+/// The token is a static one of the server's configuration for now; once
+/// `toolgate token create` exists, the one step that writes `token_file` below becomes
+/// that command's output.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_developer_following_the_readme_gets_decisions() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let (server, _data) = start().await;
+    // the admin's part: reads may auto-run, `touch` is blocked, alice has auto-run on
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            blocked: vec!["touch".into()],
+            mcp_tool_allowlist: vec!["builtin:read_file".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let home = dir.join("home");
+    let project = dir.join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    // the token as the admin hands it over: a file only its owner reads
+    let token_file = home.join("toolgate-token");
+    std::fs::write(&token_file, "alice-token\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let up = format!("http://{}", server.addr);
+    let toolgate = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+            cmd.env_remove(key);
+        }
+        let out = cmd
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "toolgate {args:?}: {text}");
+        text
+    };
+    let token_path = token_file.display().to_string();
+    toolgate(&[
+        "hook",
+        "install",
+        "claude-code",
+        "--server",
+        &up,
+        "--token-file",
+        &token_path,
+    ]);
+    let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
+    assert!(!settings.contains("alice-token"), "no token in {settings}");
+    let check = toolgate(&["hook", "check", "claude-code"]);
+    assert!(check.contains("team acme, user alice"), "{check}");
+    assert!(check.contains("allow"), "{check}");
+
+    let run = |call: Value| {
+        let model = FakeModel::start(dir, &json!([call]));
+        let mut cmd = tokio::process::Command::new(&claude);
+        for (key, _) in std::env::vars().filter(|(k, _)| {
+            k.starts_with("TOOLGATE_") || k.starts_with("ANTHROPIC_") || k.starts_with("CLAUDE")
+        }) {
+            cmd.env_remove(key);
+        }
+        let run = cmd
+            .args(["-p", "make the call", "--output-format", "json"])
+            .current_dir(&project)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env(
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", model.port),
+            )
+            .env("ANTHROPIC_API_KEY", "sk-fake")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(120), run)
+                .await
+                .expect("claude finished within 120 s")
+                .expect("claude runs");
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let results: Vec<String> = model
+                .tool_results()
+                .iter()
+                .map(|r| r["content"].to_string())
+                .collect();
+            (stdout, results.join("\n"))
+        }
+    };
+
+    // an allowed Read runs: the model gets the file's content
+    let notes = project.join("notes.txt");
+    std::fs::write(&notes, "the-marker-in-the-notes\n").unwrap();
+    let (out, results) = run(json!({"name": "Read",
+        "input": {"file_path": notes.display().to_string()}}))
+    .await;
+    assert!(
+        results.contains("the-marker-in-the-notes"),
+        "Read ran: {results}\n{out}"
+    );
+
+    // a blocked command does not run, and the model is told why
+    let blocked = project.join("blocked-file");
+    let (out, results) = run(json!({"name": "Bash", "input": {
+        "command": format!("touch {}", blocked.display()), "description": "make a file"}}))
+    .await;
+    assert!(!blocked.exists(), "blocked touch did not run: {out}");
+    assert!(
+        results.contains("COMMAND_BLOCKED"),
+        "model received: {results}\n{out}"
+    );
+    server.stop().await;
+}

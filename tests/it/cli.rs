@@ -700,3 +700,158 @@ async fn token_and_user_commands_enrol_a_developer() {
     assert!(after.stderr.contains("Unauthenticated"), "{}", after.stderr);
     server.stop().await;
 }
+
+/// `check-config` runs the checks `serve` makes before binding and reports every
+/// problem at once, each naming its key or variable, without figment's `default.`.
+#[tokio::test]
+async fn check_config_reports_every_problem_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "c.yaml",
+        &format!(
+            "listen: 127.0.0.1:7070\ndata_dir: {}\nlog:\n  level: verbose\ntls:\n  cert: {}/missing.pem\n  key: {}/missing.key\npolicy_file: {}/missing-policy.yaml\n",
+            dir.path().join("data").display(),
+            dir.path().display(),
+            dir.path().display(),
+            dir.path().display()
+        ),
+    );
+    let out = command()
+        .args(["check-config", "--config", &config])
+        .env("TOOLGATE_WATCH__HEARTBEAT_SECS", "soon")
+        .env("TOOLGATE_TEAM", "acme")
+        .env("TOOLGATE_HOOK_ASK", "deny")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    for needle in [
+        "log.level",
+        "TOOLGATE_WATCH__HEARTBEAT_SECS (watch.heartbeat_secs)",
+        "missing.pem",
+        "policy_file",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    assert!(!text.contains("default."), "{text}");
+    assert!(!text.contains("TOOLGATE_TEAM"), "a client variable: {text}");
+}
+
+/// `toolgate init` writes files that are valid as written (the configuration passes
+/// `check-config`, the policies parse), and refuses to overwrite them.
+#[tokio::test]
+async fn init_writes_a_valid_starter_and_keeps_existing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("starter");
+    let at_str = at.display().to_string();
+    let out = command()
+        .args(["init", "--dir", &at_str, "--team", "acme"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let check = command()
+        .args(["check-config", "--config", "toolgate.yaml"])
+        .current_dir(&at)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let team = std::fs::read_to_string(at.join("team.yaml")).unwrap();
+    toolgate::policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    let again = command()
+        .args(["init", "--dir", &at_str])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && text.contains("--force"),
+        "{text}"
+    );
+}
+
+/// Shell completions and the manual page come from the same command definition.
+#[tokio::test]
+async fn completion_and_man_page() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = command()
+            .args(["completion", shell])
+            .output()
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("toolgate"), "{shell}");
+    }
+    let out = command().arg("man").output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(".TH toolgate"),
+        "{text}"
+    );
+}
+
+/// `evaluate` takes what the API takes: a built-in tool by any client's name, the
+/// agent, its role and context, the working directory and the call's arguments.
+#[tokio::test]
+async fn evaluate_takes_builtins_agents_and_arguments() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["builtin:read_file".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let eval = |extra: &'static [&'static str]| {
+        let server = &server;
+        async move {
+            let mut args = vec!["evaluate", "--team", TEAM, "--user", "alice", "--exit-code"];
+            args.extend_from_slice(extra);
+            toolgate(server, &args).await
+        }
+    };
+    // Claude Code's `Read` and Gemini's `read_file` are one tool
+    for name in ["Read", "read_file"] {
+        let run = eval(if name == "Read" {
+            &["--builtin", "Read"]
+        } else {
+            &["--builtin", "read_file"]
+        })
+        .await;
+        assert_eq!(run.code, 0, "{name}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.starts_with("ALLOW"), "{name}: {}", run.stdout);
+    }
+    assert_eq!(eval(&["--builtin", "Write"]).await.code, 10);
+    // an agent, its role and the call's arguments reach the server
+    let run = eval(&[
+        "--builtin",
+        "Read",
+        "--agent",
+        "a1",
+        "--role",
+        "Explore",
+        "--session",
+        "s1",
+        "--cwd",
+        "/work",
+        "--tool-input",
+        r#"{"file_path": "src/main.rs"}"#,
+    ])
+    .await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let bad = eval(&["--builtin", "Read", "--tool-input", "[1]"]).await;
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("--tool-input"), "{}", bad.stderr);
+}

@@ -102,16 +102,63 @@ fn what_cannot_be_expressed_is_warned() {
     // `*:drop_*` could deny a github tool, which no native deny says: not allowed whole
     assert!(!allow.contains(&json!("mcp__github")));
     assert!(allow.contains(&json!("Read")));
+    // `git status` is kept beside the blocked `git push`; nothing broader of git is
+    assert!(allow.contains(&json!("Bash(git status *)")), "{allow:?}");
     assert!(
-        !allow
+        allow
             .iter()
-            .any(|r| r.as_str().unwrap().starts_with("Bash(git"))
+            .filter(|r| r.as_str().unwrap().starts_with("Bash(git"))
+            .all(|r| r == "Bash(git status *)" || r == "Bash(git status)"),
+        "{allow:?}"
     );
     let deny = claude["permissions"]["deny"].as_array().unwrap();
     assert!(deny.contains(&json!("mcp__github__delete_repo")));
     let ask = claude["permissions"]["ask"].as_array().unwrap();
     assert!(ask.contains(&json!("Bash(rm *)")));
     assert!(ask.contains(&json!("Bash(*$(*)")));
+}
+
+/// Cursor's Shell() rules name a command: a blocked `git push` must not become a deny
+/// of all of git (Cursor asks for it, no allow rule naming git); one-word blocked
+/// prefixes are denied, Cursor having no ask.
+#[test]
+fn cursor_keeps_git_when_git_push_is_blocked() {
+    let t = table();
+    let cursor: Value = serde_json::from_str(
+        &export(Format::CursorCli, &t.admin, &t.user, &[])
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    let deny = cursor["permissions"]["deny"].as_array().unwrap();
+    let allow = cursor["permissions"]["allow"].as_array().unwrap();
+    assert!(!deny.contains(&json!("Shell(git)")), "{deny:?}");
+    assert!(!allow.contains(&json!("Shell(git)")), "{allow:?}");
+    assert!(deny.contains(&json!("Shell(rm)")), "{deny:?}");
+    assert!(deny.contains(&json!("Shell(curl)")), "{deny:?}");
+    assert!(allow.contains(&json!("Shell(ls)")), "{allow:?}");
+}
+
+/// Which allowed prefixes a blocked one rules out of a native export.
+#[test]
+fn an_allowed_prefix_is_dropped_only_when_it_could_reach_a_blocked_one() {
+    let w = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    for (allowed, blocked, reach) in [
+        ("git", "git push", true),
+        ("git status", "git push", false),
+        ("git push origin", "git push", true),
+        ("git -C", "git push", true),
+        ("/usr/bin/git", "git push", true),
+        ("rm", "rm", true),
+        ("ls", "rm", false),
+        ("npm run test", "npm publish", false),
+    ] {
+        assert_eq!(
+            toolgate::export::could_reach(&w(allowed), &w(blocked)),
+            reach,
+            "{allowed} / {blocked}"
+        );
+    }
 }
 
 /// Never allows what toolgate would not; denies only what toolgate denies.

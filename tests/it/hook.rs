@@ -186,6 +186,8 @@ async fn install_merges_into_existing_settings() {
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["hook", "install", client, "--scope", "managed", "--path"])
             .arg(dir.path())
+            // a managed file runs on other machines: it names their binary's path
+            .args(["--command", "/usr/local/bin/toolgate"])
             .output()
             .await
             .unwrap();
@@ -199,6 +201,7 @@ async fn install_merges_into_existing_settings() {
     let managed =
         std::fs::read_to_string(dir.path().join("etc/claude-code/managed-settings.json")).unwrap();
     assert!(managed.contains("\"allowManagedHooksOnly\": true"));
+    assert!(managed.contains("/usr/local/bin/toolgate hook claude-code"));
 }
 
 #[tokio::test]
@@ -228,9 +231,13 @@ async fn export_prints_the_effective_policy_with_warnings() {
             .contains(&Value::from("mcp__github__delete_repo"))
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // `git status` shares its first word with the blocked `git push`
+    // `git status` is kept beside the blocked `git push`: no command it allows is a push
     assert!(
-        stderr.contains("warning: allowed prefix \"git status\" is not exported"),
+        allow.contains(&Value::from("Bash(git status *)")),
+        "{allow:?}"
+    );
+    assert!(
+        !stderr.contains("\"git status\" is not exported"),
         "{stderr}"
     );
     assert!(stderr.contains("exported policy revision 2"), "{stderr}");

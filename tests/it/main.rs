@@ -22,6 +22,7 @@ mod hardening;
 mod hook;
 mod hook_payloads;
 mod identities;
+mod install;
 mod jwt;
 mod limits;
 mod matcher_props;

@@ -84,14 +84,27 @@ fn the_config_map_and_secret_make_a_valid_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("toolgate.yaml");
     std::fs::write(&file, config_map["data"]["toolgate.yaml"].as_str().unwrap()).unwrap();
-    let env: Vec<(String, String)> = secret["stringData"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
-        .collect();
-    let config =
-        Config::load(Some(&file), env, &CliOverrides::default()).unwrap_or_else(|e| panic!("{e}"));
+    let env = |placeholder: &str| -> Vec<(String, String)> {
+        secret["stringData"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str().unwrap().replace("REPLACE-ME", placeholder),
+                )
+            })
+            .collect()
+    };
+    // as shipped, no token is usable: the server refuses to start until it is replaced
+    let err = Config::load(Some(&file), env("REPLACE-ME"), &CliOverrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sha256"), "{err}");
+    let hash = toolgate::auth::hash_token("a-token-of-ours");
+    let config = Config::load(Some(&file), env(&hash), &CliOverrides::default())
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(config.auth.tokens.len(), 1, "{config:?}");
     assert!(config.postgres_url().is_some());
     // the probes reach the port the server listens on
@@ -132,4 +145,38 @@ fn the_release_profile_ships_no_debug_info() {
     // profiles and benches keep line tables
     assert_eq!(cargo["profile"]["profiling"]["debug"].as_integer(), Some(1));
     assert_eq!(cargo["profile"]["bench"]["debug"].as_integer(), Some(1));
+}
+
+/// The compose configuration carries no usable token and, published on loopback only,
+/// loads once its placeholders are replaced.
+#[test]
+fn the_compose_configuration_has_placeholders_not_tokens() {
+    let text = std::fs::read_to_string(deploy("toolgate.yaml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toolgate.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let err = Config::load(Some(&file), Vec::new(), &CliOverrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sha256"), "{err}");
+    let hash = toolgate::auth::hash_token("a-token-of-ours");
+    std::fs::write(&file, text.replace("REPLACE-ME", &hash)).unwrap();
+    Config::load(Some(&file), Vec::new(), &CliOverrides::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let compose = std::fs::read_to_string(deploy("compose.yaml")).unwrap();
+    for line in compose.lines().filter(|l| l.contains("ports:")) {
+        assert!(
+            line.contains("127.0.0.1:"),
+            "published beyond loopback: {line}"
+        );
+    }
+}
+
+/// The systemd recipe's configuration listens on loopback and is valid as written.
+#[test]
+fn the_systemd_configuration_is_valid_and_on_loopback() {
+    let file = deploy("systemd/toolgate.yaml");
+    let config = Config::load(Some(&file), Vec::new(), &CliOverrides::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(config.listen_addr().ip().is_loopback());
 }

@@ -330,6 +330,31 @@ async fn an_invalid_edit_keeps_the_old_policy_and_is_reported() {
     server.stop().await;
 }
 
+/// Rejected, replaced by the content in force, then written back: the rejected
+/// content is reported again (status, audit), not skipped as already seen.
+#[tokio::test(flavor = "multi_thread")]
+async fn rejected_content_written_back_is_reported_again() {
+    let (server, _dir, file) = start_with(ACME_JIRA).await;
+    let bad = ACME_JIRA.replace("[\"jira:*\"]", "[\"nocolon\"]");
+    let reported = |s: &Value| {
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("nocolon"))
+    };
+    std::fs::write(&file, &bad).unwrap();
+    status_until(&server, reported).await;
+    std::fs::write(&file, ACME_JIRA).unwrap();
+    status_until(&server, |s| s["last_error"].is_null()).await;
+    std::fs::write(&file, &bad).unwrap();
+    status_until(&server, reported).await;
+    assert_eq!(
+        audit(&server, "*", "policy_file_rejected").await.len(),
+        2,
+        "the second rejection is audited too"
+    );
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn managed_teams_are_read_only_through_the_api() {
     let (server, _dir, file) = start_with(ACME_JIRA).await;

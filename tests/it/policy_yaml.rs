@@ -217,3 +217,24 @@ fn a_block_scalar_entry_reads_back() {
         assert_eq!(again, policy);
     }
 }
+
+/// docs/roles.md's example is a team policy the server accepts as written.
+#[test]
+fn the_roles_guide_example_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/roles.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let blocks: Vec<&str> = text
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert!(!blocks.is_empty(), "no yaml example in docs/roles.md");
+    for block in blocks {
+        let policy = toolgate::policy_file::parse_team_policy("docs/roles.md", block)
+            .unwrap_or_else(|e| panic!("{}", toolgate::policy_file::format_errors(&e)));
+        assert!(
+            !policy.auto_run_controls.roles.is_empty(),
+            "the example has roles"
+        );
+    }
+}

@@ -958,3 +958,47 @@ async fn reflection_v1_lists_services() {
     }
     server.stop().await;
 }
+
+/// Two servers on one data directory: the second refuses before it touches the store
+/// (its policy file's team is not written), naming the directory and the holder; once
+/// the first has stopped, the directory is free again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_server_on_one_data_directory_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = TestServer::start(test_config(dir.path())).await;
+
+    let policy = dir.path().join("second-policy.yaml");
+    std::fs::write(
+        &policy,
+        "teams:\n  - team: acme\n    auto_run_controls:\n      enabled: true\n",
+    )
+    .unwrap();
+    let mut second = test_config(dir.path());
+    second.policy_file = Some(policy);
+    let err = toolgate::server::App::build(second.clone())
+        .await
+        .expect_err("a second server on the same data directory");
+    let text = err.to_string();
+    assert!(text.contains(&dir.path().display().to_string()), "{text}");
+    assert!(
+        text.contains(&format!("pid {}", std::process::id())),
+        "{text}"
+    );
+    assert!(text.contains("--data-dir"), "{text}");
+
+    let admin = first
+        .admin("admin-token")
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(admin.revision, 0, "the refused server wrote nothing");
+
+    first.stop().await;
+    let app = toolgate::server::App::build(second)
+        .await
+        .expect("the directory is free once the first server stopped");
+    drop(app);
+}

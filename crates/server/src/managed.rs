@@ -152,8 +152,9 @@ struct Watcher {
     applied: Option<[u8; 32]>,
     /// The content the last poll read.
     seen: Option<[u8; 32]>,
-    /// Content found invalid: not tried again until it changes.
-    rejected: Option<[u8; 32]>,
+    /// Content found invalid and the status reporting it: not tried again while the
+    /// status still says so.
+    rejected: Option<([u8; 32], String)>,
     status: PolicyFileStatus,
 }
 
@@ -198,7 +199,13 @@ impl Watcher {
             self.seen = hash;
             return;
         }
-        if hash == self.rejected {
+        // the same rejected content is skipped only while the status still reports it:
+        // content rejected, replaced, then written back is news again (log, audit,
+        // last_error), not silently ignored
+        if let (Some((at, message)), Some(now)) = (&self.rejected, hash)
+            && *at == now
+            && self.status.last_error.as_ref() == Some(message)
+        {
             return;
         }
         match self.apply(&text).await {
@@ -215,14 +222,15 @@ impl Watcher {
                 },
             ) => {
                 crate::metrics::policy_file_reload(false);
-                self.rejected = hash;
                 let message = e.to_string();
                 self.audit(
                     AUDIT_REJECTED,
                     serde_json::json!({"path": self.name, "error": message}),
                 )
                 .await;
-                self.fail(format!("{message}\nthe previous policy stays in force"));
+                let status = format!("{message}\nthe previous policy stays in force");
+                self.rejected = hash.map(|h| (h, status.clone()));
+                self.fail(status);
             }
             // the store is unavailable: the next poll tries again
             Err(e) => self.fail(e.to_string()),

@@ -28,6 +28,9 @@ pub const CACHED_USERS: &str = "toolgate_cached_users";
 pub const STALE_TEAMS: &str = "toolgate_stale_teams";
 pub const REVISION_LAG: &str = "toolgate_replica_revision_lag";
 pub const TEAMS_BEHIND: &str = "toolgate_replica_teams_behind";
+/// Always 1, labelled with the version and the commit the binary was built from
+/// (`TOOLGATE_COMMIT` at build time; `unknown` without it).
+pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
 pub const ALL: [(&str, &str); 17] = [
@@ -215,6 +218,13 @@ pub fn install(served: Vec<String>) -> Result<PrometheusHandle, MetricsError> {
             counter!(DECISIONS, "outcome" => outcome_name(outcome), "reason" => reason.as_str())
         });
     }
+    metrics::describe_gauge!(
+        BUILD_INFO,
+        "the running build: always 1, labelled with version and commit"
+    );
+    gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"),
+        "commit" => option_env!("TOOLGATE_COMMIT").unwrap_or("unknown"))
+    .set(1.0);
     // the families show from the first scrape, before anything happened
     gauge!(WATCHERS).set(0.0);
     counter!(RESYNCS).absolute(0);

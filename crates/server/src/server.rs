@@ -11,6 +11,7 @@ use crate::hub::Hub;
 use crate::service::Service;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use std::future::Future;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +32,10 @@ pub enum ServerError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "data directory {path} is in use by another toolgate server ({holder}): stop that server, or give this one another data_dir (--data-dir)"
+    )]
+    DataDirInUse { path: PathBuf, holder: String },
     #[error("cannot open store: {0}")]
     Store(#[from] StoreError),
     #[error("bootstrap token file {path}: {source}")]
@@ -66,6 +71,8 @@ pub struct App {
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
+    /// Held while the server runs (the embedded store only).
+    data_lock: Option<DataDirLock>,
 }
 
 impl App {
@@ -77,6 +84,13 @@ impl App {
             path: config.data_dir.clone(),
             source,
         })?;
+        // before anything is read or written: the store, the bootstrap token, the
+        // policy file's teams. PostgreSQL replicas may share a directory's files
+        // (the bootstrap token): only the embedded store is one server's alone
+        let data_lock = match config.postgres_url() {
+            None => Some(DataDirLock::acquire(&config.data_dir, &config.listen)?),
+            Some(_) => None,
+        };
         let metrics = match &config.metrics.listen {
             Some(addr) => {
                 let handle = crate::metrics::install(crate::grpc::served_paths())?;
@@ -190,7 +204,130 @@ impl App {
             metrics,
             policy_file,
             shutdown,
+            data_lock,
         })
+    }
+}
+
+/// Every check a start makes on the configuration's files before it binds, without
+/// binding or writing anything: TLS files, the policy file, the JWKS file, the
+/// bootstrap token's mode. Every problem at once, each naming its key or file.
+pub fn preflight(config: &Config) -> Vec<String> {
+    let mut problems = Vec::new();
+    if (config.tls.cert.is_some() || config.tls.key.is_some())
+        && let Err(e) = crate::tls::check(&config.tls)
+    {
+        problems.push(e.to_string());
+    }
+    if let Some(path) = &config.policy_file {
+        match crate::policy_file::read_file(path) {
+            Err(e) => problems.push(format!(
+                "policy_file: cannot read {}: {e}: fix the path (policy_file, --policy-file)",
+                path.display()
+            )),
+            Ok(text) => {
+                if let Err(errors) =
+                    crate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
+                {
+                    problems.push(format!(
+                        "policy_file: {} is invalid:\n{}",
+                        path.display(),
+                        crate::policy_file::format_errors(&errors)
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(file) = config.auth.jwt.as_ref().and_then(|j| j.jwks_file.as_ref()) {
+        let parsed = std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                serde_json::from_slice::<jsonwebtoken::jwk::JwkSet>(&bytes)
+                    .map(|_| ())
+                    .map_err(|e| format!("not a JWKS document ({e}): give {{\"keys\": [...]}}"))
+            });
+        if let Err(e) = parsed {
+            problems.push(format!("auth.jwt.jwks_file: {}: {e}", file.display()));
+        }
+    }
+    let dir = &config.data_dir;
+    match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => problems.push(format!(
+            "data_dir: {} is not a directory: give a directory for the embedded store",
+            dir.display()
+        )),
+        Ok(_) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let token = dir.join(BOOTSTRAP_TOKEN_FILE);
+                if let Ok(meta) = std::fs::symlink_metadata(&token)
+                    && meta.permissions().mode() & 0o077 != 0
+                {
+                    problems.push(format!(
+                        "{}: readable by other users (mode {:04o}), so the server refuses to start on it: delete it (a new token is written at start) or chmod 600 it",
+                        token.display(),
+                        meta.permissions().mode() & 0o777
+                    ));
+                }
+            }
+        }
+        // created at start
+        Err(_) => {}
+    }
+    problems
+}
+
+/// The file in the data directory a running server holds locked.
+pub const LOCK_FILE: &str = "server.lock";
+
+/// An exclusive lock on `<data_dir>/server.lock`, released when dropped (or when the
+/// process dies, however it dies: the kernel drops the lock with the descriptor).
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: std::fs::File,
+}
+
+impl DataDirLock {
+    /// Locks `dir` for this process, or says who holds it.
+    pub fn acquire(dir: &Path, listen: &str) -> Result<Self, ServerError> {
+        use std::io::Read as _;
+        let path = dir.join(LOCK_FILE);
+        let failed = |source| ServerError::DataDir {
+            path: path.clone(),
+            source,
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&path).map_err(failed)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = (&file).take(1024).read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(ServerError::DataDirInUse {
+                    path: dir.to_owned(),
+                    holder: if holder.is_empty() {
+                        "starting up".into()
+                    } else {
+                        holder.to_owned()
+                    },
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(failed(e)),
+        }
+        let since = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let holder = format!(
+            "pid {}, listen {listen}, since {since}\n",
+            std::process::id()
+        );
+        file.set_len(0)
+            .and_then(|()| file.write_all(holder.as_bytes()))
+            .map_err(failed)?;
+        Ok(Self { _file: file })
     }
 }
 
@@ -278,6 +415,8 @@ pub async fn run(
         metrics,
         shutdown: stop_streams,
         policy_file,
+        // held until the server has stopped
+        data_lock: _data_lock,
         ..
     } = app;
     if let Some((listener, handle)) = metrics {

@@ -242,6 +242,12 @@ fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsErro
     Ok(Arc::new(server))
 }
 
+/// Reads and checks the files as a start would, serving nothing (`check-config`).
+pub fn check(config: &TlsConfig) -> Result<(), TlsError> {
+    let files = Files::read(config)?;
+    build(config, &files).map(|_| ())
+}
+
 /// The server configuration in force, swapped when the files change.
 #[derive(Debug)]
 pub struct Acceptor {

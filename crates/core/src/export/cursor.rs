@@ -57,13 +57,25 @@ pub fn cli(plan: &Plan, warnings: &mut Vec<String>) -> String {
             ));
         }
     }
-    if !plan.shell_ask.is_empty() {
+    // Shell() names a command, not a prefix: a one-word blocked prefix is denied (Cursor
+    // cannot ask); a longer one (`git push`) is left to Cursor's own approval prompt,
+    // which a command no allow rule names gets, so the rest of git is not refused
+    let (whole, partial): (Vec<_>, Vec<_>) = plan.shell_ask.iter().partition(|w| w.len() == 1);
+    if !whole.is_empty() {
         warnings.push(
-            "Cursor permissions cannot ask: blocked prefixes are exported as deny, whose first word Cursor refuses in every form".into(),
+            "Cursor permissions cannot ask: one-word blocked prefixes are exported as deny".into(),
         );
     }
-    for w in &plan.shell_ask {
+    for w in whole {
         deny.push(format!("Shell({})", w[0]));
+    }
+    if !partial.is_empty() {
+        let named: Vec<String> = partial.iter().map(|w| w.join(" ")).collect();
+        warnings.push(format!(
+            "blocked prefixes {} are not exported: Cursor's Shell() rules name a command, not its arguments; no allow rule names their command, so Cursor asks for them",
+            named.join(", ")
+        ));
+        allow.retain(|rule| !partial.iter().any(|w| *rule == format!("Shell({})", w[0])));
     }
     allow.extend(tool_rules(&plan.tool_allow));
     deny.extend(tool_rules(&plan.tool_deny));

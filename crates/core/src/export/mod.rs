@@ -145,9 +145,13 @@ fn shell(
             ));
             continue;
         }
-        if blocked.iter().any(|b| base_name(&b[0]) == first) {
+        // `git status` stays beside a blocked `git push`: no command a native
+        // `git status` rule allows is one toolgate blocks; `git` alone would allow
+        // `git -C . push`, which only toolgate sees as the blocked prefix
+        if let Some(b) = blocked.iter().find(|b| could_reach(&w, b)) {
             plan.warnings.push(format!(
-                "allowed prefix {prefix:?} is not exported: a blocked prefix starts with {first:?}, and toolgate blocks it with options between its words, which native prefix rules do not see"
+                "allowed prefix {prefix:?} is not exported: it could start a command the blocked prefix {:?} catches (toolgate sees options between its words, which native prefix rules do not)",
+                b.join(" ")
             ));
             continue;
         }
@@ -307,6 +311,30 @@ fn tool_ref(server: &str, tool: &str) -> Tool {
 /// The words of a prefix as toolgate reads them.
 fn words(prefix: &str) -> Vec<String> {
     Prefix::parse(prefix).map(|p| p.words).unwrap_or_default()
+}
+
+/// Whether a command starting with the `allowed` words could be one the `blocked`
+/// prefix catches. Options aside (toolgate skips them between a blocked prefix's
+/// words), the two must agree word for word as far as both go: `git` and `git push`
+/// do, `git status` and `git push` do not, `git push origin` and `git push` do.
+pub fn could_reach(allowed: &[String], blocked: &[String]) -> bool {
+    let plain = |words: &[String]| -> Vec<String> {
+        words
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| *i == 0 || !w.starts_with('-'))
+            .map(|(i, w)| {
+                if i == 0 {
+                    base_name(w).to_owned()
+                } else {
+                    w.clone()
+                }
+            })
+            .collect()
+    };
+    let (a, b) = (plain(allowed), plain(blocked));
+    let n = a.len().min(b.len());
+    n > 0 && a[..n] == b[..n]
 }
 
 fn base_name(word: &str) -> &str {

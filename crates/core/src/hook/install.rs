@@ -114,6 +114,30 @@ pub fn merge(
     ))
 }
 
+/// Claude Code's settings text with `vars` set in its `env` object, which Claude Code
+/// passes on to every hook it runs; other keys of `env` are kept. Only what is not a
+/// secret belongs there (the settings file is commonly world-readable).
+pub fn with_env(path: &Path, text: &str, vars: &[(&str, String)]) -> Result<String, InstallError> {
+    let mut doc = serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| InstallError::Unreadable {
+            path: path.display().to_string(),
+            kind: "JSON object",
+            detail: "it does not parse as one".into(),
+        })?;
+    if !vars.is_empty() && !doc["env"].is_object() {
+        doc["env"] = json!({});
+    }
+    for (name, value) in vars {
+        doc["env"][*name] = json!(value);
+    }
+    Ok(format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    ))
+}
+
 /// `doc.hooks[event]` gets `entry`, after any entry that runs a toolgate hook is
 /// removed (so installing twice leaves one).
 fn put_entry(doc: &mut Value, event: &str, entry: Value, command: &str) {

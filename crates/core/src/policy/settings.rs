@@ -7,7 +7,8 @@ use super::roles::RolesDocument;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Server ids whose tools are browser tools unless the admin names others (seed 001 `dxe`).
+// seed 001 `dxe`
+/// Server ids whose tools are browser tools unless the admin names others.
 pub const DEFAULT_BROWSER_SERVER_IDS: [&str; 2] =
     ["cursor-browser-extension", "cursor-ide-browser"];
 
@@ -15,14 +16,16 @@ pub const DEFAULT_BROWSER_SERVER_IDS: [&str; 2] =
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ListMode {
-    /// The admin's list replaces the user's (seed 001).
+    /// The admin's list replaces the user's.
     #[default]
     Replace,
     /// Both lists count and the user may add entries.
     Union,
 }
 
-/// Which MCP tools may exist at all (seed 003's blocklist and allowlist modes).
+// seed 003's blocklist and allowlist modes
+/// Which MCP tools may exist at all: every one but the blocked (blocklist), or only
+/// the listed (allowlist).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AccessMode {
@@ -40,7 +43,8 @@ pub struct SandboxingControls {
     pub enabled: bool,
 }
 
-/// Team admin settings: seed 001's `AutoRunControls` (fields 1-9) plus toolgate's extensions.
+// seed 001's `AutoRunControls` (fields 1-9) plus toolgate's extensions
+/// Team admin settings: the auto-run controls (fields 1-9) plus toolgate's extensions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminControls {
@@ -63,7 +67,7 @@ pub struct AdminControls {
     pub list_mode: ListMode,
     pub mcp_access_mode: AccessMode,
     pub mcp_access_allowlist: Vec<String>,
-    /// Seed 004's roles, contexts and restrictions: in force for calls that name an
+    /// Agent roles, contexts and restrictions (docs/roles.md): in force for calls that name an
     /// agent or a role, once the document has an allow-list.
     #[serde(skip_serializing_if = "RolesDocument::is_empty")]
     pub roles: RolesDocument,

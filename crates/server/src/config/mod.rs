@@ -122,6 +122,25 @@ impl Config {
     where
         I: IntoIterator<Item = (String, String)>,
     {
+        let (config, problems) = Self::load_checked(file, env, cli)?;
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+
+    /// As [`Config::load`], but a configuration with problems is returned with them (the
+    /// sections that did not load at their defaults), so `check-config` can go on to
+    /// check its files and report everything at once. Errs only without a file to read.
+    pub fn load_checked<I>(
+        file: Option<&Path>,
+        env: I,
+        cli: &CliOverrides,
+    ) -> Result<(Self, Vec<String>), ConfigError>
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
         let env: BTreeMap<String, String> = env
             .into_iter()
             .filter(|(k, _)| k.starts_with(ENV_PREFIX))
@@ -144,15 +163,28 @@ impl Config {
                 _ => figment.merge(Toml::file_exact(file)),
             };
         }
-        let config: Config = figment
-            .merge(EnvMap(env))
-            .merge(Serialized::defaults(cli))
-            .extract()
-            .map_err(|e| ConfigError {
-                problems: e.into_iter().map(|e| e.to_string()).collect(),
-            })?;
-        config.validate()?;
-        Ok(config)
+        let mut problems = env::unknown_variables(&env);
+        let server_env = env::server_settings(&env);
+        let figment = figment
+            .merge(EnvMap(server_env.clone()))
+            .merge(Serialized::defaults(cli));
+        let config = extract_every_section(&figment, &server_env, &mut problems);
+        if let Err(e) = config.validate() {
+            problems.extend(
+                e.problems
+                    .into_iter()
+                    .map(|p| env::name_the_variable(p, &server_env)),
+            );
+        }
+        Ok((config, problems))
+    }
+
+    /// The top-level keys, as the file and the environment spell them.
+    pub fn keys() -> Vec<String> {
+        serde_json::to_value(Config::default())
+            .ok()
+            .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
+            .unwrap_or_default()
     }
 
     /// The listen address, once validated.
@@ -180,6 +212,71 @@ impl Config {
             None => self.data_dir.join("toolgate.db"),
         }
     }
+}
+
+/// Each section extracted on its own, so one mistake per section is reported rather
+/// than the first of the file; keys no section has are reported by name.
+fn extract_every_section(
+    figment: &Figment,
+    server_env: &BTreeMap<String, String>,
+    problems: &mut Vec<String>,
+) -> Config {
+    let mut config = Config::default();
+    let known = Config::keys();
+    match figment::Provider::data(figment) {
+        Ok(data) => {
+            for dict in data.values() {
+                for key in dict.keys().filter(|k| !known.contains(k)) {
+                    let from_env = server_env.contains_key(&env::variable_of(key));
+                    let at = figment.find_metadata(key).map(env::origin);
+                    let at = if from_env {
+                        Some(env::ENV_SOURCE.to_owned())
+                    } else {
+                        at
+                    };
+                    problems.push(env::describe_unknown(key, at.as_deref(), &known));
+                }
+            }
+        }
+        Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, "", server_env))),
+    }
+    let mut handled: Vec<&str> = Vec::new();
+    macro_rules! sections {
+        ($($field:ident),* $(,)?) => {$(
+            let key = stringify!($field);
+            handled.push(key);
+            if figment.contains(key) {
+                match figment.extract_inner(key) {
+                    Ok(value) => config.$field = value,
+                    Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, key, &server_env))),
+                }
+            }
+        )*};
+    }
+    sections!(
+        listen,
+        data_dir,
+        store,
+        auth,
+        watch,
+        limits,
+        connections,
+        log,
+        telemetry,
+        metrics,
+        tls,
+        shutdown_grace_secs,
+        policy_file,
+        audit,
+    );
+    // a key added to Config but not above is still read: the whole tree at once
+    if known.iter().any(|k| !handled.contains(&k.as_str())) {
+        match figment.extract::<Config>() {
+            Ok(whole) => return whole,
+            Err(e) => problems.extend(e.into_iter().map(|e| env::describe(&e, "", server_env))),
+        }
+    }
+    config
 }
 
 #[cfg(test)]

@@ -120,3 +120,114 @@ default_role = "operator"
     std::fs::write(&file, format!("{jwt}allow_operator = true\n")).unwrap();
     Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap();
 }
+
+/// Each mistake names its key, or the variable that set it, and the fix; the client's
+/// variables are not the server's business.
+#[test]
+fn every_error_names_its_key_or_variable() {
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let table: &[Case] = &[
+        (
+            &[("TOOLGATE_LISTEN", "7075")],
+            &["TOOLGATE_LISTEN (listen)", "HOST:PORT"],
+        ),
+        (
+            &[("TOOLGATE_LISTEN", "localhost")],
+            &["TOOLGATE_LISTEN (listen", "HOST:PORT"],
+        ),
+        (
+            &[("TOOLGATE_LOG__LEVEL", "verbose")],
+            &["TOOLGATE_LOG__LEVEL (log.level", "info"],
+        ),
+        (
+            &[("TOOLGATE_WATCH__HEARTBEAT_SECS", "soon")],
+            &[
+                "TOOLGATE_WATCH__HEARTBEAT_SECS (watch.heartbeat_secs)",
+                "whole number",
+            ],
+        ),
+        (
+            &[("TOOLGATE_WATCH__NOPE", "1")],
+            &["TOOLGATE_WATCH__NOPE (watch.nope)", "unknown key"],
+        ),
+        (
+            &[("TOOLGATE_LISTN", "x")],
+            &["TOOLGATE_LISTN: not a server setting", "TOOLGATE_LISTEN"],
+        ),
+        (
+            &[("TOOLGATE_LOG__FORMAT", "xml")],
+            &["TOOLGATE_LOG__FORMAT (log.format)", "text or json"],
+        ),
+    ];
+    for (vars, needles) in table {
+        let err = Config::load(None, env(vars), &CliOverrides::default()).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("default."), "{text}");
+        for needle in *needles {
+            assert!(
+                text.contains(needle),
+                "{vars:?}: missing {needle:?} in {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn client_variables_are_not_server_settings() {
+    let c = Config::load(
+        None,
+        env(&[
+            ("TOOLGATE_TEAM", "acme"),
+            ("TOOLGATE_USER", "alice"),
+            ("TOOLGATE_HOOK_ASK", "deny"),
+            ("TOOLGATE_HOOK_TIMEOUT_MS", "500"),
+            ("TOOLGATE_PROFILE", "/tmp/p.toml"),
+            ("TOOLGATE_SERVER", "http://127.0.0.1:1"),
+            ("TOOLGATE_TOKEN_FILE", "/tmp/t"),
+        ]),
+        &CliOverrides::default(),
+    )
+    .unwrap();
+    assert_eq!(c, Config::default());
+}
+
+/// Six mistakes in one file: six problems, each with its key and the file.
+#[test]
+fn a_file_with_six_mistakes_reports_six() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        "listen: nowhere\nlog:\n  level: verbose\nwatch:\n  heartbeat_secs: soon\nlimits:\n  max_batch_calls: -1\naudit:\n  decisions: some\nbogus: 1\n",
+    )
+    .unwrap();
+    let err = Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap_err();
+    let text = err.to_string();
+    for needle in [
+        "listen",
+        "log.level",
+        "watch.heartbeat_secs",
+        "limits.max_batch_calls",
+        "audit.decisions",
+        "bogus",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in {text}");
+    }
+    assert!(!text.contains("default."), "{text}");
+    assert_eq!(err.problems.len(), 6, "{text}");
+}
+
+#[test]
+fn log_levels() {
+    for ok in [
+        "info",
+        "toolgate=debug,info",
+        "warn",
+        "toolgate::server=trace",
+    ] {
+        assert!(validate::is_log_filter(ok), "{ok}");
+    }
+    for bad in ["verbose", "", "toolgate=loud", "info,chatty"] {
+        assert!(!validate::is_log_filter(bad), "{bad}");
+    }
+}

@@ -280,9 +280,9 @@ impl Config {
                 Ok(_) => {}
             }
         }
-        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+        if !is_log_filter(&self.log.level) {
             problems.push(format!(
-                "log.level: {:?} is not a tracing filter: use e.g. info or toolgate=debug",
+                "log.level: {:?} is not a level: use error, warn, info, debug or trace, or per target such as toolgate=debug,info",
                 self.log.level
             ));
         }
@@ -292,6 +292,19 @@ impl Config {
             Err(ConfigError { problems })
         }
     }
+}
+
+/// A tracing filter whose every directive ends in a level: a bare word such as
+/// `verbose` parses as a target name, which would log nothing at all.
+pub(super) fn is_log_filter(filter: &str) -> bool {
+    const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+    let level = |l: &str| LEVELS.contains(&l.trim().to_ascii_lowercase().as_str());
+    !filter.trim().is_empty()
+        && tracing_subscriber::EnvFilter::try_new(filter).is_ok()
+        && filter.split(',').all(|d| match d.rsplit_once('=') {
+            Some((_, l)) => level(l),
+            None => level(d),
+        })
 }
 
 /// A principal's team and user pass the service's id check (an empty team is

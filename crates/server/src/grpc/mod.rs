@@ -397,7 +397,14 @@ impl PolicyService for Api {
         let p = principal(&req)?;
         let r = req.into_inner();
         let eff = self.service.effective(&p, &r.team_id, &r.user_id).await?;
-        Ok(Response::new(effective_to_pb(&r.team_id, &r.user_id, &eff)))
+        // empty ids stand for the token's own: answer with those, so a client learns
+        // whom it is deciding for (`toolgate hook check`, `toolgate login`)
+        let own = |given: &str, token: &Option<String>| match (given, token) {
+            ("", Some(t)) => t.clone(),
+            _ => given.to_owned(),
+        };
+        let (team, user) = (own(&r.team_id, &p.team), own(&r.user_id, &p.user));
+        Ok(Response::new(effective_to_pb(&team, &user, &eff)))
     }
 
     type WatchPolicyStream = EventStream;

@@ -8,7 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A team's roles document (seed 004's `toolCategories`, `agentRoles`, `allowLists`).
+// seed 004's document, as the seed writes it
+/// A team's roles document: tool categories, agent roles and allow-lists
+/// (`toolCategories`, `agentRoles`, `allowLists`); docs/roles.md explains it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct RolesDocument {
@@ -18,7 +20,7 @@ pub struct RolesDocument {
     pub tool_categories: BTreeMap<String, ToolCategory>,
     /// Roles by id.
     pub agent_roles: BTreeMap<String, AgentRole>,
-    /// Allow-lists by name (seed 004 `agentA`): each for one agent or one role.
+    /// Allow-lists by name (e.g. `agentA`): each for one agent or one role.
     pub allow_lists: BTreeMap<String, AllowList>,
     /// The context of a call that names none; without it such a call has no
     /// allow-list.
@@ -33,7 +35,7 @@ impl RolesDocument {
     }
 }
 
-/// Seed 004's tool category.
+/// A tool category: a named set of operations, allowed together.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct ToolCategory {
@@ -43,7 +45,7 @@ pub struct ToolCategory {
     pub tools: Vec<String>,
 }
 
-/// Seed 004's agent role.
+/// An agent role (a Claude Code subagent's type is its role).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct AgentRole {
@@ -54,7 +56,7 @@ pub struct AgentRole {
     pub base_capabilities: Vec<String>,
 }
 
-/// Seed 004's allow-list: for one agent (`agentId`), or for every agent of a role
+/// An allow-list: for one agent (`agentId`), or for every agent of a role
 /// (`roleId` alone).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -82,16 +84,16 @@ pub struct ContextAllowList {
     pub restrictions: Restrictions,
 }
 
-/// Seed 004's restrictions. Those the server enforces come first; the rest are
+/// Restrictions. Those the server enforces come first; the rest are
 /// limits only the caller can apply and come back with the decision as obligations.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Restrictions {
-    /// Denies when the call's component count is at least this (seed 004: `>=`).
+    /// Denies when the call's component count is at least this (`>=`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_components_per_session: Option<u64>,
     /// Component types never touched. Compared literally and without case: `*` is a
-    /// type named `*` here, as in seed 004's `includes`.
+    /// type named `*` here, not a wildcard.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub forbidden_components: Vec<String>,
     /// When set, the only component types a call may touch.
@@ -162,7 +164,8 @@ pub struct Restrictions {
 }
 
 impl Restrictions {
-    /// The limits the caller must apply, by seed 004's names, in a stable order.
+    /// The limits the caller must apply, by their names in the roles document, in a
+    /// stable order.
     pub(super) fn obligations(&self) -> Vec<(String, serde_json::Value)> {
         use serde_json::Value;
         let list = |v: &Option<Vec<String>>| {
