@@ -403,14 +403,6 @@ async fn a_developer_following_the_readme_gets_decisions() {
     let project = dir.join("project");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&project).unwrap();
-    // the token as the admin hands it over: a file only its owner reads
-    let token_file = home.join("toolgate-token");
-    std::fs::write(&token_file, "alice-token\n").unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
     let up = format!("http://{}", server.addr);
     let toolgate = |args: &[&str]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -432,6 +424,36 @@ async fn a_developer_following_the_readme_gets_decisions() {
         assert!(out.status.success(), "toolgate {args:?}: {text}");
         text
     };
+    // the admin issues alice a token (README: "toolgate token create"), shown once, and
+    // hands it over as a file only its owner reads
+    let created = toolgate(&[
+        "token",
+        "create",
+        "--server",
+        &up,
+        "--token",
+        "operator-token",
+        "--team",
+        "acme",
+        "--user",
+        "alice",
+        "-o",
+        "json",
+    ]);
+    let json = created
+        .find('{')
+        .zip(created.rfind('}'))
+        .map(|(start, end)| &created[start..=end])
+        .unwrap_or_else(|| panic!("no JSON in {created}"));
+    let created: serde_json::Value = serde_json::from_str(json).expect("token create's JSON");
+    let secret = created["secret"].as_str().expect("the secret, once");
+    let token_file = home.join("toolgate-token");
+    std::fs::write(&token_file, format!("{secret}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let token_path = token_file.display().to_string();
     toolgate(&[
         "hook",
@@ -443,7 +465,7 @@ async fn a_developer_following_the_readme_gets_decisions() {
         &token_path,
     ]);
     let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
-    assert!(!settings.contains("alice-token"), "no token in {settings}");
+    assert!(!settings.contains(secret), "no token in {settings}");
     let check = toolgate(&["hook", "check", "claude-code"]);
     assert!(check.contains("team acme, user alice"), "{check}");
     assert!(check.contains("allow"), "{check}");
