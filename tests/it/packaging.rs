@@ -141,7 +141,7 @@ fn the_release_profile_ships_no_debug_info() {
     .unwrap();
     let release = &cargo["profile"]["release"];
     assert_eq!(release["debug"].as_bool(), Some(false));
-    assert_eq!(release["strip"].as_str(), Some("debuginfo"));
+    assert_eq!(release["strip"].as_str(), Some("symbols"));
     // profiles and benches keep line tables
     assert_eq!(cargo["profile"]["profiling"]["debug"].as_integer(), Some(1));
     assert_eq!(cargo["profile"]["bench"]["debug"].as_integer(), Some(1));
