@@ -5,7 +5,7 @@
 use crate::export::{self, Format};
 use crate::grpc::client::{Client as Server, ClientConfig};
 use crate::hook::install::{self, Scope};
-use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Verdict};
+use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Trust, Verdict};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -189,7 +189,7 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
         Ok(p) => p,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
-    let agent = hook::agent_of(client, &input);
+    let context = (parsed.agent.clone(), parsed.args.clone());
     let config = ClientConfig {
         tls: conn.tls,
         server: conn.server,
@@ -214,7 +214,16 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     let decided = runtime.block_on(async {
         tokio::time::timeout(deadline, async {
             let server = Server::connect(config).await?;
-            server.evaluate_by(&parsed.call, agent.as_ref()).await
+            let mut decided = server.evaluate_by(&parsed.call, Some(&context)).await?;
+            // another reading of the call (a server two configurations name): the
+            // strictest answer stands
+            for call in &parsed.also {
+                let other = server.evaluate_by(call, Some(&context)).await?;
+                if strictness(other.outcome) > strictness(decided.outcome) {
+                    decided = other;
+                }
+            }
+            Ok::<_, crate::grpc::client::ClientError>(decided)
         })
         .await
     });
@@ -242,8 +251,17 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     }
 }
 
-/// Cursor names MCP servers by URL or command: the workspace's and the user's
-/// `.cursor/mcp.json`, and `--mcp-server` pairs, which win.
+fn strictness(outcome: crate::policy::Outcome) -> u8 {
+    match outcome {
+        crate::policy::Outcome::Allow => 0,
+        crate::policy::Outcome::Ask => 1,
+        crate::policy::Outcome::Deny => 2,
+    }
+}
+
+/// Cursor names MCP servers by URL or command: `--mcp-server` pairs first, then the
+/// user's `~/.cursor/mcp.json`, then the workspace's `.cursor/mcp.json`, which may add
+/// servers but never rename one the others name.
 fn cursor_directory(input: &[u8], pairs: &[String]) -> McpDirectory {
     let mut directory = McpDirectory::default();
     let roots: Vec<PathBuf> = serde_json::from_slice::<serde_json::Value>(input)
@@ -259,9 +277,13 @@ fn cursor_directory(input: &[u8], pairs: &[String]) -> McpDirectory {
         })
         .unwrap_or_default();
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    for dir in roots.iter().chain(home.iter()) {
+    let files = home
+        .iter()
+        .map(|h| (h, Trust::User))
+        .chain(roots.iter().map(|r| (r, Trust::Workspace)));
+    for (dir, trust) in files {
         if let Some(text) = read_bounded(&dir.join(".cursor/mcp.json")) {
-            directory.add_mcp_json(&text);
+            directory.add_mcp_json_as(&text, trust);
         }
     }
     let mapped: Vec<(String, String)> = pairs
