@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod boundaries;
 mod categories;
 mod categories_api;
 mod claude_code;
