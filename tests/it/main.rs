@@ -19,6 +19,7 @@ mod export;
 mod faults;
 mod hardening;
 mod hook;
+mod hook_boundaries;
 mod hook_payloads;
 mod jwt;
 mod limits;
