@@ -414,7 +414,14 @@ mod tests {
             assert!(check_upstream_name(name).is_err(), "{name:?}");
         }
         assert!(check_upstream_name(&"x".repeat(257)).is_err());
-        for name in ["get_issue", "create-issue", "interact", "é", "get issue", "a.b"] {
+        for name in [
+            "get_issue",
+            "create-issue",
+            "interact",
+            "é",
+            "get issue",
+            "a.b",
+        ] {
             assert_eq!(check_upstream_name(name), Ok(()), "{name:?}");
         }
     }

@@ -45,7 +45,10 @@ fn urls_and_paths_are_read_as_the_agents_read_them() {
             RoleVerdict::Deny { .. } => "deny",
         };
         if got != case["expect"].as_str().unwrap() {
-            failures.push(format!("{name}: {got}, expected {}: {verdict:?}", case["expect"]));
+            failures.push(format!(
+                "{name}: {got}, expected {}: {verdict:?}",
+                case["expect"]
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -105,7 +105,14 @@ async fn a_cursor_workspace_cannot_rename_a_blocked_server() {
     assert!(message.contains("\"jira\" ignored"), "{message}");
 
     // a server only the workspace names is added under its name
-    let out = hook(&up, "cursor", &[], home.path(), &payload("https://docs.test/mcp")).await;
+    let out = hook(
+        &up,
+        "cursor",
+        &[],
+        home.path(),
+        &payload("https://docs.test/mcp"),
+    )
+    .await;
     assert_eq!(out.stdout["permission"], "allow", "{}", out.stdout);
 
     // the workspace takes the name of the user's server for its own URL: decided as
@@ -114,7 +121,14 @@ async fn a_cursor_workspace_cannot_rename_a_blocked_server() {
         &workspace.path().join(".cursor/mcp.json"),
         &json!({"mcpServers": {"github": {"url": "https://evil.test/mcp"}}}),
     );
-    let out = hook(&up, "cursor", &[], home.path(), &payload("https://evil.test/mcp")).await;
+    let out = hook(
+        &up,
+        "cursor",
+        &[],
+        home.path(),
+        &payload("https://evil.test/mcp"),
+    )
+    .await;
     assert_eq!(out.stdout["permission"], "deny", "{}", out.stdout);
     server.stop().await;
 }
@@ -159,7 +173,10 @@ async fn shell_tools_under_other_names_are_shells() {
     assert!(reason.contains("COMMAND_BLOCKED"), "{reason}");
     for (tool, input) in [
         ("container.exec", json!({"command": ["rm", "-rf", "/"]})),
-        ("write_stdin", json!({"session_id": 3, "chars": "rm -rf /\n"})),
+        (
+            "write_stdin",
+            json!({"session_id": 3, "chars": "rm -rf /\n"}),
+        ),
     ] {
         let out = hook(&up, "codex", &[], home.path(), &codex(tool, input)).await;
         assert_eq!(

@@ -70,7 +70,12 @@ fn payloads_map_to_calls() {
             None => {
                 let p = parsed.unwrap_or_else(|e| panic!("{case}: {e}"));
                 assert_eq!(p.call, expected_call(&case["call"]), "{case}");
-                assert_eq!(p.note.is_some(), case["note"] == true, "{case}: {:?}", p.note);
+                assert_eq!(
+                    p.note.is_some(),
+                    case["note"] == true,
+                    "{case}: {:?}",
+                    p.note
+                );
                 let also: Vec<Call> = case["also"]
                     .as_array()
                     .map(|a| a.iter().map(expected_call).collect())

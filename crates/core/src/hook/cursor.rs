@@ -221,10 +221,12 @@ fn call_args(v: &Value, input: &Value) -> CallArgs {
         .and_then(Value::as_str)
         .filter(|c| !c.is_empty())
         .map(str::to_owned)
-        .or_else(|| match v.get("workspace_roots").and_then(Value::as_array) {
-            Some(roots) if roots.len() == 1 => roots[0].as_str().map(str::to_owned),
-            _ => None,
-        });
+        .or_else(
+            || match v.get("workspace_roots").and_then(Value::as_array) {
+                Some(roots) if roots.len() == 1 => roots[0].as_str().map(str::to_owned),
+                _ => None,
+            },
+        );
     CallArgs {
         tool_input: input.is_object().then(|| input.clone()),
         cwd,

@@ -181,9 +181,10 @@ fn merge_codex_requirements(
     if !hooks.is_table() {
         *hooks = toml::Value::Table(toml::Table::new());
     }
-    let entry: toml::Value = toml::Value::try_from(json!({"matcher": matcher(Client::Codex), "hooks": [
+    let entry: toml::Value =
+        toml::Value::try_from(json!({"matcher": matcher(Client::Codex), "hooks": [
         {"type": "command", "command": command, "timeout": TIMEOUT_SECS}]}))
-    .unwrap_or(toml::Value::Table(toml::Table::new()));
+        .unwrap_or(toml::Value::Table(toml::Table::new()));
     if let Some(hooks) = hooks.as_table_mut() {
         let list = hooks
             .entry("PreToolUse")
@@ -238,7 +239,12 @@ mod tests {
             }
         }
         let codex = matcher(Client::Codex);
-        for tool in ["apply_patch", "shell_command", "container.exec", "write_stdin"] {
+        for tool in [
+            "apply_patch",
+            "shell_command",
+            "container.exec",
+            "write_stdin",
+        ] {
             assert!(codex.split('|').any(|a| a == tool), "{tool}");
         }
     }

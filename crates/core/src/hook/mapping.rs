@@ -348,6 +348,9 @@ mod tests {
         assert_eq!(args.cwd.as_deref(), Some("/home/dev/proj/sub"));
         let args = call_args(&payload, Some(&json!({"workdir": "/tmp"})));
         assert_eq!(args.cwd.as_deref(), Some("/tmp"));
-        assert_eq!(call_args(&payload, None).cwd.as_deref(), Some("/home/dev/proj"));
+        assert_eq!(
+            call_args(&payload, None).cwd.as_deref(),
+            Some("/home/dev/proj")
+        );
     }
 }

@@ -5,11 +5,9 @@
 //! leaves them out and would answer a second path with the first one's decision).
 
 use super::compiled::{CompiledContext, CompiledRoles, Ports};
-use super::restrictions::Directories;
 use super::net::Target;
-use super::paths::{
-    Located, Written, ancestors, components, extname, locate, windows_ancestors,
-};
+use super::paths::{Located, Written, ancestors, components, extname, locate, windows_ancestors};
+use super::restrictions::Directories;
 use super::{Obligation, RoleCall, RoleVerdict};
 use crate::policy::Reason;
 use std::sync::Arc;
@@ -344,7 +342,10 @@ fn check_loose_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut O
     let Some(dirs) = &ctx.directories else {
         return;
     };
-    if !matches!(placement(dirs, &locate(path, cwd.raw), cwd), Placement::Inside) {
+    if !matches!(
+        placement(dirs, &locate(path, cwd.raw), cwd),
+        Placement::Inside
+    ) {
         out.ask(
             "allowedDirectories",
             format!("Argument {path:?} looks like a path outside allowedDirectories"),

@@ -314,13 +314,25 @@ mod tests {
                 Placed::Windows("C:/Users/x/secret.txt".into()),
             ),
             ("c:/a/../../b", None, Placed::Windows("C:/b".into())),
-            (r"\\server\share\x", None, Placed::Windows("//server/share/x".into())),
-            (r"\\server\share", None, Placed::Windows("//server/share".into())),
+            (
+                r"\\server\share\x",
+                None,
+                Placed::Windows("//server/share/x".into()),
+            ),
+            (
+                r"\\server\share",
+                None,
+                Placed::Windows("//server/share".into()),
+            ),
             (r"\\?\C:\x", None, Placed::Unknown),
             (r"\\server", None, Placed::Unknown),
             ("C:x", None, Placed::Unknown),
             (r"src\..\..\etc", Some("/home/dev"), Placed::Unknown),
-            ("//server/share", None, Placed::Absolute("/server/share".into())),
+            (
+                "//server/share",
+                None,
+                Placed::Absolute("/server/share".into()),
+            ),
         ];
         for (path, cwd, want) in cases {
             assert_eq!(place(path, cwd), want, "{path:?} in {cwd:?}");

@@ -264,7 +264,8 @@ pub fn looks_like_path(s: &str) -> bool {
         return false;
     }
     let b = s.as_bytes();
-    let drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'/' | b'\\');
+    let drive =
+        b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'/' | b'\\');
     drive
         || s.starts_with(['/', '\\'])
         || s.starts_with("~/")
@@ -278,15 +279,11 @@ pub fn looks_like_path(s: &str) -> bool {
 /// wildcard, under `dir` when relative) is a path it touches. A pattern that climbs
 /// with `..` after a wildcard cannot be placed.
 fn glob_touches(pattern: &str, dir: Option<&str>, t: &mut Touches) {
-    let first = pattern
-        .find(['*', '?', '[', '{'])
-        .unwrap_or(pattern.len());
-    if pattern[first..]
-        .split(['/', '\\'])
-        .any(|part| part == "..")
-    {
-        t.unreadable
-            .get_or_insert_with(|| format!("the glob {pattern:?} climbs with `..` after a wildcard"));
+    let first = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    if pattern[first..].split(['/', '\\']).any(|part| part == "..") {
+        t.unreadable.get_or_insert_with(|| {
+            format!("the glob {pattern:?} climbs with `..` after a wildcard")
+        });
         return;
     }
     let base = if first == pattern.len() {
@@ -300,8 +297,8 @@ fn glob_touches(pattern: &str, dir: Option<&str>, t: &mut Touches) {
             None => "",
         }
     };
-    let absolute = base.starts_with(['/', '\\', '~'])
-        || super::paths::windows_absolute(base).is_some();
+    let absolute =
+        base.starts_with(['/', '\\', '~']) || super::paths::windows_absolute(base).is_some();
     let placed = match (absolute, dir) {
         (true, _) | (false, None) if !base.is_empty() => base.to_owned(),
         (false, Some(d)) if !base.is_empty() => format!("{}/{base}", d.trim_end_matches('/')),
