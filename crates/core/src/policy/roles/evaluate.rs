@@ -136,7 +136,7 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
             );
         }
     }
-    if !t.paths.is_empty() || !t.loose_paths.is_empty() {
+    if !t.paths.is_empty() || !t.directories.is_empty() || !t.loose_paths.is_empty() {
         let placed_cwd = call.cwd.map(|c| locate(c, None));
         let cwd = Cwd {
             raw: call.cwd,
@@ -146,7 +146,10 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
             },
         };
         for path in &t.paths {
-            check_path(ctx, path, cwd, &mut out);
+            check_path(ctx, path, PathKind::File, cwd, &mut out);
+        }
+        for dir in &t.directories {
+            check_path(ctx, dir, PathKind::Directory, cwd, &mut out);
         }
         for path in &t.loose_paths {
             check_loose_path(ctx, path, cwd, &mut out);
@@ -233,7 +236,14 @@ struct Cwd<'c> {
     absolute: Option<&'c str>,
 }
 
-fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome) {
+/// Whether a touched path names a file or a directory (a directory has no file type).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PathKind {
+    File,
+    Directory,
+}
+
+fn check_path(ctx: &CompiledContext, path: &str, kind: PathKind, cwd: Cwd<'_>, out: &mut Outcome) {
     let located = locate(path, cwd.raw);
     let (shown, written) = match &located {
         Located::Absolute(p, w) | Located::Relative(p, w) => (p.as_ref(), *w),
@@ -263,7 +273,7 @@ fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome
             );
         }
     }
-    if let Some(types) = &ctx.file_types {
+    if let Some(types) = ctx.file_types.as_ref().filter(|_| kind == PathKind::File) {
         let ext = extname(shown);
         if !types.contains(ext) {
             // seed 004's message

@@ -58,6 +58,9 @@ impl Agent<'_> {
 pub struct Touches {
     /// File paths as written (relative ones resolve against the working directory).
     pub paths: Vec<String>,
+    /// Directories the call works in or lists (a shell tool's `workdir`, a glob's
+    /// base): checked as paths, without a file type.
+    pub directories: Vec<String>,
     /// Strings that look like paths under argument keys that do not say they are:
     /// read against `allowedDirectories` only, and outside them the call asks.
     pub loose_paths: Vec<String>,

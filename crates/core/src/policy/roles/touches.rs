@@ -89,7 +89,7 @@ const FILE_OPTIONS: [&str; 9] = [
 
 /// Argument keys whose value is a path or a list of paths, in any tool's arguments
 /// (built-in or MCP), at any depth. A value holding `://` is read as a URL instead.
-pub const PATH_KEYS: [&str; 30] = [
+pub const PATH_KEYS: [&str; 24] = [
     "path",
     "paths",
     "file_path",
@@ -98,9 +98,6 @@ pub const PATH_KEYS: [&str; 30] = [
     "filePaths",
     "notebook_path",
     "absolute_path",
-    "dir_path",
-    "dir",
-    "directory",
     "source",
     "source_path",
     "destination",
@@ -117,9 +114,17 @@ pub const PATH_KEYS: [&str; 30] = [
     "file",
     "files",
     "filename",
+];
+
+/// Argument keys whose value is a directory (or a list of them), at any depth.
+pub const DIRECTORY_KEYS: [&str; 7] = [
+    "dir",
+    "dir_path",
+    "directory",
     "root",
     "cwd",
     "workdir",
+    "working_directory",
 ];
 
 /// Argument keys whose value is a URL or a host.
@@ -214,11 +219,14 @@ fn walk(value: &Value, depth: usize, t: &mut Touches) {
         Value::Object(fields) => {
             for (key, v) in fields {
                 let key = key.as_str();
-                let path_key = PATH_KEYS.contains(&key);
+                let dir_key = DIRECTORY_KEYS.contains(&key);
+                let path_key = dir_key || PATH_KEYS.contains(&key);
                 let url_key = URL_KEYS.contains(&key);
                 for p in strings(v).into_iter().filter(|_| path_key || url_key) {
                     if url_key || p.contains("://") {
                         add(&mut t.targets, p, &mut t.unreadable);
+                    } else if dir_key {
+                        add(&mut t.directories, p, &mut t.unreadable);
                     } else {
                         add(&mut t.paths, p, &mut t.unreadable);
                     }
@@ -276,7 +284,8 @@ pub fn looks_like_path(s: &str) -> bool {
 }
 
 /// Seed 002's `glob`: the directory a pattern lists from (its part before the first
-/// wildcard, under `dir` when relative) is a path it touches. A pattern that climbs
+/// wildcard, under `dir` when relative) is a directory it touches; a pattern with no
+/// wildcard names the path itself. A pattern that climbs
 /// with `..` after a wildcard cannot be placed.
 fn glob_touches(pattern: &str, dir: Option<&str>, t: &mut Touches) {
     let first = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
@@ -305,7 +314,7 @@ fn glob_touches(pattern: &str, dir: Option<&str>, t: &mut Touches) {
         (_, Some(d)) => d.to_owned(),
         (_, None) => ".".to_owned(),
     };
-    add(&mut t.paths, &placed, &mut t.unreadable);
+    add(&mut t.directories, &placed, &mut t.unreadable);
 }
 
 fn add(list: &mut Vec<String>, value: &str, unreadable: &mut Option<String>) {
@@ -319,6 +328,9 @@ fn add(list: &mut Vec<String>, value: &str, unreadable: &mut Option<String>) {
 fn merge(into: &mut Touches, from: Touches) {
     for p in from.paths {
         add(&mut into.paths, &p, &mut into.unreadable);
+    }
+    for d in from.directories {
+        add(&mut into.directories, &d, &mut into.unreadable);
     }
     for p in from.loose_paths {
         add(&mut into.loose_paths, &p, &mut into.unreadable);
