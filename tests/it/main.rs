@@ -29,6 +29,7 @@ mod policy_file;
 mod policy_yaml;
 mod proxy;
 mod proxy_failures;
+mod proxy_names;
 mod replicas;
 mod roles;
 mod roles_api;
