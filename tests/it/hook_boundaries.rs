@@ -316,3 +316,70 @@ async fn a_subagents_web_fetch_is_read_as_node_reads_it() {
     assert_eq!(decision(&out).0, "allow", "{}", out.stdout);
     server.stop().await;
 }
+
+/// Seed 000's `tool.action` lists behind a hook: the call's `action` argument is
+/// passed on, so `interact.navigate` is allowed as the list says, and another action
+/// of the same tool is not.
+#[tokio::test]
+async fn a_hooked_calls_action_is_decided_by_the_tool_action_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.yaml");
+    std::fs::write(
+        &file,
+        "teams:\n  - team: acme\n    auto_run_controls:\n      enabled: true\n      mcp_tool_allowlist: [\"gasoline:*\"]\nmcp_servers:\n  - server: gasoline\n    allowed_tools: [\"observe.*\", \"interact.navigate\"]\n",
+    )
+    .unwrap();
+    let mut config = test_config(dir.path());
+    config.policy_file = Some(file);
+    let server = TestServer::start(config).await;
+    server.yolo("alice").await;
+    let up = format!("http://{}", server.addr);
+    let home = tempfile::tempdir().unwrap();
+    let interact = |client: &str, action: &str| match client {
+        "gemini" => json!({"session_id": "s", "cwd": "/p", "hook_event_name": "BeforeTool",
+            "tool_name": "mcp_gasoline_interact", "tool_input": {"action": action},
+            "mcp_context": {"server_name": "gasoline", "tool_name": "interact"}}),
+        _ => json!({"session_id": "s", "cwd": "/p", "hook_event_name": "PreToolUse",
+            "tool_name": "mcp__gasoline__interact", "tool_input": {"action": action}}),
+    };
+    let out = hook(
+        &up,
+        "claude-code",
+        &[],
+        home.path(),
+        &interact("claude-code", "navigate"),
+    )
+    .await;
+    assert_eq!(
+        out.stdout["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{}",
+        out.stdout
+    );
+    let out = hook(
+        &up,
+        "claude-code",
+        &[],
+        home.path(),
+        &interact("claude-code", "execute_js"),
+    )
+    .await;
+    assert_eq!(
+        out.stdout["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{}",
+        out.stdout
+    );
+    let reason = out.stdout["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("NOT_IN_FILE_ALLOWLIST"), "{reason}");
+    let out = hook(
+        &up,
+        "gemini",
+        &[],
+        home.path(),
+        &interact("gemini", "navigate"),
+    )
+    .await;
+    assert_eq!(out.stdout["decision"], "allow", "{}", out.stdout);
+    server.stop().await;
+}
