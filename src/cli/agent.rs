@@ -251,6 +251,9 @@ fn decide(client: Client, args: &HookArgs, conn: Connection, options: &Options) 
     }
 }
 
+/// The most workspace roots whose `.cursor/mcp.json` is read.
+const MAX_WORKSPACE_ROOTS: usize = 16;
+
 fn strictness(outcome: crate::policy::Outcome) -> u8 {
     match outcome {
         crate::policy::Outcome::Allow => 0,
@@ -270,8 +273,10 @@ fn cursor_directory(input: &[u8], pairs: &[String]) -> McpDirectory {
             v.get("workspace_roots")
                 .and_then(|r| r.as_array())
                 .map(|a| {
+                    // a payload names a few roots; more are not read
                     a.iter()
                         .filter_map(|r| r.as_str().map(PathBuf::from))
+                        .take(MAX_WORKSPACE_ROOTS)
                         .collect()
                 })
         })
