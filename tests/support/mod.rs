@@ -233,11 +233,33 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The `toolgate` binary: Cargo's, for the integration tests; for the benches (a
+/// package of their own, which Cargo builds no binary for) the one beside them in
+/// the target directory: `cargo build --release` first.
+pub fn toolgate_binary() -> std::path::PathBuf {
+    if let Some(path) = option_env!("CARGO_BIN_EXE_toolgate") {
+        return path.into();
+    }
+    // target/<profile>/deps/<bench> → target/<profile>/toolgate
+    let exe = std::env::current_exe().expect("the running executable's path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("toolgate"))
+        .expect("the target directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --release` before the benches",
+        bin.display()
+    );
+    bin
+}
+
 /// Starts the real `toolgate serve --config FILE` (JSON logs expected) and returns it
 /// with the address it logged. `TOOLGATE_*` variables of the test's own environment
 /// are not passed on.
 pub fn spawn_binary(config: &Path) -> (ServerProcess, String) {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut command = std::process::Command::new(toolgate_binary());
     command.args(["serve", "--config"]).arg(config);
     spawn_server(command)
 }

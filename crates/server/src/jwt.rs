@@ -177,7 +177,7 @@ impl JwtVerifier {
         let team = match (role, team) {
             (Role::Operator, _) => None,
             (_, Some(team)) => Some(
-                crate::service::check_id("team", team)
+                crate::ids::check_id("team", team)
                     .map_err(|_| AuthError::Unauthenticated("jwt team claim is not a valid id"))?
                     .into_owned(),
             ),
@@ -187,7 +187,7 @@ impl JwtVerifier {
                 ));
             }
         };
-        let user = crate::service::check_id("user", user)
+        let user = crate::ids::check_id("user", user)
             .map_err(|_| AuthError::Unauthenticated("jwt user claim is not a valid id"))?
             .into_owned();
         Ok(Principal {

@@ -16,5 +16,5 @@ pub mod store;
 pub mod telemetry;
 pub mod tls;
 
-pub use toolgate_core::policy;
+pub use toolgate_core::{ids, policy};
 pub use toolgate_proto as proto;

@@ -80,7 +80,7 @@ impl App {
         })?;
         let metrics = match &config.metrics.listen {
             Some(addr) => {
-                let handle = crate::metrics::install()?;
+                let handle = crate::metrics::install(crate::grpc::served_paths())?;
                 let listener = TcpListener::bind(addr).await.map_err(|source| {
                     crate::metrics::MetricsError::Listen {
                         addr: addr.clone(),
@@ -313,7 +313,10 @@ pub async fn run(
                     cached_teams: hub.teams(),
                     cached_users: hub.cached_users_total(),
                     stale_teams,
-                    lag: hub.lag().await.ok(),
+                    lag: hub.lag().await.ok().map(|lag| crate::metrics::Lag {
+                        max_revisions: lag.max_revisions,
+                        teams_behind: lag.teams_behind,
+                    }),
                 }
             }) as futures::future::BoxFuture<'static, _>
         });

@@ -185,7 +185,7 @@ impl Config {
 
 /// An id from the configuration in the one spelling the service compares (NFC).
 fn normalised(id: &str) -> String {
-    crate::service::check_id("id", id).map_or_else(|_| id.to_owned(), |id| id.into_owned())
+    crate::ids::check_id("id", id).map_or_else(|_| id.to_owned(), |id| id.into_owned())
 }
 
 pub(super) fn parse_sha256(s: &str) -> Option<[u8; 32]> {

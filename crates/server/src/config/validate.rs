@@ -292,7 +292,7 @@ impl Config {
 fn check_ids(problems: &mut Vec<String>, at: &str, team: Option<&str>, user: Option<&str>) {
     for (field, value) in [("team", team), ("user", user)] {
         if let Some(value) = value.filter(|v| !v.trim().is_empty())
-            && let Err(e) = crate::service::check_id(&format!("{at}.{field}"), value)
+            && let Err(e) = crate::ids::check_id(&format!("{at}.{field}"), value)
         {
             problems.push(e.to_string());
         }

@@ -414,7 +414,7 @@ impl ServerInfoService for Api {
         let p = principal(&req)?;
         let team = p.team.clone().unwrap_or_default();
         if !team.is_empty() {
-            check_id("team_id", &team)?;
+            check_id("team_id", &team).map_err(ServiceError::from)?;
         }
         authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
         // secrets and principals are the operators' business alone
@@ -437,4 +437,37 @@ impl ServerInfoService for Api {
             config_json,
         }))
     }
+}
+
+/// Every gRPC path the server serves: the methods of every service in the
+/// descriptor sets it registers for reflection.
+pub fn served_paths() -> Vec<String> {
+    use prost::Message as _;
+    let sets = [
+        crate::proto::FILE_DESCRIPTOR_SET,
+        tonic_health::pb::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+    ];
+    let mut paths = Vec::new();
+    for bytes in sets {
+        let Ok(set) = prost_types::FileDescriptorSet::decode(bytes) else {
+            continue;
+        };
+        for file in set.file {
+            let package = file.package.unwrap_or_default();
+            for service in file.service {
+                let service_name = service.name.unwrap_or_default();
+                for method in service.method {
+                    let method = method.name.unwrap_or_default();
+                    paths.push(if package.is_empty() {
+                        format!("/{service_name}/{method}")
+                    } else {
+                        format!("/{package}.{service_name}/{method}")
+                    });
+                }
+            }
+        }
+    }
+    paths
 }

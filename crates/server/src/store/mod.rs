@@ -1,7 +1,7 @@
 //! Storage: settings documents, per-team revisions, the change history and the audit trail.
 //!
 //! One trait, [`Store`], implemented once over SQL ([`SqlStore`]) for two backends
-//! (SQLite and PostgreSQL); both run the same test suite (`tests/store_suite.rs`).
+//! (SQLite and PostgreSQL); both run the same test suite (`tests/it/store_suite.rs`).
 //!
 //! Architecture invariant: a write is acknowledged only once it is durable, and the
 //! document, the team revision, the change record and the audit record of one write
