@@ -36,7 +36,7 @@ impl ClientTokens {
     pub fn load(path: &Path) -> Result<Self, ProxyError> {
         use figment::providers::Format as _;
         let figment = match path.extension().and_then(|e| e.to_str()) {
-            Some("yaml" | "yml") => figment::Figment::from(figment::providers::Yaml::file(path)),
+            Some("yaml" | "yml") => figment::Figment::from(crate::config::Yaml::file(path)),
             _ => figment::Figment::from(figment::providers::Toml::file(path)),
         };
         let file: TokensFile = figment
