@@ -102,7 +102,10 @@ async fn a_cursor_workspace_cannot_rename_a_blocked_server() {
     assert_eq!(out.stdout["permission"], "deny", "{}", out.stdout);
     let message = out.stdout["user_message"].as_str().unwrap();
     assert!(message.contains("BLOCKED_BY_ADMIN"), "{message}");
-    assert!(message.contains("\"jira\" ignored"), "{message}");
+    assert!(
+        message.contains("the name \"jira\" from a less trusted file is ignored"),
+        "{message}"
+    );
 
     // a server only the workspace names is added under its name
     let out = hook(

@@ -149,7 +149,7 @@ impl McpDirectory {
             .collect();
         if !ignored.is_empty() {
             notes.push(format!(
-                "the server at {location:?} is {} by {}; {} ignored",
+                "the server at {location:?} is named {} by {}; the name {} from a less trusted file is ignored (a workspace file cannot rename a server)",
                 quoted(&names),
                 top.describe(),
                 quoted(&ignored)
