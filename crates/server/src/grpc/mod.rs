@@ -14,7 +14,7 @@ use crate::proto::v1 as pb;
 use crate::service::AuditFilter;
 use crate::service::{Service, ServiceError, check_id};
 use convert::*;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use pb::admin_service_server::AdminService;
 use pb::policy_service_server::PolicyService;
 use pb::server_info_service_server::ServerInfoService;
@@ -381,27 +381,16 @@ impl PolicyService for Api {
 
     type WatchPolicyStream = EventStream;
 
-    /// Served by [`PolicyRouter`], which shares each change's encoding between
-    /// streams; this per-stream form answers only where the generated server is
-    /// mounted on its own.
+    /// Never reached: [`PolicyRouter`] takes the `WatchPolicy` path before the
+    /// generated server sees it, and serves it once, sharing each change's encoding
+    /// between streams (`watch.rs`).
     async fn watch_policy(
         &self,
-        req: Request<pb::WatchPolicyRequest>,
+        _req: Request<pb::WatchPolicyRequest>,
     ) -> Result<Response<Self::WatchPolicyStream>, Status> {
-        let p = principal(&req)?;
-        let slot = self.open_stream(&p)?;
-        let r = req.into_inner();
-        let events = self
-            .service
-            .watch(&p, &r.team_id, &r.user_id, r.after_revision)
-            .await?;
-        let (team, user) = (r.team_id, r.user_id);
-        let stream = events.map(move |e| {
-            let _held = &slot;
-            e.map(|e| watch_event_to_pb(&team, &user, count_resync(e)))
-                .map_err(Status::from)
-        });
-        Ok(Response::new(Box::pin(stream)))
+        Err(Status::internal(
+            "WatchPolicy is served by PolicyRouter: mount PolicyRouter, not the generated PolicyServiceServer",
+        ))
     }
 }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::backoff::Backoff;
 use tracing::{error, info, warn};
 
 /// The spill file's name in the data directory.
@@ -125,7 +126,7 @@ struct Writer {
 
 impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<NewAuditEvent>, stop: CancellationToken) {
-        let mut wait = RETRY_MIN;
+        let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         // failures of the batch at the head that were not the store being away
         let mut rejected = 0;
         loop {
@@ -146,13 +147,13 @@ impl Writer {
             match self.write(n).await {
                 Ok(()) => {
                     rejected = 0;
-                    if wait > RETRY_MIN {
+                    if backoff.is_backing_off() {
                         info!(
                             waiting = self.pending.len(),
                             "deny audit records are written again"
                         );
                     }
-                    wait = RETRY_MIN;
+                    backoff.reset();
                 }
                 // an error that is not an outage may be the records themselves: a batch
                 // refused that often is given up rather than block every later one
@@ -169,6 +170,7 @@ impl Writer {
                     if !matches!(e, StoreError::Unavailable(_)) {
                         rejected += 1;
                     }
+                    let wait = backoff.next_wait();
                     warn!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
                     self.spill_pending();
                     // keep taking records while waiting, so denying calls never wait on an outage
@@ -190,7 +192,6 @@ impl Writer {
                         }
                     }
                     self.trim();
-                    wait = (wait * 2).min(RETRY_MAX);
                 }
             }
         }
@@ -390,7 +391,7 @@ impl Service {
             kind: kind.to_owned(),
             detail,
         };
-        Ok(self.hub.store().append_audit(&[event]).await?)
+        Ok(self.store.append_audit(&[event]).await?)
     }
 
     /// Queues the DENY record for the audit writer. A full queue makes the caller

@@ -25,7 +25,7 @@ use crate::auth::{AuthError, Principal};
 use crate::config::LimitsConfig;
 use crate::hub::{Hub, HubError};
 use crate::policy::{EntryProblem, PolicyError};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use audit_sink::AuditWriter;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -139,9 +139,11 @@ struct ManagedTeams {
 }
 
 /// The domain service, shared by every RPC.
-#[derive(Debug)]
 pub struct Service {
     hub: Arc<Hub>,
+    /// The store the hub reads, held here so the service's own reads and writes
+    /// (documents, audit, quotas) do not reach through the hub.
+    store: Arc<dyn Store>,
     limits: LimitsConfig,
     heartbeat: Duration,
     audit: AuditWriter,
@@ -165,6 +167,16 @@ pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a s
     (team, user)
 }
 
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("hub", &self.hub)
+            .field("limits", &self.limits)
+            .field("heartbeat", &self.heartbeat)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Service {
     /// Starts the DENY audit writer, which keeps records through a store outage in
     /// `audit_spill` (a file in the data directory; replayed here) and is drained by
@@ -178,6 +190,7 @@ impl Service {
     ) -> Self {
         let audit = AuditWriter::start(hub.clone(), audit_spill);
         Self {
+            store: hub.store().clone(),
             hub,
             limits,
             heartbeat,

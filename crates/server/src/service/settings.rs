@@ -12,6 +12,7 @@ use crate::policy::{
 use crate::store::{AuditEvent, AuditFilter, StoreError, Versioned};
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_core::backoff::Backoff;
 use tracing::error;
 
 /// How many write attempts a read-modify-write makes before giving up on contention.
@@ -98,7 +99,7 @@ impl Service {
     /// The team's stored admin controls, with no authorization: for the policy file,
     /// whose authority is the file itself.
     pub async fn stored_admin(&self, team: &str) -> Result<Versioned<AdminControls>, ServiceError> {
-        Ok(self.hub.store().get_admin(team).await?)
+        Ok(self.store.get_admin(team).await?)
     }
 
     /// The server-wide `tool.action` lists in force.
@@ -128,7 +129,7 @@ impl Service {
         self.check_doc("auto_run_controls.", &controls.lists(), || {
             CompiledAdmin::compile_write(&controls, &before.stored.doc).map(drop)
         })?;
-        let store = self.hub.store();
+        let store = &self.store;
         let stored = self
             .commit(team, store.put_admin(team, &controls, expected, actor))
             .await?;
@@ -169,7 +170,7 @@ impl Service {
             0 => 100,
             n => n.min(1_000),
         };
-        Ok(self.hub.store().list_audit(&filter).await?)
+        Ok(self.store.list_audit(&filter).await?)
     }
 
     pub async fn get_user(
@@ -211,7 +212,7 @@ impl Service {
         self.check_doc("settings.", &settings.lists(), || {
             CompiledUser::compile(&settings).map(drop)
         })?;
-        let store = self.hub.store();
+        let store = &self.store;
         self.commit(team, store.put_user(team, user, &settings, expected, actor))
             .await
     }
@@ -269,7 +270,7 @@ impl Service {
         let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
         for _ in 0..MAX_WRITE_ATTEMPTS {
-            let current = self.hub.store().get_user(team, user).await?;
+            let current = self.store.get_user(team, user).await?;
             let list = match edit(&current.doc.mcp_allowed_tools)? {
                 Ok(list) => list,
                 Err(detail) => {
@@ -308,7 +309,7 @@ impl Service {
     /// `UNAVAILABLE`, saying it committed: it is durable and applies once the store
     /// reads again, so the caller reads before writing again.
     async fn publish(&self, team: &str, revision: u64) -> Result<(), ServiceError> {
-        let mut wait = CATCH_UP_RETRY;
+        let mut backoff = Backoff::new(CATCH_UP_RETRY, CATCH_UP_RETRY * 16).with_factor(4);
         let mut tries = 0;
         loop {
             tries += 1;
@@ -320,10 +321,7 @@ impl Service {
                         "committed at revision {revision} but not yet applied on this replica ({e}): the change is durable and applies when the store reads again; read the settings before writing again"
                     )));
                 }
-                Err(_) => {
-                    tokio::time::sleep(wait).await;
-                    wait *= 4;
-                }
+                Err(_) => tokio::time::sleep(backoff.next_wait()).await,
             }
         }
     }

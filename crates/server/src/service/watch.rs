@@ -146,7 +146,7 @@ impl Service {
     /// past the head would otherwise skip every change up to that revision, a kill
     /// switch included.
     async fn history_after(&self, team: &str, after: u64) -> Result<History, ServiceError> {
-        let store = self.hub.store();
+        let store = &self.store;
         if after > store.team_revision(team).await? {
             return Ok(History::Truncated);
         }
