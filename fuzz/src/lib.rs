@@ -4,10 +4,12 @@
 //! test that fails in seconds rather than at the end of a fuzz run.
 
 pub mod entry_parse;
+pub mod hook_payload;
 pub mod internal_name;
 pub mod policy_yaml;
 pub mod request_decode;
 pub mod shell_reader;
+pub mod url_path;
 
 /// A target's body: one input.
 pub type Target = fn(&[u8]);
@@ -15,10 +17,12 @@ pub type Target = fn(&[u8]);
 /// Every target by name, as `fuzz/run` and `seeds/` name them.
 pub const TARGETS: &[(&str, Target)] = &[
     ("entry_parse", entry_parse::run),
+    ("hook_payload", hook_payload::run),
     ("internal_name", internal_name::run),
     ("policy_yaml", policy_yaml::run),
     ("request_decode", request_decode::run),
     ("shell_reader", shell_reader::run),
+    ("url_path", url_path::run),
 ];
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::args::{Connection, Resolved};
 use crate::export::{self, Format};
 use crate::grpc::client::{Client as Server, ClientConfig, ClientError};
 use crate::hook::install::{self, Scope};
-use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Verdict};
+use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Trust, Verdict};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -208,12 +208,12 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
         Ok(p) => p,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
-    let agent = hook::agent_of(client, &input);
     let conn = match conn.resolve() {
         Ok(c) => c,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
     let server = conn.server.clone();
+    let context = (parsed.agent.clone(), parsed.args.clone());
     let config = ClientConfig {
         team: or_profile(&args.team, &conn.team),
         user: or_profile(&args.user, &conn.user),
@@ -238,7 +238,16 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
     let decided = runtime.block_on(async {
         tokio::time::timeout(deadline, async {
             let server = Server::connect(config).await?;
-            server.evaluate_by(&parsed.call, agent.as_ref()).await
+            let mut decided = server.evaluate_by(&parsed.call, Some(&context)).await?;
+            // another reading of the call (a server two configurations name): the
+            // strictest answer stands
+            for call in &parsed.also {
+                let other = server.evaluate_by(call, Some(&context)).await?;
+                if strictness(other.outcome) > strictness(decided.outcome) {
+                    decided = other;
+                }
+            }
+            Ok::<_, crate::grpc::client::ClientError>(decided)
         })
         .await
     });
@@ -293,8 +302,20 @@ pub fn with_hint(e: &ClientError, server: &str) -> String {
     format!("{e} ({hint})")
 }
 
-/// Cursor names MCP servers by URL or command: the workspace's and the user's
-/// `.cursor/mcp.json`, and `--mcp-server` pairs, which win.
+/// The most workspace roots whose `.cursor/mcp.json` is read.
+const MAX_WORKSPACE_ROOTS: usize = 16;
+
+fn strictness(outcome: crate::policy::Outcome) -> u8 {
+    match outcome {
+        crate::policy::Outcome::Allow => 0,
+        crate::policy::Outcome::Ask => 1,
+        crate::policy::Outcome::Deny => 2,
+    }
+}
+
+/// Cursor names MCP servers by URL or command: `--mcp-server` pairs first, then the
+/// user's `~/.cursor/mcp.json`, then the workspace's `.cursor/mcp.json`, which may add
+/// servers but never rename one the others name.
 fn cursor_directory(input: &[u8], pairs: &[String]) -> McpDirectory {
     let mut directory = McpDirectory::default();
     let roots: Vec<PathBuf> = serde_json::from_slice::<serde_json::Value>(input)
@@ -303,16 +324,22 @@ fn cursor_directory(input: &[u8], pairs: &[String]) -> McpDirectory {
             v.get("workspace_roots")
                 .and_then(|r| r.as_array())
                 .map(|a| {
+                    // a payload names a few roots; more are not read
                     a.iter()
                         .filter_map(|r| r.as_str().map(PathBuf::from))
+                        .take(MAX_WORKSPACE_ROOTS)
                         .collect()
                 })
         })
         .unwrap_or_default();
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    for dir in roots.iter().chain(home.iter()) {
+    let files = home
+        .iter()
+        .map(|h| (h, Trust::User))
+        .chain(roots.iter().map(|r| (r, Trust::Workspace)));
+    for (dir, trust) in files {
         if let Some(text) = read_bounded(&dir.join(".cursor/mcp.json")) {
-            directory.add_mcp_json(&text);
+            directory.add_mcp_json_as(&text, trust);
         }
     }
     let mapped: Vec<(String, String)> = pairs

@@ -20,6 +20,31 @@ pub use crate::grpc::client::RemoteDecision;
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
+/// Whether an upstream server's tool name may be shown and called: seed 001's name
+/// rules, and nothing a glob or a log would read otherwise than the upstream meant
+/// (`get_a/../delete_repo` under `github:get_*`): no control character, no `/`, no
+/// surrounding whitespace. `Err` says which rule it breaks.
+pub fn check_upstream_name(name: &str) -> Result<(), &'static str> {
+    use crate::policy::Rule;
+    match crate::policy::validate_call_name(name) {
+        Ok(()) => {}
+        Err(Rule::Empty) => return Err("is empty"),
+        Err(Rule::TooLong) => return Err("is longer than 256 characters"),
+        Err(Rule::Whitespace) => return Err("is only whitespace"),
+        Err(_) => return Err("holds `:` or `*`, or is the wildcard"),
+    }
+    if name.chars().any(char::is_control) {
+        return Err("holds a control character");
+    }
+    if name.contains('/') {
+        return Err("holds a `/`");
+    }
+    if name.trim() != name {
+        return Err("starts or ends with whitespace");
+    }
+    Ok(())
+}
+
 /// Whose policy applies: the user a call is evaluated for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Who {
@@ -136,13 +161,26 @@ impl Gate {
             .clone()
     }
 
-    /// The decision for calling `tool` of the proxied server as `who`: toolgate's, or
-    /// while it is unreachable and the principal's tools are still shown (within the
-    /// staleness allowed), the last known policy's.
-    pub async fn evaluate(&self, who: &Who, tool: &str) -> Result<RemoteDecision, ClientError> {
-        let call = Call::Mcp {
-            server: self.server_id.clone(),
-            tool: tool.to_owned(),
+    /// The decision for calling `tool` of the proxied server as `who`, with the call's
+    /// seed 000 `action` argument if it names one: toolgate's, or while it is
+    /// unreachable and the principal's tools are still shown (within the staleness
+    /// allowed), the last known policy's.
+    pub async fn evaluate(
+        &self,
+        who: &Who,
+        tool: &str,
+        action: Option<&str>,
+    ) -> Result<RemoteDecision, ClientError> {
+        let call = match action.filter(|a| !a.is_empty()) {
+            Some(action) => Call::McpAction {
+                server: self.server_id.clone(),
+                tool: tool.to_owned(),
+                action: action.to_owned(),
+            },
+            None => Call::Mcp {
+                server: self.server_id.clone(),
+                tool: tool.to_owned(),
+            },
         };
         let error = match self.client.evaluate_as(&who.team, &who.user, &call).await {
             Ok(d) => return Ok(d),
@@ -195,8 +233,19 @@ impl Gate {
         }
     }
 
-    /// `FilterTools` over `tools`; sorted by name for a stable order.
+    /// `FilterTools` over `tools` whose names are valid; sorted by name for a stable
+    /// order.
     async fn filter(&self, who: &Who, tools: &[Tool]) -> Result<(Vec<Tool>, u64), String> {
+        let tools: Vec<&Tool> = tools
+            .iter()
+            .filter(|t| match check_upstream_name(&t.name) {
+                Ok(()) => true,
+                Err(why) => {
+                    warn!(server = %self.server_id, tool = ?t.name, why, "upstream tool hidden: its name is invalid");
+                    false
+                }
+            })
+            .collect();
         let tools_json = serde_json::to_string(&serde_json::json!({ "tools": tools }))
             .map_err(|e| format!("encode tools: {e}"))?;
         let filtered = self
@@ -336,6 +385,44 @@ impl Gate {
                 return;
             }
             tokio::time::sleep(backoff.next_wait()).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_upstream_name;
+
+    /// A lying upstream: names that globs would read as something else, or that seed
+    /// 001 refuses, are hidden and refused; honest names pass.
+    #[test]
+    fn upstream_names_are_checked() {
+        let refused = [
+            "get_a/../delete_repo",
+            "get_a\0",
+            "get_issue ",
+            " get_issue",
+            "get\nissue",
+            "get\u{7f}issue",
+            "",
+            "   ",
+            "*",
+            "a:b",
+            "get_*",
+        ];
+        for name in refused {
+            assert!(check_upstream_name(name).is_err(), "{name:?}");
+        }
+        assert!(check_upstream_name(&"x".repeat(257)).is_err());
+        for name in [
+            "get_issue",
+            "create-issue",
+            "interact",
+            "é",
+            "get issue",
+            "a.b",
+        ] {
+            assert_eq!(check_upstream_name(name), Ok(()), "{name:?}");
         }
     }
 }

@@ -291,7 +291,20 @@ impl ServerHandler for Session {
         let who = self.who(&context.extensions)?;
         let server = self.shared.gate.server_id().to_owned();
         let tool = request.name.to_string();
-        let decision = match self.shared.gate.evaluate(&who, &tool).await {
+        // a name the upstream should not have listed is hidden, so unknown
+        if let Err(why) = super::gate::check_upstream_name(&tool) {
+            info!(team = %who.team, user = %who.user, server = %server, tool = ?tool, why, "tools/call of an invalid name refused");
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {tool}"),
+                None,
+            ));
+        }
+        let action = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("action"))
+            .and_then(|a| a.as_str());
+        let decision = match self.shared.gate.evaluate(&who, &tool, action).await {
             Ok(d) => d,
             Err(e) => {
                 let text = match e {

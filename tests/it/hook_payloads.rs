@@ -1,9 +1,11 @@
 //! The hooks' pure half on the clients' payloads (tests/data/hooks/payloads.json):
-//! each payload becomes the expected call, and each decision the expected answer.
+//! each payload becomes the expected call (every client's shell tools as shells,
+//! unknown tools asking, seed 000 actions, Cursor's server names by trust, the working
+//! directory), and each decision the expected answer.
 
 use serde_json::Value;
 use std::path::Path;
-use toolgate::hook::{self, Client, McpDirectory, Options, Verdict};
+use toolgate::hook::{self, Client, McpDirectory, Options, Trust, Verdict};
 use toolgate::policy::{Call, Outcome};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hooks");
@@ -11,6 +13,14 @@ const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/hooks");
 fn expected_call(v: &Value) -> Call {
     if let Some(line) = v["shell"].as_str() {
         return Call::Shell(line.into());
+    }
+    if let Some(parts) = v["action"].as_array() {
+        let part = |i: usize| parts[i].as_str().unwrap().to_owned();
+        return Call::McpAction {
+            server: part(0),
+            tool: part(1),
+            action: part(2),
+        };
     }
     if let Some(name) = v["internal"].as_str() {
         return Call::McpInternal {
@@ -41,6 +51,16 @@ fn payloads_map_to_calls() {
         if case["mcp_json"].is_object() {
             directory.add_mcp_json(&case["mcp_json"].to_string());
         }
+        if case["workspace_mcp_json"].is_object() {
+            directory.add_mcp_json_as(&case["workspace_mcp_json"].to_string(), Trust::Workspace);
+        }
+        if let Some(pairs) = case["mapping"].as_object() {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(at, name)| (at.clone(), name.as_str().unwrap().to_owned()))
+                .collect();
+            directory.add_mapping(&pairs);
+        }
         let parsed = hook::parse(client, &input, &directory);
         match case["error"].as_str() {
             Some(field) => {
@@ -50,7 +70,20 @@ fn payloads_map_to_calls() {
             None => {
                 let p = parsed.unwrap_or_else(|e| panic!("{case}: {e}"));
                 assert_eq!(p.call, expected_call(&case["call"]), "{case}");
-                assert_eq!(p.note.is_some(), case["note"] == true, "{case}");
+                assert_eq!(
+                    p.note.is_some(),
+                    case["note"] == true,
+                    "{case}: {:?}",
+                    p.note
+                );
+                let also: Vec<Call> = case["also"]
+                    .as_array()
+                    .map(|a| a.iter().map(expected_call).collect())
+                    .unwrap_or_default();
+                assert_eq!(p.also, also, "{case}");
+                if let Some(cwd) = case.get("cwd") {
+                    assert_eq!(p.args.cwd.as_deref(), cwd.as_str(), "{case}");
+                }
             }
         }
     }

@@ -1,25 +1,25 @@
 //! Claude Code's `PreToolUse` hook: `tool_name` and `tool_input` in,
 //! `hookSpecificOutput.permissionDecision` out. Exit 2 with stderr always blocks.
 
-use super::mapping::{str_field, tool_call};
+use super::mapping::{CLAUDE, call_args, str_field, tool_call};
 use super::{Answer, HookError, Parsed};
-use crate::policy::roles::{AgentSpec, CallArgs};
+use crate::policy::roles::AgentSpec;
 use serde_json::{Value, json};
 
 pub fn parse(v: &Value) -> Result<Parsed, HookError> {
     let tool = str_field(v, "tool_name")?;
     let input = v.get("tool_input").unwrap_or(&Value::Null);
-    Ok(Parsed {
-        call: tool_call(tool, input, &["Bash"])?,
-        note: None,
-    })
+    let (call, note) = tool_call(tool, input, &CLAUDE)?;
+    let mut parsed = Parsed::new(call, note);
+    parsed.agent = agent(v);
+    parsed.args = call_args(v, v.get("tool_input"));
+    Ok(parsed)
 }
 
 /// Inside a subagent, Claude Code adds `agent_id` and `agent_type`: the subagent is
-/// seed 004's agent and its type is its role; the session, the working directory
-/// and `tool_input` go with it, so the roles see what the call touches. `None`
+/// seed 004's agent and its type is its role; the session goes with it. Unnamed
 /// outside subagents: such calls are decided as before roles existed.
-pub fn agent(v: &Value) -> Option<(AgentSpec, CallArgs)> {
+pub fn agent(v: &Value) -> AgentSpec {
     let text = |key: &str| {
         v.get(key)
             .and_then(Value::as_str)
@@ -32,15 +32,11 @@ pub fn agent(v: &Value) -> Option<(AgentSpec, CallArgs)> {
         context: None,
         session: text("session_id"),
     };
-    if !agent.is_named() {
-        return None;
+    if agent.is_named() {
+        agent
+    } else {
+        AgentSpec::default()
     }
-    let args = CallArgs {
-        tool_input: v.get("tool_input").filter(|i| i.is_object()).cloned(),
-        cwd: text("cwd"),
-        ..CallArgs::default()
-    };
-    Some((agent, args))
 }
 
 /// `deny` and `ask` carry the reason to the model; `systemMessage` shows a denial to

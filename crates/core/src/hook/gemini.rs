@@ -1,19 +1,9 @@
 //! Gemini CLI's `BeforeTool` hook: `tool_name`, `tool_input` and, for MCP tools,
 //! `mcp_context.server_name` in; `{"decision", "reason"}` out.
 
-use super::mapping::{builtin, shell_line, str_field};
+use super::mapping::{GEMINI, call_args, mcp, mcp_internal, str_field, tool_call};
 use super::{Answer, HookError, Parsed};
-use crate::policy::Call;
 use serde_json::{Value, json};
-
-/// Gemini's spellings of tools seed 002 names otherwise.
-const RENAMES: [(&str, &str); 5] = [
-    ("replace", "edit_file"),
-    ("google_web_search", "web_search"),
-    ("search_file_content", "grep"),
-    ("grep_search", "grep"),
-    ("read_many_files", "read_file"),
-];
 
 pub fn parse(v: &Value) -> Result<Parsed, HookError> {
     let tool = str_field(v, "tool_name")?;
@@ -22,32 +12,20 @@ pub fn parse(v: &Value) -> Result<Parsed, HookError> {
     let server = context
         .and_then(|c| c.get("server_name"))
         .and_then(Value::as_str);
-    let call = if let Some(server) = server {
+    let (call, note) = if let Some(server) = server {
         let tool = context
             .and_then(|c| c.get("tool_name"))
             .and_then(Value::as_str)
             .unwrap_or(tool);
-        Call::Mcp {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-        }
-    } else if tool == "run_shell_command" {
-        Call::Shell(shell_line(input)?)
-    } else if tool.starts_with("mcp_") {
-        Call::McpInternal {
-            name: tool.to_owned(),
-            fallback_server: String::new(),
-        }
-    } else if tool.is_empty() {
-        return Err(HookError::field("tool_name", "empty"));
+        (mcp(server, tool, input), None)
+    } else if tool.starts_with("mcp_") && !tool.starts_with("mcp__") {
+        (mcp_internal(tool, input), None)
     } else {
-        let canonical = RENAMES
-            .iter()
-            .find(|(from, _)| *from == tool)
-            .map_or(tool, |(_, to)| to);
-        builtin(canonical)
+        tool_call(tool, input, &GEMINI)?
     };
-    Ok(Parsed { call, note: None })
+    let mut parsed = Parsed::new(call, note);
+    parsed.args = call_args(v, v.get("tool_input"));
+    Ok(parsed)
 }
 
 /// `{}` is no opinion: Gemini's own policy applies.

@@ -17,10 +17,24 @@ pub enum Scope {
     Managed,
 }
 
-/// Claude Code tools the hook covers: shell, built-ins and every MCP tool. An
-/// unanchored regex (it holds `.`), so `mcp__.*` covers all servers.
-pub const CLAUDE_MATCHER: &str =
-    "Bash|Read|Edit|MultiEdit|Write|NotebookEdit|Glob|Grep|WebFetch|WebSearch|Agent|Task|mcp__.*";
+/// The matcher of Claude Code's and Codex's `PreToolUse` entry: every tool of the
+/// client's table (its shells, its known built-ins) and every MCP tool. An unanchored
+/// regex (it holds `.`), so `mcp__.*` covers all servers.
+pub fn matcher(client: Client) -> String {
+    let table = match client {
+        Client::Codex => &super::CODEX,
+        Client::Gemini => return GEMINI_MATCHER.to_owned(),
+        Client::ClaudeCode | Client::Cursor => &super::CLAUDE,
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for name in table.names() {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.push("mcp__.*");
+    names.join("|")
+}
 
 /// Gemini CLI: every tool (its policy engine covers the rest).
 pub const GEMINI_MATCHER: &str = ".*";
@@ -79,7 +93,7 @@ pub fn merge(
     };
     match client {
         Client::ClaudeCode | Client::Codex => {
-            let entry = json!({"matcher": CLAUDE_MATCHER, "hooks": [
+            let entry = json!({"matcher": matcher(client), "hooks": [
                 {"type": "command", "command": command, "timeout": TIMEOUT_SECS}]});
             put_entry(&mut doc, "PreToolUse", entry, command);
             if client == Client::ClaudeCode && scope == Scope::Managed {
@@ -191,9 +205,10 @@ fn merge_codex_requirements(
     if !hooks.is_table() {
         *hooks = toml::Value::Table(toml::Table::new());
     }
-    let entry: toml::Value = toml::Value::try_from(json!({"matcher": CLAUDE_MATCHER, "hooks": [
+    let entry: toml::Value =
+        toml::Value::try_from(json!({"matcher": matcher(Client::Codex), "hooks": [
         {"type": "command", "command": command, "timeout": TIMEOUT_SECS}]}))
-    .unwrap_or(toml::Value::Table(toml::Table::new()));
+        .unwrap_or(toml::Value::Table(toml::Table::new()));
     if let Some(hooks) = hooks.as_table_mut() {
         let list = hooks
             .entry("PreToolUse")
@@ -216,6 +231,48 @@ fn merge_codex_requirements(
 mod tests {
     use super::*;
 
+    /// Claude Code and Codex read the matcher as an unanchored regex: every tool the
+    /// hook decides (the shells above all) must reach it.
+    #[test]
+    fn matchers_cover_every_tool_the_hook_decides() {
+        for (client, table) in [
+            (Client::ClaudeCode, super::super::CLAUDE),
+            (Client::Codex, super::super::CODEX),
+        ] {
+            let m = matcher(client);
+            let alternatives: Vec<&str> = m.split('|').collect();
+            for name in table.names().chain(["mcp__github__delete_repo"]) {
+                // `.` in an alternative matches any character, `.*` anything after
+                let covered = alternatives.iter().any(|alt| {
+                    let (head, any_tail) = alt
+                        .strip_suffix(".*")
+                        .map_or((*alt, false), |head| (head, true));
+                    let fits = |n: &str| {
+                        n.len() >= head.len()
+                            && head
+                                .bytes()
+                                .zip(n.bytes())
+                                .all(|(p, c)| p == b'.' || p == c)
+                    };
+                    (0..name.len()).any(|at| {
+                        let rest = &name[at..];
+                        fits(rest) && (any_tail || rest.len() >= head.len())
+                    })
+                });
+                assert!(covered, "{client:?}: {name} is not matched by {m}");
+            }
+        }
+        let codex = matcher(Client::Codex);
+        for tool in [
+            "apply_patch",
+            "shell_command",
+            "container.exec",
+            "write_stdin",
+        ] {
+            assert!(codex.split('|').any(|a| a == tool), "{tool}");
+        }
+    }
+
     #[test]
     fn merging_keeps_other_keys_and_replaces_our_entry() {
         let path = Path::new(".claude/settings.json");
@@ -235,7 +292,7 @@ mod tests {
         let entries = v["hooks"]["PreToolUse"].as_array().unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0]["hooks"][0]["command"], "other");
-        assert_eq!(entries[1]["matcher"], CLAUDE_MATCHER);
+        assert_eq!(entries[1]["matcher"], matcher(Client::ClaudeCode));
         let again = merge(
             Client::ClaudeCode,
             Scope::User,

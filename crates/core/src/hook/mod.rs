@@ -12,9 +12,10 @@ pub mod gemini;
 pub mod install;
 mod mapping;
 
-pub use cursor::McpDirectory;
-pub use mapping::{shell_line, tool_call};
+pub use cursor::{McpDirectory, Trust};
+pub use mapping::{CLAUDE, CODEX, GEMINI, ToolTable, shell_line, tool_call};
 
+use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{Call, Outcome};
 
 /// The most a payload may weigh; a larger one is refused (and blocks).
@@ -84,11 +85,31 @@ pub struct Options {
 }
 
 /// A payload read: the call to decide and, when the hook had to guess, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
     pub call: Call,
     /// Said with the decision (e.g. an MCP server the hook could not name).
     pub note: Option<String>,
+    /// Other readings of the same call (a Cursor server two configurations name
+    /// differently): each is decided too, and the strictest answer stands.
+    pub also: Vec<Call>,
+    /// The agent making the call, where the client says (a Claude Code subagent);
+    /// unnamed otherwise, and then the roles do not decide.
+    pub agent: AgentSpec,
+    /// What the call touches: its working directory and arguments.
+    pub args: CallArgs,
+}
+
+impl Parsed {
+    fn new(call: Call, note: Option<String>) -> Self {
+        Self {
+            call,
+            note,
+            also: Vec::new(),
+            agent: AgentSpec::default(),
+            args: CallArgs::default(),
+        }
+    }
 }
 
 /// Why a payload could not be read.
@@ -181,22 +202,6 @@ pub fn parse(client: Client, input: &[u8], mcp: &McpDirectory) -> Result<Parsed,
         Client::Cursor => cursor::parse(&value, mcp),
         Client::Gemini => gemini::parse(&value),
     }
-}
-
-/// The agent making the call and what the call touches, where the client says
-/// (Claude Code inside a subagent); `None` otherwise, or for input [`parse`] refuses.
-pub fn agent_of(
-    client: Client,
-    input: &[u8],
-) -> Option<(
-    crate::policy::roles::AgentSpec,
-    crate::policy::roles::CallArgs,
-)> {
-    if client != Client::ClaudeCode || input.len() > MAX_INPUT_BYTES {
-        return None;
-    }
-    let value: serde_json::Value = serde_json::from_slice(input).ok()?;
-    claude::agent(&value)
 }
 
 /// What to answer for `verdict` under `options`.

@@ -101,6 +101,8 @@ pub fn judge(
 
 fn merge(mut into: Touches, from: Touches) -> Touches {
     into.paths.extend(from.paths);
+    into.directories.extend(from.directories);
+    into.loose_paths.extend(from.loose_paths);
     into.targets.extend(from.targets);
     if into.unreadable.is_none() {
         into.unreadable = from.unreadable;

@@ -6,7 +6,8 @@
 
 use super::compiled::{CompiledContext, CompiledRoles, Ports};
 use super::net::Target;
-use super::paths::{Located, Written, ancestors, components, extname, locate};
+use super::paths::{Located, Written, ancestors, components, extname, locate, windows_ancestors};
+use super::restrictions::Directories;
 use super::{Obligation, RoleCall, RoleVerdict};
 use crate::policy::Reason;
 use std::sync::Arc;
@@ -135,7 +136,7 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
             );
         }
     }
-    if !t.paths.is_empty() {
+    if !t.paths.is_empty() || !t.directories.is_empty() || !t.loose_paths.is_empty() {
         let placed_cwd = call.cwd.map(|c| locate(c, None));
         let cwd = Cwd {
             raw: call.cwd,
@@ -145,7 +146,13 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
             },
         };
         for path in &t.paths {
-            check_path(ctx, path, cwd, &mut out);
+            check_path(ctx, path, PathKind::File, cwd, &mut out);
+        }
+        for dir in &t.directories {
+            check_path(ctx, dir, PathKind::Directory, cwd, &mut out);
+        }
+        for path in &t.loose_paths {
+            check_loose_path(ctx, path, cwd, &mut out);
         }
     }
     let mut extra: Vec<Obligation> = Vec::new();
@@ -229,10 +236,18 @@ struct Cwd<'c> {
     absolute: Option<&'c str>,
 }
 
-fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome) {
+/// Whether a touched path names a file or a directory (a directory has no file type).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PathKind {
+    File,
+    Directory,
+}
+
+fn check_path(ctx: &CompiledContext, path: &str, kind: PathKind, cwd: Cwd<'_>, out: &mut Outcome) {
     let located = locate(path, cwd.raw);
     let (shown, written) = match &located {
         Located::Absolute(p, w) | Located::Relative(p, w) => (p.as_ref(), *w),
+        Located::Windows(p) => (p.as_str(), Written::Rewritten),
         Located::Escapes | Located::Unknown => (path, Written::Rewritten),
     };
     if let Some(files) = &ctx.forbidden_files {
@@ -258,7 +273,7 @@ fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome
             );
         }
     }
-    if let Some(types) = &ctx.file_types {
+    if let Some(types) = ctx.file_types.as_ref().filter(|_| kind == PathKind::File) {
         let ext = extname(shown);
         if !types.contains(ext) {
             // seed 004's message
@@ -268,22 +283,55 @@ fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome
     let Some(dirs) = &ctx.directories else {
         return;
     };
-    let (inside, unsure) = match &located {
-        Located::Escapes => {
-            out.deny(
-                "allowedDirectories",
-                format!("Path {path} escapes its directory (allowedDirectories)"),
-            );
-            return;
-        }
-        Located::Unknown => (false, true),
+    match placement(dirs, &located, cwd) {
+        Placement::Inside => {}
+        Placement::Escapes => out.deny(
+            "allowedDirectories",
+            format!("Path {path} escapes its directory (allowedDirectories)"),
+        ),
+        Placement::Unknown => out.ask(
+            "allowedDirectories",
+            format!("Path {path} cannot be placed with certainty (`~`, or a `\\` that is a separator on Windows only)"),
+        ),
+        Placement::NoCwd => out.ask(
+            "allowedDirectories",
+            format!("Path {path} cannot be placed against allowedDirectories without the working directory"),
+        ),
+        Placement::Outside => out.deny(
+            "allowedDirectories",
+            format!("Path {shown} is outside allowedDirectories"),
+        ),
+    }
+}
+
+/// Where a located path lies against `allowedDirectories`.
+enum Placement {
+    Inside,
+    Outside,
+    Escapes,
+    /// `~`, or a `\` that only Windows reads as a separator.
+    Unknown,
+    /// Relative entries cannot place an absolute path without a working directory
+    /// (nor absolute ones a relative path).
+    NoCwd,
+}
+
+fn placement(dirs: &Directories, located: &Located<'_>, cwd: Cwd<'_>) -> Placement {
+    let (inside, unsure) = match located {
+        Located::Escapes => return Placement::Escapes,
+        Located::Unknown => return Placement::Unknown,
+        // outside every relative and POSIX directory; inside a Windows one it names
+        Located::Windows(p) => (
+            !dirs.windows.is_empty()
+                && windows_ancestors(p).any(|a| dirs.windows.contains(&a.to_ascii_lowercase())),
+            false,
+        ),
         Located::Absolute(p, _) => {
             // O(depth): each ancestor is one hash lookup, whatever the number of rules
             let inside = ancestors(p).any(|a| dirs.absolute.contains(a))
                 || (!dirs.relative.is_empty()
                     && relative_to(p, cwd.absolute)
                         .is_some_and(|r| ancestors(r).any(|a| dirs.relative.contains(a))));
-            // relative entries cannot place an absolute path without a working directory
             (inside, cwd.raw.is_none() && !dirs.relative.is_empty())
         }
         Located::Relative(p, _) => (
@@ -291,18 +339,26 @@ fn check_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome
             !dirs.absolute.is_empty(),
         ),
     };
-    if inside {
-        return;
+    match (inside, unsure) {
+        (true, _) => Placement::Inside,
+        (false, true) => Placement::NoCwd,
+        (false, false) => Placement::Outside,
     }
-    if unsure {
+}
+
+/// A string argument that looks like a path under a key that does not say so: only
+/// `allowedDirectories` reads it, and outside them the call asks (it may be no path).
+fn check_loose_path(ctx: &CompiledContext, path: &str, cwd: Cwd<'_>, out: &mut Outcome) {
+    let Some(dirs) = &ctx.directories else {
+        return;
+    };
+    if !matches!(
+        placement(dirs, &locate(path, cwd.raw), cwd),
+        Placement::Inside
+    ) {
         out.ask(
             "allowedDirectories",
-            format!("Path {path} cannot be placed against allowedDirectories without the working directory"),
-        );
-    } else {
-        out.deny(
-            "allowedDirectories",
-            format!("Path {shown} is outside allowedDirectories"),
+            format!("Argument {path:?} looks like a path outside allowedDirectories"),
         );
     }
 }
@@ -336,12 +392,15 @@ fn check_target(ctx: &CompiledContext, text: &str, out: &mut Outcome) {
     if ctx.hosts.is_none() && ctx.endpoints.is_none() && ctx.protocols.is_none() {
         return;
     }
-    let Some(target) = Target::parse(text) else {
-        out.ask(
-            "allowedNetworkHosts",
-            format!("Network target {text:?} cannot be read"),
-        );
-        return;
+    let target = match Target::read(text) {
+        Ok(t) => t,
+        Err(why) => {
+            out.ask(
+                "allowedNetworkHosts",
+                format!("Network target {text:?} cannot be read with certainty: {why}"),
+            );
+            return;
+        }
     };
     if let Some(scheme) = &target.scheme {
         check_protocol(ctx, scheme, out);

@@ -22,7 +22,7 @@ pub use evaluate::evaluate;
 pub use model::{
     AgentRole, AllowList, ContextAllowList, Restrictions, RolesDocument, ToolCategory,
 };
-pub use net::{Target, parse_size};
+pub use net::{MAX_TARGET_BYTES, Target, parse_size};
 pub use paths::{Placed, extname, place};
 pub use touches::{
     MAX_TOUCHES, builtin_operation, calls_of_operation, tool_operation, touches_of_command,
@@ -58,6 +58,12 @@ impl Agent<'_> {
 pub struct Touches {
     /// File paths as written (relative ones resolve against the working directory).
     pub paths: Vec<String>,
+    /// Directories the call works in or lists (a shell tool's `workdir`, a glob's
+    /// base): checked as paths, without a file type.
+    pub directories: Vec<String>,
+    /// Strings that look like paths under argument keys that do not say they are:
+    /// read against `allowedDirectories` only, and outside them the call asks.
+    pub loose_paths: Vec<String>,
     /// URLs or `host:port` as written.
     pub targets: Vec<String>,
     pub protocols: Vec<String>,

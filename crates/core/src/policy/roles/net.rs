@@ -1,5 +1,6 @@
 //! Sizes ("10MB") and network targets (URLs, `host:port`, IPv6 in brackets) as the
-//! restrictions compare them.
+//! restrictions compare them. URLs are read as WHATWG reads them, and one that another
+//! common reader (curl) sends to another host is not read at all (the call asks).
 
 use std::net::Ipv6Addr;
 
@@ -28,6 +29,9 @@ pub fn parse_size(text: &str) -> Option<u64> {
     (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes.floor() as u64)
 }
 
+/// The longest URL or `host:port` read; a longer one is not read (the call asks).
+pub const MAX_TARGET_BYTES: usize = 16 * 1024;
+
 /// A network target: what a URL or a `host:port` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -40,31 +44,114 @@ pub struct Target {
 }
 
 impl Target {
-    /// Reads `https://user@Host.example:8443/path`, `host:port`, `[::1]:80`, `::1`
-    /// or a bare host. `None` when no host can be read (the caller fails closed).
+    /// [`Target::read`], without the reason.
     pub fn parse(text: &str) -> Option<Self> {
-        let text = text.trim();
-        let (scheme, rest) = match text.split_once("://") {
-            Some((scheme, rest)) if valid_scheme(scheme) => {
-                (Some(scheme.to_ascii_lowercase()), rest)
-            }
-            Some(_) => return None,
-            None => (None, text),
-        };
-        // the authority ends at the first `/`, `?` or `#`; user info ends at the last `@`
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-        let (host, port) = split_host_port(authority)?;
-        let port = match port {
-            Some(p) => Some(p.parse::<u16>().ok()?),
-            None => scheme.as_deref().and_then(default_port),
-        };
-        Some(Self {
-            scheme,
-            host: normalise_host(host)?,
-            port,
-        })
+        Self::read(text).ok()
     }
+
+    /// Reads `https://user@Host.example:8443/path` as WHATWG does (the `url` crate:
+    /// Node's `fetch`, which the agents' web tools use, reads URLs this way), or a
+    /// bare `host:port`, `[::1]:80`, `::1` or host. A URL that another common reader
+    /// (curl, which ends the authority only at `/`, `?` or `#`) would send elsewhere is
+    /// not read: `https://evil.com\@docs.rs/` is `evil.com` to WHATWG and `docs.rs` to
+    /// curl. `Err` says why the target cannot be read with certainty (the call asks).
+    pub fn read(text: &str) -> Result<Self, String> {
+        if text.len() > MAX_TARGET_BYTES {
+            return Err(format!("it is longer than {MAX_TARGET_BYTES} bytes"));
+        }
+        // WHATWG drops tabs and line breaks anywhere in a URL; other readers keep them
+        if text.chars().any(char::is_control) {
+            return Err("it holds a control character".to_owned());
+        }
+        let text = text.trim();
+        match text.split_once("://") {
+            Some((scheme, rest)) if valid_scheme(scheme) => {
+                url_target(text, &scheme.to_ascii_lowercase(), rest)
+            }
+            Some((scheme, _)) => Err(format!("{scheme:?} is not a URL scheme")),
+            None => bare_target(text),
+        }
+    }
+}
+
+/// A URL with a scheme: WHATWG's reading, checked against curl's.
+fn url_target(text: &str, scheme: &str, rest: &str) -> Result<Target, String> {
+    // curl's authority: up to the first `/`, `?` or `#` (WHATWG also stops at `\`)
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('\\') {
+        return Err(format!(
+            "its authority {authority:?} holds a backslash: WHATWG (Node's fetch) ends the host there, curl does not"
+        ));
+    }
+    if authority.matches('@').count() > 1 {
+        return Err(format!(
+            "its authority {authority:?} holds more than one `@`: readers differ on where the host starts"
+        ));
+    }
+    let plain = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let (plain_host, plain_port) =
+        split_host_port(plain).ok_or_else(|| format!("no host can be read from {authority:?}"))?;
+    if plain_host.contains('%') {
+        return Err(format!(
+            "its host {plain_host:?} is percent-encoded: WHATWG decodes it, curl does not"
+        ));
+    }
+    let url = url::Url::parse(text).map_err(|e| format!("it is not a URL ({e})"))?;
+    let whatwg = match url.host() {
+        Some(url::Host::Domain(d)) => normalise_host(d),
+        Some(url::Host::Ipv4(a)) => Some(a.to_string()),
+        Some(url::Host::Ipv6(a)) => Some(a.to_string()),
+        None => None,
+    }
+    .ok_or_else(|| "it names no host".to_owned())?;
+    let curl = normalise_host(plain_host);
+    if curl.as_deref() != Some(whatwg.as_str()) {
+        return Err(format!(
+            "WHATWG (Node's fetch) reads its host as {whatwg:?}, curl as {plain_host:?}"
+        ));
+    }
+    let port = match plain_port {
+        Some(p) => {
+            let p = p
+                .parse::<u16>()
+                .map_err(|_| format!("its port {p:?} is not a number up to 65535"))?;
+            if url.port_or_known_default() != Some(p) {
+                return Err(format!("WHATWG and curl read its port {p} differently"));
+            }
+            Some(p)
+        }
+        None => url.port_or_known_default().or_else(|| default_port(scheme)),
+    };
+    Ok(Target {
+        scheme: Some(scheme.to_owned()),
+        host: whatwg,
+        port,
+    })
+}
+
+/// `host`, `host:port`, `[v6]:port` or a bare IPv6 address, no scheme.
+fn bare_target(text: &str) -> Result<Target, String> {
+    if text.contains(['\\', '@', '%']) || text.contains(char::is_whitespace) {
+        return Err(format!(
+            "{text:?} holds `\\`, `@`, `%` or a space: readers differ on its host"
+        ));
+    }
+    let authority = text.split(['/', '?', '#']).next().unwrap_or("");
+    let (host, port) =
+        split_host_port(authority).ok_or_else(|| format!("no host can be read from {text:?}"))?;
+    let port = match port {
+        Some(p) => Some(
+            p.parse::<u16>()
+                .map_err(|_| format!("its port {p:?} is not a number up to 65535"))?,
+        ),
+        None => None,
+    };
+    let host = normalise_host(host).ok_or_else(|| format!("{host:?} is not a host"))?;
+    Ok(Target {
+        scheme: None,
+        host,
+        port,
+    })
 }
 
 fn valid_scheme(s: &str) -> bool {
@@ -105,17 +192,25 @@ pub fn split_host_port(text: &str) -> Option<(&str, Option<&str>)> {
     }
 }
 
-/// A host as compared: lowercase, without a trailing dot, an IPv6 address in its
-/// canonical form (`0:0::1` is `::1`). `None` for an empty or malformed host.
+/// A host as compared, as WHATWG reads a host: lowercase, international names in
+/// their ASCII form (`bücher.de` is `xn--bcher-kva.de`), IPv4 in dotted decimal, IPv6
+/// in its canonical form (`0:0::1` is `::1`), without a trailing dot. `None` for an
+/// empty or malformed host, or one WHATWG would percent-decode.
 pub fn normalise_host(host: &str) -> Option<String> {
     let host = host.strip_suffix('.').unwrap_or(host);
-    if host.is_empty() || host.contains(['/', '@', ' ', '[', ']']) {
+    if host.is_empty() || host.contains(['/', '@', ' ', '[', ']', '%', '\\']) {
         return None;
     }
     if host.contains(':') {
         return host.parse::<Ipv6Addr>().ok().map(|a| a.to_string());
     }
-    Some(host.to_ascii_lowercase())
+    let parsed = match url::Host::parse(host).ok()? {
+        url::Host::Domain(d) => d,
+        url::Host::Ipv4(a) => a.to_string(),
+        url::Host::Ipv6(a) => a.to_string(),
+    };
+    let parsed = parsed.strip_suffix('.').unwrap_or(&parsed);
+    (!parsed.is_empty()).then(|| parsed.to_owned())
 }
 
 #[cfg(test)]

@@ -137,7 +137,14 @@ fn reference(
                 format!("Path {path} escapes its directory (allowedDirectories)"),
             ));
         }
-        Place::Unknown => (false, true),
+        Place::Unknown => {
+            return Some(RoleVerdict::Ask {
+                entry: Some("allowedDirectories".into()),
+                message: format!(
+                    "Path {path} cannot be placed with certainty (`~`, or a `\\` that is a separator on Windows only)"
+                ),
+            });
+        }
         Place::Absolute(p) => {
             let inside = rules.iter().any(|rule| match (rule, &cwd_placed) {
                 (Place::Absolute(d), _) => within(p, d),

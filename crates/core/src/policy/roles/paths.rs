@@ -3,6 +3,11 @@
 //!
 //! Lexical only: a symlink inside an allowed directory that points outside it is not
 //! seen (the server never touches the file system).
+//!
+//! The agent may run on Windows: a drive-letter (`C:\x`, `C:/x`) or UNC
+//! (`\\server\share\x`) path is absolute there, and outside every relative directory
+//! and every POSIX one. Any other path holding a `\` is a separator on Windows and a
+//! name on POSIX: it cannot be placed with certainty.
 
 use std::borrow::Cow;
 
@@ -16,7 +21,12 @@ pub enum Placed {
     Relative(String),
     /// A relative path whose `..` climbs above where it started (`src/../../etc`).
     Escapes,
-    /// Nothing can say where it is: `~user/x` (the home directory is not known here).
+    /// An absolute Windows path, `\` written `/`, `.` and `..` resolved: `C:/Users/x`,
+    /// `//server/share/x` (a drive-relative `C:x` or a device path `\\?\…` is
+    /// [`Placed::Unknown`]).
+    Windows(String),
+    /// Nothing can say where it is: `~user/x` (the home directory is not known here),
+    /// `a\..\b` (`\` is a separator on Windows only).
     Unknown,
 }
 
@@ -26,6 +36,7 @@ pub fn place(path: &str, cwd: Option<&str>) -> Placed {
     match locate(path, cwd) {
         Located::Absolute(p, _) => Placed::Absolute(p.into_owned()),
         Located::Relative(p, _) => Placed::Relative(p.into_owned()),
+        Located::Windows(p) => Placed::Windows(p),
         Located::Escapes => Placed::Escapes,
         Located::Unknown => Placed::Unknown,
     }
@@ -45,6 +56,7 @@ pub(super) enum Written {
 pub(super) enum Located<'a> {
     Absolute(Cow<'a, str>, Written),
     Relative(Cow<'a, str>, Written),
+    Windows(String),
     Escapes,
     Unknown,
 }
@@ -52,6 +64,12 @@ pub(super) enum Located<'a> {
 /// [`place`] without allocating when `path` is normal already.
 pub(super) fn locate<'a>(path: &'a str, cwd: Option<&str>) -> Located<'a> {
     if path.starts_with('~') {
+        return Located::Unknown;
+    }
+    if let Some(windows) = windows_absolute(path) {
+        return windows.map_or(Located::Unknown, Located::Windows);
+    }
+    if path.contains('\\') {
         return Located::Unknown;
     }
     let cwd = cwd.filter(|c| c.starts_with('/'));
@@ -75,6 +93,85 @@ pub(super) fn locate<'a>(path: &'a str, cwd: Option<&str>) -> Located<'a> {
         }
     }
     normalise(path, cwd)
+}
+
+/// A Windows absolute path, normalised (`C:\\a\\..\\b` is `C:/b`, `\\\\srv\\share\\x`
+/// is `//srv/share/x`): `None` when `path` is not one; `Some(None)` when it is a
+/// Windows path that cannot be placed (drive-relative `C:x`, device `\\\\?\\…`, a UNC
+/// path without its share).
+pub(super) fn windows_absolute(path: &str) -> Option<Option<String>> {
+    let bytes = path.as_bytes();
+    let sep = |b: u8| b == b'/' || b == b'\\';
+    let (root, rest) = if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        if bytes.len() == 2 || !sep(bytes[2]) {
+            return Some(None);
+        }
+        (
+            format!("{}:/", char::from(bytes[0].to_ascii_uppercase())),
+            &path[3..],
+        )
+    } else if bytes.len() >= 2 && sep(bytes[0]) && sep(bytes[1]) && bytes[..2].contains(&b'\\') {
+        let mut parts = path[2..].splitn(3, ['/', '\\']);
+        let (Some(server), Some(share)) = (parts.next(), parts.next()) else {
+            return Some(None);
+        };
+        if server.is_empty() || share.is_empty() || matches!(server, "?" | ".") {
+            return Some(None);
+        }
+        (format!("//{server}/{share}"), parts.next().unwrap_or(""))
+    } else {
+        return None;
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rest.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            // Windows stops `..` at the root, as POSIX does at `/`
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let mut out = root;
+    if !parts.is_empty() {
+        if !out.ends_with('/') {
+            out.push('/');
+        }
+        out.push_str(&parts.join("/"));
+    }
+    Some(Some(out))
+}
+
+/// How long the root of a normalised Windows path is: `C:/` or `//srv/share`.
+fn windows_root_len(placed: &str) -> usize {
+    match placed.strip_prefix("//") {
+        Some(rest) => {
+            let server = rest.find('/').map_or(rest.len(), |i| i + 1);
+            let share = rest[server..].find('/').map_or(rest.len(), |i| server + i);
+            2 + share
+        }
+        None => 3.min(placed.len()),
+    }
+}
+
+/// [`ancestors`] of a normalised Windows path, down to its root: `C:/a/b`, `C:/a`,
+/// `C:/`.
+pub fn windows_ancestors(placed: &str) -> impl Iterator<Item = &str> {
+    let root = windows_root_len(placed);
+    let mut next = Some(placed);
+    std::iter::from_fn(move || {
+        let current = next?;
+        next = if current.len() <= root {
+            None
+        } else {
+            match current.rfind('/') {
+                Some(i) if i >= root => Some(&current[..i]),
+                _ => Some(&placed[..root]),
+            }
+        };
+        Some(current)
+    })
 }
 
 /// `/a/b`: absolute, no empty, `.` or `..` part, no trailing slash (`/` itself is).
@@ -184,9 +281,12 @@ pub fn ancestors(placed: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The parts of a normalised path (no empty ones).
+/// The parts of a path (no empty ones), split at `/` and at `\\`, which is a
+/// separator on Windows: a forbidden name is found under either reading.
 pub fn components(placed: &str) -> impl Iterator<Item = &str> {
-    placed.split('/').filter(|p| !p.is_empty() && *p != ".")
+    placed
+        .split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != ".")
 }
 
 #[cfg(test)]
@@ -208,6 +308,31 @@ mod tests {
             ("a/..", None, Placed::Relative(".".into())),
             ("~/.ssh/id_rsa", Some("/x"), Placed::Unknown),
             ("x", Some("relative/cwd"), Placed::Relative("x".into())),
+            (
+                r"C:\Users\x\secret.txt",
+                Some("/home/dev"),
+                Placed::Windows("C:/Users/x/secret.txt".into()),
+            ),
+            ("c:/a/../../b", None, Placed::Windows("C:/b".into())),
+            (
+                r"\\server\share\x",
+                None,
+                Placed::Windows("//server/share/x".into()),
+            ),
+            (
+                r"\\server\share",
+                None,
+                Placed::Windows("//server/share".into()),
+            ),
+            (r"\\?\C:\x", None, Placed::Unknown),
+            (r"\\server", None, Placed::Unknown),
+            ("C:x", None, Placed::Unknown),
+            (r"src\..\..\etc", Some("/home/dev"), Placed::Unknown),
+            (
+                "//server/share",
+                None,
+                Placed::Absolute("/server/share".into()),
+            ),
         ];
         for (path, cwd, want) in cases {
             assert_eq!(place(path, cwd), want, "{path:?} in {cwd:?}");
@@ -246,5 +371,10 @@ mod tests {
         assert_eq!(ancestors("/").collect::<Vec<_>>(), ["/"]);
         assert_eq!(ancestors("a/b").collect::<Vec<_>>(), ["a/b", "a", "."]);
         assert_eq!(ancestors(".").collect::<Vec<_>>(), ["."]);
+        let w = |p| windows_ancestors(p).collect::<Vec<_>>();
+        assert_eq!(w("C:/a/b"), ["C:/a/b", "C:/a", "C:/"]);
+        assert_eq!(w("C:/"), ["C:/"]);
+        assert_eq!(w("//s/sh/a"), ["//s/sh/a", "//s/sh"]);
+        assert_eq!(w("//s/sh"), ["//s/sh"]);
     }
 }

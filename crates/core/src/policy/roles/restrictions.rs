@@ -22,6 +22,9 @@ pub(super) struct Directories {
     pub absolute: FxHashSet<String>,
     /// Resolved against the call's working directory.
     pub relative: FxHashSet<String>,
+    /// Windows absolute directories (`C:/proj`), ASCII-lowercased: Windows compares
+    /// names without case.
+    pub windows: FxHashSet<String>,
 }
 
 /// `forbiddenFiles` patterns without `/`, matched against each part of a path.
@@ -126,6 +129,9 @@ pub(super) fn directories(field: &str, list: &[String], p: &mut Problems) -> Dir
             }
             Placed::Relative(r) => {
                 out.relative.insert(r);
+            }
+            Placed::Windows(w) => {
+                out.windows.insert(w.to_ascii_lowercase());
             }
             Placed::Escapes | Placed::Unknown => p.push(
                 field,

@@ -87,6 +87,73 @@ const FILE_OPTIONS: [&str; 9] = [
     "--input-file",
 ];
 
+/// Argument keys whose value is a path or a list of paths, in any tool's arguments
+/// (built-in or MCP), at any depth. A value holding `://` is read as a URL instead.
+pub const PATH_KEYS: [&str; 24] = [
+    "path",
+    "paths",
+    "file_path",
+    "filePath",
+    "file_paths",
+    "filePaths",
+    "notebook_path",
+    "absolute_path",
+    "source",
+    "source_path",
+    "destination",
+    "destination_path",
+    "src",
+    "dst",
+    "dest",
+    "target",
+    "target_path",
+    "old_path",
+    "new_path",
+    "from_path",
+    "to_path",
+    "file",
+    "files",
+    "filename",
+];
+
+/// Argument keys whose value is a directory (or a list of them), at any depth.
+pub const DIRECTORY_KEYS: [&str; 7] = [
+    "dir",
+    "dir_path",
+    "directory",
+    "root",
+    "cwd",
+    "workdir",
+    "working_directory",
+];
+
+/// Argument keys whose value is a URL or a host.
+const URL_KEYS: [&str; 4] = ["url", "uri", "endpoint", "host"];
+
+/// Argument keys whose value is text, never read as a path however it looks (a
+/// file's content that starts with `/`).
+const TEXT_KEYS: [&str; 16] = [
+    "content",
+    "old_string",
+    "new_string",
+    "command",
+    "cmd",
+    "description",
+    "prompt",
+    "query",
+    "pattern",
+    "glob",
+    "text",
+    "body",
+    "message",
+    "code",
+    "script",
+    "new_source",
+];
+
+/// How deep the arguments are walked; deeper is unreadable.
+const MAX_DEPTH: usize = 16;
+
 /// Reads what a tool's input touches: `tool` is the canonical built-in name or any
 /// other tool's name; `input` its arguments as the client sends them.
 pub fn touches_of_tool_input(tool: &str, input: &Value) -> Touches {
@@ -95,15 +162,12 @@ pub fn touches_of_tool_input(tool: &str, input: &Value) -> Touches {
         return t;
     };
     let text = |key: &str| fields.get(key).and_then(Value::as_str);
-    for key in ["file_path", "filePath", "notebook_path", "path"] {
-        if let Some(p) = text(key) {
-            add(&mut t.paths, p, &mut t.unreadable);
-        }
-    }
-    for key in ["url", "uri", "endpoint", "host"] {
-        if let Some(u) = text(key) {
-            add(&mut t.targets, u, &mut t.unreadable);
-        }
+    walk(input, 0, &mut t);
+    if tool == "glob"
+        && let Some(pattern) = text("pattern")
+    {
+        let dir = text("path").or(text("dir_path"));
+        glob_touches(pattern, dir, &mut t);
     }
     if let Some(p) = text("protocol") {
         t.protocols.push(p.to_owned());
@@ -143,6 +207,116 @@ pub fn touches_of_tool_input(tool: &str, input: &Value) -> Touches {
     t
 }
 
+/// Every path-like argument: values of [`PATH_KEYS`] and [`URL_KEYS`] at any depth,
+/// and any other string that looks like a path (but those of [`TEXT_KEYS`]).
+fn walk(value: &Value, depth: usize, t: &mut Touches) {
+    if depth > MAX_DEPTH {
+        t.unreadable
+            .get_or_insert_with(|| format!("the arguments nest deeper than {MAX_DEPTH}"));
+        return;
+    }
+    match value {
+        Value::Object(fields) => {
+            for (key, v) in fields {
+                let key = key.as_str();
+                let dir_key = DIRECTORY_KEYS.contains(&key);
+                let path_key = dir_key || PATH_KEYS.contains(&key);
+                let url_key = URL_KEYS.contains(&key);
+                for p in strings(v).into_iter().filter(|_| path_key || url_key) {
+                    if url_key || p.contains("://") {
+                        add(&mut t.targets, p, &mut t.unreadable);
+                    } else if dir_key {
+                        add(&mut t.directories, p, &mut t.unreadable);
+                    } else {
+                        add(&mut t.paths, p, &mut t.unreadable);
+                    }
+                }
+                if TEXT_KEYS.contains(&key) {
+                    continue;
+                }
+                match v {
+                    // the strings were read above
+                    Value::Array(items) if path_key || url_key => {
+                        for item in items.iter().filter(|i| i.is_object() || i.is_array()) {
+                            walk(item, depth + 1, t);
+                        }
+                    }
+                    Value::String(_) if path_key || url_key => {}
+                    _ => walk(v, depth + 1, t),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                walk(v, depth + 1, t);
+            }
+        }
+        Value::String(s) if looks_like_path(s) => add(&mut t.loose_paths, s, &mut t.unreadable),
+        _ => {}
+    }
+}
+
+/// A string, or the strings of an array.
+fn strings(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A single-line string that starts the way only a path does: `/`, `~/`, `./`, `../`,
+/// a drive letter, `\\`; no URL.
+pub fn looks_like_path(s: &str) -> bool {
+    if s.len() > 4096 || s.contains("://") || s.contains(char::is_whitespace) {
+        return false;
+    }
+    let b = s.as_bytes();
+    let drive =
+        b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'/' | b'\\');
+    drive
+        || s.starts_with(['/', '\\'])
+        || s.starts_with("~/")
+        || s.starts_with("./")
+        || s.starts_with("../")
+        || s == "~"
+        || s == ".."
+}
+
+/// Seed 002's `glob`: the directory a pattern lists from (its part before the first
+/// wildcard, under `dir` when relative) is a directory it touches; a pattern with no
+/// wildcard names the path itself. A pattern that climbs
+/// with `..` after a wildcard cannot be placed.
+fn glob_touches(pattern: &str, dir: Option<&str>, t: &mut Touches) {
+    let first = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    if pattern[first..].split(['/', '\\']).any(|part| part == "..") {
+        t.unreadable.get_or_insert_with(|| {
+            format!("the glob {pattern:?} climbs with `..` after a wildcard")
+        });
+        return;
+    }
+    let base = if first == pattern.len() {
+        pattern
+    } else {
+        match pattern[..first].rfind(['/', '\\']) {
+            Some(0) => &pattern[..1],
+            // `C:\*`: the drive's root
+            Some(2) if pattern.as_bytes()[1] == b':' => &pattern[..3],
+            Some(i) => &pattern[..i],
+            None => "",
+        }
+    };
+    let absolute =
+        base.starts_with(['/', '\\', '~']) || super::paths::windows_absolute(base).is_some();
+    let placed = match (absolute, dir) {
+        (true, _) | (false, None) if !base.is_empty() => base.to_owned(),
+        (false, Some(d)) if !base.is_empty() => format!("{}/{base}", d.trim_end_matches('/')),
+        (_, Some(d)) => d.to_owned(),
+        (_, None) => ".".to_owned(),
+    };
+    add(&mut t.directories, &placed, &mut t.unreadable);
+}
+
 fn add(list: &mut Vec<String>, value: &str, unreadable: &mut Option<String>) {
     if list.len() >= MAX_TOUCHES {
         unreadable.get_or_insert_with(|| format!("more than {MAX_TOUCHES} paths or hosts"));
@@ -154,6 +328,12 @@ fn add(list: &mut Vec<String>, value: &str, unreadable: &mut Option<String>) {
 fn merge(into: &mut Touches, from: Touches) {
     for p in from.paths {
         add(&mut into.paths, &p, &mut into.unreadable);
+    }
+    for d in from.directories {
+        add(&mut into.directories, &d, &mut into.unreadable);
+    }
+    for p in from.loose_paths {
+        add(&mut into.loose_paths, &p, &mut into.unreadable);
     }
     for u in from.targets {
         add(&mut into.targets, &u, &mut into.unreadable);
