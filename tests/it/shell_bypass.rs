@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 use toolgate::policy::{
-    AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, UserSettings, decide,
+    AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
+    UserSettings, decide_at,
 };
 
 fn strings(v: &Value) -> Vec<String> {
@@ -20,11 +21,15 @@ fn no_bypass_in_the_table() {
     let data: Value = serde_json::from_str(include_str!("../data/shell_bypass.json"))
         .expect("shell_bypass.json parses");
     let (allowed, blocked) = (strings(&data["allowed"]), strings(&data["blocked"]));
-    // admin control, auto-run on: the allowed list is the admin's
+    let denied = strings(&data["denied"]);
+    // admin control, auto-run on: the allowed list is the admin's, and file writes
+    // may auto-run (so a shell write inside the directory may too)
     let admin = CompiledAdmin::compile(&AdminControls {
         enabled: true,
         allowed,
         blocked: blocked.clone(),
+        denied: denied.clone(),
+        mcp_tool_allowlist: strings(&data["mcp_tool_allowlist"]),
         ..AdminControls::default()
     })
     .unwrap();
@@ -34,7 +39,11 @@ fn no_bypass_in_the_table() {
     })
     .unwrap();
     // run-everything: only blocked prefixes and opaque commands still ask
-    let no_admin = CompiledAdmin::compile(&AdminControls::default()).unwrap();
+    let no_admin = CompiledAdmin::compile(&AdminControls {
+        denied,
+        ..AdminControls::default()
+    })
+    .unwrap();
     let everything = CompiledUser::compile(&UserSettings {
         use_yolo_mode: true,
         yolo_enable_run_everything: true,
@@ -42,15 +51,21 @@ fn no_bypass_in_the_table() {
         ..UserSettings::default()
     })
     .unwrap();
+    let files = ToolActionLists::default();
     let cases = data["cases"].as_array().unwrap();
     let mut failures = Vec::new();
-    let mut counts = [0; 3];
+    let mut counts = [0; 4];
     for case in cases {
         let line = case["line"].as_str().unwrap();
         let what = case["what"].as_str().unwrap_or_default();
+        assert!(
+            case["effect"].as_str().is_some_and(|e| !e.is_empty()),
+            "{line:?}: every row names the effect it exercises"
+        );
         let call = Call::Shell(line.to_owned());
-        let controlled = decide(&admin, &user, &call);
-        let free = decide(&no_admin, &everything, &call);
+        let cwd = case["cwd"].as_str();
+        let controlled = decide_at(&files, &admin, &user, &call, cwd);
+        let free = decide_at(&files, &no_admin, &everything, &call, cwd);
         let got = |d: &toolgate::policy::Decision| format!("{:?} {:?}", d.outcome, d.reason);
         let ok = match case["kind"].as_str().unwrap() {
             "blocked" => {
@@ -68,18 +83,28 @@ fn no_bypass_in_the_table() {
                 counts[2] += 1;
                 (controlled.outcome, controlled.reason) == (Outcome::Allow, Reason::CommandAllowed)
             }
+            "denied" => {
+                counts[3] += 1;
+                [&controlled, &free]
+                    .iter()
+                    .all(|d| (d.outcome, d.reason) == (Outcome::Deny, Reason::CommandDenied))
+            }
             other => panic!("{line:?}: unknown kind {other}"),
         };
         if !ok {
             failures.push(format!(
-                "{} {line:?} ({what}): admin-controlled {}, run-everything {}",
+                "{} {line:?} ({what}): admin-controlled {} [{}], run-everything {} [{}]",
                 case["kind"],
                 got(&controlled),
-                got(&free)
+                controlled.message(&call),
+                got(&free),
+                free.message(&call)
             ));
         }
     }
     assert!(failures.is_empty(), "\n  {}", failures.join("\n  "));
-    assert!(counts[0] + counts[1] >= 60, "at least 60 bypass attempts");
-    assert!(counts[2] >= 3, "and lines that stay allowed");
+    assert!(cases.len() >= 300, "at least 300 rows");
+    assert!(counts[0] + counts[1] >= 200, "at least 200 bypass attempts");
+    assert!(counts[2] >= 50, "and lines that stay allowed");
+    assert!(counts[3] >= 10, "and lines a denied prefix denies");
 }

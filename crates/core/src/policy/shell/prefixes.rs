@@ -2,7 +2,7 @@
 //! (a command's cost is its own length, whatever the list's), blocked prefixes
 //! indexed by their command word.
 
-use super::{SimpleCommand, base_name, parse_command_line};
+use super::{SimpleCommand, parse_command_line, program_name};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -73,7 +73,7 @@ impl PrefixList {
             node.end.get_or_insert(index);
             if let Some(first) = prefix.words.first() {
                 list.by_command
-                    .entry(base_name(first).to_owned())
+                    .entry(program_name(first))
                     .or_default()
                     .push(index);
             }
@@ -129,14 +129,14 @@ impl PrefixList {
         let mut seen = FxHashSet::default();
         let mut positions = None;
         for &at in &command.command_words {
-            let name = base_name(&words[at]);
+            let name = program_name(&words[at]);
+            let Some(bucket) = self.by_command.get(&name) else {
+                continue;
+            };
             // the earliest place of a command word leaves the most words after it
             if command.command_words.len() > 1 && !seen.insert(name) {
                 continue;
             }
-            let Some(bucket) = self.by_command.get(name) else {
-                continue;
-            };
             for &index in bucket {
                 if best.is_some_and(|b| b <= index) {
                     break;

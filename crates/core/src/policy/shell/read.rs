@@ -7,7 +7,7 @@
 
 use super::redirects::{check_redirect, redirect_target};
 use super::words::{assignment, word};
-use super::{CommandLine, SimpleCommand, plain};
+use super::{CommandLine, Origin, SimpleCommand, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -38,6 +38,7 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
         out: Vec::new(),
         nested_reads: 0,
         plain_path,
+        origin: Origin::Line,
     };
     reader.read(line, 0);
     CommandLine {
@@ -50,6 +51,8 @@ pub(super) struct Reader {
     pub(super) nested_reads: usize,
     /// Whether plain lines skip the grammar (always, but in the tests that compare).
     pub(super) plain_path: bool,
+    /// Why the commands being read are part of the line.
+    pub(super) origin: Origin,
 }
 
 fn parse_tree(line: &str) -> Option<tree_sitter::Tree> {
@@ -67,6 +70,14 @@ fn parse_tree(line: &str) -> Option<tree_sitter::Tree> {
 }
 
 impl Reader {
+    /// [`Reader::read`] for commands of `origin` (run by another command, inside a
+    /// substitution).
+    pub(super) fn read_as(&mut self, line: &str, depth: usize, origin: Origin) {
+        let outer = std::mem::replace(&mut self.origin, origin);
+        self.read(line, depth);
+        self.origin = outer;
+    }
+
     pub(super) fn read(&mut self, line: &str, depth: usize) {
         // bash keeps `\r` and other control characters inside words; the grammar
         // treats some as blanks, so a line holding one is not read at all
@@ -92,8 +103,9 @@ impl Reader {
                     command.words,
                     &globs,
                     0,
-                    |_| Ok(Vec::new()),
+                    &|_| Ok(Vec::new()),
                     depth,
+                    (self.origin, false),
                 );
             }
             return;
@@ -223,7 +235,7 @@ impl Reader {
             words,
             &globs,
             assignments,
-            |shell_input| {
+            &|shell_input| {
                 let mut targets = Vec::new();
                 for r in &all_redirects {
                     check_redirect(line, *r, shell_input)?;
@@ -232,6 +244,7 @@ impl Reader {
                 Ok(targets)
             },
             depth,
+            (self.origin, false),
         );
     }
 }

@@ -73,8 +73,12 @@ fn blocked_prefixes_match_the_command_word_after_wrappers() {
         assert_eq!(hit(line), Some(1), "{line:?}");
     }
     assert_eq!(hit("curl http://x"), Some(2));
+    // the table's equivalents: rmdir, unlink and shred delete as rm does
+    for line in ["rmdir x", "unlink x", "RM x", "/BIN/RM x", "rm.exe x", "busybox rm x"] {
+        assert_eq!(hit(line), Some(0), "{line:?}");
+    }
+    assert_eq!(hit("git send-pack origin main"), Some(1));
     for line in [
-        "rmdir x",
         "echo rm",
         "git status",
         "git log",

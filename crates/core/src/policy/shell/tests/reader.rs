@@ -56,16 +56,20 @@ fn words_as_bash_reads_them() {
         ("\"git\" push", &["git", "push"]),
         ("g'i't push", &["git", "push"]),
         ("X=1 git status", &["X=1", "git", "status"]),
-        (
-            "find . -exec rm {} \\;",
-            &["find", ".", "-exec", "rm", "{}", ";"],
-        ),
         ("git rev-parse @{u}", &["git", "rev-parse", "@{u}"]),
         ("ls *.rs ~/x", &["ls", "*.rs", "~/x"]),
     ];
     for (line, want) in table {
         assert_eq!(words(line), [want.to_vec()], "{line:?}");
     }
+    // what a command runs is a command of the line too
+    assert_eq!(
+        words("find . -exec rm {} \\;"),
+        [
+            vec!["find", ".", "-exec", "rm", "{}", ";"],
+            vec!["rm", "{}"]
+        ]
+    );
     // bash -c: the string is read as a line of its own
     assert_eq!(
         words("bash -c 'git status && rm -rf x'"),
@@ -120,9 +124,6 @@ fn what_cannot_be_read_is_opaque() {
         "sudo git -c alias.x=!sh x",
         "/bin/r? -rf /",
         "sudo /bin/r[m] -rf /",
-        "echo x > /etc/passwd",
-        "echo x >> ../outside",
-        "echo x > ~/.bashrc",
         "if true; then rm x; fi",
         "for f in a; do rm $f; done",
         "[[ -f x ]] && rm x",
