@@ -195,6 +195,11 @@ fn touches_of_line(line: &CommandLine) -> Touches {
         }
 
         let words = &command.words;
+        if words.iter().any(|w| w.contains(crate::policy::shell::UNKNOWN)) {
+            t.unreadable
+                .get_or_insert_with(|| "a word is what a substitution yields".to_owned());
+            continue;
+        }
         // which words are files or URLs, by the command (or wrapped command) that reads them
         let mut kind = vec![Kind::Unknown; words.len()];
         for &at in &command.command_words {

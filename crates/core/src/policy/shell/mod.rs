@@ -37,6 +37,7 @@ pub fn readonly_prefixes() -> Vec<Prefix> {
         .collect()
 }
 pub use read::{MAX_NESTING, parse_command_line};
+pub use words::UNKNOWN;
 
 /// A directory change (`cd`, `pushd`, `popd`) for the commands after it.
 #[derive(Debug, Clone, PartialEq, Eq)]

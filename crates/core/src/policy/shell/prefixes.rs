@@ -2,6 +2,7 @@
 //! (a command's cost is its own length, whatever the list's), blocked prefixes
 //! indexed by their command word.
 
+use super::words::UNKNOWN;
 use super::{SimpleCommand, parse_command_line, program_name};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
@@ -171,10 +172,13 @@ fn follows_in_order<'a>(
     if rest.is_empty() {
         return true;
     }
-    // short commands: a scan; long ones: an index, so many prefixes stay linear
-    if words.len() - from <= 32 {
+    // short commands: a scan; long ones: an index, so many prefixes stay linear. A
+    // word a substitution yields may be any word: it matches (blocked prefixes err
+    // towards matching)
+    let unknown = |w: &String| w.contains(UNKNOWN);
+    if words.len() - from <= 32 || words[from..].iter().any(unknown) {
         let mut it = words[from..].iter();
-        return rest.iter().all(|r| it.any(|w| w == r));
+        return rest.iter().all(|r| it.any(|w| w == r || unknown(w)));
     }
     let positions = positions.get_or_insert_with(|| {
         let mut map: Positions<'a> = FxHashMap::default();

@@ -6,7 +6,7 @@
 //! redirections in `redirects`.
 
 use super::redirects::{check_redirect, redirect_target};
-use super::words::{assignment, word};
+use super::words::{UNKNOWN, assignment, plain_word, word};
 use super::{CommandLine, Origin, SimpleCommand, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
@@ -185,6 +185,7 @@ impl Reader {
         let mut assignments = 0;
         let mut all_redirects: Vec<Node> = redirects.to_vec();
         let mut previous_word_end: Option<usize> = None;
+        let mut substitutions = Vec::new();
         let mut cursor = node.walk();
         let fail = |why: String| SimpleCommand::opaque(command_text, why);
         for child in node.children(&mut cursor) {
@@ -214,7 +215,7 @@ impl Reader {
                     assignment(line, child)
                 }
                 "command_name" => match child.named_child(0) {
-                    Some(name) if child.named_child_count() == 1 => word(line, name),
+                    Some(name) if child.named_child_count() == 1 => plain_word(line, name),
                     _ => Err("an unreadable command name".to_owned()),
                 },
                 _ => word(line, child),
@@ -223,6 +224,7 @@ impl Reader {
                 Ok(w) => {
                     words.push(w.value);
                     globs.push(w.glob);
+                    substitutions.extend(w.substitutions);
                 }
                 Err(why) => {
                     self.out.push(fail(why));
@@ -230,6 +232,7 @@ impl Reader {
                 }
             }
         }
+        let words_unknown = words.iter().any(|w| w.contains(UNKNOWN));
         self.finish(
             command_text,
             words,
@@ -244,8 +247,21 @@ impl Reader {
                 Ok(targets)
             },
             depth,
-            (self.origin, false),
+            (self.origin, words_unknown),
         );
+        // a substitution's commands are commands of the line too; they may auto-run
+        // only where an allowed prefix allows them
+        for inner in substitutions {
+            self.nested_reads += 1;
+            if depth + 1 > MAX_NESTING || self.nested_reads > MAX_NESTED_READS {
+                self.out.push(SimpleCommand::opaque(
+                    &inner,
+                    "substitutions nested too deep to read",
+                ));
+                continue;
+            }
+            self.read_as(&inner, depth + 1, Origin::Substitution);
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The rules of redirections: a plain target, writes only inside the working
 //! directory, here-documents that hold no expansion and feed no shell.
 
-use super::words::word;
+use super::words::plain_word;
 use tree_sitter::Node;
 
 /// A redirection is plain when its target is a plain word (where a write may go is
@@ -42,7 +42,7 @@ pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> R
                     if targets > 1 {
                         return Err("words after a here-string are not read".to_owned());
                     }
-                    word(line, child)?;
+                    plain_word(line, child)?;
                 }
             }
             Ok(())
@@ -60,7 +60,7 @@ pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> R
                     if destination.is_some() {
                         return Err("words after a redirection's target are not read".to_owned());
                     }
-                    destination = Some(word(line, child)?);
+                    destination = Some(plain_word(line, child)?);
                 }
             }
             if feeds_shell && operator.starts_with('<') {
@@ -96,7 +96,7 @@ pub(super) fn redirect_target(line: &str, node: Node<'_>) -> Option<(String, boo
         if !child.is_named() {
             operator = child.kind();
         } else if child.kind() != "file_descriptor" {
-            destination = word(line, child).ok();
+            destination = plain_word(line, child).ok();
         }
     }
     let path = destination?.value;

@@ -47,6 +47,27 @@ fn simple_commands_in_order() {
 }
 
 #[test]
+fn a_substitution_in_an_argument_is_a_command_of_the_line() {
+    use crate::policy::shell::Origin;
+    for (line, inner) in [
+        ("echo $(rm -rf /)", "rm -rf /"),
+        ("echo `id`", "id"),
+        ("bash -c 'echo $(id)'", "id"),
+        ("diff <(git log) x", "git log"),
+        ("echo \"$(git log)\"", "git log"),
+    ] {
+        let read = parse_command_line(line);
+        assert!(read.opaque().is_none(), "{line:?}: {read:?}");
+        assert!(
+            read.commands
+                .iter()
+                .any(|c| c.origin == Origin::Substitution && c.text == inner),
+            "{line:?}: {read:?}"
+        );
+    }
+}
+
+#[test]
 fn words_as_bash_reads_them() {
     let table: &[(&str, &[&str])] = &[
         ("git  'status' -s", &["git", "status", "-s"]),
@@ -89,9 +110,10 @@ fn words_as_bash_reads_them() {
 #[test]
 fn what_cannot_be_read_is_opaque() {
     for line in [
-        "echo $(rm -rf /)",
-        "echo `id`",
-        "diff <(a) b",
+        "$(echo rm) -rf /",
+        "X=$(id) ls",
+        "ls > $(echo x)",
+        "echo `i\\d`",
         "(cd x && rm y)",
         "{ rm x; }",
         "$'rm' -rf build",
@@ -132,7 +154,6 @@ fn what_cannot_be_read_is_opaque() {
         "a &&",
         "git\rstatus",
         "bash -c",
-        "bash -c 'echo $(id)'",
         "bash -c \"bash -c 'bash -c \\\"bash -c \\\\\\\"bash -c ls\\\\\\\"\\\"'\"",
         "trap 'rm -rf /' EXIT",
         "command eval x",
