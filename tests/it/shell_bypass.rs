@@ -3,6 +3,7 @@
 //! or unlisted command auto-run, and plain lines that must still be allowed.
 
 use serde_json::Value;
+use std::collections::HashMap;
 use toolgate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
     UserSettings, decide_at,
@@ -16,29 +17,49 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The admin controls of a policy of the table: its own `allowed` (and
+/// `mcp_tool_allowlist`, when it says), the table's `blocked` and `denied`.
+fn admin_for(data: &Value, policy: &Value) -> CompiledAdmin {
+    let field = |name: &str| {
+        if policy.get(name).is_some() {
+            strings(&policy[name])
+        } else {
+            strings(&data[name])
+        }
+    };
+    CompiledAdmin::compile(&AdminControls {
+        enabled: true,
+        allowed: field("allowed"),
+        blocked: strings(&data["blocked"]),
+        denied: strings(&data["denied"]),
+        mcp_tool_allowlist: field("mcp_tool_allowlist"),
+        ..AdminControls::default()
+    })
+    .unwrap()
+}
+
 #[test]
 fn no_bypass_in_the_table() {
     let data: Value = serde_json::from_str(include_str!("../data/shell_bypass.json"))
         .expect("shell_bypass.json parses");
-    let (allowed, blocked) = (strings(&data["allowed"]), strings(&data["blocked"]));
+    let blocked = strings(&data["blocked"]);
     let denied = strings(&data["denied"]);
-    // admin control, auto-run on: the allowed list is the admin's, and file writes
-    // may auto-run (so a shell write inside the directory may too)
-    let admin = CompiledAdmin::compile(&AdminControls {
-        enabled: true,
-        allowed,
-        blocked: blocked.clone(),
-        denied: denied.clone(),
-        mcp_tool_allowlist: strings(&data["mcp_tool_allowlist"]),
-        ..AdminControls::default()
-    })
-    .unwrap();
+    // admin control, auto-run on: the allowed list is the policy's (the table's own
+    // unless the row names another), and file writes may auto-run where the policy
+    // lists builtin:write_file (so a shell write inside the directory may too)
+    let team = admin_for(&data, &Value::Null);
+    let policies: HashMap<&str, CompiledAdmin> = data["policies"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, policy)| (name.as_str(), admin_for(&data, policy)))
+        .collect();
     let user = CompiledUser::compile(&UserSettings {
         use_yolo_mode: true,
         ..UserSettings::default()
     })
     .unwrap();
-    // run-everything: only blocked prefixes and opaque commands still ask
+    // run-everything: only denied and blocked prefixes and opaque commands still ask
     let no_admin = CompiledAdmin::compile(&AdminControls {
         denied,
         ..AdminControls::default()
@@ -62,9 +83,15 @@ fn no_bypass_in_the_table() {
             case["effect"].as_str().is_some_and(|e| !e.is_empty()),
             "{line:?}: every row names the effect it exercises"
         );
+        let admin = match case["policy"].as_str() {
+            Some(name) => policies
+                .get(name)
+                .unwrap_or_else(|| panic!("{line:?}: no policy {name}")),
+            None => &team,
+        };
         let call = Call::Shell(line.to_owned());
         let cwd = case["cwd"].as_str();
-        let controlled = decide_at(&files, &admin, &user, &call, cwd);
+        let controlled = decide_at(&files, admin, &user, &call, cwd);
         let free = decide_at(&files, &no_admin, &everything, &call, cwd);
         let got = |d: &toolgate::policy::Decision| format!("{:?} {:?}", d.outcome, d.reason);
         let ok = match case["kind"].as_str().unwrap() {

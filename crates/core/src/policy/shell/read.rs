@@ -46,6 +46,18 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
     }
 }
 
+/// What the walk has left to read: a node, or a statement's body with the
+/// redirections bash gives it.
+enum Item<'t> {
+    Node(Node<'t>),
+    Redirected {
+        /// Where the statement's text starts and ends (its redirections included).
+        span: (usize, usize),
+        body: Node<'t>,
+        redirects: Vec<Node<'t>>,
+    },
+}
+
 pub(super) struct Reader {
     pub(super) out: Vec<SimpleCommand>,
     pub(super) nested_reads: usize,
@@ -124,26 +136,30 @@ impl Reader {
             return;
         }
         // iterative, so nesting depth in the line costs no stack
-        let mut stack = vec![root];
-        while let Some(node) = stack.pop() {
+        let mut stack = vec![Item::Node(root)];
+        while let Some(item) = stack.pop() {
+            let node = match item {
+                Item::Node(node) => node,
+                Item::Redirected {
+                    span,
+                    body,
+                    redirects,
+                } => {
+                    self.redirected(line, (span, body, redirects), &mut stack, depth);
+                    continue;
+                }
+            };
             match node.kind() {
                 "program" | "list" | "pipeline" | "negated_command" => {
-                    let mut cursor = node.walk();
-                    let mut children = Vec::with_capacity(node.child_count() as usize);
-                    for child in node.children(&mut cursor) {
-                        if child.is_named() {
-                            children.push(child);
-                        } else if !is_separator(child.kind()) {
-                            self.out.push(SimpleCommand::opaque(
-                                text(line, node),
-                                format!("the operator {:?} is not read", child.kind()),
-                            ));
+                    match self.children(line, node) {
+                        Some(children) => {
+                            stack.extend(children.into_iter().rev().map(Item::Node));
                         }
+                        None => return,
                     }
-                    stack.extend(children.into_iter().rev());
                 }
                 "comment" => {}
-                "command" => self.command(line, node, node, &[], depth),
+                "command" => self.command(text(line, node), line, node, &[], depth),
                 "redirected_statement" => {
                     let body = node.child_by_field_name("body");
                     let mut cursor = node.walk();
@@ -152,12 +168,14 @@ impl Reader {
                         .filter(|c| Some(*c) != body)
                         .collect();
                     match body {
-                        Some(body) if body.kind() == "command" => {
-                            self.command(line, node, body, &redirects, depth);
-                        }
-                        _ => self.out.push(SimpleCommand::opaque(
+                        Some(body) => stack.push(Item::Redirected {
+                            span: (node.start_byte(), node.end_byte()),
+                            body,
+                            redirects,
+                        }),
+                        None => self.out.push(SimpleCommand::opaque(
                             text(line, node),
-                            "a redirected group or compound command",
+                            "a redirection without a command",
                         )),
                     }
                 }
@@ -169,17 +187,67 @@ impl Reader {
         }
     }
 
+    /// The named children of a list or pipeline; `None` (after an opaque stand-in)
+    /// when an operator between them is not read.
+    fn children<'t>(&mut self, line: &str, node: Node<'t>) -> Option<Vec<Node<'t>>> {
+        let mut cursor = node.walk();
+        let mut children = Vec::with_capacity(node.child_count() as usize);
+        for child in node.children(&mut cursor) {
+            if child.is_named() {
+                children.push(child);
+            } else if !is_separator(child.kind()) {
+                self.out.push(SimpleCommand::opaque(
+                    text(line, node),
+                    format!("the operator {:?} is not read", child.kind()),
+                ));
+                return None;
+            }
+        }
+        Some(children)
+    }
+
+    /// A redirected statement. The grammar hangs `a && b > f`'s and `a | b > f`'s
+    /// redirections on the whole list; bash gives them to the last command, `b`.
+    fn redirected<'t>(
+        &mut self,
+        line: &str,
+        ((start, end), body, redirects): ((usize, usize), Node<'t>, Vec<Node<'t>>),
+        stack: &mut Vec<Item<'t>>,
+        depth: usize,
+    ) {
+        match body.kind() {
+            "command" => self.command(&line[start..end], line, body, &redirects, depth),
+            "list" | "pipeline" => {
+                let Some(mut children) = self.children(line, body) else {
+                    return;
+                };
+                let Some(last) = children.pop() else {
+                    return;
+                };
+                stack.push(Item::Redirected {
+                    span: (last.start_byte(), end),
+                    body: last,
+                    redirects,
+                });
+                stack.extend(children.into_iter().rev().map(Item::Node));
+            }
+            _ => self.out.push(SimpleCommand::opaque(
+                &line[start..end],
+                "a redirected group or compound command",
+            )),
+        }
+    }
+
     /// One simple command: its words, then the rules that make it opaque, then the
     /// command strings it hands to a shell, read in turn.
     fn command(
         &mut self,
+        command_text: &str,
         line: &str,
-        statement: Node<'_>,
         node: Node<'_>,
         redirects: &[Node<'_>],
         depth: usize,
     ) {
-        let command_text = text(line, statement);
         let mut words = Vec::new();
         let mut globs = Vec::new();
         let mut assignments = 0;
