@@ -55,17 +55,18 @@ fn blocking(
         .cloned()
 }
 
-/// The first allowed prefix a command starts with: the admin's `allowed` when
-/// admin-controlled (then the user's too in union mode), else the user's own.
-fn allowing<'a>(
+/// The first allowed prefix a command starts with, and its length in words: the
+/// admin's `allowed` when admin-controlled (then the user's too in union mode), else
+/// the user's own.
+fn allowing_words<'a>(
     admin: &'a CompiledAdmin,
     user: &'a CompiledUser,
     command: &SimpleCommand,
-) -> Option<&'a Arc<str>> {
+) -> Option<(&'a Arc<str>, usize)> {
     let from_user = || {
         user.allowed
             .first_allowing(command)
-            .map(|i| user.allowed.raw(i))
+            .map(|i| (user.allowed.raw(i), user.allowed.words(i).len()))
     };
     if !admin.controlled() {
         return from_user();
@@ -73,11 +74,31 @@ fn allowing<'a>(
     let from_admin = admin
         .allowed
         .first_allowing(command)
-        .map(|i| admin.allowed.raw(i));
+        .map(|i| (admin.allowed.raw(i), admin.allowed.words(i).len()));
     if from_admin.is_none() && admin.union() {
         from_user()
     } else {
         from_admin
+    }
+}
+
+/// The allowed prefix that covers a command of the line: its own, or for a command
+/// another runs, the runner's when that prefix reaches into its words (`sudo apt`
+/// covers `sudo apt install x`'s `apt install x`).
+fn allowing<'a>(
+    admin: &'a CompiledAdmin,
+    user: &'a CompiledUser,
+    commands: &[SimpleCommand],
+    command: &SimpleCommand,
+) -> Option<&'a Arc<str>> {
+    if let Some((prefix, _)) = allowing_words(admin, user, command) {
+        return Some(prefix);
+    }
+    let (parent, offset) = command.run_by?;
+    let runner = commands.get(parent)?;
+    match allowing_words(admin, user, runner) {
+        Some((prefix, len)) if len > offset => Some(prefix),
+        _ => None,
     }
 }
 
@@ -212,7 +233,7 @@ pub(super) fn command_line<E: Explain>(
     // a substitution's commands run only where an allowed prefix allows them
     if let Some(command) = commands
         .iter()
-        .find(|c| c.origin == Origin::Substitution && allowing(admin, user, c).is_none())
+        .find(|c| c.origin == Origin::Substitution && allowing(admin, user, &commands, c).is_none())
     {
         let detail = format!(
             "{} is not allowed by an allowed prefix, so what the substitution yields cannot be known",
@@ -275,7 +296,7 @@ pub(super) fn command_line<E: Explain>(
     let mut first_prefix = None;
     let mut unlisted = Vec::new();
     for command in commands.iter().filter(|c| c.origin != Origin::Equivalent) {
-        match allowing(admin, user, command) {
+        match allowing(admin, user, &commands, command) {
             Some(p) if &**p == READONLY
                 && !(command.effects.writes.is_empty() && command.effects.deletes.is_empty()) =>
             {

@@ -112,6 +112,10 @@ pub struct SimpleCommand {
     /// What it writes, deletes, changes to, contacts.
     pub effects: Effects,
     pub origin: Origin,
+    /// For a command another runs (`sudo apt install x`'s `apt install x`): that
+    /// command's index in the line and where these words start among its words, so
+    /// an allowed prefix that reaches into them (`sudo apt`) covers them.
+    pub run_by: Option<(usize, usize)>,
 }
 
 impl SimpleCommand {
@@ -128,6 +132,7 @@ impl SimpleCommand {
             redirects: Vec::new(),
             effects: Effects::default(),
             origin: Origin::Line,
+            run_by: None,
         }
     }
 }

@@ -92,6 +92,11 @@ impl PrefixList {
         self.raw.len()
     }
 
+    /// The words of the prefix at `index`.
+    pub fn words(&self, index: usize) -> &[String] {
+        &self.words[index]
+    }
+
     /// The prefix as written at `index`.
     pub fn raw(&self, index: usize) -> &Arc<str> {
         &self.raw[index]

@@ -165,7 +165,9 @@ impl Reader {
                 inline_code: found.inline_code,
             },
             origin,
+            run_by: None,
         });
+        let parent = self.out.len() - 1;
         for words in found.equivalents {
             let text = format!("{command_text} (as {})", words.join(" "));
             let globs = vec![false; words.len()];
@@ -181,6 +183,7 @@ impl Reader {
                 redirects: Vec::new(),
                 effects: Effects::default(),
                 origin: Origin::Equivalent,
+                run_by: None,
             });
         }
         // what it runs is a command of the line in its own right
@@ -205,6 +208,12 @@ impl Reader {
                 } => {
                     let text = words.join(" ");
                     let globs = vec![false; words.len()];
+                    // where the words stand in the command that runs them
+                    let outer = &self.out[parent].words;
+                    let offset = (0..=outer.len().saturating_sub(words.len()))
+                        .rev()
+                        .find(|&at| outer[at..].starts_with(&words));
+                    let first = self.out.len();
                     self.finish(
                         &text,
                         words,
@@ -214,6 +223,9 @@ impl Reader {
                         depth + 1,
                         (run_origin, unknown_args || more),
                     );
+                    if let (Some(offset), Some(command)) = (offset, self.out.get_mut(first)) {
+                        command.run_by = Some((parent, offset));
+                    }
                 }
             }
         }
