@@ -62,7 +62,7 @@ pub fn cli(plan: &Plan, warnings: &mut Vec<String>) -> String {
             "Cursor permissions cannot ask: blocked prefixes are exported as deny, whose first word Cursor refuses in every form".into(),
         );
     }
-    for w in &plan.shell_ask {
+    for w in plan.shell_ask.iter().chain(&plan.shell_deny) {
         deny.push(format!("Shell({})", w[0]));
     }
     allow.extend(tool_rules(&plan.tool_allow));
@@ -76,7 +76,11 @@ pub fn cli(plan: &Plan, warnings: &mut Vec<String>) -> String {
 }
 
 pub fn allowlists(plan: &Plan, warnings: &mut Vec<String>) -> String {
-    if !plan.shell_ask.is_empty() || !plan.tool_deny.is_empty() || plan.deny_all {
+    if !plan.shell_ask.is_empty()
+        || !plan.shell_deny.is_empty()
+        || !plan.tool_deny.is_empty()
+        || plan.deny_all
+    {
         warnings.push(
             "permissions.json holds allowlists only: blocked prefixes and denied tools are not in it (use the hook, or the CLI permissions)".into(),
         );

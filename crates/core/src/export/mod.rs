@@ -59,6 +59,8 @@ pub struct Plan {
     pub shell_allow: Vec<Vec<String>>,
     /// Command prefixes that must ask (toolgate's blocked prefixes).
     pub shell_ask: Vec<Vec<String>>,
+    /// Command prefixes that must never run (toolgate's denied prefixes).
+    pub shell_deny: Vec<Vec<String>>,
     /// Every shell command is denied (the kill switch).
     pub shell_deny_all: bool,
     pub tool_allow: Vec<Tool>,
@@ -123,6 +125,17 @@ fn shell(
         .filter(|w| !w.is_empty())
         .collect();
     plan.shell_ask = blocked.clone();
+    plan.shell_deny = admin
+        .denied
+        .iter()
+        .map(|p| words(p))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !plan.shell_deny.is_empty() {
+        plan.warnings.push(
+            "denied prefixes are exported as native deny rules: toolgate also denies them through wrappers, by file name and without case; a native client denies fewer of those".into(),
+        );
+    }
     let allowed = if admin.enabled {
         &admin.allowed
     } else {
@@ -145,7 +158,11 @@ fn shell(
             ));
             continue;
         }
-        if blocked.iter().any(|b| base_name(&b[0]) == first) {
+        if blocked
+            .iter()
+            .chain(&plan.shell_deny)
+            .any(|b| base_name(&b[0]) == first)
+        {
             plan.warnings.push(format!(
                 "allowed prefix {prefix:?} is not exported: a blocked prefix starts with {first:?}, and toolgate blocks it with options between its words, which native prefix rules do not see"
             ));
