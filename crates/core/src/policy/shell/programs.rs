@@ -178,6 +178,7 @@ impl Programs {
         self.by_name.get(name.as_str()).map(|&i| &self.programs[i])
     }
 
+    #[cfg(test)]
     pub fn programs(&self) -> &[Program] {
         &self.programs
     }

@@ -3,3 +3,4 @@
 mod plain;
 mod prefixes;
 mod reader;
+mod programs;
