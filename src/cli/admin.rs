@@ -75,7 +75,8 @@ pub fn diff(current: &AdminControls, wanted: &AdminControls) -> Vec<Change> {
     // a list left out when empty (`denied`) is an empty list on either side
     let fields = b.keys().chain(a.keys().filter(|k| !b.contains_key(*k)));
     for field in fields {
-        let get = |side: &serde_json::Map<String, Value>, other: &serde_json::Map<String, Value>| {
+        let get = |side: &serde_json::Map<String, Value>,
+                   other: &serde_json::Map<String, Value>| {
             match (side.get(field), other.get(field)) {
                 (Some(v), _) => v.clone(),
                 (None, Some(Value::Array(_))) => Value::Array(Vec::new()),

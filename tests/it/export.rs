@@ -251,9 +251,8 @@ fn denied_prefixes_are_native_denies() {
         "{claude}"
     );
     assert!(
-        text(Format::CodexRules).contains(
-            "prefix_rule(pattern=[\"terraform\",\"destroy\"], decision=\"forbidden\""
-        ),
+        text(Format::CodexRules)
+            .contains("prefix_rule(pattern=[\"terraform\",\"destroy\"], decision=\"forbidden\""),
         "{}",
         text(Format::CodexRules)
     );

@@ -163,7 +163,12 @@ pub(super) fn command_line<E: Explain>(
             let detail = format!("{} matches denied prefix {prefix:?}", part(command));
             ex.check("denied", || detail.clone());
             return with(
-                (Outcome::Deny, Reason::CommandDenied, Some(prefix), Vec::new()),
+                (
+                    Outcome::Deny,
+                    Reason::CommandDenied,
+                    Some(prefix),
+                    Vec::new(),
+                ),
                 detail,
             );
         }
@@ -172,7 +177,10 @@ pub(super) fn command_line<E: Explain>(
         ex.check("admin_disabled", || {
             "the admin allows nothing to auto-run".to_owned()
         });
-        return ((Outcome::Ask, Reason::AdminDisabled, None, Vec::new()), None);
+        return (
+            (Outcome::Ask, Reason::AdminDisabled, None, Vec::new()),
+            None,
+        );
     }
     let blocked = || {
         (
@@ -285,10 +293,15 @@ pub(super) fn command_line<E: Explain>(
     let (auto_run, run_everything) = modes(admin, user, ex);
     if run_everything && (!admin.controlled() || admin.controls.enable_run_everything) {
         if let Some(decided) = file_calls() {
-            ex.check("effects", || decided.1.as_deref().unwrap_or_default().to_owned());
+            ex.check("effects", || {
+                decided.1.as_deref().unwrap_or_default().to_owned()
+            });
             return decided;
         }
-        return ((Outcome::Allow, Reason::RunEverything, None, Vec::new()), None);
+        return (
+            (Outcome::Allow, Reason::RunEverything, None, Vec::new()),
+            None,
+        );
     }
     if !auto_run {
         return ((Outcome::Ask, Reason::AutoRunOff, None, Vec::new()), None);
@@ -297,8 +310,10 @@ pub(super) fn command_line<E: Explain>(
     let mut unlisted = Vec::new();
     for command in commands.iter().filter(|c| c.origin != Origin::Equivalent) {
         match allowing(admin, user, &commands, command) {
-            Some(p) if &**p == READONLY
-                && !(command.effects.writes.is_empty() && command.effects.deletes.is_empty()) =>
+            Some(p)
+                if &**p == READONLY
+                    && !(command.effects.writes.is_empty()
+                        && command.effects.deletes.is_empty()) =>
             {
                 let detail = format!(
                     "{} writes or deletes, which {READONLY} does not allow",
@@ -319,7 +334,9 @@ pub(super) fn command_line<E: Explain>(
     }
     if unlisted.is_empty() {
         if let Some(decided) = file_calls() {
-            ex.check("effects", || decided.1.as_deref().unwrap_or_default().to_owned());
+            ex.check("effects", || {
+                decided.1.as_deref().unwrap_or_default().to_owned()
+            });
             return decided;
         }
         ex.check("allowed", || {

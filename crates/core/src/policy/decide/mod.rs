@@ -49,7 +49,13 @@ fn on_off(b: bool) -> &'static str {
 /// Decides one call, with no policy-file lists. The explanation is left empty; see
 /// [`explain`].
 pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    decide_with(&ToolActionLists::default(), admin, user, (call, None), Quiet)
+    decide_with(
+        &ToolActionLists::default(),
+        admin,
+        user,
+        (call, None),
+        Quiet,
+    )
 }
 
 /// Decides one call and lists every check made, in order.

@@ -195,7 +195,10 @@ fn touches_of_line(line: &CommandLine) -> Touches {
         }
 
         let words = &command.words;
-        if words.iter().any(|w| w.contains(crate::policy::shell::UNKNOWN)) {
+        if words
+            .iter()
+            .any(|w| w.contains(crate::policy::shell::UNKNOWN))
+        {
             t.unreadable
                 .get_or_insert_with(|| "a word is what a substitution yields".to_owned());
             continue;
@@ -269,12 +272,21 @@ fn touches_of_line(line: &CommandLine) -> Touches {
         // hosts the program table knows (nc, ssh, scp, rsync, git remotes), where no
         // URL named them already
         for host in &command.effects.hosts {
-            if !t.targets.iter().any(|u| u.to_lowercase().contains(host.as_str())) {
+            if !t
+                .targets
+                .iter()
+                .any(|u| u.to_lowercase().contains(host.as_str()))
+            {
                 add(&mut t.targets, host, &mut t.unreadable);
             }
         }
         // what the program table says it writes (`-o/etc/x`, `-C/etc`) and deletes
-        for target in command.effects.writes.iter().chain(&command.effects.deletes) {
+        for target in command
+            .effects
+            .writes
+            .iter()
+            .chain(&command.effects.deletes)
+        {
             if !matches!(target.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
                 paths.push(target.clone());
             }
@@ -319,13 +331,23 @@ mod tests {
     #[test]
     fn shell_lines_name_their_paths_and_hosts() {
         let cases: [(&str, &[&str], &[&str], bool); 16] = [
-            ("cd /etc && cat passwd", &["/etc", "/etc/passwd"], &[], false),
+            (
+                "cd /etc && cat passwd",
+                &["/etc", "/etc/passwd"],
+                &[],
+                false,
+            ),
             ("cd sub; cat ../x/y", &["sub/../x/y"], &[], false),
             ("cd; cat x", &[], &[], true),
             ("sort -o/etc/x in.txt", &["/etc/x"], &[], false),
             ("ls ..", &[".."], &[], false),
             ("nc evil.example 80", &[], &["evil.example"], false),
-            ("scp x bob@host.example:y", &["x", "bob@host.example:y"], &["host.example"], false),
+            (
+                "scp x bob@host.example:y",
+                &["x", "bob@host.example:y"],
+                &["host.example"],
+                false,
+            ),
             ("cat secret.key", &["secret.key"], &[], false),
             ("cp a.json /etc/x", &["a.json", "/etc/x"], &[], false),
             ("sudo rm -rf build", &["build"], &[], false),

@@ -70,7 +70,12 @@ pub(super) fn effects(words: &[String], command_at: usize, unknown_args: bool) -
         ));
         return out;
     }
-    apply(program, &words[command_at..command_at + 1], &words[command_at + 1..], &mut out);
+    apply(
+        program,
+        &words[command_at..command_at + 1],
+        &words[command_at + 1..],
+        &mut out,
+    );
     out
 }
 
@@ -417,7 +422,11 @@ fn operands(program: &Program, name: &str, args: &[String], parsed: &Parsed<'_>,
     }
     // remote paths (host:path) are not written here
     let local: Vec<&str> = if program.network == Network::RemotePaths {
-        files.iter().copied().filter(|w| remote_host(w).is_none()).collect()
+        files
+            .iter()
+            .copied()
+            .filter(|w| remote_host(w).is_none())
+            .collect()
     } else {
         files.clone()
     };
@@ -433,7 +442,9 @@ fn operands(program: &Program, name: &str, args: &[String], parsed: &Parsed<'_>,
             out.deletes.extend(paths(&local));
         }
         Operands::WritesLast => {
-            if !parsed.wrote && let Some(last) = local.last().filter(|_| files.len() > 1) {
+            if !parsed.wrote
+                && let Some(last) = local.last().filter(|_| files.len() > 1)
+            {
                 out.writes.push((*last).to_owned());
             }
         }
@@ -471,13 +482,20 @@ fn remote_host(w: &str) -> Option<&str> {
 
 fn host_of_url(w: &str, out: &mut Found) {
     if let Some((scheme, rest)) = w.split_once("://") {
-        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c)) {
+        if scheme.is_empty()
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        {
             return;
         }
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let host = strip_user(authority);
         let host = if host.starts_with('[') {
-            host.split(']').next().map(|h| h.trim_start_matches('[')).unwrap_or(host)
+            host.split(']')
+                .next()
+                .map(|h| h.trim_start_matches('['))
+                .unwrap_or(host)
         } else {
             host.split(':').next().unwrap_or(host)
         };
@@ -603,9 +621,7 @@ pub(super) fn sed_script(script: &str) -> Option<&'static str> {
         while i < b.len() && (b[i].is_whitespace() || b[i] == '!') {
             i += 1;
         }
-        let Some(&c) = b.get(i) else {
-            return None;
-        };
+        let &c = b.get(i)?;
         i += 1;
         match c {
             '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
@@ -694,7 +710,9 @@ fn tar(name: &str, args: &[String], out: &mut Found) {
                     create = true;
                 }
                 "file" => {
-                    file = value.map(str::to_owned).or_else(|| args.get(i + 1).cloned());
+                    file = value
+                        .map(str::to_owned)
+                        .or_else(|| args.get(i + 1).cloned());
                     if value.is_none() {
                         i += 1;
                     }

@@ -15,8 +15,8 @@ mod redirects;
 mod rules;
 mod words;
 
-pub use prefixes::{Prefix, PrefixList};
 pub use places::{Place, Touch, touches};
+pub use prefixes::{Prefix, PrefixList};
 pub use programs::program_name;
 
 /// The entry of a command list that stands for the curated read-only commands.

@@ -87,7 +87,10 @@ pub fn touches<'a>(commands: &'a [SimpleCommand], cwd: Option<&str>) -> Vec<Touc
             .map(|p| (p, false))
             .chain(effects.deletes.iter().map(|p| (p, true)));
         for (path, delete) in paths {
-            if matches!(path.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr" | "-") {
+            if matches!(
+                path.as_str(),
+                "/dev/null" | "/dev/stdout" | "/dev/stderr" | "-"
+            ) {
                 continue;
             }
             out.push(Touch {
@@ -142,9 +145,7 @@ fn place(path: &str, dir: &Dir, cwd: Option<&[String]>) -> Place {
                 abs[cwd.len()..].to_vec()
             }
             _ => {
-                return Place::Outside(
-                    "an absolute path outside the working directory".to_owned(),
-                );
+                return Place::Outside("an absolute path outside the working directory".to_owned());
             }
         }
     } else {
@@ -176,9 +177,9 @@ fn protected(part: &str) -> Option<String> {
     if PROTECTED.contains(&lower.as_str()) {
         return Some(trimmed.to_owned());
     }
-    let short_name = part
-        .split_once('~')
-        .is_some_and(|(_, n)| !n.is_empty() && n.chars().next().is_some_and(|c| c.is_ascii_digit()));
+    let short_name = part.split_once('~').is_some_and(|(_, n)| {
+        !n.is_empty() && n.chars().next().is_some_and(|c| c.is_ascii_digit())
+    });
     let dot_pattern = part.starts_with('.') && part.contains(['*', '?', '[']);
     (short_name || dot_pattern).then(|| format!("{part} (may name a protected file)"))
 }

@@ -2,5 +2,5 @@
 
 mod plain;
 mod prefixes;
-mod reader;
 mod programs;
+mod reader;

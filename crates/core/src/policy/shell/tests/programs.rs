@@ -70,7 +70,11 @@ fn forms(spec: &str, value: &str) -> Vec<String> {
 fn templates_of(program: &Program, head: &str, out: &mut Templates) {
     let quoted_run = single_quoted("{RUN}");
     for spec in &program.run_options {
-        out.runs.extend(forms(spec, &quoted_run).into_iter().map(|f| format!("{head} {f}")));
+        out.runs.extend(
+            forms(spec, &quoted_run)
+                .into_iter()
+                .map(|f| format!("{head} {f}")),
+        );
     }
     for spec in &program.exec_until {
         out.runs.push(format!("{head} . {spec} {{RUN}} \\;"));
@@ -83,7 +87,11 @@ fn templates_of(program: &Program, head: &str, out: &mut Templates) {
         out.runs.push(format!("{head} {{RUN}}"));
     }
     for spec in &program.inline_code {
-        out.runs.extend(forms(spec, "'x'").into_iter().map(|f| format!("{head} {f}")));
+        out.runs.extend(
+            forms(spec, "'x'")
+                .into_iter()
+                .map(|f| format!("{head} {f}")),
+        );
     }
     for spec in program.opaque_options.iter().filter(|s| !s.ends_with('=')) {
         out.runs.push(format!("{head} {spec} x"));
@@ -92,7 +100,11 @@ fn templates_of(program: &Program, head: &str, out: &mut Templates) {
         out.runs.push(format!("{head} x"));
     }
     for spec in &program.write_options {
-        out.writes.extend(forms(spec, "{PATH}").into_iter().map(|f| format!("{head} {f} in")));
+        out.writes.extend(
+            forms(spec, "{PATH}")
+                .into_iter()
+                .map(|f| format!("{head} {f} in")),
+        );
     }
     for prefix in &program.write_prefixes {
         out.writes.push(format!("{head} {prefix}{{PATH}}"));
@@ -181,14 +193,17 @@ fn the_table_parses_and_names_each_program_once() {
     let programs = table();
     assert!(programs.programs().len() >= 50);
     for name in [
-        "find", "xargs", "env", "sudo", "git", "make", "tar", "rg", "sed", "awk", "base64",
-        "sort", "tee", "cp", "mv", "install", "ln", "dd", "touch", "mkdir", "rm", "chmod",
-        "curl", "wget", "ssh", "scp", "rsync", "nc", "busybox", "toybox", "python", "node",
-        "perl", "ruby", "npm", "npx", "cargo",
+        "find", "xargs", "env", "sudo", "git", "make", "tar", "rg", "sed", "awk", "base64", "sort",
+        "tee", "cp", "mv", "install", "ln", "dd", "touch", "mkdir", "rm", "chmod", "curl", "wget",
+        "ssh", "scp", "rsync", "nc", "busybox", "toybox", "python", "node", "perl", "ruby", "npm",
+        "npx", "cargo",
     ] {
         assert!(programs.get(name).is_some(), "{name} is not in the table");
     }
-    assert!(programs.get("/USR/BIN/GIT").is_some(), "by file name, without case");
+    assert!(
+        programs.get("/USR/BIN/GIT").is_some(),
+        "by file name, without case"
+    );
     assert!(programs.get("git.exe").is_some(), "without .exe");
     assert!(Programs::parse("[environment]\nabout='x'\nruns=[]\n[readonly]\nabout='x'\ncommands=[]\n[[program]]\nnames=['a']\nabout=''").is_err(), "a row without about");
     assert!(Programs::parse("[environment]\nabout='x'\nruns=[]\n[readonly]\nabout='x'\ncommands=[]\n[[program]]\nnames=['a']\nabout='x'\n[[program]]\nnames=['A']\nabout='y'").is_err(), "a name twice");
@@ -223,7 +238,14 @@ fn every_row_is_caught() {
 }
 
 /// What a line may be wrapped in and joined with: none of it can hide an effect.
-const BEFORE: [&str; 6] = ["", "sudo ", "env X=1 ", "timeout 5 ", "nice -n 1 ", "command "];
+const BEFORE: [&str; 6] = [
+    "",
+    "sudo ",
+    "env X=1 ",
+    "timeout 5 ",
+    "nice -n 1 ",
+    "command ",
+];
 const JOINED: [&str; 5] = ["", "ls && ", "cd src && ", "git status; ", "echo hi | "];
 
 proptest! {
