@@ -12,8 +12,8 @@
 //! 10 and 1,000 allowed directories and forbidden-file globs, and a URL against 10
 //! and 1,000 allowed hosts and endpoints (roles only: `-- roles`).
 //!
-//! `cargo bench --bench decision` (smoke run: `cargo bench --bench decision -- --test`;
-//! shell decisions only: `cargo bench --bench decision -- shell`)
+//! `cargo bench -p toolgate-benches --bench decision` (smoke run: `cargo bench -p toolgate-benches --bench decision -- --test`;
+//! shell decisions only: `cargo bench -p toolgate-benches --bench decision -- shell`)
 //!
 //! Every engine's answer is checked against the linear scan before anything is timed.
 //! After criterion's summary the bench prints one JSON line of medians in ns:

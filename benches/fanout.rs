@@ -3,7 +3,7 @@
 //! (p50, p99, max over all deliveries), and the server's resident memory per idle
 //! subscriber.
 //!
-//! `cargo bench --bench fanout -- [--subscribers 1000,10000] [--per-connection 100]
+//! `cargo bench -p toolgate-benches --bench fanout -- [--subscribers 1000,10000] [--per-connection 100]
 //! [--writes 20] [--entries 100]`
 //!
 //! Each write waits until every subscriber has it before the next is sent, so a

@@ -3,7 +3,7 @@
 //! on the same server in the same run (the transport's own floor), then `Evaluate`
 //! at half of its maximum rate.
 //!
-//! `cargo bench --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
+//! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
 //! [--tls] [--evaluate-only]`
 //!
@@ -352,6 +352,7 @@ async fn seed(channel: &Channel, n: usize) {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("seed user settings");

@@ -3,7 +3,7 @@
 //! lookup it used before (the method copied into a `String`, the series found by
 //! hashing its labels), and one decision counted.
 //!
-//! `cargo bench --bench metrics`
+//! `cargo bench -p toolgate-benches --bench metrics`
 
 use criterion::Criterion;
 use std::hint::black_box;
@@ -14,7 +14,7 @@ use toolgate::policy::{Outcome, Reason};
 const PATH: &str = "/toolgate.v1.PolicyService/Evaluate";
 
 fn main() {
-    metrics::install().expect("the recorder installs");
+    metrics::install(toolgate::grpc::served_paths()).expect("the recorder installs");
     let mut c = Criterion::default().configure_from_args();
     let mut g = c.benchmark_group("metrics");
     let elapsed = Duration::from_micros(120);

@@ -1,7 +1,7 @@
 //! Cross-replica propagation: two replicas on one PostgreSQL; the time from a write's
 //! acknowledgement on replica A to its delivery to a WatchPolicy subscriber on B.
 //!
-//! `cargo bench --bench propagation -- [writes]` on a throwaway PostgreSQL cluster of
+//! `cargo bench -p toolgate-benches --bench propagation -- [writes]` on a throwaway PostgreSQL cluster of
 //! its own (root and the server binaries, as the PostgreSQL tests), or on the server
 //! `TOOLGATE_TEST_POSTGRES_URL` names.
 

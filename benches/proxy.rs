@@ -3,7 +3,7 @@
 //! concurrent sessions, the time from an admin's commit to `list_changed` at every
 //! client.
 //!
-//! `cargo bench --bench proxy -- [--calls 2000] [--sessions 1000] [--writes 5]`
+//! `cargo bench -p toolgate-benches --bench proxy -- [--calls 2000] [--sessions 1000] [--writes 5]`
 //!
 //! Needs python3 with `mcp` (the upstream is tests/python/mcp_upstream.py). The
 //! clients are rmcp's own, in this process; the proxy runs in this process too, the
@@ -67,7 +67,7 @@ fn upstream_argv() -> Vec<String> {
     vec![
         "python3".into(),
         format!(
-            "{}/tests/python/mcp_upstream.py",
+            "{}/../tests/python/mcp_upstream.py",
             env!("CARGO_MANIFEST_DIR")
         ),
     ]
@@ -238,6 +238,7 @@ async fn main() {
                 ..Default::default()
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("alice's settings");

@@ -2,7 +2,7 @@
 //! slow watchers that never read, and members writing settings at their limits, for
 //! minutes; the server's resident memory sampled throughout.
 //!
-//! `cargo bench --bench soak -- [--secs 180] [--sample-secs 10] [--teams 8]
+//! `cargo bench -p toolgate-benches --bench soak -- [--secs 180] [--sample-secs 10] [--teams 8]
 //! [--max-growth-mib 64]`
 //!
 //! Fails (exit 1) if the resident set grows more than `--max-growth-mib` from the
@@ -126,6 +126,7 @@ async fn member_at_limits(addr: String, stop: Arc<AtomicBool>, counters: Arc<Cou
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(s),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .expect("member write at the limits");

@@ -6,11 +6,11 @@
 pub mod cli;
 pub mod proxy;
 
-pub use toolgate_core::{export, hook, policy};
+pub use toolgate_core::{export, hook, ids, policy};
 pub use toolgate_proto as proto;
 pub use toolgate_server::{
-    auth, config, connections, hub, jwt, managed, metrics, policy_file, server, service, store,
-    telemetry, tls,
+    auth, config, connections, files, hub, jwt, managed, metrics, policy_file, server, service,
+    store, telemetry, tls,
 };
 
 /// The gRPC layer's services and conversions, and the client.

@@ -2,28 +2,4 @@
 //! panics, and its halves are slices of the name (or the fallback) in order.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use toolgate::policy::split_internal_name;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(name) = std::str::from_utf8(data) else {
-        return;
-    };
-    let (server, tool) = split_internal_name(name, "fallback");
-    if server == "fallback" && tool == name {
-        return;
-    }
-    assert!(
-        name.starts_with("mcp_"),
-        "{name:?} split without the prefix"
-    );
-    assert!(
-        name.ends_with(tool),
-        "{name:?}: tool {tool:?} is not its tail"
-    );
-    assert!(
-        name.contains(server),
-        "{name:?}: server {server:?} not in it"
-    );
-    assert!(server.len() + tool.len() < name.len());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| toolgate_fuzz::internal_name::run(data));

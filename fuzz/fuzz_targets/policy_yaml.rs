@@ -3,24 +3,4 @@
 //! `-timeout` catches a slow one), deep nesting included.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use toolgate::policy_file::{
-    MAX_POLICY_BYTES, nesting_depth, parse_managed_policy, parse_team_policy,
-};
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    if text.len() > MAX_POLICY_BYTES {
-        return;
-    }
-    let _ = nesting_depth(text);
-    if let Ok(policy) = parse_team_policy("t.yaml", text) {
-        // what `admin get` prints reads back as the same policy
-        let yaml = toolgate::policy_file::to_yaml(&policy);
-        let again = parse_team_policy("t.yaml", &yaml).expect("to_yaml output parses");
-        assert_eq!(again, policy);
-    }
-    let _ = parse_managed_policy("p.yaml", text);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| toolgate_fuzz::policy_yaml::run(data));

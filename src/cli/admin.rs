@@ -277,11 +277,25 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
                     Ok(0)
                 }
                 Err(status) if status.code() == tonic::Code::Aborted => {
+                    // the hint names the revision to apply at, or applying again
+                    // would fail the same way: the file still carries the old one
+                    let now = get_admin(c, &policy.team).await.map_or_else(
+                        |_| "the team's current revision".to_owned(),
+                        |(_, r)| r.to_string(),
+                    );
+                    let file = file.display();
+                    let retry = match (expected_revision, policy.revision) {
+                        (Some(_), _) => format!(
+                            "to apply it over the current settings, run `toolgate admin apply -f {file} --expected-revision {now}`"
+                        ),
+                        (None, Some(old)) => format!(
+                            "to apply it over the current settings, change `revision: {old}` in {file} to `revision: {now}` (or run `toolgate admin apply -f {file} --expected-revision {now}`)"
+                        ),
+                        (None, None) => format!("then run `toolgate admin apply -f {file}` again"),
+                    };
                     let message = format!(
-                        "not applied: team {} changed since revision {expected} ({}): run `toolgate admin diff -f {}`, review, then apply again",
+                        "not applied: team {} changed since revision {expected} (it is at revision {now}): review the changes with `toolgate admin diff -f {file}`; {retry}",
                         policy.team,
-                        status.message(),
-                        file.display()
                     );
                     report.error = Some(message.clone());
                     c.out.print(&report);

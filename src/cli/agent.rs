@@ -362,7 +362,10 @@ fn install_hook(args: InstallArgs) -> i32 {
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, &text));
+            // never in place: a crash mid-write must not truncate the client's settings
+            .and_then(|()| {
+                crate::files::write_atomic(&path, crate::files::Mode::KeepTarget, text.as_bytes())
+            });
         if let Err(e) = written {
             eprintln!("error: writing {}: {e}", path.display());
             return 1;

@@ -8,7 +8,7 @@ use crate::proto::v1 as pb;
 use serde::Serialize;
 
 pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Result<i32> {
-    let (settings, changed, detail) = match cmd {
+    let (settings, changed, detail, note) = match cmd {
         AllowlistCommand::List { team, user } => {
             let s = c
                 .users()
@@ -19,7 +19,7 @@ pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Res
                 .await
                 .map_err(rpc_error)?
                 .into_inner();
-            (s, None, String::new())
+            (s, None, String::new(), String::new())
         }
         AllowlistCommand::Add { team, user, entry } => {
             let Some((server, tool)) = entry.split_once(':') else {
@@ -38,7 +38,12 @@ pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Res
                 .await
                 .map_err(rpc_error)?
                 .into_inner();
-            (r.settings.unwrap_or_default(), Some(r.changed), r.detail)
+            (
+                r.settings.unwrap_or_default(),
+                Some(r.changed),
+                r.detail,
+                r.note,
+            )
         }
         AllowlistCommand::Remove { team, user, entry } => {
             let r = c
@@ -51,7 +56,12 @@ pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Res
                 .await
                 .map_err(rpc_error)?
                 .into_inner();
-            (r.settings.unwrap_or_default(), Some(r.changed), r.detail)
+            (
+                r.settings.unwrap_or_default(),
+                Some(r.changed),
+                r.detail,
+                r.note,
+            )
         }
     };
     c.out.print(&AllowlistReport {
@@ -61,6 +71,7 @@ pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Res
         mcp_allowed_tools: settings.mcp_allowed_tools,
         changed,
         detail,
+        note,
     });
     Ok(0)
 }
@@ -75,6 +86,8 @@ pub struct AllowlistReport {
     /// None for `list`, which changes nothing.
     pub changed: Option<bool>,
     pub detail: String,
+    /// Added, yet changing no decision now: why, and what would make it count.
+    pub note: String,
 }
 
 impl Render for AllowlistReport {
@@ -89,6 +102,9 @@ impl Render for AllowlistReport {
         ));
         for e in &self.mcp_allowed_tools {
             out.push_str(&format!("  {e}\n"));
+        }
+        if !self.note.is_empty() {
+            out.push_str(&format!("note: {}\n", self.note));
         }
         out
     }
@@ -107,6 +123,7 @@ mod tests {
             mcp_allowed_tools: vec!["github:*".into()],
             changed: Some(false),
             detail: "covered by github:*".into(),
+            note: String::new(),
         };
         assert_eq!(
             report.human(),

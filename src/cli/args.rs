@@ -71,6 +71,14 @@ pub enum ClientCommand {
         #[arg(long)]
         team: String,
     },
+    /// Tokens for developers and agents: issued, listed and revoked without
+    /// editing the server's configuration.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// A user's own settings (auto-run, run-everything, protections), read or
+    /// changed field by field.
+    #[command(subcommand)]
+    User(UserCommand),
     /// Prints policy events as they arrive.
     Watch {
         #[arg(long)]
@@ -184,7 +192,7 @@ pub struct AuditArgs {
     #[arg(long)]
     pub actor: Option<String>,
     /// admin_settings_updated, user_settings_updated, decision_denied,
-    /// policy_file_reloaded, policy_file_rejected.
+    /// token_created, token_revoked, policy_file_reloaded, policy_file_rejected.
     #[arg(long)]
     pub kind: Option<String>,
     /// Only events since: an RFC 3339 time or a duration ago (`1h`, `30m`).
@@ -193,4 +201,72 @@ pub struct AuditArgs {
     /// At most this many events (list), or per request (tail).
     #[arg(long, default_value_t = 100)]
     pub limit: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Issues a token and prints it once: it is not stored and cannot be shown again.
+    Create {
+        #[arg(long)]
+        team: String,
+        /// The user (or agent, for a service token) the token speaks for.
+        #[arg(long)]
+        user: String,
+        /// member: acts as the user; admin: manages the team; service: evaluates
+        /// for any user of the team (an MCP proxy, a CI gate).
+        #[arg(long, value_parser = ["member", "admin", "service"], default_value = "member")]
+        role: String,
+        /// How long it is valid, e.g. 90d, 12h (at most 366 days).
+        #[arg(long, default_value = "90d")]
+        expires: String,
+    },
+    /// Lists the team's tokens (ids, users, roles, expiry; never the secrets).
+    List {
+        /// The team (default: the token's own; an operator sees every team).
+        #[arg(long)]
+        team: Option<String>,
+        /// Revoked and expired tokens too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Revokes a token by id: it is refused from the next call on.
+    Revoke { token_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Prints the user's settings (a team's defaults when the user has none).
+    Get {
+        /// The team (default: the token's own).
+        #[arg(long, default_value = "")]
+        team: String,
+        /// The user (default: the token's own).
+        #[arg(long, default_value = "")]
+        user: String,
+    },
+    /// Changes only the settings named; everything else stays as it is.
+    Set(UserSetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UserSetArgs {
+    /// The team (default: the token's own).
+    #[arg(long, default_value = "")]
+    pub team: String,
+    /// The user (default: the token's own).
+    #[arg(long, default_value = "")]
+    pub user: String,
+    /// Tools run without approval where the policy allows them.
+    #[arg(long, value_parser = ["on", "off"])]
+    pub auto_run: Option<String>,
+    /// With auto-run on: every tool runs without approval (the team's admins may
+    /// still require approval).
+    #[arg(long, value_parser = ["on", "off"])]
+    pub run_everything: Option<String>,
+    /// Browser tools need approval.
+    #[arg(long, value_parser = ["on", "off"])]
+    pub browser_protection: Option<String>,
+    /// MCP tools never run without approval.
+    #[arg(long, value_parser = ["on", "off"])]
+    pub mcp_protection: Option<String>,
 }

@@ -47,6 +47,10 @@ impl Clients {
         self.client.user_settings_service()
     }
 
+    pub(super) fn tokens(&self) -> pb::token_service_client::TokenServiceClient<Authed> {
+        self.client.token_service()
+    }
+
     pub(super) fn policy(&self) -> pb::policy_service_client::PolicyServiceClient<Authed> {
         self.client.policy_service()
     }

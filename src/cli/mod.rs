@@ -15,6 +15,8 @@ mod client;
 mod evaluate;
 mod output;
 mod proxy;
+mod token;
+mod user;
 mod watch;
 
 pub use admin::{Change, diff};
@@ -30,6 +32,8 @@ use allowlist::allowlist;
 use audit::audit;
 use client::Clients;
 use evaluate::evaluate;
+use token::token;
+use user::user;
 use watch::watch;
 
 pub const EXIT_USAGE: i32 = 2;
@@ -56,6 +60,8 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::Evaluate(args) => evaluate(&c, args).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
+        ClientCommand::Token(cmd) => token(&c, cmd).await,
+        ClientCommand::User(cmd) => user(&c, cmd).await,
         ClientCommand::Watch { team, user, after } => watch(&c, &team, &user, after).await,
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use toolgate_core::backoff::Backoff;
 use tracing::{debug, warn};
 
 pub use crate::grpc::client::RemoteDecision;
@@ -293,7 +294,7 @@ impl Gate {
         state: watch::Sender<Option<Result<u64, Instant>>>,
     ) {
         let mut after = None;
-        let mut backoff = BACKOFF_MIN;
+        let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
         let mut generation = 0u64;
         loop {
             match self.client.watch_policy(&who.team, &who.user, after).await {
@@ -303,9 +304,9 @@ impl Gate {
                     let _ = state.send(Some(Ok(generation)));
                     loop {
                         match stream.next().await {
-                            Ok(Some(PolicyNotice::Heartbeat)) => backoff = BACKOFF_MIN,
+                            Ok(Some(PolicyNotice::Heartbeat)) => backoff.reset(),
                             Ok(Some(PolicyNotice::Changed { revision })) => {
-                                backoff = BACKOFF_MIN;
+                                backoff.reset();
                                 after = Some(revision);
                                 generation += 1;
                                 debug!(team = %who.team, user = %who.user, revision, "policy event");
@@ -334,8 +335,7 @@ impl Gate {
             if state.is_closed() {
                 return;
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
+            tokio::time::sleep(backoff.next_wait()).await;
         }
     }
 }

@@ -36,7 +36,7 @@ impl ClientTokens {
     pub fn load(path: &Path) -> Result<Self, ProxyError> {
         use figment::providers::Format as _;
         let figment = match path.extension().and_then(|e| e.to_str()) {
-            Some("yaml" | "yml") => figment::Figment::from(figment::providers::Yaml::file(path)),
+            Some("yaml" | "yml") => figment::Figment::from(crate::config::Yaml::file(path)),
             _ => figment::Figment::from(figment::providers::Toml::file(path)),
         };
         let file: TokensFile = figment
@@ -50,6 +50,9 @@ impl ClientTokens {
         let mut problems = Vec::new();
         let mut by_digest = Vec::new();
         for t in tokens {
+            if let Err(e) = crate::auth::check_principal_name(&t.name) {
+                problems.push(format!("tokens[{}].name: {e}", t.name));
+            }
             let digest = hex::decode(&t.sha256)
                 .ok()
                 .and_then(|d| <[u8; 32]>::try_from(d).ok());
@@ -66,6 +69,13 @@ impl ClientTokens {
                     "tokens[{}].team: missing; name the member's team",
                     t.name
                 )),
+                (_, _, Some(team)) if crate::auth::is_reserved_team(team) => {
+                    problems.push(format!(
+                        "tokens[{}].team: {}",
+                        t.name,
+                        crate::auth::reserved_team_problem(team)
+                    ))
+                }
                 (Some(digest), _, Some(team)) => by_digest.push((
                     digest,
                     Principal {

@@ -158,7 +158,8 @@ fn denied_text(server: &str, tool: &str, d: &RemoteDecision) -> String {
 
 fn approval_text(server: &str, tool: &str, d: &RemoteDecision) -> String {
     format!(
-        "toolgate: {server}:{tool} needs approval ({}): {}. Ask an admin to allow it, or add `{server}:{tool}` to your allowlist",
+        // the message says what would change the answer under the team's settings
+        "toolgate: {server}:{tool} needs approval ({}): {}",
         d.reason, d.message
     )
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::time::Instant;
+use toolgate_core::backoff::Backoff;
 use tracing::{info, warn};
 
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
@@ -109,7 +110,7 @@ impl Upstream {
     /// Connects, lists, follows list changes; after a crash or a failed start waits
     /// with backoff and starts again.
     async fn supervise(self: Arc<Self>) {
-        let mut backoff = BACKOFF_MIN;
+        let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
         loop {
             let listener = Listener {
                 tools_changed: Arc::new(Notify::new()),
@@ -143,10 +144,9 @@ impl Upstream {
                 Err(e) => warn!(error = %e, target_ = ?self.target, "upstream failed to start"),
             }
             if started.elapsed() >= HEALTHY_AFTER {
-                backoff = BACKOFF_MIN;
+                backoff.reset();
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
+            tokio::time::sleep(backoff.next_wait()).await;
         }
     }
 

@@ -66,6 +66,7 @@ async fn a_category_change_reaches_a_watcher_and_the_next_decision() {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("user write");

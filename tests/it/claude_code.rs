@@ -310,6 +310,7 @@ async fn through_the_proxy_claude_code_is_not_offered_the_denied_tool() {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .unwrap();

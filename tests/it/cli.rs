@@ -156,6 +156,14 @@ async fn apply_diff_dry_run_stale_revision_and_audit() {
         "{}",
         stale.stderr
     );
+    // the hint names the revision to apply at: following it applies the edit
+    assert!(
+        stale.stderr.contains("change `revision: 1` in ")
+            && stale.stderr.contains("to `revision: 2`")
+            && stale.stderr.contains("--expected-revision 2"),
+        "{}",
+        stale.stderr
+    );
     let now = admin_settings(&server).await;
     assert_eq!(now.revision, 2, "a stale apply changed something");
     let controls = now.auto_run_controls.unwrap();
@@ -214,6 +222,15 @@ async fn apply_diff_dry_run_stale_revision_and_audit() {
     assert!(human.stdout.contains("admin_settings_updated"));
     let limited = toolgate(&server, &["audit", "list", "--limit", "1", "-o", "json"]).await;
     assert_eq!(limited.json()["events"].as_array().unwrap().len(), 1);
+
+    // the exit-4 hint, followed as written, applies the edit (it does not loop)
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replace("revision: 1\n", "revision: 2\n")).unwrap();
+    let applied = toolgate(&server, &["admin", "apply", "-f", &edited]).await;
+    assert_eq!(applied.code, 0, "{} {}", applied.stdout, applied.stderr);
+    let now = admin_settings(&server).await;
+    assert_eq!(now.revision, 3);
+    assert!(now.auto_run_controls.unwrap().kill_switch);
     server.stop().await;
 }
 
@@ -592,5 +609,94 @@ async fn watch_prints_each_change() {
         serde_json::json!(["jira:*"])
     );
     child.kill().await.unwrap();
+    server.stop().await;
+}
+
+/// A developer's enrolment through the CLI: an admin issues a token (shown once), the
+/// developer turns auto-run on with it (no ids: the token names them), their lists
+/// untouched; the token is listed and revoked, and then refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn token_and_user_commands_enrol_a_developer() {
+    let (server, _dir) = start().await;
+    let created = toolgate(
+        &server,
+        &[
+            "token",
+            "create",
+            "--team",
+            TEAM,
+            "--user",
+            "zed",
+            "--expires",
+            "30d",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let created = created.json();
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    let id = created["token"]["token_id"].as_str().unwrap().to_owned();
+    assert_eq!(created["token"]["role"], "member");
+    let human = toolgate(
+        &server,
+        &["token", "create", "--team", TEAM, "--user", "yan"],
+    )
+    .await;
+    assert!(human.stdout.contains("shown once"), "{}", human.stdout);
+
+    // zed's list first, then auto-run alone: the list stays
+    server
+        .users("admin-token")
+        .add_to_allowlist(pb::AddToAllowlistRequest {
+            team_id: TEAM.into(),
+            user_id: "zed".into(),
+            server: "github".into(),
+            tool: "*".into(),
+        })
+        .await
+        .unwrap();
+    let set = toolgate_as(
+        &server,
+        &secret,
+        &["user", "set", "--auto-run", "on", "-o", "json"],
+    )
+    .await;
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let got = toolgate_as(&server, &secret, &["user", "get", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(got["user"], "zed");
+    assert_eq!(got["auto_run"], true);
+    assert_eq!(got["mcp_allowed_tools"], serde_json::json!(["github:*"]));
+    let human = toolgate_as(&server, &secret, &["user", "get"]).await;
+    assert!(human.stdout.contains("auto-run: on"), "{}", human.stdout);
+    let nothing = toolgate_as(&server, &secret, &["user", "set"]).await;
+    assert_eq!(nothing.code, 2, "{}", nothing.stderr);
+
+    // a member may not issue tokens
+    let refused = toolgate_as(
+        &server,
+        &secret,
+        &["token", "create", "--team", TEAM, "--user", "x"],
+    )
+    .await;
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("PermissionDenied"),
+        "{}",
+        refused.stderr
+    );
+
+    let listed = toolgate(&server, &["token", "list"]).await;
+    assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+    assert!(!listed.stdout.contains(&secret));
+    let revoked = toolgate(&server, &["token", "revoke", &id]).await;
+    assert_eq!(revoked.code, 0, "{}", revoked.stderr);
+    assert!(revoked.stdout.contains("revoked"), "{}", revoked.stdout);
+    let after = toolgate_as(&server, &secret, &["user", "get"]).await;
+    assert_eq!(after.code, 1);
+    assert!(after.stderr.contains("Unauthenticated"), "{}", after.stderr);
     server.stop().await;
 }

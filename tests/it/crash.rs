@@ -43,6 +43,7 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
                 .update_user_settings(pb::UpdateUserSettingsRequest {
                     settings: Some(s),
                     expected_revision: None,
+                    update_mask: None,
                 })
                 .await
             {

@@ -2,7 +2,7 @@
 //! (`tests/data/decisions.json`, copied from the source documents' vectors) and
 //! toolgate's own (`tests/data/decisions_extra.json`), and the integrity vectors
 //! (`tests/data/integrity.json`: DENY that cannot be softened, aliases, shell
-//! spellings; the server runs them too, in `tests/server.rs`).
+//! spellings; the server runs them too, in `tests/it/server.rs`).
 
 use serde_json::Value;
 use toolgate::policy::{

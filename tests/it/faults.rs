@@ -38,6 +38,7 @@ async fn write(server: &TestServer, entry: &str) -> Result<u64, tonic::Status> {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(s),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .map(|r| r.into_inner().revision)
@@ -472,16 +473,11 @@ mod flaky {
         async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
             self.inner.list_audit(filter).await
         }
-        async fn consume_quota(
-            &self,
-            team_id: &str,
-            session_id: &str,
-            operation: &str,
-            max: u64,
-        ) -> Result<bool, StoreError> {
-            self.inner
-                .consume_quota(team_id, session_id, operation, max)
-                .await
+        async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
+            self.inner.consume_quota(key, max).await
+        }
+        async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError> {
+            self.inner.quota_used(key).await
         }
     }
 }
@@ -531,6 +527,7 @@ impl TestClient {
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(s),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .map(|r| r.into_inner().revision)

@@ -223,6 +223,7 @@ async fn ids_are_nfc_without_invisible_characters() {
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(user_settings(TEAM, user)),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .unwrap_err();
@@ -253,6 +254,7 @@ async fn ids_are_nfc_without_invisible_characters() {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(s),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .unwrap();

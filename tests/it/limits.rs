@@ -117,6 +117,7 @@ async fn command_prefix_past_its_length_limit_is_refused_and_not_echoed() {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(s),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .unwrap_err();

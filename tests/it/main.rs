@@ -8,6 +8,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod advice;
+mod atomic_writes;
 mod categories;
 mod categories_api;
 mod claude_code;
@@ -19,6 +21,7 @@ mod faults;
 mod hardening;
 mod hook;
 mod hook_payloads;
+mod identities;
 mod jwt;
 mod limits;
 mod matcher_props;
@@ -39,4 +42,6 @@ mod store_suite;
 mod telemetry;
 mod third_party;
 mod tls;
+mod tokens;
+mod user_settings;
 mod watch;

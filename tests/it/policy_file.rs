@@ -604,11 +604,14 @@ async fn which_policy(server: &TestServer) -> &'static str {
 /// policy to the new in one step, and decisions in between are one or the other.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_atomic_swap_goes_from_old_to_new_with_nothing_between() {
-    let (server, dir, file) = start_with(ACME_JIRA).await;
+    let (server, _dir, file) = start_with(ACME_JIRA).await;
     assert_eq!(which_policy(&server).await, "old");
-    let staged = dir.path().join("policy.yaml.new");
-    std::fs::write(&staged, ACME_CONFLUENCE).unwrap();
-    std::fs::rename(&staged, &file).unwrap();
+    toolgate::files::write_atomic(
+        &file,
+        toolgate::files::Mode::KeepTarget,
+        ACME_CONFLUENCE.as_bytes(),
+    )
+    .unwrap();
     let deadline = tokio::time::Instant::now() + WATCHER_DEADLINE;
     let mut seen_old = 0;
     while which_policy(&server).await == "old" {

@@ -95,6 +95,11 @@ fn every_field_round_trips_through_yaml() {
                 "defaultContext": "default"
             }))
             .unwrap(),
+            default_user_settings: Some(Box::new(toolgate::policy::UserSettings {
+                use_yolo_mode: true,
+                command_allowlist: vec!["git status".into()],
+                ..Default::default()
+            })),
         },
     };
     let yaml = policy_file::to_yaml(&policy);

@@ -59,6 +59,7 @@ async fn policy(server: &TestServer) {
                 ..Default::default()
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("alice's settings");

@@ -53,6 +53,7 @@ async fn set_up(server: &TestServer, forbidden: &str) {
                 ..user_settings(TEAM, "alice")
             }),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .expect("user write");
@@ -399,5 +400,122 @@ async fn every_decision_is_logged_when_configured() {
         );
         tokio::task::yield_now().await;
     }
+    server.stop().await;
+}
+
+/// Issue 25: a session quota is counted per user (bob reusing alice's session id
+/// spends only his own), and only an ALLOW consumes it: an ASK (bob without
+/// auto-run) is not counted, and is refused once the quota is used up.
+#[tokio::test]
+async fn session_quotas_are_per_user_and_only_an_allow_counts() {
+    let (server, _dir) = start().await;
+    set_up(&server, "*.pem").await;
+    let create = || pb::ToolCall {
+        arguments: Some(pb::CallArguments {
+            operation: "CREATE_COMPONENT".into(),
+            component_type: "Button".into(),
+            component_count: Some(1),
+            ..Default::default()
+        }),
+        ..mcp("ui", "create_component")
+    };
+    let as_user = |token: &'static str, session: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .policy(token)
+                .evaluate(pb::EvaluateRequest {
+                    call: Some(create()),
+                    agent: Some(pb::AgentContext {
+                        agent_id: "A".into(),
+                        context_type: "UI_SANDBOX".into(),
+                        session_id: session.into(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+                .await
+                .expect("evaluate")
+                .into_inner()
+        }
+    };
+    let exhausted = "Session quota of 2 calls to CREATE_COMPONENT exhausted";
+    let bob_auto_run = |on: bool| {
+        let server = &server;
+        async move {
+            server
+                .users("bob-token")
+                .update_user_settings(pb::UpdateUserSettingsRequest {
+                    settings: Some(pb::UserSettings {
+                        use_yolo_mode: on,
+                        ..user_settings(TEAM, "bob")
+                    }),
+                    expected_revision: None,
+                    update_mask: None,
+                })
+                .await
+                .expect("bob's write");
+        }
+    };
+    // bob is asked (no auto-run): as often as he likes, nothing counted
+    for _ in 0..3 {
+        let d = as_user("bob-token", "s1").await;
+        assert_eq!(d.outcome(), pb::Outcome::Ask, "{d:?}");
+    }
+    // so alice, in the same session id, still has both calls, then none
+    for _ in 0..2 {
+        let d = as_user("alice-token", "s1").await;
+        assert_eq!(d.outcome(), pb::Outcome::Allow, "{d:?}");
+    }
+    let d = as_user("alice-token", "s1").await;
+    assert_eq!(
+        outcome(&d),
+        (pb::Outcome::Deny, pb::Reason::Restricted, exhausted)
+    );
+    // bob reusing her session id has his own quota: asked, then with auto-run allowed twice
+    let d = as_user("bob-token", "s1").await;
+    assert_eq!(d.outcome(), pb::Outcome::Ask, "{d:?}");
+    bob_auto_run(true).await;
+    for _ in 0..2 {
+        let d = as_user("bob-token", "s1").await;
+        assert_eq!(d.outcome(), pb::Outcome::Allow, "{d:?}");
+    }
+    let d = as_user("bob-token", "s1").await;
+    assert_eq!(
+        outcome(&d),
+        (pb::Outcome::Deny, pb::Reason::Restricted, exhausted)
+    );
+    // once used up, what would be asked is refused: approving it would pass the quota
+    bob_auto_run(false).await;
+    let d = as_user("bob-token", "s1").await;
+    assert_eq!(
+        outcome(&d),
+        (pb::Outcome::Deny, pb::Reason::Restricted, exhausted)
+    );
+    // and a fresh session of his is asked again
+    let d = as_user("bob-token", "s2").await;
+    assert_eq!(d.outcome(), pb::Outcome::Ask, "{d:?}");
+    // a session id is a key in the store: bounded like an id
+    let refused = server
+        .policy("alice-token")
+        .evaluate(pb::EvaluateRequest {
+            call: Some(create()),
+            agent: Some(pb::AgentContext {
+                agent_id: "A".into(),
+                context_type: "UI_SANDBOX".into(),
+                session_id: "s".repeat(300),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains("agent.session_id: must be at most 256 characters"),
+        "{refused:?}"
+    );
     server.stop().await;
 }

@@ -1,5 +1,5 @@
 //! The published JSON Schemas of the policy documents (`schemas/`) are the ones the
-//! types generate. `UPDATE_SCHEMAS=1 cargo test --test schema` writes them anew.
+//! types generate. `UPDATE_SCHEMAS=1 cargo test --test it schema::` writes them anew.
 
 use std::path::Path;
 
@@ -14,7 +14,7 @@ fn the_published_schemas_are_up_to_date() {
         let published = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             published == text,
-            "schemas/{name} is out of date: run UPDATE_SCHEMAS=1 cargo test --test schema"
+            "schemas/{name} is out of date: run UPDATE_SCHEMAS=1 cargo test --test it schema::"
         );
     }
 }

@@ -44,6 +44,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         mcp_access_allowlist: strs(v, "mcp_access_allowlist"),
         sandboxing_controls: None,
         roles_json: String::new(),
+        default_user_settings: None,
     }
 }
 
@@ -133,6 +134,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(user_from_json(&team, "u", &case["user"])),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: user settings: {e}"));
@@ -284,6 +286,7 @@ async fn restart_keeps_every_setting_and_revision() {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(settings),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .unwrap()
@@ -374,6 +377,7 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(user_settings(TEAM, "alice")),
             expected_revision: Some(0),
+            update_mask: None,
         })
         .await
         .unwrap()
@@ -382,6 +386,7 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(user_settings(TEAM, "alice")),
             expected_revision: Some(0),
+            update_mask: None,
         })
         .await
         .unwrap_err();
@@ -457,8 +462,9 @@ async fn invalid_entries_name_field_entry_and_rule() {
     assert_eq!(err.code(), Code::InvalidArgument);
     assert!(err.message().starts_with("call:"), "{}", err.message());
 
+    // an empty team id stands for the token's own; an operator's token names none
     let err = server
-        .users("alice-token")
+        .users("operator-token")
         .get_user_settings(pb::GetUserSettingsRequest {
             team_id: String::new(),
             user_id: "alice".into(),
@@ -830,6 +836,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
             .update_user_settings(pb::UpdateUserSettingsRequest {
                 settings: Some(user_settings(TEAM, "alice")),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .map(drop),

@@ -1,7 +1,7 @@
 //! Server limits seen by a client: watch streams past `limits.max_streams_per_principal`
 //! are refused with RESOURCE_EXHAUSTED naming the setting, per principal, and a slot
 //! comes back when its stream ends. (The deadline and the concurrency bound are
-//! proven on the layer itself, in src/grpc/limits.rs.)
+//! proven on the layer itself, in crates/server/src/grpc/limits.rs.)
 
 use crate::support;
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use support::pg;
 use toolgate::policy::{AdminControls, UserSettings};
 use toolgate::store::{
-    AuditFilter, ChangeDoc, History, NewAuditEvent, PostgresStore, SqliteStore, Store, StoreError,
+    AuditFilter, ChangeDoc, History, NewAuditEvent, PostgresStore, QuotaKey, SqliteStore, Store,
+    StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -314,33 +315,154 @@ async fn reopening_keeps_everything(reopen: Reopen) {
     );
 }
 
+fn quota<'a>(team: &'a str, user: &'a str, session: &'a str, operation: &'a str) -> QuotaKey<'a> {
+    QuotaKey {
+        team_id: team,
+        user_id: user,
+        session_id: session,
+        operation,
+    }
+}
+
 /// Seed 004's per-session quotas: counted to the limit, then refused; another
-/// session or operation counts on its own; the count survives a reopen; two handles
+/// session, operation, team or user counts on its own (one user reusing another's
+/// session id spends only their own); the count survives a reopen; two handles
 /// (replicas) racing for the last call never both get it.
 async fn session_quotas_count_and_survive(reopen: Reopen) {
     let store = reopen(100).await;
+    let alice = quota("t", "alice", "s1", "CREATE");
+    assert_eq!(store.quota_used(&alice).await.unwrap(), 0);
     for _ in 0..2 {
-        assert!(store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+        assert!(store.consume_quota(&alice, 2).await.unwrap());
     }
-    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
-    assert!(store.consume_quota("t", "s2", "CREATE", 2).await.unwrap());
-    assert!(store.consume_quota("t", "s1", "DELETE", 2).await.unwrap());
-    assert!(store.consume_quota("u", "s1", "CREATE", 2).await.unwrap());
-    assert!(!store.consume_quota("t", "s3", "CREATE", 0).await.unwrap());
+    assert!(!store.consume_quota(&alice, 2).await.unwrap());
+    assert_eq!(store.quota_used(&alice).await.unwrap(), 2);
+    for (case, other) in [
+        ("another session", quota("t", "alice", "s2", "CREATE")),
+        ("another operation", quota("t", "alice", "s1", "DELETE")),
+        ("another team", quota("u", "alice", "s1", "CREATE")),
+        (
+            "another user reusing the session id",
+            quota("t", "mallory", "s1", "CREATE"),
+        ),
+    ] {
+        assert!(store.consume_quota(&other, 2).await.unwrap(), "{case}");
+        assert_eq!(store.quota_used(&other).await.unwrap(), 1, "{case}");
+    }
+    assert_eq!(store.quota_used(&alice).await.unwrap(), 2);
+    assert!(
+        !store
+            .consume_quota(&quota("t", "alice", "s3", "CREATE"), 0)
+            .await
+            .unwrap()
+    );
     drop(store);
     let store = reopen(100).await;
-    assert!(!store.consume_quota("t", "s1", "CREATE", 2).await.unwrap());
+    assert!(!store.consume_quota(&alice, 2).await.unwrap());
     // a raised limit counts on from what was used
-    assert!(store.consume_quota("t", "s1", "CREATE", 3).await.unwrap());
+    assert!(store.consume_quota(&alice, 3).await.unwrap());
     let other = reopen(100).await;
-    let (a, b) = tokio::join!(
-        store.consume_quota("t", "race", "CREATE", 1),
-        other.consume_quota("t", "race", "CREATE", 1)
-    );
+    let race = quota("t", "alice", "race", "CREATE");
+    let (a, b) = tokio::join!(store.consume_quota(&race, 1), other.consume_quota(&race, 1));
     assert_eq!(
         [a.unwrap(), b.unwrap()].iter().filter(|won| **won).count(),
         1
     );
+}
+
+/// Issued tokens: stored with their digest only, listed newest first per team, active
+/// until revoked (once) or expired, each create and revoke audited with the token id
+/// and never the digest; a second handle (a replica) sees them at once.
+async fn issued_tokens_create_list_revoke(reopen: Reopen) {
+    use toolgate::store::{AUDIT_TOKEN_CREATED, AUDIT_TOKEN_REVOKED, NewToken};
+    let store = reopen(100).await;
+    let now = toolgate::store::now_ms();
+    let new = |id: &str, team: &str, expires_at_ms: i64| NewToken {
+        token_id: id.into(),
+        token_hash: toolgate::auth::hash_token(id),
+        team_id: team.into(),
+        user_id: "alice".into(),
+        role: "member".into(),
+        expires_at_ms,
+    };
+    let a = store
+        .create_token(&new("tok_a", "t", now + 60_000), "op")
+        .await
+        .unwrap();
+    assert_eq!((a.created_by.as_str(), a.revoked_at_ms), ("op", None));
+    store
+        .create_token(&new("tok_b", "t", now - 1), "op")
+        .await
+        .unwrap();
+    store
+        .create_token(&new("tok_c", "u", now + 60_000), "op")
+        .await
+        .unwrap();
+    // the same digest twice is refused (the secret must be fresh)
+    assert!(
+        store
+            .create_token(&new("tok_a", "t", now), "op")
+            .await
+            .is_err()
+    );
+    let ids = |v: Vec<toolgate::store::IssuedToken>| {
+        let mut ids: Vec<String> = v.into_iter().map(|t| t.token_id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids(store.list_tokens(Some("t"), None, 10).await.unwrap()),
+        ["tok_a", "tok_b"]
+    );
+    // only those in force: tok_b has expired
+    assert_eq!(
+        ids(store.list_tokens(Some("t"), Some(now), 10).await.unwrap()),
+        ["tok_a"]
+    );
+    assert_eq!(
+        ids(store.list_tokens(None, None, 10).await.unwrap()).len(),
+        3
+    );
+    let other = reopen(100).await;
+    assert_eq!(
+        ids(other.active_tokens(now).await.unwrap()),
+        ["tok_a", "tok_c"]
+    );
+    let revoked = store.revoke_token("tok_a", "admin").await.unwrap().unwrap();
+    assert_eq!(revoked.revoked_by.as_deref(), Some("admin"));
+    assert!(revoked.revoked_at_ms.is_some());
+    // again: nothing changes and no second record
+    let again = store.revoke_token("tok_a", "other").await.unwrap().unwrap();
+    assert_eq!(again.revoked_by.as_deref(), Some("admin"));
+    assert_eq!(store.revoke_token("tok_zz", "admin").await.unwrap(), None);
+    assert_eq!(ids(other.active_tokens(now).await.unwrap()), ["tok_c"]);
+    assert_eq!(other.active_token_count("t", now).await.unwrap(), 0);
+    let audit = store
+        .list_audit(&AuditFilter {
+            team_id: Some("t".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = audit.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            AUDIT_TOKEN_CREATED,
+            AUDIT_TOKEN_CREATED,
+            AUDIT_TOKEN_REVOKED
+        ]
+    );
+    for e in &audit {
+        assert!(e.detail_json.contains("tok_"), "{}", e.detail_json);
+        assert!(
+            !e.detail_json.contains(&toolgate::auth::hash_token("tok_a")),
+            "a digest in the audit trail: {}",
+            e.detail_json
+        );
+    }
+    assert_eq!(audit[2].actor, "admin");
 }
 
 macro_rules! suite {
@@ -371,4 +493,38 @@ suite!(
     audit_records_writes_and_filters,
     reopening_keeps_everything,
     session_quotas_count_and_survive,
+    issued_tokens_create_list_revoke,
 );
+
+/// A PostgreSQL database made before quotas were counted per user opens: its quota
+/// table takes the new key (the old counts, which name no user, are dropped). The
+/// SQLite twin is a unit test of the store.
+#[tokio::test]
+async fn postgres_old_quota_table_is_migrated() {
+    let Some(url) = pg::fresh_database("postgres_old_quota_table_is_migrated").await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url, 100).await.unwrap();
+    drop(store);
+    // the database as the version before left it
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::raw_sql(
+        "DROP TABLE session_quotas;
+         CREATE TABLE session_quotas (
+             team_id TEXT NOT NULL, session_id TEXT NOT NULL, operation TEXT NOT NULL,
+             used BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+             PRIMARY KEY (team_id, session_id, operation));
+         INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
+         DELETE FROM toolgate_schema WHERE version > 2;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let store = PostgresStore::connect(&url, 100).await.unwrap();
+    let key = quota("t", "alice", "s1", "CREATE");
+    assert_eq!(store.quota_used(&key).await.unwrap(), 0);
+    assert!(store.consume_quota(&key, 1).await.unwrap());
+    assert!(!store.consume_quota(&key, 1).await.unwrap());
+}

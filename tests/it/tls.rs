@@ -47,10 +47,9 @@ impl Ca {
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
-    // written beside and renamed: the server never reads half a file
-    let temp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&temp, text).unwrap();
-    std::fs::rename(&temp, &path).unwrap();
+    // atomically: the server never reads half a file
+    toolgate::files::write_atomic(&path, toolgate::files::Mode::KeepTarget, text.as_bytes())
+        .unwrap();
     path
 }
 
@@ -160,7 +159,7 @@ async fn tls_and_mtls_handshakes_succeed_and_fail_as_configured() {
     config.auth.certificates = vec![CertificateConfig {
         name: "alice-cert".into(),
         subject_cn: None,
-        san: Some("alice.acme.example".into()),
+        san: Some("dns:alice.acme.example".into()),
         role: Role::Member,
         team: Some(TEAM.into()),
         user: Some("alice".into()),

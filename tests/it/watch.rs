@@ -71,6 +71,7 @@ async fn set_user(server: &TestServer, user: &str, allow: &str) -> u64 {
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(s),
             expected_revision: None,
+            update_mask: None,
         })
         .await
         .unwrap()

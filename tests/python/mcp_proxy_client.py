@@ -1,4 +1,4 @@
-"""Drives `toolgate proxy` with the Python `mcp` SDK's client, for tests/proxy.rs.
+"""Drives `toolgate proxy` with the Python `mcp` SDK's client, for tests/it/proxy.rs.
 
 Prints one JSON line per step on stdout; after the `waiting` line the test changes the
 policy, and the script waits (with a deadline) for `notifications/tools/list_changed`.

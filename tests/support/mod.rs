@@ -21,6 +21,7 @@ use toolgate::server::{App, run};
 pub use pb::admin_service_client::AdminServiceClient;
 pub use pb::policy_service_client::PolicyServiceClient;
 pub use pb::server_info_service_client::ServerInfoServiceClient;
+pub use pb::token_service_client::TokenServiceClient;
 pub use pb::user_settings_service_client::UserSettingsServiceClient;
 
 /// The team most tests use, and a second one for isolation checks.
@@ -121,6 +122,10 @@ impl TestServer {
         PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
+    pub fn tokens(&self, token: &str) -> TokenServiceClient<InterceptedService<Channel, Auth>> {
+        TokenServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
     pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {
         ServerInfoServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
@@ -148,6 +153,7 @@ impl TestServer {
                     ..user_settings(TEAM, user)
                 }),
                 expected_revision: None,
+                update_mask: None,
             })
             .await
             .expect("user settings");
@@ -233,11 +239,33 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The `toolgate` binary: Cargo's, for the integration tests; for the benches (a
+/// package of their own, which Cargo builds no binary for) the one beside them in
+/// the target directory: `cargo build --release` first.
+pub fn toolgate_binary() -> std::path::PathBuf {
+    if let Some(path) = option_env!("CARGO_BIN_EXE_toolgate") {
+        return path.into();
+    }
+    // target/<profile>/deps/<bench> → target/<profile>/toolgate
+    let exe = std::env::current_exe().expect("the running executable's path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("toolgate"))
+        .expect("the target directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --release` before the benches",
+        bin.display()
+    );
+    bin
+}
+
 /// Starts the real `toolgate serve --config FILE` (JSON logs expected) and returns it
 /// with the address it logged. `TOOLGATE_*` variables of the test's own environment
 /// are not passed on.
 pub fn spawn_binary(config: &Path) -> (ServerProcess, String) {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut command = std::process::Command::new(toolgate_binary());
     command.args(["serve", "--config"]).arg(config);
     spawn_server(command)
 }

@@ -196,6 +196,14 @@ impl Client {
         )
     }
 
+    /// The token service, for `toolgate token`.
+    pub fn token_service(&self) -> pb::token_service_client::TokenServiceClient<Authed> {
+        pb::token_service_client::TokenServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
     /// The user settings service, for the CLI commands that still build protobuf
     /// requests.
     pub fn user_settings_service(

@@ -1,11 +1,13 @@
 //! toolgate's policy core: pure, synchronous decisions over settings documents.
 //! It performs no I/O and knows nothing of protobuf, storage or the network.
 //!
-//! `policy` decides calls (MCP and built-in tools, shell lines, deletions) and
-//! filters tool lists; `hook` reads each agent client's hook payload into a call and
+//! `backoff` is the one retry backoff of every layer above. `policy` decides calls (MCP and built-in tools, shell lines, deletions) and
+//! filters tool lists; `ids` is the one check of team and user ids; `hook` reads each agent client's hook payload into a call and
 //! puts a decision in its words; `export` turns a policy into each client's
 //! native permission format.
 
+pub mod backoff;
 pub mod export;
 pub mod hook;
+pub mod ids;
 pub mod policy;

@@ -81,6 +81,7 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
         mcp_access_allowlist: c.mcp_access_allowlist,
         denied: c.denied,
         roles: roles_from_json(&c.roles_json)?,
+        default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
     })
 }
 
@@ -136,7 +137,47 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
         } else {
             serde_json::to_string(&c.roles).unwrap_or_default()
         },
+        default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
     }
+}
+
+/// The user's settings as a message with no ids or revision (a team's defaults);
+/// the server's own conversion fills those in.
+pub fn user_to_pb(s: &UserSettings) -> pb::UserSettings {
+    pb::UserSettings {
+        mcp_allowed_tools: s.mcp_allowed_tools.clone(),
+        yolo_mcp_tools_disabled: s.yolo_mcp_tools_disabled,
+        playwright_protection: Some(s.playwright_protection),
+        use_yolo_mode: s.use_yolo_mode,
+        yolo_enable_run_everything: s.yolo_enable_run_everything,
+        command_allowlist: s.command_allowlist.clone(),
+        command_denylist: s.command_denylist.clone(),
+        ..pb::UserSettings::default()
+    }
+}
+
+/// A field mask's paths as the user settings fields they name; a path naming none
+/// (or a field the server sets) is refused, naming it.
+pub fn user_fields_from_mask(
+    mask: &prost_types::FieldMask,
+) -> Result<Vec<policy::UserField>, ConvertError> {
+    mask.paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            policy::UserField::parse(path).ok_or_else(|| ConvertError {
+                field: format!("update_mask.paths[{i}]"),
+                message: format!(
+                    "{path:?} is not a user setting that can be changed: name one of {}",
+                    policy::UserField::ALL
+                        .iter()
+                        .map(|f| f.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The user's settings from a message; team and user ids are taken separately.

@@ -47,6 +47,8 @@ pub enum Action<'a> {
     Evaluate(&'a str),
     /// The server's non-secret configuration.
     ReadServerInfo,
+    /// Issue, list and revoke the team's tokens.
+    ManageTokens,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,10 +78,105 @@ pub fn generate_token() -> String {
 /// What a client certificate is recognised by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CertMatch {
-    /// The subject's common name.
+    /// The subject's common name (a subject with several is refused outright).
     SubjectCn(String),
-    /// A subject alternative name: DNS name, URI or email.
-    San(String),
+    /// A subject alternative name of one type: a DNS SAN holding `spiffe://…` is
+    /// not the URI SAN `spiffe://…`.
+    San(SanKind, String),
+}
+
+/// The types of subject alternative name a mapping can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SanKind {
+    Dns,
+    Uri,
+    Email,
+}
+
+impl CertMatch {
+    /// A mapping's `san`: `dns:NAME`, `uri:URI` or `email:ADDRESS`. The type is
+    /// required: an untyped value would match a SAN of another type holding the
+    /// same text.
+    pub fn san(text: &str) -> Result<Self, String> {
+        let typed = [
+            ("dns:", SanKind::Dns),
+            ("uri:", SanKind::Uri),
+            ("email:", SanKind::Email),
+        ]
+        .into_iter()
+        .find_map(|(prefix, kind)| {
+            text.get(..prefix.len())
+                .filter(|p| p.eq_ignore_ascii_case(prefix))
+                .map(|_| (kind, text[prefix.len()..].trim()))
+        });
+        match typed {
+            Some((_, "")) => Err(format!(
+                "{text:?} names no value after its type: write e.g. dns:client.example"
+            )),
+            Some((kind, value)) => Ok(Self::San(kind, value.to_owned())),
+            None => Err(format!(
+                "{text:?} does not say which type of name it is: write uri:{text}, dns:{text} or email:{text} (a certificate's names are matched by type)"
+            )),
+        }
+    }
+}
+
+/// The principal-name prefix of JWT principals: static tokens and certificates may
+/// not take a name in it, so no configured name can pose as (or share the stream
+/// slots of) a JWT principal.
+pub const JWT_NAME_PREFIX: &str = "jwt:";
+
+/// Names the server gives principals and audit actors itself, each with what it
+/// is: a configured name may not start with one of the prefixes (`file:` is the
+/// policy file's actor in the audit trail) nor be one of the names.
+const RESERVED_NAME_PREFIXES: &[(&str, &str)] = &[
+    (JWT_NAME_PREFIX, "principals from JWTs"),
+    ("file:", "the policy file's changes in the audit trail"),
+];
+const RESERVED_NAMES: &[(&str, &str)] = &[
+    ("anonymous", "calls without a token"),
+    (
+        "bootstrap-operator",
+        "the token written when none is configured",
+    ),
+];
+
+/// Whether a name configured for a static token or a certificate stays out of the
+/// names the server gives principals and audit actors itself.
+pub fn check_principal_name(name: &str) -> Result<(), String> {
+    let trimmed = name.trim();
+    for (prefix, what) in RESERVED_NAME_PREFIXES {
+        if trimmed
+            .get(..prefix.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+        {
+            return Err(format!(
+                "{name:?} starts with {prefix:?}, which is reserved for {what}: choose another name"
+            ));
+        }
+    }
+    for (reserved, what) in RESERVED_NAMES {
+        if trimmed.eq_ignore_ascii_case(reserved) {
+            return Err(format!(
+                "{name:?} is reserved for {what}: choose another name"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a team id is one no credential may name: `*` is the server-wide audit
+/// bucket (and everywhere else reads as "any"), so any id holding a `*` is reserved.
+pub fn is_reserved_team(team: &str) -> bool {
+    team.contains('*')
+}
+
+/// The error for a credential naming a reserved team, the one wording for the
+/// configuration and for JWT claims.
+pub fn reserved_team_problem(team: &str) -> String {
+    format!(
+        "{team:?} is reserved (`*` stands for every team and the server-wide audit): name the credential's own team"
+    )
 }
 
 /// Resolves `authorization` headers and client certificates to principals.
@@ -89,6 +186,8 @@ pub struct Authenticator {
     anonymous: Option<Arc<Principal>>,
     certificates: Vec<(CertMatch, Arc<Principal>)>,
     jwt: Option<Arc<crate::jwt::JwtVerifier>>,
+    /// Tokens issued through the API (the store's), consulted after the static ones.
+    issued: Option<Arc<crate::issued::IssuedTokens>>,
 }
 
 impl Authenticator {
@@ -99,7 +198,14 @@ impl Authenticator {
             anonymous: anonymous.map(Arc::new),
             certificates: Vec::new(),
             jwt: None,
+            issued: None,
         }
+    }
+
+    /// Tokens issued through the API, beside the static tokens.
+    pub fn with_issued(mut self, issued: Arc<crate::issued::IssuedTokens>) -> Self {
+        self.issued = Some(issued);
+        self
     }
 
     /// JWT bearer tokens, verified beside the static tokens.
@@ -122,37 +228,51 @@ impl Authenticator {
         use x509_parser::extensions::GeneralName;
         let (_, cert) = x509_parser::parse_x509_certificate(der)
             .map_err(|_| AuthError::Unauthenticated("the client certificate cannot be read"))?;
-        let cns: Vec<&str> = cert
-            .subject()
-            .iter_common_name()
-            .filter_map(|cn| cn.as_str().ok())
-            .collect();
-        let sans: Vec<&str> = cert
-            .subject_alternative_name()
-            .ok()
-            .flatten()
-            .map(|ext| {
-                ext.value
-                    .general_names
-                    .iter()
-                    .filter_map(|n| match n {
-                        GeneralName::DNSName(v)
-                        | GeneralName::URI(v)
-                        | GeneralName::RFC822Name(v) => Some(*v),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        // every CN attribute, readable or not: a subject `/CN=mallory/CN=ops` must not
+        // pass as `ops` (nor as `mallory`)
+        let cns: Vec<_> = cert.subject().iter_common_name().collect();
+        if cns.len() > 1 {
+            return Err(AuthError::Unauthenticated(
+                "the client certificate's subject has several common names (CN): it is refused; issue it with one",
+            ));
+        }
+        let cn = cns.first().and_then(|cn| cn.as_str().ok());
+        let sans: Vec<(SanKind, &str)> = match cert.subject_alternative_name() {
+            Ok(Some(ext)) => ext
+                .value
+                .general_names
+                .iter()
+                .filter_map(|n| match n {
+                    GeneralName::DNSName(v) => Some((SanKind::Dns, *v)),
+                    GeneralName::URI(v) => Some((SanKind::Uri, *v)),
+                    GeneralName::RFC822Name(v) => Some((SanKind::Email, *v)),
+                    _ => None,
+                })
+                .collect(),
+            Ok(None) => Vec::new(),
+            // e.g. the extension twice: which one counts is unclear, so none does
+            Err(_) => {
+                return Err(AuthError::Unauthenticated(
+                    "the client certificate's subject alternative names cannot be read",
+                ));
+            }
+        };
         self.certificates
             .iter()
             .find(|(m, _)| match m {
-                CertMatch::SubjectCn(cn) => cns.contains(&cn.as_str()),
-                CertMatch::San(san) => sans.contains(&san.as_str()),
+                CertMatch::SubjectCn(want) => cn == Some(want.as_str()),
+                CertMatch::San(kind, want) => sans.iter().any(|(k, v)| {
+                    k == kind
+                        && match kind {
+                            // DNS names are case-insensitive; URIs and mailboxes are not
+                            SanKind::Dns => v.eq_ignore_ascii_case(want),
+                            SanKind::Uri | SanKind::Email => v == want,
+                        }
+                }),
             })
             .map(|(_, p)| p.clone())
             .ok_or(AuthError::Unauthenticated(
-                "the client certificate is not mapped to a principal: add its subject_cn or san to auth.certificates, or send a bearer token",
+                "the client certificate is not mapped to a principal: add its subject_cn or its san (dns:, uri: or email:) to auth.certificates, or send a bearer token",
             ))
     }
 
@@ -177,10 +297,17 @@ impl Authenticator {
             return jwt.verify(token);
         }
         // only the digest is compared, so the lookup time says nothing about the token
+        let digest = token_digest(token);
         self.by_hash
-            .get(&token_digest(token))
+            .get(&digest)
             .cloned()
-            .ok_or(AuthError::Unauthenticated("unknown token"))
+            .or_else(|| {
+                let issued = self.issued.as_ref()?;
+                issued.lookup(&digest, crate::store::now_ms())
+            })
+            .ok_or(AuthError::Unauthenticated(
+                "unknown token (revoked or expired tokens are unknown too): ask an admin for a new one",
+            ))
     }
 }
 
@@ -189,7 +316,8 @@ pub fn authorize(p: &Principal, team: &str, action: Action<'_>) -> Result<(), Au
     if p.role == Role::Operator || action == Action::ReadServerInfo {
         return Ok(());
     }
-    if p.team.as_deref() != Some(team) {
+    // no credential is given a reserved team, and none acts on one as its own
+    if p.team.as_deref() != Some(team) || is_reserved_team(team) {
         return Err(AuthError::PermissionDenied(format!(
             "principal {:?} belongs to team {:?}, not {team:?}",
             p.name,
@@ -226,6 +354,7 @@ fn describe(action: Action<'_>) -> String {
         Action::WriteUser(u) => format!("write the settings of user {u:?}"),
         Action::Evaluate(u) => format!("evaluate or watch for user {u:?}"),
         Action::ReadServerInfo => "read the server configuration".into(),
+        Action::ManageTokens => "issue, list or revoke the team's tokens".into(),
     }
 }
 
@@ -266,6 +395,24 @@ mod tests {
             (&service, "t", Action::WriteTeam, false),
             (&service, "t", Action::ReadAudit, false),
             (&operator, "any", Action::WriteTeam, true),
+            (&operator, "*", Action::ReadAudit, true),
+            (
+                &p(Role::Admin, Some("*"), None),
+                "*",
+                Action::ReadAudit,
+                false,
+            ),
+            (
+                &p(Role::Admin, Some("a*"), None),
+                "a*",
+                Action::ReadTeam,
+                false,
+            ),
+            (&operator, "any", Action::ManageTokens, true),
+            (&admin, "t", Action::ManageTokens, true),
+            (&admin, "other", Action::ManageTokens, false),
+            (&member, "t", Action::ManageTokens, false),
+            (&service, "t", Action::ManageTokens, false),
         ];
         for (principal, team, action, want) in table {
             assert_eq!(

@@ -50,7 +50,7 @@ fn open_files_limit() -> Option<usize> {
 
 /// The listener's connections, each counted while open and closed when idle. At the
 /// limit, a new connection is closed at once and the refusal logged (at most every
-/// [`REFUSED_LOG_EVERY`], with how many were refused).
+/// `REFUSED_LOG_EVERY`, with how many were refused).
 pub fn incoming(
     listener: TcpIncoming,
     max: usize,

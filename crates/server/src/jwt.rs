@@ -1,8 +1,9 @@
 //! JWT bearer tokens from an identity provider, verified against its published keys
 //! (a JWKS file, or a URL, read again every `auth.jwt.refresh_secs` and, within 10 s,
 //! when a token names a key the set does not hold: a rotated key is taken once the
-//! provider publishes it): signature, issuer, audience and
-//! expiry checked, then claims mapped to team, user and role by configuration.
+//! provider publishes it): signature, issuer, audience, expiry and not-before
+//! checked, then claims mapped to team, user and role by configuration; the
+//! principal is named by issuer, team and user ([`principal_name`]).
 //!
 //! Symmetric keys (`HS*`, `oct`) are refused: a key every verifier holds could sign too.
 
@@ -50,7 +51,15 @@ impl JwtVerifier {
     /// Reads the keys (a failure stops the start) and refreshes them every
     /// `refresh_secs` until `stop`.
     pub async fn start(config: &JwtConfig, stop: CancellationToken) -> Result<Arc<Self>, JwtError> {
-        let keys = load(config).await?;
+        // one client for every refresh: its connections and TLS sessions are reused
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| JwtError::Keys {
+                source_name: source_name(config),
+                message: e.to_string(),
+            })?;
+        let keys = load(config, &http).await?;
         info!(keys = keys.keys.len(), source = %source_name(config), "jwt keys loaded");
         let verifier = Arc::new(Self {
             config: config.clone(),
@@ -74,7 +83,7 @@ impl JwtVerifier {
                     }
                 }
                 last = tokio::time::Instant::now();
-                match load(&refreshing.config).await {
+                match load(&refreshing.config, &http).await {
                     Ok(keys) => {
                         let changed = *refreshing.current() != keys;
                         if changed {
@@ -125,6 +134,8 @@ impl JwtVerifier {
         validation.set_issuer(&[&self.config.issuer]);
         validation.set_audience(&[&self.config.audience]);
         validation.leeway = self.config.leeway_secs;
+        // a token not valid yet is refused like an expired one, with the same leeway
+        validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
             token,
@@ -135,6 +146,7 @@ impl JwtVerifier {
             use jsonwebtoken::errors::ErrorKind;
             AuthError::Unauthenticated(match e.kind() {
                 ErrorKind::ExpiredSignature => "jwt expired",
+                ErrorKind::ImmatureSignature => "jwt not valid yet (nbf)",
                 ErrorKind::InvalidAudience => "jwt not meant for this server (audience)",
                 ErrorKind::InvalidIssuer => "jwt from another issuer",
                 ErrorKind::InvalidSignature => "jwt signature does not verify",
@@ -176,8 +188,13 @@ impl JwtVerifier {
         let team = text(&map.team);
         let team = match (role, team) {
             (Role::Operator, _) => None,
+            (_, Some(team)) if crate::auth::is_reserved_team(team) => {
+                return Err(AuthError::Unauthenticated(
+                    "jwt team claim names a reserved team (`*` stands for every team): the identity provider must name the user's own team",
+                ));
+            }
             (_, Some(team)) => Some(
-                crate::service::check_id("team", team)
+                crate::ids::check_id("team", team)
                     .map_err(|_| AuthError::Unauthenticated("jwt team claim is not a valid id"))?
                     .into_owned(),
             ),
@@ -187,16 +204,35 @@ impl JwtVerifier {
                 ));
             }
         };
-        let user = crate::service::check_id("user", user)
+        let user = crate::ids::check_id("user", user)
             .map_err(|_| AuthError::Unauthenticated("jwt user claim is not a valid id"))?
             .into_owned();
         Ok(Principal {
-            name: format!("jwt:{user}"),
+            name: principal_name(&self.config.issuer, team.as_deref(), &user),
             role,
             team,
             user: Some(user),
         })
     }
+}
+
+/// A JWT principal's name, `jwt:TEAM/USER@ISSUER` (`jwt:/USER@ISSUER` for an
+/// operator, who has no team): unique per issuer, team and user, so `alice` of
+/// another team holds her own stream slots and audit name. `%`, `/` and `@` in the
+/// team and user are percent-encoded so no two triples share a name; static names
+/// cannot start with `jwt:` ([`crate::auth::check_principal_name`]).
+pub fn principal_name(issuer: &str, team: Option<&str>, user: &str) -> String {
+    fn escape(id: &str) -> String {
+        id.replace('%', "%25")
+            .replace('/', "%2F")
+            .replace('@', "%40")
+    }
+    format!(
+        "{}{}/{}@{issuer}",
+        crate::auth::JWT_NAME_PREFIX,
+        escape(team.unwrap_or("")),
+        escape(user)
+    )
 }
 
 /// The token's algorithm must be the key's: its `alg` when the JWKS names one, else
@@ -233,39 +269,52 @@ fn source_name(config: &JwtConfig) -> String {
     }
 }
 
-async fn load(config: &JwtConfig) -> Result<JwkSet, JwtError> {
+async fn load(config: &JwtConfig, http: &reqwest::Client) -> Result<JwkSet, JwtError> {
     let err = |message: String| JwtError::Keys {
         source_name: source_name(config),
         message,
     };
+    let too_large = || err(format!("larger than {} MiB", MAX_JWKS_BYTES >> 20));
     let bytes = match (&config.jwks_file, &config.jwks_url) {
-        (Some(file), _) => tokio::fs::read(file)
-            .await
-            .map_err(|e| err(e.to_string()))?,
-        (None, Some(url)) => {
-            let client = reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
+        (Some(file), _) => {
+            let file = tokio::fs::File::open(file)
+                .await
                 .map_err(|e| err(e.to_string()))?;
-            let answer = client
+            let mut bytes = Vec::new();
+            // one byte past the cap tells a file at the cap from a larger one
+            tokio::io::AsyncReadExt::read_to_end(
+                &mut tokio::io::AsyncReadExt::take(file, MAX_JWKS_BYTES as u64 + 1),
+                &mut bytes,
+            )
+            .await
+            .map_err(|e| err(e.to_string()))?;
+            bytes
+        }
+        (None, Some(url)) => {
+            let mut answer = http
                 .get(url)
                 .send()
                 .await
                 .and_then(|a| a.error_for_status())
                 .map_err(|e| err(e.to_string()))?;
             if answer.content_length().unwrap_or(0) > MAX_JWKS_BYTES as u64 {
-                return Err(err("larger than 1 MiB".into()));
+                return Err(too_large());
             }
-            answer
-                .bytes()
-                .await
-                .map_err(|e| err(e.to_string()))?
-                .to_vec()
+            // read chunk by chunk and stop at the cap: a body sent without a length
+            // (or with a false one) cannot make the server buffer without bound
+            let mut bytes = Vec::new();
+            while let Some(chunk) = answer.chunk().await.map_err(|e| err(e.to_string()))? {
+                if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
+                    return Err(too_large());
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            bytes
         }
         (None, None) => return Err(err("set auth.jwt.jwks_file or auth.jwt.jwks_url".into())),
     };
     if bytes.len() > MAX_JWKS_BYTES {
-        return Err(err("larger than 1 MiB".into()));
+        return Err(too_large());
     }
     serde_json::from_slice(&bytes).map_err(|e| {
         err(format!(

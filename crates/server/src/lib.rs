@@ -4,8 +4,10 @@
 pub mod auth;
 pub mod config;
 pub mod connections;
+pub mod files;
 pub mod grpc;
 pub mod hub;
+pub mod issued;
 pub mod jwt;
 pub mod managed;
 pub mod metrics;
@@ -16,5 +18,5 @@ pub mod store;
 pub mod telemetry;
 pub mod tls;
 
-pub use toolgate_core::policy;
+pub use toolgate_core::{ids, policy};
 pub use toolgate_proto as proto;

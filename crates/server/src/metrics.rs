@@ -140,39 +140,6 @@ impl RpcHandles {
     }
 }
 
-/// Every gRPC path the server serves: the methods of every service in the
-/// descriptor sets it registers for reflection.
-fn served_paths() -> Vec<String> {
-    use prost::Message as _;
-    let sets = [
-        crate::proto::FILE_DESCRIPTOR_SET,
-        tonic_health::pb::FILE_DESCRIPTOR_SET,
-        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
-        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-    ];
-    let mut paths = Vec::new();
-    for bytes in sets {
-        let Ok(set) = prost_types::FileDescriptorSet::decode(bytes) else {
-            continue;
-        };
-        for file in set.file {
-            let package = file.package.unwrap_or_default();
-            for service in file.service {
-                let service_name = service.name.unwrap_or_default();
-                for method in service.method {
-                    let method = method.name.unwrap_or_default();
-                    paths.push(if package.is_empty() {
-                        format!("/{service_name}/{method}")
-                    } else {
-                        format!("/{package}.{service_name}/{method}")
-                    });
-                }
-            }
-        }
-    }
-    paths
-}
-
 static INSTALLED: OnceLock<Installed> = OnceLock::new();
 
 #[derive(Debug, thiserror::Error)]
@@ -187,8 +154,9 @@ pub enum MetricsError {
 }
 
 /// Installs the process's recorder (once; later calls share it) and returns what
-/// renders its text.
-pub fn install() -> Result<PrometheusHandle, MetricsError> {
+/// renders its text. `served` is every gRPC path the server serves (a handle is made
+/// for each; any other path counts as `other`).
+pub fn install(served: Vec<String>) -> Result<PrometheusHandle, MetricsError> {
     if let Some(installed) = INSTALLED.get() {
         return Ok(installed.handle.clone());
     }
@@ -233,7 +201,7 @@ pub fn install() -> Result<PrometheusHandle, MetricsError> {
     counter!(RESYNCS).absolute(0);
     counter!(AUDIT_WRITTEN).absolute(0);
     counter!(AUDIT_DROPPED).absolute(0);
-    let rpcs = served_paths()
+    let rpcs = served
         .into_iter()
         .map(|path| {
             let handles = RpcHandles::new(&path);
@@ -341,7 +309,16 @@ pub struct Sample {
     pub stale_teams: usize,
     /// Unset when the store could not be read: the lag gauges keep their last value
     /// and the store's error counter says why.
-    pub lag: Option<crate::hub::Lag>,
+    pub lag: Option<Lag>,
+}
+
+/// How far this replica's cache is behind the store.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lag {
+    /// The most revisions any cached team is behind.
+    pub max_revisions: u64,
+    /// Cached teams behind at all.
+    pub teams_behind: usize,
 }
 
 /// Serves `GET /metrics` on `listener` until `stop`; `sample` runs before each render.

@@ -4,14 +4,13 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, UserSettingsServiceServer,
-    auth_interceptor,
+    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, TokenServiceServer,
+    UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use std::future::Future;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +79,7 @@ impl App {
         })?;
         let metrics = match &config.metrics.listen {
             Some(addr) => {
-                let handle = crate::metrics::install()?;
+                let handle = crate::metrics::install(crate::grpc::served_paths())?;
                 let listener = TcpListener::bind(addr).await.map_err(|source| {
                     crate::metrics::MetricsError::Listen {
                         addr: addr.clone(),
@@ -112,6 +111,9 @@ impl App {
             )
             .with_queue_bytes(config.watch.queue_bytes),
         );
+        // before serving: a token issued earlier authenticates from the first call
+        hub.reload_tokens().await?;
+        let issued = hub.issued_tokens();
         if let Some(notices) = notices {
             tokio::spawn(hub.clone().follow(notices));
         }
@@ -176,7 +178,8 @@ impl App {
         let auth = Arc::new(
             Authenticator::new(tokens, config.anonymous_principal())
                 .with_certificates(config.certificate_principals())
-                .with_jwt(jwt),
+                .with_jwt(jwt)
+                .with_issued(issued),
         );
         Ok(Self {
             service,
@@ -251,36 +254,13 @@ fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
         Err(e) => return Err(err(e)),
     }
     let token = generate_token();
-    write_new_file(path, format!("{token}\n").as_bytes()).map_err(err)?;
+    crate::files::write_atomic(
+        path,
+        crate::files::Mode::Exactly(0o600),
+        format!("{token}\n").as_bytes(),
+    )
+    .map_err(err)?;
     Ok(token)
-}
-
-/// Writes `bytes` to `path` atomically, mode 0600 from the start: a new file
-/// beside it (created exclusively), synced, renamed over `path`, the directory synced.
-fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.join(format!(".{name}.{}.tmp", generate_token()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = (|| {
-        let mut file = options.open(&temp)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }
 
 /// Serves the app on `listener` until `shutdown` completes, then marks health
@@ -313,7 +293,10 @@ pub async fn run(
                     cached_teams: hub.teams(),
                     cached_users: hub.cached_users_total(),
                     stale_teams,
-                    lag: hub.lag().await.ok(),
+                    lag: hub.lag().await.ok().map(|lag| crate::metrics::Lag {
+                        max_revisions: lag.max_revisions,
+                        teams_behind: lag.teams_behind,
+                    }),
                 }
             }) as futures::future::BoxFuture<'static, _>
         });
@@ -411,6 +394,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             UserSettingsServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

@@ -205,9 +205,9 @@ fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsErro
             ),
         )
     })?;
-    // ring explicitly: other dependencies enable a second provider, and rustls then
-    // picks none by itself
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // aws-lc-rs, the one crypto provider of the build (tonic's, reqwest's and the JWT
+    // checks'), named rather than taken from the process default
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| invalid("cert", cert_path, e.to_string()))?;

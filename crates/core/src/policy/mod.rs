@@ -32,7 +32,7 @@ pub use lists::{
 };
 pub use matcher::{CompiledList, reference_first_match};
 pub use settings::{
-    AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls,
+    AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls, UserField,
     UserSettings, default_browser_server_ids,
 };
 pub use shell::{
@@ -151,6 +151,19 @@ pub struct Decision {
     pub detail: Option<Arc<str>>,
     /// Limits the caller must apply itself (seed 004's `maxQueryTime`…).
     pub obligations: Option<Arc<[roles::Obligation]>>,
+    /// Whose settings decided, for the advice in [`Decision::message`].
+    pub scope: Scope,
+}
+
+/// Whose settings a decision was made under, so its message can say what would
+/// change the answer (an admin's list under `replace`, the user's own otherwise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// The team's admin controls were enabled: the admin's values stood in.
+    pub admin_controlled: bool,
+    pub list_mode: ListMode,
+    /// The call's server is a browser server (browser protection, not MCP protection).
+    pub browser: bool,
 }
 
 impl Decision {

@@ -71,6 +71,11 @@ pub struct AdminControls {
     /// agent or a role, once the document has an allow-list.
     #[serde(skip_serializing_if = "RolesDocument::is_empty")]
     pub roles: RolesDocument,
+    /// The settings a user of the team has until they write their own (auto-run,
+    /// protections, lists): none means toolgate's defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Boxed: most teams have none, and the settings are large beside the controls.
+    pub default_user_settings: Option<Box<UserSettings>>,
 }
 
 impl Default for AdminControls {
@@ -93,6 +98,7 @@ impl Default for AdminControls {
             mcp_access_allowlist: Vec::new(),
             denied: Vec::new(),
             roles: RolesDocument::default(),
+            default_user_settings: None,
         }
     }
 }
@@ -119,16 +125,26 @@ pub fn default_browser_server_ids() -> Vec<String> {
         .collect()
 }
 
-/// A user's own settings within a team (seed 001's "Related Settings" plus command lists).
+// seed 001's "Related Settings", plus the user's command lists
+/// A user's own settings within a team: auto-run, run-everything, the protections and
+/// their own MCP and command lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct UserSettings {
+    /// MCP tools (`server:tool`, `server:*`) that run without approval while auto-run
+    /// is on (ignored while the team's allowlist replaces the users').
     pub mcp_allowed_tools: Vec<String>,
+    /// MCP protection: MCP tools never run without approval.
     pub yolo_mcp_tools_disabled: bool,
+    /// Browser protection: browser tools never run without approval (on by default).
     pub playwright_protection: bool,
+    /// Auto-run: allowlisted tools and commands run without approval.
     pub use_yolo_mode: bool,
+    /// Run-everything: with auto-run on, every tool runs without approval.
     pub yolo_enable_run_everything: bool,
+    /// Command prefixes that run without approval while auto-run is on.
     pub command_allowlist: Vec<String>,
+    /// Command prefixes that never run without approval (the user's own, always in force).
     pub command_denylist: Vec<String>,
 }
 
@@ -154,6 +170,133 @@ impl Default for UserSettings {
             yolo_enable_run_everything: false,
             command_allowlist: Vec::new(),
             command_denylist: Vec::new(),
+        }
+    }
+}
+
+/// A field of [`UserSettings`] an update may name (a field mask's path): an update
+/// changes the fields it names and leaves every other as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UserField {
+    McpAllowedTools,
+    YoloMcpToolsDisabled,
+    PlaywrightProtection,
+    UseYoloMode,
+    YoloEnableRunEverything,
+    CommandAllowlist,
+    CommandDenylist,
+}
+
+impl UserField {
+    /// Every field, in the message's order.
+    pub const ALL: [UserField; 7] = [
+        Self::McpAllowedTools,
+        Self::YoloMcpToolsDisabled,
+        Self::PlaywrightProtection,
+        Self::UseYoloMode,
+        Self::YoloEnableRunEverything,
+        Self::CommandAllowlist,
+        Self::CommandDenylist,
+    ];
+
+    /// The field's name, as the protobuf message and the stored documents spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::McpAllowedTools => "mcp_allowed_tools",
+            Self::YoloMcpToolsDisabled => "yolo_mcp_tools_disabled",
+            Self::PlaywrightProtection => "playwright_protection",
+            Self::UseYoloMode => "use_yolo_mode",
+            Self::YoloEnableRunEverything => "yolo_enable_run_everything",
+            Self::CommandAllowlist => "command_allowlist",
+            Self::CommandDenylist => "command_denylist",
+        }
+    }
+
+    /// The field a path names, if it names one.
+    pub fn parse(path: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == path)
+    }
+}
+
+impl UserSettings {
+    /// Copies the `fields` of `from` into these settings, leaving the others.
+    pub fn set_fields(&mut self, from: &UserSettings, fields: &[UserField]) {
+        for field in fields {
+            match field {
+                UserField::McpAllowedTools => {
+                    self.mcp_allowed_tools.clone_from(&from.mcp_allowed_tools);
+                }
+                UserField::YoloMcpToolsDisabled => {
+                    self.yolo_mcp_tools_disabled = from.yolo_mcp_tools_disabled;
+                }
+                UserField::PlaywrightProtection => {
+                    self.playwright_protection = from.playwright_protection;
+                }
+                UserField::UseYoloMode => self.use_yolo_mode = from.use_yolo_mode,
+                UserField::YoloEnableRunEverything => {
+                    self.yolo_enable_run_everything = from.yolo_enable_run_everything;
+                }
+                UserField::CommandAllowlist => {
+                    self.command_allowlist.clone_from(&from.command_allowlist);
+                }
+                UserField::CommandDenylist => {
+                    self.command_denylist.clone_from(&from.command_denylist);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subset of the fields: a field named takes the patch's value, every other
+    /// keeps the base's, and every field is named by its own path.
+    #[test]
+    fn set_fields_changes_exactly_the_fields_named() {
+        let base = UserSettings::default();
+        let patch = UserSettings {
+            mcp_allowed_tools: vec!["github:*".into()],
+            yolo_mcp_tools_disabled: true,
+            playwright_protection: false,
+            use_yolo_mode: true,
+            yolo_enable_run_everything: true,
+            command_allowlist: vec!["git status".into()],
+            command_denylist: vec!["rm".into()],
+        };
+        let value =
+            |s: &UserSettings, f: UserField| serde_json::to_value(s).unwrap()[f.name()].clone();
+        for bits in 0u32..(1 << UserField::ALL.len()) {
+            let named: Vec<UserField> = UserField::ALL
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, f)| f)
+                .collect();
+            let mut s = base.clone();
+            s.set_fields(&patch, &named);
+            for f in UserField::ALL {
+                let want = if named.contains(&f) { &patch } else { &base };
+                assert_eq!(value(&s, f), value(want, f), "{f:?} with {named:?}");
+            }
+        }
+        for f in UserField::ALL {
+            assert_eq!(UserField::parse(f.name()), Some(f));
+            assert_ne!(
+                value(&base, f),
+                value(&patch, f),
+                "{f:?}: the table tests nothing"
+            );
+        }
+        for path in [
+            "",
+            "revision",
+            "team_id",
+            "settings.use_yolo_mode",
+            "USE_YOLO_MODE",
+        ] {
+            assert_eq!(UserField::parse(path), None, "{path}");
         }
     }
 }

@@ -117,7 +117,8 @@ pub struct CertificateConfig {
     /// Matches a certificate whose subject common name (CN) is this.
     #[serde(default)]
     pub subject_cn: Option<String>,
-    /// Matches a certificate with this subject alternative name (DNS, URI or email).
+    /// Matches a certificate with this subject alternative name, typed:
+    /// `dns:NAME`, `uri:URI` (e.g. `uri:spiffe://acme/proxy`) or `email:ADDRESS`.
     #[serde(default)]
     pub san: Option<String>,
     pub role: Role,
@@ -156,7 +157,7 @@ impl Config {
             .filter_map(|c| {
                 let matcher = match (&c.subject_cn, &c.san) {
                     (Some(cn), None) => crate::auth::CertMatch::SubjectCn(cn.clone()),
-                    (None, Some(san)) => crate::auth::CertMatch::San(san.clone()),
+                    (None, Some(san)) => crate::auth::CertMatch::san(san).ok()?,
                     _ => return None,
                 };
                 Some((
@@ -185,7 +186,7 @@ impl Config {
 
 /// An id from the configuration in the one spelling the service compares (NFC).
 fn normalised(id: &str) -> String {
-    crate::service::check_id("id", id).map_or_else(|_| id.to_owned(), |id| id.into_owned())
+    crate::ids::check_id("id", id).map_or_else(|_| id.to_owned(), |id| id.into_owned())
 }
 
 pub(super) fn parse_sha256(s: &str) -> Option<[u8; 32]> {

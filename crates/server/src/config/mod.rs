@@ -12,6 +12,7 @@ mod env;
 mod redact;
 mod sections;
 mod validate;
+mod yaml;
 
 use env::EnvMap;
 
@@ -23,11 +24,12 @@ pub use sections::{
 };
 
 use figment::Figment;
-use figment::providers::{Format, Serialized, Toml, Yaml};
+use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+pub use yaml::Yaml;
 
 /// The environment variable prefix; nested keys are separated by `__`.
 pub const ENV_PREFIX: &str = "TOOLGATE_";

@@ -57,6 +57,7 @@ impl Config {
                     "{at}.sha256: must be 64 hex digits: run `toolgate hash-token` and paste its output"
                 ));
             }
+            check_name(&mut problems, &at, &t.name);
             check_scope(&mut problems, &at, t.role, t.team.as_deref());
             check_ids(&mut problems, &at, t.team.as_deref(), t.user.as_deref());
         }
@@ -220,8 +221,14 @@ impl Config {
                 (Some(v), None) | (None, Some(v)) if v.trim().is_empty() => {
                     problems.push(format!("{at}: the name to match must not be empty"))
                 }
+                (None, Some(san)) => {
+                    if let Err(e) = crate::auth::CertMatch::san(san) {
+                        problems.push(format!("{at}.san: {e}"));
+                    }
+                }
                 _ => {}
             }
+            check_name(&mut problems, &at, &c.name);
             check_scope(&mut problems, &at, c.role, c.team.as_deref());
             check_ids(&mut problems, &at, c.team.as_deref(), c.user.as_deref());
         }
@@ -292,10 +299,18 @@ impl Config {
 fn check_ids(problems: &mut Vec<String>, at: &str, team: Option<&str>, user: Option<&str>) {
     for (field, value) in [("team", team), ("user", user)] {
         if let Some(value) = value.filter(|v| !v.trim().is_empty())
-            && let Err(e) = crate::service::check_id(&format!("{at}.{field}"), value)
+            && let Err(e) = crate::ids::check_id(&format!("{at}.{field}"), value)
         {
             problems.push(e.to_string());
         }
+    }
+}
+
+/// A token's or certificate's name stays out of the names the server gives
+/// principals itself (`jwt:…` above all).
+fn check_name(problems: &mut Vec<String>, at: &str, name: &str) {
+    if let Err(e) = crate::auth::check_principal_name(name) {
+        problems.push(format!("{at}.name: {e}"));
     }
 }
 
@@ -311,6 +326,10 @@ fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&s
         (_, Some(t)) if t.trim().is_empty() => {
             problems.push(format!("{at}.team: must not be empty"))
         }
+        (_, Some(t)) if crate::auth::is_reserved_team(t) => problems.push(format!(
+            "{at}.team: {}",
+            crate::auth::reserved_team_problem(t)
+        )),
         _ => {}
     }
 }

@@ -54,16 +54,10 @@ fn user_pb(team_id: &str, user_id: &str, s: &UserSettings, stamp: Stamp<'_>) -> 
     pb::UserSettings {
         team_id: team_id.to_owned(),
         user_id: user_id.to_owned(),
-        mcp_allowed_tools: s.mcp_allowed_tools.clone(),
-        yolo_mcp_tools_disabled: s.yolo_mcp_tools_disabled,
-        playwright_protection: Some(s.playwright_protection),
-        use_yolo_mode: s.use_yolo_mode,
-        yolo_enable_run_everything: s.yolo_enable_run_everything,
-        command_allowlist: s.command_allowlist.clone(),
-        command_denylist: s.command_denylist.clone(),
         revision: stamp.revision,
         updated_at: timestamp(stamp.at_ms),
         updated_by: stamp.by.to_owned(),
+        ..toolgate_proto::convert::user_to_pb(s)
     }
 }
 

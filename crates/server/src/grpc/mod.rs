@@ -5,6 +5,7 @@ pub mod convert;
 mod error;
 pub mod limits;
 pub mod observe;
+mod tokens;
 mod watch;
 
 pub use toolgate_proto::codec;
@@ -14,7 +15,7 @@ use crate::proto::v1 as pb;
 use crate::service::AuditFilter;
 use crate::service::{Service, ServiceError, check_id};
 use convert::*;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use pb::admin_service_server::AdminService;
 use pb::policy_service_server::PolicyService;
 use pb::server_info_service_server::ServerInfoService;
@@ -27,6 +28,7 @@ pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
 pub use pb::user_settings_service_server::UserSettingsServiceServer;
+pub use tokens::TokenServiceServer;
 pub use watch::PolicyRouter;
 
 /// Authenticates every request and leaves the [`Principal`] in its extensions.
@@ -209,12 +211,10 @@ impl UserSettingsService for Api {
     ) -> Result<Response<pb::UserSettings>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
-        let user = self.service.get_user(&p, &r.team_id, &r.user_id).await?;
-        Ok(Response::new(user_to_pb(
-            &r.team_id,
-            &r.user_id,
-            &user.stored,
-        )))
+        // empty ids are the token's own, as for decisions
+        let (team, user_id) = crate::service::own_subject(&p, &r.team_id, &r.user_id);
+        let user = self.service.get_user(&p, team, user_id).await?;
+        Ok(Response::new(user_to_pb(team, user_id, &user.stored)))
     }
 
     async fn update_user_settings(
@@ -225,10 +225,29 @@ impl UserSettingsService for Api {
         let r = req.into_inner();
         let settings = r.settings.ok_or_else(|| ServiceError::InvalidArgument {
             field: "settings".into(),
-            message: "must be set: send the complete settings (they replace the current ones)"
+            message: "must be set: send the settings with their team_id and user_id (and update_mask to change only some fields)"
                 .into(),
         })?;
         let (team, user) = (settings.team_id.clone(), settings.user_id.clone());
+        if let Some(mask) = r.update_mask.filter(|m| !m.paths.is_empty()) {
+            // empty ids are the token's own: a member changes a setting with no ids
+            let (team, user) = crate::service::own_subject(&p, &team, &user);
+            let (team, user) = (team.to_owned(), user.to_owned());
+            let fields = toolgate_proto::convert::user_fields_from_mask(&mask)
+                .map_err(ServiceError::from)?;
+            let stored = self
+                .service
+                .update_user_fields(
+                    &p,
+                    &team,
+                    &user,
+                    &user_from_pb(settings),
+                    &fields,
+                    r.expected_revision,
+                )
+                .await?;
+            return Ok(Response::new(user_to_pb(&team, &user, &stored)));
+        }
         let stored = self
             .service
             .update_user(
@@ -256,6 +275,7 @@ impl UserSettingsService for Api {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
+            note: change.note,
         }))
     }
 
@@ -273,6 +293,7 @@ impl UserSettingsService for Api {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
+            note: change.note,
         }))
     }
 }
@@ -381,27 +402,16 @@ impl PolicyService for Api {
 
     type WatchPolicyStream = EventStream;
 
-    /// Served by [`PolicyRouter`], which shares each change's encoding between
-    /// streams; this per-stream form answers only where the generated server is
-    /// mounted on its own.
+    /// Never reached: [`PolicyRouter`] takes the `WatchPolicy` path before the
+    /// generated server sees it, and serves it once, sharing each change's encoding
+    /// between streams (`watch.rs`).
     async fn watch_policy(
         &self,
-        req: Request<pb::WatchPolicyRequest>,
+        _req: Request<pb::WatchPolicyRequest>,
     ) -> Result<Response<Self::WatchPolicyStream>, Status> {
-        let p = principal(&req)?;
-        let slot = self.open_stream(&p)?;
-        let r = req.into_inner();
-        let events = self
-            .service
-            .watch(&p, &r.team_id, &r.user_id, r.after_revision)
-            .await?;
-        let (team, user) = (r.team_id, r.user_id);
-        let stream = events.map(move |e| {
-            let _held = &slot;
-            e.map(|e| watch_event_to_pb(&team, &user, count_resync(e)))
-                .map_err(Status::from)
-        });
-        Ok(Response::new(Box::pin(stream)))
+        Err(Status::internal(
+            "WatchPolicy is served by PolicyRouter: mount PolicyRouter, not the generated PolicyServiceServer",
+        ))
     }
 }
 
@@ -414,7 +424,7 @@ impl ServerInfoService for Api {
         let p = principal(&req)?;
         let team = p.team.clone().unwrap_or_default();
         if !team.is_empty() {
-            check_id("team_id", &team)?;
+            check_id("team_id", &team).map_err(ServiceError::from)?;
         }
         authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
         // secrets and principals are the operators' business alone
@@ -437,4 +447,37 @@ impl ServerInfoService for Api {
             config_json,
         }))
     }
+}
+
+/// Every gRPC path the server serves: the methods of every service in the
+/// descriptor sets it registers for reflection.
+pub fn served_paths() -> Vec<String> {
+    use prost::Message as _;
+    let sets = [
+        crate::proto::FILE_DESCRIPTOR_SET,
+        tonic_health::pb::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+    ];
+    let mut paths = Vec::new();
+    for bytes in sets {
+        let Ok(set) = prost_types::FileDescriptorSet::decode(bytes) else {
+            continue;
+        };
+        for file in set.file {
+            let package = file.package.unwrap_or_default();
+            for service in file.service {
+                let service_name = service.name.unwrap_or_default();
+                for method in service.method {
+                    let method = method.name.unwrap_or_default();
+                    paths.push(if package.is_empty() {
+                        format!("/{service_name}/{method}")
+                    } else {
+                        format!("/{package}.{service_name}/{method}")
+                    });
+                }
+            }
+        }
+    }
+    paths
 }

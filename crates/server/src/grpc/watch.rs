@@ -123,7 +123,7 @@ impl ServerStreamingService<pb::WatchPolicyRequest> for WatchPolicy {
 }
 
 /// `toolgate.v1.PolicyService`: the generated server, but `WatchPolicy` served by
-/// [`WatchPolicy`] with [`WatchCodec`].
+/// `WatchPolicy` with `WatchCodec`.
 #[derive(Debug, Clone)]
 pub struct PolicyRouter {
     generated: PolicyServiceServer<Api>,

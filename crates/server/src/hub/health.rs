@@ -69,6 +69,9 @@ impl Hub {
         loop {
             tick.tick().await;
             self.check_store().await;
+            if self.tokens_stale() {
+                let _ = self.reload_tokens_or_mark().await;
+            }
             let stale: Vec<String> = self.health.borrow().stale.keys().cloned().collect();
             for team in stale {
                 let _ = self.catch_up_or_mark(&team).await;

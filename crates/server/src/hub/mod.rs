@@ -16,6 +16,8 @@
 //! retried by [`Hub::monitor`] until it succeeds, and [`Hub::health`] says so
 //! meanwhile, as it does when the store reports itself unfit for writes.
 
+use crate::auth::Principal;
+use crate::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
 use crate::policy::{
     AdminControls, CompiledAdmin, CompiledUser, PolicyError, ToolActionLists, UserSettings,
 };
@@ -62,8 +64,25 @@ pub struct Cached<D, C> {
     pub compiled: C,
 }
 
-pub type CachedAdmin = Cached<AdminControls, CompiledAdmin>;
+pub type CachedAdmin = Cached<AdminControls, CompiledTeam>;
 pub type CachedUser = Cached<UserSettings, CompiledUser>;
+
+/// A team's admin controls compiled, with its default user settings compiled beside
+/// them: what a user without a document of their own decides with. Swapped as one,
+/// so a decision never sees new controls with old defaults.
+#[derive(Debug)]
+pub struct CompiledTeam {
+    pub admin: CompiledAdmin,
+    /// Revision 0 (the user has written nothing), the defaults as the document.
+    pub default_user: Option<Arc<CachedUser>>,
+}
+
+impl std::ops::Deref for CompiledTeam {
+    type Target = CompiledAdmin;
+    fn deref(&self) -> &CompiledAdmin {
+        &self.admin
+    }
+}
 
 /// A consistent view of one user's effective policy.
 #[derive(Debug, Clone)]
@@ -87,6 +106,11 @@ pub struct Hub {
     tool_actions: ArcSwap<ToolActionLists>,
     started: Instant,
     health: watch::Sender<HubHealth>,
+    /// The tokens issued through the API, re-read whole when they change.
+    issued: Arc<IssuedTokens>,
+    /// A re-read of the issued tokens failed: retried by the monitor until it reads,
+    /// so a revocation another replica made is not missed for good.
+    tokens_stale: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Hub {
@@ -98,12 +122,37 @@ impl std::fmt::Debug for Hub {
 }
 
 fn compile_admin(team_id: &str, stored: Versioned<AdminControls>) -> Result<CachedAdmin, HubError> {
-    let compiled = CompiledAdmin::compile(&stored.doc).map_err(|source| HubError::Compile {
+    let admin = CompiledAdmin::compile(&stored.doc).map_err(|source| HubError::Compile {
         team_id: team_id.to_owned(),
         what: "admin settings",
         source,
     })?;
-    Ok(Cached { stored, compiled })
+    let default_user = match &stored.doc.default_user_settings {
+        Some(defaults) => {
+            let compiled = CompiledUser::compile(defaults).map_err(|source| HubError::Compile {
+                team_id: team_id.to_owned(),
+                what: "default user settings",
+                source,
+            })?;
+            Some(Arc::new(Cached {
+                stored: Versioned {
+                    doc: UserSettings::clone(defaults),
+                    revision: 0,
+                    updated_at_ms: stored.updated_at_ms,
+                    updated_by: stored.updated_by.clone(),
+                },
+                compiled,
+            }))
+        }
+        None => None,
+    };
+    Ok(Cached {
+        stored,
+        compiled: CompiledTeam {
+            admin,
+            default_user,
+        },
+    })
 }
 
 fn compile_user(team_id: &str, stored: Versioned<UserSettings>) -> Result<CachedUser, HubError> {
@@ -129,6 +178,8 @@ impl Hub {
             tool_actions: ArcSwap::default(),
             started: Instant::now(),
             health: watch::Sender::new(HubHealth::default()),
+            issued: Arc::default(),
+            tokens_stale: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -169,6 +220,56 @@ impl Hub {
         // a racing loader may have won; keep the first so subscribers share one channel
         let team = self.teams.entry(team_id.to_owned()).or_insert(team).clone();
         Ok(team)
+    }
+
+    /// The tokens issued through the API that authenticate, as last read.
+    pub fn issued_tokens(&self) -> Arc<IssuedTokens> {
+        self.issued.clone()
+    }
+
+    /// Re-reads the issued tokens in force from the store: after a local create or
+    /// revoke, on another replica's notice, after a reconnect, and at start. A row
+    /// that does not read as a token is left out (it authenticates no one) and logged.
+    pub async fn reload_tokens(&self) -> Result<(), StoreError> {
+        let rows = self.store.active_tokens(crate::store::now_ms()).await?;
+        let active = rows.into_iter().filter_map(|t| {
+            let digest = hex::decode(&t.token_hash)
+                .ok()
+                .and_then(|d| <[u8; 32]>::try_from(d).ok());
+            let role = parse_role(&t.role);
+            let (Some(digest), Some(role)) = (digest, role) else {
+                tracing::error!(token_id = %t.token_id, "stored token unreadable: ignored");
+                return None;
+            };
+            Some(ActiveToken {
+                digest,
+                principal: Principal {
+                    name: principal_name(&t.user_id, &t.token_id),
+                    role,
+                    team: Some(t.team_id),
+                    user: Some(t.user_id),
+                },
+                expires_at_ms: t.expires_at_ms,
+            })
+        });
+        self.issued.replace(active);
+        self.tokens_stale.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Re-reads the issued tokens, or marks them stale for the monitor to retry.
+    pub(crate) async fn reload_tokens_or_mark(&self) -> Result<(), StoreError> {
+        let result = self.reload_tokens().await;
+        if let Err(e) = &result {
+            self.tokens_stale.store(true, Ordering::Release);
+            tracing::warn!(error = %e, "issued tokens not re-read: retried by the monitor");
+        }
+        result
+    }
+
+    /// Whether the issued tokens wait for a re-read that failed.
+    pub fn tokens_stale(&self) -> bool {
+        self.tokens_stale.load(Ordering::Acquire)
     }
 
     /// The team's latest published revision.
@@ -216,6 +317,11 @@ impl Hub {
                 self.trim_users(&team, user_id);
                 user
             }
+        };
+        // a user who never wrote settings has the team's defaults, when it has some
+        let user = match &admin.compiled.default_user {
+            Some(defaults) if user.stored.revision == 0 => defaults.clone(),
+            _ => user,
         };
         Ok(Effective {
             revision,
@@ -327,10 +433,13 @@ impl Hub {
     /// triggers a catch-up of the team (or of every cached team after a reconnect).
     pub async fn follow(self: Arc<Self>, mut notices: NoticeStream) {
         while let Some(notice) = notices.next().await {
+            if matches!(notice, Notice::Tokens | Notice::Reconnected) {
+                let _ = self.reload_tokens_or_mark().await;
+            }
             let teams: Vec<String> = match notice {
                 // a team nobody has read yet loads fresh on first use
                 Notice::Team(team) if self.teams.contains_key(&team) => vec![team],
-                Notice::Team(_) => continue,
+                Notice::Team(_) | Notice::Tokens => continue,
                 Notice::Reconnected => self.teams.iter().map(|t| t.key().clone()).collect(),
             };
             for team in teams {

@@ -122,14 +122,14 @@ fn check_controls(
     }
 }
 
-/// The team id at `path`, checked and normalised by the service's one id check.
+/// The team id at `path`, checked and normalised by the one id check.
 fn check_team_id(
     file: &str,
     text: &str,
     path: &str,
     team: &str,
 ) -> Result<String, PolicyFileError> {
-    crate::service::check_id(path, team)
+    crate::ids::check_id(path, team)
         .map(std::borrow::Cow::into_owned)
         .map_err(|e| PolicyFileError {
             file: file.to_owned(),
@@ -138,10 +138,9 @@ fn check_team_id(
                 _ if team.trim().is_empty() => {
                     format!("{path}: {team:?} must not be empty: name the team this policy is for")
                 }
-                crate::service::ServiceError::InvalidArgument { message, .. } => {
+                crate::ids::IdError { message, .. } => {
                     format!("{path}: {team:?} {message}: use the team's id")
                 }
-                other => other.to_string(),
             },
         })
 }

@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::backoff::Backoff;
 use tracing::{error, info, warn};
 
 /// The spill file's name in the data directory.
@@ -125,7 +126,7 @@ struct Writer {
 
 impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<NewAuditEvent>, stop: CancellationToken) {
-        let mut wait = RETRY_MIN;
+        let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         // failures of the batch at the head that were not the store being away
         let mut rejected = 0;
         loop {
@@ -146,13 +147,13 @@ impl Writer {
             match self.write(n).await {
                 Ok(()) => {
                     rejected = 0;
-                    if wait > RETRY_MIN {
+                    if backoff.is_backing_off() {
                         info!(
                             waiting = self.pending.len(),
                             "deny audit records are written again"
                         );
                     }
-                    wait = RETRY_MIN;
+                    backoff.reset();
                 }
                 // an error that is not an outage may be the records themselves: a batch
                 // refused that often is given up rather than block every later one
@@ -169,6 +170,7 @@ impl Writer {
                     if !matches!(e, StoreError::Unavailable(_)) {
                         rejected += 1;
                     }
+                    let wait = backoff.next_wait();
                     warn!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
                     self.spill_pending();
                     // keep taking records while waiting, so denying calls never wait on an outage
@@ -190,7 +192,6 @@ impl Writer {
                         }
                     }
                     self.trim();
-                    wait = (wait * 2).min(RETRY_MAX);
                 }
             }
         }
@@ -312,13 +313,8 @@ impl Writer {
                 lines.push(b'\n');
             }
         }
-        let tmp = path.with_extension("jsonl.tmp");
-        let result = create(&tmp)
-            .and_then(|mut f| {
-                f.write_all(&lines)?;
-                f.sync_all()
-            })
-            .and_then(|()| std::fs::rename(&tmp, path));
+        // owner-only: the records name users and commands
+        let result = crate::files::write_atomic(path, crate::files::Mode::Exactly(0o600), &lines);
         match result {
             Ok(()) => self.spilled_bytes = lines.len() as u64,
             Err(e) => {
@@ -326,15 +322,6 @@ impl Writer {
             }
         }
     }
-}
-
-/// Opens for writing, created owner-only: the records name users and commands.
-fn create(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
 }
 
 fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -390,7 +377,7 @@ impl Service {
             kind: kind.to_owned(),
             detail,
         };
-        Ok(self.hub.store().append_audit(&[event]).await?)
+        Ok(self.store.append_audit(&[event]).await?)
     }
 
     /// Queues the DENY record for the audit writer. A full queue makes the caller

@@ -52,6 +52,10 @@ impl Service {
         // normalised here too: the audit records below name them
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
+        // a session id keys the quotas in the store: bounded and printable like an id
+        if let Some(session) = agent.session.as_deref() {
+            check_id("agent.session_id", session)?;
+        }
         if calls.len() > self.limits.max_batch_calls {
             return Err(ServiceError::invalid(
                 "calls",
@@ -86,7 +90,15 @@ impl Service {
             })
             .collect();
         let decisions = self
-            .apply_roles(team, &eff.admin.compiled, agent, calls, args, decisions)
+            .apply_roles(
+                team,
+                user,
+                &eff.admin.compiled,
+                agent,
+                calls,
+                args,
+                decisions,
+            )
             .await?;
         for (call, d) in calls.iter().zip(&decisions) {
             if d.outcome == Outcome::Deny {

@@ -10,31 +10,32 @@ mod audit_sink;
 mod decide;
 mod roles;
 mod settings;
+mod tokens;
 mod watch;
 
 /// The domain types the service's API speaks, whichever layer defines them: its
 /// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
+pub use crate::store::IssuedToken;
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
+pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
 pub use watch::WatchEvent;
 
 use crate::auth::{AuthError, Principal};
 use crate::config::LimitsConfig;
 use crate::hub::{Hub, HubError};
 use crate::policy::{EntryProblem, PolicyError};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use audit_sink::AuditWriter;
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Longest team or user id.
-pub const MAX_ID_LEN: usize = 256;
+pub use crate::ids::{MAX_ID_LEN, check_id};
 
 /// Errors of the domain service; the gRPC layer maps each to one status code.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +60,16 @@ pub enum ServiceError {
     Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// An id that fails the one id check is the caller's bad input.
+impl From<crate::ids::IdError> for ServiceError {
+    fn from(e: crate::ids::IdError) -> Self {
+        Self::InvalidArgument {
+            field: e.field,
+            message: e.message,
+        }
+    }
 }
 
 /// A message that does not convert is the caller's bad input.
@@ -131,9 +142,11 @@ struct ManagedTeams {
 }
 
 /// The domain service, shared by every RPC.
-#[derive(Debug)]
 pub struct Service {
     hub: Arc<Hub>,
+    /// The store the hub reads, held here so the service's own reads and writes
+    /// (documents, audit, quotas) do not reach through the hub.
+    store: Arc<dyn Store>,
     limits: LimitsConfig,
     heartbeat: Duration,
     audit: AuditWriter,
@@ -157,57 +170,13 @@ pub fn own_subject<'a>(p: &'a Principal, team: &'a str, user: &'a str) -> (&'a s
     (team, user)
 }
 
-/// Checks a team or user id and returns it in Unicode NFC, the one spelling under
-/// which it is stored, authorized and compared: `café` typed with a combining
-/// accent is the same team as with `é`. Refused, naming the field and the
-/// character: control characters, bidirectional controls (which make an id read as
-/// another), zero-width characters (`ali\u{200b}ce` is not `alice`) and line or
-/// paragraph separators. The one id check: API requests, the configuration's
-/// principals and the policy files all go through it.
-pub fn check_id<'a>(field: &str, value: &'a str) -> Result<Cow<'a, str>, ServiceError> {
-    use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
-    if value.trim().is_empty() {
-        return Err(ServiceError::invalid(field, "must not be empty"));
-    }
-    if let Some((c, what)) = value
-        .chars()
-        .find_map(|c| forbidden_in_id(c).map(|what| (c, what)))
-    {
-        return Err(ServiceError::invalid(
-            field,
-            format!(
-                "{value:?} contains U+{:04X} ({what}): ids may not hold invisible or control characters; remove it",
-                u32::from(c)
-            ),
-        ));
-    }
-    let value: Cow<'a, str> = match is_nfc_quick(value.chars()) {
-        IsNormalized::Yes => Cow::Borrowed(value),
-        _ => Cow::Owned(value.nfc().collect()),
-    };
-    if value.chars().count() > MAX_ID_LEN {
-        return Err(ServiceError::invalid(
-            field,
-            format!("must be at most {MAX_ID_LEN} characters"),
-        ));
-    }
-    Ok(value)
-}
-
-/// What kind of character may not appear in an id, if `c` is one.
-fn forbidden_in_id(c: char) -> Option<&'static str> {
-    match c {
-        '\u{2028}' | '\u{2029}' => Some("a line or paragraph separator"),
-        '\u{202A}'..='\u{202E}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{200E}'
-        | '\u{200F}'
-        | '\u{061C}' => Some("a bidirectional control"),
-        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}' => {
-            Some("a zero-width character")
-        }
-        c if c.is_control() => Some("a control character"),
-        _ => None,
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("hub", &self.hub)
+            .field("limits", &self.limits)
+            .field("heartbeat", &self.heartbeat)
+            .finish_non_exhaustive()
     }
 }
 
@@ -224,6 +193,7 @@ impl Service {
     ) -> Self {
         let audit = AuditWriter::start(hub.clone(), audit_spill);
         Self {
+            store: hub.store().clone(),
             hub,
             limits,
             heartbeat,

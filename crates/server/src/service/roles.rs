@@ -6,7 +6,7 @@ use super::Service;
 use crate::auth::Principal;
 use crate::policy::roles::{self, AgentSpec, CallArgs, RoleVerdict};
 use crate::policy::{AdminControls, Call, CompiledAdmin, Decision, Outcome};
-use crate::store::NewAuditEvent;
+use crate::store::{NewAuditEvent, QuotaKey};
 use std::sync::atomic::Ordering;
 
 /// The audit kind of a change to a team's roles document (seed 004's `ALLOW_LIST_UPDATE`).
@@ -22,10 +22,14 @@ impl Service {
 
     /// Each decision once the roles have spoken: only for a call that names an agent
     /// or a role, in a team with an allow-list, and not already DENIED by the admin.
-    /// A quota the verdict needs is counted in the store before the call may run.
+    /// A session quota is counted in the store, by team, user, session and
+    /// operation, and only for a call that comes out ALLOWED: an ASK (which may never
+    /// run) is not counted, but is refused once the quota is used up.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn apply_roles(
         &self,
         team: &str,
+        user: &str,
         admin: &CompiledAdmin,
         agent: &AgentSpec,
         calls: &[Call],
@@ -46,13 +50,23 @@ impl Service {
             let mut verdict = roles::judge(compiled, agent, call, args.get(i).unwrap_or(&none));
             if let (RoleVerdict::Allow { quota: Some(q), .. }, Some(session)) =
                 (&verdict, agent.session.as_deref())
-                && !self
-                    .hub
-                    .store()
-                    .consume_quota(team, session, &q.operation, q.max)
-                    .await?
             {
-                verdict = RoleVerdict::quota_exhausted(q);
+                let key = QuotaKey {
+                    team_id: team,
+                    user_id: user,
+                    session_id: session,
+                    operation: &q.operation,
+                };
+                let store = &self.store;
+                // the roles allow it, so the call's outcome is the admin's and user's
+                let within = if d.outcome == Outcome::Allow {
+                    store.consume_quota(&key, q.max).await?
+                } else {
+                    store.quota_used(&key).await? < q.max
+                };
+                if !within {
+                    verdict = RoleVerdict::quota_exhausted(q);
+                }
             }
             out.push(roles::apply(d, verdict));
         }

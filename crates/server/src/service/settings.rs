@@ -7,11 +7,12 @@ use crate::auth::{Action, Principal, authorize};
 use crate::hub::{CachedAdmin, CachedUser};
 use crate::policy::{
     self, AddOutcome, AdminControls, CompiledAdmin, CompiledUser, EntryProblem, PolicyError,
-    ToolActionLists, UserSettings,
+    ToolActionLists, UserField, UserSettings,
 };
 use crate::store::{AuditEvent, AuditFilter, StoreError, Versioned};
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_core::backoff::Backoff;
 use tracing::error;
 
 /// How many write attempts a read-modify-write makes before giving up on contention.
@@ -27,6 +28,8 @@ pub struct AllowlistChange {
     pub settings: Versioned<UserSettings>,
     pub changed: bool,
     pub detail: String,
+    /// Added, yet changing no decision now: why (empty when it counts).
+    pub note: String,
 }
 
 impl Service {
@@ -98,7 +101,7 @@ impl Service {
     /// The team's stored admin controls, with no authorization: for the policy file,
     /// whose authority is the file itself.
     pub async fn stored_admin(&self, team: &str) -> Result<Versioned<AdminControls>, ServiceError> {
-        Ok(self.hub.store().get_admin(team).await?)
+        Ok(self.store.get_admin(team).await?)
     }
 
     /// The server-wide `tool.action` lists in force.
@@ -128,7 +131,14 @@ impl Service {
         self.check_doc("auto_run_controls.", &controls.lists(), || {
             CompiledAdmin::compile_write(&controls, &before.stored.doc).map(drop)
         })?;
-        let store = self.hub.store();
+        if let Some(defaults) = &controls.default_user_settings {
+            self.check_doc(
+                "auto_run_controls.default_user_settings.",
+                &defaults.lists(),
+                || CompiledUser::compile(defaults).map(drop),
+            )?;
+        }
+        let store = &self.store;
         let stored = self
             .commit(team, store.put_admin(team, &controls, expected, actor))
             .await?;
@@ -169,7 +179,7 @@ impl Service {
             0 => 100,
             n => n.min(1_000),
         };
-        Ok(self.hub.store().list_audit(&filter).await?)
+        Ok(self.store.list_audit(&filter).await?)
     }
 
     pub async fn get_user(
@@ -199,6 +209,49 @@ impl Service {
             .await
     }
 
+    /// Changes only `fields` of the user's settings to their values in `patch`, on top
+    /// of the settings in effect (the team's defaults for a user who has written
+    /// none). With `expected`, once and only at that revision; without, retried on a
+    /// concurrent write, which can then change no field this update did not name.
+    pub async fn update_user_fields(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        patch: &UserSettings,
+        fields: &[UserField],
+        expected: Option<u64>,
+    ) -> Result<Versioned<UserSettings>, ServiceError> {
+        let team: &str = &check_id("settings.team_id", team)?;
+        let user: &str = &check_id("settings.user_id", user)?;
+        authorize(p, team, Action::WriteUser(user))?;
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let stored = self.store.get_user(team, user).await?;
+            let mut settings = match (stored.revision, self.hub.admin(team).await?) {
+                (0, admin) => admin
+                    .stored
+                    .doc
+                    .default_user_settings
+                    .as_deref()
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => stored.doc.clone(),
+            };
+            settings.set_fields(patch, fields);
+            let at = expected.unwrap_or(stored.revision);
+            match self
+                .write_user(&p.name, team, user, settings, Some(at))
+                .await
+            {
+                Err(ServiceError::Conflict { .. }) if expected.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(ServiceError::Unavailable(
+            "too many concurrent writes to these settings: retry".into(),
+        ))
+    }
+
     /// Validates and stores a user's settings as `actor`, once authorized.
     async fn write_user(
         &self,
@@ -211,13 +264,71 @@ impl Service {
         self.check_doc("settings.", &settings.lists(), || {
             CompiledUser::compile(&settings).map(drop)
         })?;
-        let store = self.hub.store();
+        let store = &self.store;
         self.commit(team, store.put_user(team, user, &settings, expected, actor))
             .await
     }
 
-    /// Seed 001 `Yro` against the stored list, retried on a concurrent write.
+    /// Seed 001 `Yro` against the stored list, retried on a concurrent write; an entry
+    /// added that changes no decision now comes back with a note saying why.
     pub async fn add_to_allowlist(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        server: &str,
+        tool: &str,
+    ) -> Result<AllowlistChange, ServiceError> {
+        let mut change = self.add_entry(p, team, user, server, tool).await?;
+        if change.changed {
+            change.note = self.entry_note(team, user, server, tool).await?;
+        }
+        Ok(change)
+    }
+
+    /// Whether a call the entry covers is now allowed by it; if not, the decision's
+    /// sentence, which says what would make it count.
+    async fn entry_note(
+        &self,
+        team: &str,
+        user: &str,
+        server: &str,
+        tool: &str,
+    ) -> Result<String, ServiceError> {
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        // a call the entry covers: a wildcard or glob side stands for any name
+        let sample = |side: &str, any: &str| {
+            if side == "*" {
+                any.to_owned()
+            } else {
+                side.replace('*', "x")
+            }
+        };
+        let call = policy::Call::Mcp {
+            server: sample(server, "any-server"),
+            tool: sample(tool, "any-tool"),
+        };
+        let eff = self.hub.effective(team, user).await?;
+        let d = policy::decide_in(
+            &eff.tool_actions,
+            &eff.admin.compiled,
+            &eff.user.compiled,
+            &call,
+        );
+        let entry = format!("{server}:{tool}");
+        Ok(match (d.reason, d.matched_entry.as_deref()) {
+            (policy::Reason::Allowlisted, Some(m)) if m == entry => String::new(),
+            (policy::Reason::Allowlisted, Some(m)) => {
+                format!(
+                    "{entry} changes nothing now: the calls it covers are already allowed by {m}"
+                )
+            }
+            _ => format!("{entry} changes nothing now: {}", d.message(&call)),
+        })
+    }
+
+    async fn add_entry(
         &self,
         p: &Principal,
         team: &str,
@@ -269,7 +380,7 @@ impl Service {
         let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::WriteUser(user))?;
         for _ in 0..MAX_WRITE_ATTEMPTS {
-            let current = self.hub.store().get_user(team, user).await?;
+            let current = self.store.get_user(team, user).await?;
             let list = match edit(&current.doc.mcp_allowed_tools)? {
                 Ok(list) => list,
                 Err(detail) => {
@@ -277,6 +388,7 @@ impl Service {
                         settings: current,
                         changed: false,
                         detail,
+                        note: String::new(),
                     });
                 }
             };
@@ -291,6 +403,7 @@ impl Service {
                         settings,
                         changed: true,
                         detail: String::new(),
+                        note: String::new(),
                     });
                 }
                 Err(ServiceError::Conflict { .. }) => continue,
@@ -308,7 +421,7 @@ impl Service {
     /// `UNAVAILABLE`, saying it committed: it is durable and applies once the store
     /// reads again, so the caller reads before writing again.
     async fn publish(&self, team: &str, revision: u64) -> Result<(), ServiceError> {
-        let mut wait = CATCH_UP_RETRY;
+        let mut backoff = Backoff::new(CATCH_UP_RETRY, CATCH_UP_RETRY * 16).with_factor(4);
         let mut tries = 0;
         loop {
             tries += 1;
@@ -320,10 +433,7 @@ impl Service {
                         "committed at revision {revision} but not yet applied on this replica ({e}): the change is durable and applies when the store reads again; read the settings before writing again"
                     )));
                 }
-                Err(_) => {
-                    tokio::time::sleep(wait).await;
-                    wait *= 4;
-                }
+                Err(_) => tokio::time::sleep(backoff.next_wait()).await,
             }
         }
     }

@@ -54,6 +54,13 @@ impl Service {
         let this = self.clone();
         let (team, user) = (team.to_owned(), user.to_owned());
         let mut first: Vec<WatchEvent> = Vec::new();
+        // whether the subscriber's user settings are the team's defaults (no document
+        // of their own, and the team has defaults), which admin changes then change
+        let mut follows_defaults = {
+            let effective = this.hub.effective(&team, &user).await?;
+            effective.user.stored.revision == 0
+                && effective.admin.stored.doc.default_user_settings.is_some()
+        };
         let mut seen = match after {
             Some(after) => match this.history_after(&team, after).await? {
                 History::Truncated => {
@@ -69,9 +76,20 @@ impl Service {
                     let mut seen = after;
                     for change in changes {
                         seen = change.revision;
-                        if affects(&user, &change) {
-                            first.push(WatchEvent::Change(Arc::new(Published::new(change))));
+                        if !affects(&user, &change) {
+                            continue;
                         }
+                        if let Some(snapshot) = this
+                            .defaults_snapshot(&team, &user, &change, &mut follows_defaults)
+                            .await?
+                        {
+                            // the snapshot holds every change up to now: the rest are in it
+                            seen = snapshot.revision();
+                            first.clear();
+                            first.push(snapshot);
+                            break;
+                        }
+                        first.push(WatchEvent::Change(Arc::new(Published::new(change))));
                     }
                     seen.max(after)
                 }
@@ -114,7 +132,17 @@ impl Service {
                             seen = change.revision;
                             if affects(&user, &change) {
                                 heartbeat.reset();
-                                yield Ok(WatchEvent::Change(change));
+                                match this.defaults_snapshot(&team, &user, &change, &mut follows_defaults).await {
+                                    Ok(Some(snapshot)) => {
+                                        seen = seen.max(snapshot.revision());
+                                        yield Ok(snapshot);
+                                    }
+                                    Ok(None) => yield Ok(WatchEvent::Change(change)),
+                                    Err(e) => {
+                                        yield Err(e);
+                                        break;
+                                    }
+                                }
                             }
                         }
                         Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -140,13 +168,48 @@ impl Service {
         })
     }
 
+    /// A user without settings of their own has the team's defaults, carried by the
+    /// admin controls: an admin change that sets, changes or clears them changes that
+    /// user's settings too, so it is sent as a fresh snapshot (with `resync`: it
+    /// replaces the whole view) rather than as an admin event.
+    async fn defaults_snapshot(
+        &self,
+        team: &str,
+        user: &str,
+        change: &Change,
+        follows_defaults: &mut bool,
+    ) -> Result<Option<WatchEvent>, ServiceError> {
+        match &change.doc {
+            ChangeDoc::User { .. } => {
+                // the user's own document: defaults no longer apply to them
+                *follows_defaults = false;
+                Ok(None)
+            }
+            ChangeDoc::Admin { controls } => {
+                if controls.default_user_settings.is_none() && !*follows_defaults {
+                    return Ok(None);
+                }
+                let effective = self.hub.effective(team, user).await?;
+                if effective.user.stored.revision != 0 {
+                    *follows_defaults = false;
+                    return Ok(None);
+                }
+                *follows_defaults = effective.admin.stored.doc.default_user_settings.is_some();
+                Ok(Some(WatchEvent::Snapshot {
+                    effective,
+                    resync: true,
+                }))
+            }
+        }
+    }
+
     /// The changes a watch resumed at `after` missed. A revision the team never
     /// reached (a client from before a backup restore, or one that made it up) is
     /// answered like one older than the history: with a resync snapshot. Resuming
     /// past the head would otherwise skip every change up to that revision, a kill
     /// switch included.
     async fn history_after(&self, team: &str, after: u64) -> Result<History, ServiceError> {
-        let store = self.hub.store();
+        let store = &self.store;
         if after > store.team_revision(team).await? {
             return Ok(History::Truncated);
         }

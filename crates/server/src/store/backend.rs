@@ -25,7 +25,7 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
-    /// See [`Store::check`].
+    /// See `Store::check`.
     async fn check(&self) -> Result<(), StoreError> {
         Ok(())
     }
@@ -48,7 +48,7 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
-    /// See [`Store::notices`].
+    /// See `Store::notices`.
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         Ok(None)
     }

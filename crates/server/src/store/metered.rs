@@ -81,18 +81,12 @@ impl Store for Metered<dyn Store> {
         observed("changes_after", self.0.changes_after(team_id, after, limit)).await
     }
 
-    async fn consume_quota(
-        &self,
-        team_id: &str,
-        session_id: &str,
-        operation: &str,
-        max: u64,
-    ) -> Result<bool, StoreError> {
-        observed(
-            "consume_quota",
-            self.0.consume_quota(team_id, session_id, operation, max),
-        )
-        .await
+    async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
+        observed("consume_quota", self.0.consume_quota(key, max)).await
+    }
+
+    async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError> {
+        observed("quota_used", self.0.quota_used(key)).await
     }
 
     async fn append_audit(&self, events: &[NewAuditEvent]) -> Result<(), StoreError> {
@@ -101,6 +95,43 @@ impl Store for Metered<dyn Store> {
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
         observed("list_audit", self.0.list_audit(filter)).await
+    }
+
+    async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {
+        observed("create_token", self.0.create_token(token, actor)).await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        observed("revoke_token", self.0.revoke_token(token_id, actor)).await
+    }
+
+    async fn list_tokens(
+        &self,
+        team_id: Option<&str>,
+        active_at: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        observed("list_tokens", self.0.list_tokens(team_id, active_at, limit)).await
+    }
+
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        observed("get_token", self.0.get_token(token_id)).await
+    }
+
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+        observed(
+            "active_token_count",
+            self.0.active_token_count(team_id, now_ms),
+        )
+        .await
+    }
+
+    async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        observed("active_tokens", self.0.active_tokens(now_ms)).await
     }
 
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {

@@ -1,7 +1,7 @@
 //! Storage: settings documents, per-team revisions, the change history and the audit trail.
 //!
 //! One trait, [`Store`], implemented once over SQL ([`SqlStore`]) for two backends
-//! (SQLite and PostgreSQL); both run the same test suite (`tests/store_suite.rs`).
+//! (SQLite and PostgreSQL); both run the same test suite (`tests/it/store_suite.rs`).
 //!
 //! Architecture invariant: a write is acknowledged only once it is durable, and the
 //! document, the team revision, the change record and the audit record of one write
@@ -15,12 +15,16 @@ mod rows;
 mod schema;
 mod sql;
 mod sqlite;
+mod tokens;
 
 pub use backend::Backend;
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
+pub use tokens::{
+    AUDIT_TOKEN_CREATED, AUDIT_TOKEN_REVOKED, IssuedToken, NewToken, TOKENS_NOTICE, expiry_ms,
+};
 
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -97,6 +101,16 @@ pub enum History {
     Truncated,
 }
 
+/// What a session quota is counted by: the user is part of it, so one user
+/// reusing another's `session_id` spends only their own quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaKey<'a> {
+    pub team_id: &'a str,
+    pub user_id: &'a str,
+    pub session_id: &'a str,
+    pub operation: &'a str,
+}
+
 /// An audit record to append.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewAuditEvent {
@@ -140,6 +154,8 @@ pub const AUDIT_USER_UPDATED: &str = "user_settings_updated";
 pub enum Notice {
     /// The team has new commits.
     Team(String),
+    /// The issued tokens changed (one was created or revoked).
+    Tokens,
     /// Notices may have been missed: everything must be re-read.
     Reconnected,
 }
@@ -195,17 +211,63 @@ pub trait Store: Send + Sync + 'static {
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError>;
 
-    /// Counts one call of `operation` in a session against seed 004's per-session
-    /// quota `max`: true when the session was below it (the call is now counted),
-    /// false when it is used up (nothing counted). Shared by every replica of the
-    /// store and kept across restarts.
-    async fn consume_quota(
+    /// Counts one call against seed 004's per-session quota `max`: true when the
+    /// count was below it (the call is now counted), false when it is used up
+    /// (nothing counted). Shared by every replica of the store and kept across
+    /// restarts.
+    async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError>;
+
+    /// How many calls a quota has counted so far (0 when none).
+    async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError>;
+
+    /// Stores a token issued through the API (its digest only) with its audit record.
+    async fn create_token(
         &self,
-        team_id: &str,
-        session_id: &str,
-        operation: &str,
-        max: u64,
-    ) -> Result<bool, StoreError>;
+        _token: &NewToken,
+        _actor: &str,
+    ) -> Result<IssuedToken, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no issued tokens".into(),
+        ))
+    }
+
+    /// Revokes an issued token with its audit record (once); `None` when no token has
+    /// that id.
+    async fn revoke_token(
+        &self,
+        _token_id: &str,
+        _actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no issued tokens".into(),
+        ))
+    }
+
+    /// A team's issued tokens (every team's with `None`), newest first, at most
+    /// `limit`; with `active_at`, only those neither revoked nor expired then.
+    async fn list_tokens(
+        &self,
+        _team_id: Option<&str>,
+        _active_at: Option<i64>,
+        _limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The issued token with this id, revoked or not.
+    async fn get_token(&self, _token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        Ok(None)
+    }
+
+    /// How many of the team's issued tokens are in force at `now_ms`.
+    async fn active_token_count(&self, _team_id: &str, _now_ms: i64) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
+    async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        Ok(Vec::new())
+    }
 
     /// Commits made by other processes, for backends shared between replicas;
     /// `None` for a backend only this process writes.
@@ -249,6 +311,47 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A database made before quotas were counted per user opens: the quota table
+    /// takes its new key (the old counts, which name no user, are dropped).
+    #[tokio::test]
+    async fn a_database_with_the_old_quota_table_is_migrated() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let old = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        let id = "id INTEGER PRIMARY KEY AUTOINCREMENT";
+        for (number, sql) in schema::pending_migrations(0, "INTEGER", id)
+            .unwrap()
+            .into_iter()
+            .take(2)
+        {
+            sqlx::raw_sql(&sql).execute(&old).await.unwrap();
+            sqlx::raw_sql(&format!("PRAGMA user_version = {number}"))
+                .execute(&old)
+                .await
+                .unwrap();
+        }
+        sqlx::query("INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0)")
+            .execute(&old)
+            .await
+            .unwrap();
+        old.close().await;
+
+        let store = SqliteStore::open(&path, 100).await.unwrap();
+        let key = QuotaKey {
+            team_id: "t",
+            user_id: "alice",
+            session_id: "s1",
+            operation: "CREATE",
+        };
+        assert_eq!(store.quota_used(&key).await.unwrap(), 0);
+        assert!(store.consume_quota(&key, 1).await.unwrap());
+        assert!(!store.consume_quota(&key, 1).await.unwrap());
+    }
 
     /// Issue 13 item 9: a write refused because the database is read-only is an
     /// outage with its reason, not an internal error.

@@ -11,6 +11,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
 use std::time::Duration;
+use toolgate_core::backoff::Backoff;
 
 /// The channel replicas announce commits on; the payload is the team id.
 pub const NOTIFY_CHANNEL: &str = "toolgate_changes";
@@ -109,23 +110,26 @@ impl Backend for PostgresBackend {
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         let pool = self.pool.clone();
         let mut listener = Some(listen(&pool).await?);
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
         let stream = async_stream::stream! {
             loop {
                 let Some(current) = listener.as_mut() else {
                     match listen(&pool).await {
                         Ok(l) => {
                             listener = Some(l);
+                            backoff.reset();
                             // whatever was committed while we were deaf is read from the table
                             yield Notice::Reconnected;
                         }
                         Err(e) => {
                             tracing::warn!(error = %e, "postgresql listener: reconnecting");
-                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            tokio::time::sleep(backoff.next_wait()).await;
                         }
                     }
                     continue;
                 };
                 match current.try_recv().await {
+                    Ok(Some(n)) if n.payload() == super::TOKENS_NOTICE => yield Notice::Tokens,
                     Ok(Some(n)) => yield Notice::Team(n.payload().to_owned()),
                     Ok(None) | Err(_) => {
                         tracing::warn!("postgresql listener: connection lost");

@@ -57,6 +57,37 @@ CREATE TABLE session_quotas (
     PRIMARY KEY (team_id, session_id, operation)
 );
 ",
+    // quotas counted per user too (a user reusing another's session_id spent theirs).
+    // The old counts cannot be told apart by user, so they are not carried over: the
+    // sessions running across the upgrade count afresh.
+    r"
+DROP TABLE session_quotas;
+CREATE TABLE session_quotas (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    used {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    PRIMARY KEY (team_id, user_id, session_id, operation)
+);
+",
+    // tokens issued through the API: only their SHA-256 is kept
+    r"
+CREATE TABLE issued_tokens (
+    token_id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    created_at {int} NOT NULL,
+    created_by TEXT NOT NULL,
+    expires_at {int} NOT NULL,
+    revoked_at {int},
+    revoked_by TEXT
+);
+CREATE INDEX issued_tokens_team ON issued_tokens (team_id, created_at);
+",
 ];
 
 /// The migrations a schema at `version` still needs, each with the version it sets,

@@ -8,7 +8,8 @@ use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
-    NewAuditEvent, NoticeStream, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
+    IssuedToken, NewAuditEvent, NewToken, NoticeStream, QuotaKey, Store, StoreError, Versioned,
+    now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -47,7 +48,7 @@ where
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     /// The connection for a write, once the backend trusts writes to last.
-    async fn begin_write(&self) -> Result<PoolConnection<B::Db>, StoreError> {
+    pub(super) async fn begin_write(&self) -> Result<PoolConnection<B::Db>, StoreError> {
         self.backend.writable()?;
         self.backend.write_connection().await
     }
@@ -55,7 +56,7 @@ where
     /// After a write transaction: a connection whose transaction failed is closed, not
     /// reused (after a failed commit it may still be inside it); a write that
     /// committed is acknowledged only if the backend still trusts it to last.
-    fn end_write<T>(
+    pub(super) fn end_write<T>(
         &self,
         mut conn: PoolConnection<B::Db>,
         result: Result<T, StoreError>,
@@ -259,7 +260,8 @@ where
     for<'r> i64: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
     for<'r> String: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
     for<'r> Option<&'r str>: Encode<'r, B::Db>,
-    Option<i64>: for<'r> Encode<'r, B::Db>,
+    Option<i64>: for<'r> Encode<'r, B::Db> + for<'r> Decode<'r, B::Db> + Type<B::Db>,
+    Option<String>: for<'r> Decode<'r, B::Db> + Type<B::Db>,
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {
@@ -388,13 +390,7 @@ where
         self.end_write(conn, result)
     }
 
-    async fn consume_quota(
-        &self,
-        team_id: &str,
-        session_id: &str,
-        operation: &str,
-        max: u64,
-    ) -> Result<bool, StoreError> {
+    async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
         if max == 0 {
             return Ok(false);
         }
@@ -403,16 +399,17 @@ where
             // one statement: the count and the test cannot be split by another writer or
             // replica, so two calls cannot both pass the last unit of a quota
             let row = sqlx::query(
-                "INSERT INTO session_quotas (team_id, session_id, operation, used, updated_at)
-                 VALUES ($1, $2, $3, 1, $4)
-                 ON CONFLICT (team_id, session_id, operation) DO UPDATE
+                "INSERT INTO session_quotas (team_id, user_id, session_id, operation, used, updated_at)
+                 VALUES ($1, $2, $3, $4, 1, $5)
+                 ON CONFLICT (team_id, user_id, session_id, operation) DO UPDATE
                  SET used = session_quotas.used + 1, updated_at = excluded.updated_at
-                 WHERE session_quotas.used < $5
+                 WHERE session_quotas.used < $6
                  RETURNING used",
             )
-            .bind(team_id)
-            .bind(session_id)
-            .bind(operation)
+            .bind(key.team_id)
+            .bind(key.user_id)
+            .bind(key.session_id)
+            .bind(key.operation)
             .bind(now_ms())
             .bind(to_i64(max))
             .fetch_optional(&mut *conn)
@@ -421,6 +418,21 @@ where
         }
         .await;
         self.end_write(conn, result)
+    }
+
+    async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let used: Option<i64> = sqlx::query_scalar(
+            "SELECT used FROM session_quotas
+             WHERE team_id = $1 AND user_id = $2 AND session_id = $3 AND operation = $4",
+        )
+        .bind(key.team_id)
+        .bind(key.user_id)
+        .bind(key.session_id)
+        .bind(key.operation)
+        .fetch_optional(&mut *conn)
+        .await?;
+        Ok(used.map_or(0, to_u64))
     }
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEvent>, StoreError> {
@@ -443,6 +455,39 @@ where
         .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(audit_event).collect()
+    }
+
+    async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {
+        self.insert_token(token, actor).await
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError> {
+        self.mark_token_revoked(token_id, actor).await
+    }
+
+    async fn list_tokens(
+        &self,
+        team_id: Option<&str>,
+        active_at: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError> {
+        self.select_tokens(team_id, active_at, limit).await
+    }
+
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        self.select_token(token_id).await
+    }
+
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+        self.count_active_tokens(team_id, now_ms).await
+    }
+
+    async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        self.select_active_tokens(now_ms).await
     }
 
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {

@@ -204,16 +204,18 @@ pub(super) fn command_line<E: Explain>(
     // blocked prefixes first, so the answer names the prefix when one matches
     for command in &commands {
         if let Some(prefix) = blocking(admin, user, command) {
-            let detail = format!("{} matches blocked prefix {prefix:?}", part(command));
-            ex.check("blocked", || detail.clone());
-            return with(
+            // the sentence names the prefix, and the advice says whose list holds it
+            ex.check("blocked", || {
+                format!("{} matches blocked prefix {prefix:?}", part(command))
+            });
+            return (
                 (
                     Outcome::Ask,
                     Reason::CommandBlocked,
                     Some(prefix),
                     Vec::new(),
                 ),
-                detail,
+                None,
             );
         }
     }

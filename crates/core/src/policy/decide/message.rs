@@ -1,6 +1,11 @@
-//! A decision as a sentence for people.
+//! A decision as a sentence for people, and for every decision that needs approval,
+//! what would change the answer under this team's settings: an admin's list where
+//! the admin's replaces the user's, the user's own setting where it is theirs.
 
-use crate::policy::{Call, Decision, Reason, qualified_name, shell, split_internal_name};
+use crate::policy::{
+    Call, Candidate, Decision, ListMode, Outcome, Reason, Scope, qualified_name, shell,
+    split_internal_name,
+};
 
 /// A sentence for people about `d`, a decision on `call`.
 pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
@@ -76,5 +81,115 @@ pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
         Reason::NotInRoleAllowlist => "is denied: not in the agent's allow-list".to_owned(),
         Reason::Restricted => "is restricted for the agent in this context".to_owned(),
     };
-    format!("{subject} {why}")
+    match advice(d, call) {
+        Some(advice) => format!("{subject} {why}; {advice}"),
+        None => format!("{subject} {why}"),
+    }
+}
+
+/// What would change the answer of a decision that is not ALLOW, in this team's
+/// settings, or None where nothing a person can do would (or the sentence says it).
+fn advice(d: &Decision, call: &Call) -> Option<String> {
+    if d.outcome == Outcome::Allow {
+        return None;
+    }
+    let Scope {
+        admin_controlled,
+        list_mode,
+        browser,
+    } = d.scope;
+    let union = list_mode == ListMode::Union;
+    let candidate = d.candidates.iter().find_map(|c| match c {
+        Candidate::Mcp { server, tool } => Some(format!("{server}:{tool}")),
+        Candidate::Command(_) => None,
+    });
+    let commands: Vec<&str> = d
+        .candidates
+        .iter()
+        .filter_map(|c| match c {
+            Candidate::Command(command) => Some(command.as_str()),
+            Candidate::Mcp { .. } => None,
+        })
+        .collect();
+    let commands = if commands.is_empty() {
+        "the commands it runs".to_owned()
+    } else {
+        commands
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = match d.reason {
+        Reason::KillSwitch => "an admin turns it off with `toolgate kill-switch off`".to_owned(),
+        Reason::BlockedByAdmin => {
+            "only an admin can lift it, by removing the entry from the team's blocklist".to_owned()
+        }
+        Reason::NotInAccessAllowlist => {
+            "only an admin can permit it, by adding it to the team's access allowlist".to_owned()
+        }
+        Reason::InvalidName => {
+            "such a name cannot be allowlisted, so each call needs an approval".to_owned()
+        }
+        Reason::AdminDisabled => "ask an admin to add it to the team's allowlist, or to allow run-everything".to_owned(),
+        Reason::ProtectionOn => match (admin_controlled, browser) {
+            (true, true) => "ask an admin to turn off the team's browser protection".to_owned(),
+            (true, false) => {
+                "ask an admin to turn off the team's MCP protection (disable_mcp_auto_run)"
+                    .to_owned()
+            }
+            (false, true) => {
+                "turn off browser protection in your settings: `toolgate user set --browser-protection off`".to_owned()
+            }
+            (false, false) => {
+                "turn off MCP protection in your settings: `toolgate user set --mcp-protection off`".to_owned()
+            }
+        },
+        Reason::AutoRunOff if admin_controlled && !union => {
+            "turn auto-run on in your settings (`toolgate user set --auto-run on`): the team's allowlist then decides".to_owned()
+        }
+        Reason::AutoRunOff => {
+            "turn auto-run on in your settings (`toolgate user set --auto-run on`), then allowlist what may run".to_owned()
+        }
+        Reason::NotInAdminAllowlist => {
+            let entry = match call {
+                Call::Mcp { server, tool } | Call::McpAction { server, tool, .. } => {
+                    format!("{server}:{tool}")
+                }
+                _ => "it".to_owned(),
+            };
+            format!(
+                "ask an admin to add {entry} to the team's allowlist (the team's list replaces yours, so adding it to your own changes nothing)"
+            )
+        }
+        Reason::NotAllowlisted => {
+            let entry = candidate.unwrap_or_else(|| "it".to_owned());
+            let add = format!("add {entry} to your allowlist (`toolgate allowlist add {entry}`)");
+            if admin_controlled {
+                format!("{add}, or ask an admin to add it to the team's")
+            } else {
+                format!("{add}, or turn run-everything on")
+            }
+        }
+        Reason::CommandBlocked if d.matched_entry.is_none() => return None,
+        Reason::CommandBlocked => {
+            "a blocked prefix wins over every allowed one: it is in the team's blocked list (an admin's to change) or your own command denylist".to_owned()
+        }
+        Reason::CommandNotAllowlisted if admin_controlled => {
+            format!("ask an admin to add {commands} to the team's allowed commands")
+        }
+        Reason::CommandNotAllowlisted => {
+            format!("add {commands} (or a prefix of it) to your command allowlist")
+        }
+        Reason::DeleteProtected => {
+            "ask an admin to turn off the team's delete-file protection".to_owned()
+        }
+        Reason::NotInFileAllowlist => {
+            "the server's policy file decides this: ask its operator".to_owned()
+        }
+        // the roles' reasons carry their own sentence (Decision::detail), the others
+        // allow; a reason added later has no advice until it is given one here
+        _ => return None,
+    };
+    Some(text)
 }

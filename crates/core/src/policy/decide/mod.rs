@@ -7,7 +7,7 @@
 use super::entry::split_internal_name;
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::tool_actions::ToolActionLists;
-use super::{Call, Candidate, Check, Decision, Outcome, Reason};
+use super::{Call, Candidate, Check, Decision, Outcome, Reason, Scope};
 use std::sync::Arc;
 
 /// Records the checks of a decision, or not: the quiet form costs nothing.
@@ -182,6 +182,26 @@ fn decide_with<E: Explain>(
         }
         Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
     };
+    // only what the advice of a decision that is not ALLOW reads: an allowed call
+    // pays for none of it
+    let scope = if outcome == Outcome::Allow {
+        Scope::default()
+    } else {
+        Scope {
+            admin_controlled: admin.controlled(),
+            list_mode: admin.controls.list_mode,
+            browser: match call {
+                Call::Mcp { server, .. } | Call::McpAction { server, .. } => {
+                    admin.is_browser(server)
+                }
+                Call::McpInternal {
+                    name,
+                    fallback_server,
+                } => admin.is_browser(split_internal_name(name, fallback_server).0),
+                Call::Shell(_) | Call::DeleteFile(_) => false,
+            },
+        }
+    };
     Decision {
         outcome,
         reason,
@@ -191,6 +211,7 @@ fn decide_with<E: Explain>(
         allowed_tools,
         detail,
         obligations: None,
+        scope,
     }
 }
 

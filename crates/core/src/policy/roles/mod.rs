@@ -184,5 +184,6 @@ pub fn apply(mut base: Decision, verdict: RoleVerdict) -> Decision {
         allowed_tools: None,
         detail: Some(message.into()),
         obligations: None,
+        scope: base.scope,
     }
 }

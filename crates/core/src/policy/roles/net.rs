@@ -33,7 +33,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 pub struct Target {
     /// The scheme, lowercase (`https`), when a URL gave one.
     pub scheme: Option<String>,
-    /// The host, normalised by [`normalise_host`].
+    /// The host, normalised by `normalise_host`.
     pub host: String,
     /// The port written, or the scheme's default.
     pub port: Option<u16>,
