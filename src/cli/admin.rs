@@ -72,11 +72,22 @@ pub fn diff(current: &AdminControls, wanted: &AdminControls) -> Vec<Change> {
         return Vec::new();
     };
     let mut changes = Vec::new();
-    for (field, new) in b {
-        let old = a.get(field).cloned().unwrap_or(Value::Null);
-        if &old == new {
+    // a list left out when empty (`denied`) is an empty list on either side
+    let fields = b.keys().chain(a.keys().filter(|k| !b.contains_key(*k)));
+    for field in fields {
+        let get = |side: &serde_json::Map<String, Value>,
+                   other: &serde_json::Map<String, Value>| {
+            match (side.get(field), other.get(field)) {
+                (Some(v), _) => v.clone(),
+                (None, Some(Value::Array(_))) => Value::Array(Vec::new()),
+                (None, _) => Value::Null,
+            }
+        };
+        let (old, new) = (get(a, b), get(b, a));
+        if old == new {
             continue;
         }
+        let new = &new;
         let field = field.clone();
         match (old.as_array(), new.as_array()) {
             (Some(old), Some(new)) => {
@@ -370,6 +381,20 @@ mod tests {
             to: json!(true),
         }));
         assert_eq!(changes.len(), 3, "{changes:?}");
+    }
+
+    #[test]
+    fn diff_lists_denied_prefixes_added_and_all_removed() {
+        let none = controls(&["ls"], false);
+        let mut some = none.clone();
+        some.denied = vec!["terraform destroy".into()];
+        let added = diff(&none, &some);
+        assert_eq!(added.len(), 1, "{added:?}");
+        assert_eq!(added[0].line(), diff(&none, &some)[0].line());
+        assert!(added[0].line().contains("denied"), "{}", added[0].line());
+        let removed = diff(&some, &none);
+        assert_eq!(removed.len(), 1, "{removed:?}");
+        assert!(removed[0].line().contains("terraform destroy"));
     }
 
     #[test]

@@ -207,7 +207,9 @@ async fn claude_code_enforces_toolgate_decisions() {
             enabled: true,
             allowed: vec!["mkdir".into()],
             blocked: vec!["touch".into()],
-            mcp_tool_allowlist: vec!["markers:safe".into()],
+            // a shell write auto-runs where a file tool's write would: mkdir's directory
+            // in the working directory is a write_file the admin lets run
+            mcp_tool_allowlist: vec!["markers:safe".into(), "builtin:write_file".into()],
             mcp_tool_blocklist: vec!["markers:danger".into()],
             ..Default::default()
         })

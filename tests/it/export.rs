@@ -280,3 +280,35 @@ fn a_category_entry_is_warned_as_a_category() {
         e.warnings
     );
 }
+
+/// A denied prefix is a native hard deny in every format that has one: Claude Code's
+/// and Gemini CLI's `deny`, Codex's `forbidden`, Cursor's `deny`.
+#[test]
+fn denied_prefixes_are_native_denies() {
+    let t = table();
+    let mut admin = t.admin.clone();
+    admin.denied = vec!["terraform destroy".into()];
+    let text = |format| export(format, &admin, &t.user, &[]).unwrap().text;
+    let claude: Value = serde_json::from_str(&text(Format::ClaudeCode)).unwrap();
+    assert!(
+        claude["permissions"]["deny"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("Bash(terraform destroy *)")),
+        "{claude}"
+    );
+    assert!(
+        text(Format::CodexRules)
+            .contains("prefix_rule(pattern=[\"terraform\",\"destroy\"], decision=\"forbidden\""),
+        "{}",
+        text(Format::CodexRules)
+    );
+    assert!(text(Format::CodexRequirements).contains("decision = \"forbidden\""));
+    let gemini = text(Format::Gemini);
+    assert!(
+        gemini.contains("commandPrefix = \"terraform destroy\"")
+            && gemini.contains("decision = \"deny\""),
+        "{gemini}"
+    );
+    assert!(text(Format::CursorCli).contains("Shell(terraform)"));
+}

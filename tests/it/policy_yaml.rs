@@ -72,6 +72,7 @@ fn every_field_round_trips_through_yaml() {
             enabled: true,
             allowed: vec!["git status".into()],
             blocked: vec!["rm".into()],
+            denied: vec!["git push --force".into()],
             disable_mcp_auto_run: true,
             delete_file_protection: true,
             enable_run_everything: true,

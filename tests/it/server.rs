@@ -24,6 +24,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         enabled: flag(v, "enabled"),
         allowed: strs(v, "allowed"),
         blocked: strs(v, "blocked"),
+        denied: strs(v, "denied"),
         disable_mcp_auto_run: flag(v, "disable_mcp_auto_run"),
         delete_file_protection: flag(v, "delete_file_protection"),
         enable_run_everything: flag(v, "enable_run_everything"),

@@ -515,6 +515,7 @@ async fn postgres_old_quota_table_is_migrated() {
              used BIGINT NOT NULL, updated_at BIGINT NOT NULL,
              PRIMARY KEY (team_id, session_id, operation));
          INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
+         DROP TABLE issued_tokens;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)

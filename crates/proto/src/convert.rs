@@ -79,6 +79,7 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
         list_mode,
         mcp_access_mode,
         mcp_access_allowlist: c.mcp_access_allowlist,
+        denied: c.denied,
         roles: roles_from_json(&c.roles_json)?,
         default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
     })
@@ -130,6 +131,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
             AccessMode::Allowlist => pb::McpAccessMode::Allowlist,
         } as i32,
         mcp_access_allowlist: c.mcp_access_allowlist.clone(),
+        denied: c.denied.clone(),
         roles_json: if c.roles.is_empty() {
             String::new()
         } else {
@@ -260,6 +262,7 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
         Reason::NoRoleAllowlist => pb::Reason::NoRoleAllowlist,
         Reason::NotInRoleAllowlist => pb::Reason::NotInRoleAllowlist,
         Reason::Restricted => pb::Reason::Restricted,
+        Reason::CommandDenied => pb::Reason::CommandDenied,
     }
 }
 

@@ -82,26 +82,7 @@ pub const ALL: [(&str, &str); 17] = [
 
 /// Every reason, for the decision handles (a reason missing here is still counted,
 /// through a handle made on the spot).
-const REASONS: [Reason; 18] = [
-    Reason::KillSwitch,
-    Reason::InvalidName,
-    Reason::BlockedByAdmin,
-    Reason::NotInAccessAllowlist,
-    Reason::AdminDisabled,
-    Reason::ProtectionOn,
-    Reason::BrowserUnprotected,
-    Reason::RunEverything,
-    Reason::AutoRunOff,
-    Reason::Allowlisted,
-    Reason::NotInAdminAllowlist,
-    Reason::NotAllowlisted,
-    Reason::CommandAllowed,
-    Reason::CommandBlocked,
-    Reason::CommandNotAllowlisted,
-    Reason::DeleteProtected,
-    Reason::AutoRunOn,
-    Reason::NotInFileAllowlist,
-];
+const REASONS: [Reason; 22] = Reason::ALL;
 
 const OUTCOMES: [Outcome; 3] = [Outcome::Allow, Outcome::Ask, Outcome::Deny];
 

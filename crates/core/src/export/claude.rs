@@ -33,6 +33,11 @@ pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
         ask.push(format!("Bash({p})"));
         ask.push(format!("Bash({p} *)"));
     }
+    for w in &plan.shell_deny {
+        let p = w.join(" ");
+        deny.push(format!("Bash({p})"));
+        deny.push(format!("Bash({p} *)"));
+    }
     for t in &plan.tool_allow {
         if let Some(rule) = rule(t) {
             allow.push(rule);

@@ -7,6 +7,7 @@ use serde_json::json;
 
 const JUSTIFY_ALLOW: &str = "toolgate: an allowed command prefix";
 const JUSTIFY_ASK: &str = "toolgate: a blocked command prefix, needs approval";
+const JUSTIFY_DENY: &str = "toolgate: a denied command prefix, never runs";
 
 fn shell_only(plan: &Plan, warnings: &mut Vec<String>) {
     let others = plan.tool_allow.len() + plan.tool_deny.len();
@@ -44,6 +45,13 @@ pub fn rules(plan: &Plan, warnings: &mut Vec<String>) -> String {
             json!(JUSTIFY_ASK)
         ));
     }
+    for w in &plan.shell_deny {
+        out.push_str(&format!(
+            "prefix_rule(pattern={}, decision=\"forbidden\", justification={})\n",
+            pattern(w),
+            json!(JUSTIFY_DENY)
+        ));
+    }
     out
 }
 
@@ -67,6 +75,17 @@ pub fn requirements(plan: &Plan, warnings: &mut Vec<String>) -> String {
             "  {{ pattern = [{}], decision = \"prompt\", justification = {} }},\n",
             tokens.join(", "),
             json!(JUSTIFY_ASK)
+        ));
+    }
+    for w in &plan.shell_deny {
+        let tokens: Vec<String> = w
+            .iter()
+            .map(|t| format!("{{ token = {} }}", json!(t)))
+            .collect();
+        out.push_str(&format!(
+            "  {{ pattern = [{}], decision = \"forbidden\", justification = {} }},\n",
+            tokens.join(", "),
+            json!(JUSTIFY_DENY)
         ));
     }
     out.push_str("]\n");

@@ -66,7 +66,9 @@ pub fn cli(plan: &Plan, warnings: &mut Vec<String>) -> String {
             "Cursor permissions cannot ask: one-word blocked prefixes are exported as deny".into(),
         );
     }
-    for w in whole {
+    // denied prefixes are denied by their command: stricter than toolgate for a
+    // longer one (`terraform destroy` denies all of terraform), never looser
+    for w in whole.into_iter().chain(&plan.shell_deny) {
         deny.push(format!("Shell({})", w[0]));
     }
     if !partial.is_empty() {
@@ -88,7 +90,11 @@ pub fn cli(plan: &Plan, warnings: &mut Vec<String>) -> String {
 }
 
 pub fn allowlists(plan: &Plan, warnings: &mut Vec<String>) -> String {
-    if !plan.shell_ask.is_empty() || !plan.tool_deny.is_empty() || plan.deny_all {
+    if !plan.shell_ask.is_empty()
+        || !plan.shell_deny.is_empty()
+        || !plan.tool_deny.is_empty()
+        || plan.deny_all
+    {
         warnings.push(
             "permissions.json holds allowlists only: blocked prefixes and denied tools are not in it (use the hook, or the CLI permissions)".into(),
         );

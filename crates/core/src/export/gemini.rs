@@ -89,6 +89,17 @@ pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
             ],
         );
     }
+    for w in &plan.shell_deny {
+        rule(
+            &mut out,
+            &[
+                ("toolName", json!("run_shell_command")),
+                ("commandPrefix", json!(w.join(" "))),
+                ("decision", json!("deny")),
+                ("priority", json!(DENY)),
+            ],
+        );
+    }
     for (tools, decision, priority) in [
         (&plan.tool_allow, "allow", ALLOW),
         (&plan.tool_deny, "deny", DENY),

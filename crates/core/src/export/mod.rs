@@ -59,6 +59,8 @@ pub struct Plan {
     pub shell_allow: Vec<Vec<String>>,
     /// Command prefixes that must ask (toolgate's blocked prefixes).
     pub shell_ask: Vec<Vec<String>>,
+    /// Command prefixes that must never run (toolgate's denied prefixes).
+    pub shell_deny: Vec<Vec<String>>,
     /// Every shell command is denied (the kill switch).
     pub shell_deny_all: bool,
     pub tool_allow: Vec<Tool>,
@@ -123,6 +125,17 @@ fn shell(
         .filter(|w| !w.is_empty())
         .collect();
     plan.shell_ask = blocked.clone();
+    plan.shell_deny = admin
+        .denied
+        .iter()
+        .map(|p| words(p))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !plan.shell_deny.is_empty() {
+        plan.warnings.push(
+            "denied prefixes are exported as native deny rules: toolgate also denies them through wrappers, by file name and without case; a native client denies fewer of those".into(),
+        );
+    }
     let allowed = if admin.enabled {
         &admin.allowed
     } else {
@@ -146,12 +159,16 @@ fn shell(
             continue;
         }
         // `git status` stays beside a blocked `git push`: no command a native
-        // `git status` rule allows is one toolgate blocks; `git` alone would allow
-        // `git -C . push`, which only toolgate sees as the blocked prefix
-        if let Some(b) = blocked.iter().find(|b| could_reach(&w, b)) {
+        // `git status` rule allows is one toolgate blocks or denies; `git` alone would
+        // allow `git -C . push`, which only toolgate sees as the blocked prefix
+        if let Some(b) = blocked
+            .iter()
+            .chain(&plan.shell_deny)
+            .find(|b| could_reach(&w, b))
+            .map(|b| b.join(" "))
+        {
             plan.warnings.push(format!(
-                "allowed prefix {prefix:?} is not exported: it could start a command the blocked prefix {:?} catches (toolgate sees options between its words, which native prefix rules do not)",
-                b.join(" ")
+                "allowed prefix {prefix:?} is not exported: it could start a command the blocked or denied prefix {b:?} catches (toolgate sees options between its words, which native prefix rules do not)"
             ));
             continue;
         }

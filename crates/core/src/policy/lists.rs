@@ -163,6 +163,11 @@ fn compile_prefixes(field: &str, list: &[String], problems: &mut Vec<EntryProble
             });
             continue;
         }
+        if raw.trim() == crate::policy::shell::READONLY {
+            // the curated read-only commands; the decision holds them to no writes
+            out.extend(crate::policy::shell::readonly_prefixes());
+            continue;
+        }
         match Prefix::parse(raw) {
             Some(p) => out.push(p),
             None => problems.push(EntryProblem {
@@ -193,6 +198,8 @@ pub struct CompiledAdmin {
     pub(super) access: CompiledList,
     pub(super) allowed: PrefixList,
     pub(super) blocked: PrefixList,
+    /// Never run: DENY `COMMAND_DENIED`, whatever else holds.
+    pub(super) denied: PrefixList,
     pub(super) browser_server_ids: Vec<String>,
     /// Seed 001's `isDisabledByAdmin`: controls on, and nothing allowed at all. In
     /// union mode the users' own lists count, so it never is.
@@ -263,6 +270,7 @@ impl CompiledAdmin {
         );
         let allowed = compile_prefixes("allowed", &controls.allowed, &mut problems);
         let blocked = compile_prefixes("blocked", &controls.blocked, &mut problems);
+        let denied = compile_prefixes("denied", &controls.denied, &mut problems);
         check_len(
             "browser_server_ids",
             &controls.browser_server_ids,
@@ -308,6 +316,7 @@ impl CompiledAdmin {
                 access,
                 allowed,
                 blocked,
+                denied,
                 browser_server_ids,
                 disabled,
             },

@@ -19,7 +19,8 @@ pub use builtin::{
     canonical as canonical_builtin, cli_name as builtin_cli_name,
 };
 pub use decide::{
-    FilteredTools, decide, decide_in, explain, explain_in, filter_tools, filter_tools_in,
+    FilteredTools, decide, decide_at, decide_in, explain, explain_at, explain_in, filter_tools,
+    filter_tools_in,
 };
 pub use entry::{
     Entry, Glob, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name,
@@ -34,7 +35,10 @@ pub use settings::{
     AccessMode, AdminControls, DEFAULT_BROWSER_SERVER_IDS, ListMode, SandboxingControls, UserField,
     UserSettings, default_browser_server_ids,
 };
-pub use shell::{CommandLine, MAX_NESTING, Prefix, PrefixList, SimpleCommand, parse_command_line};
+pub use shell::{
+    Cd, CommandLine, Effects, MAX_NESTING, Origin, Place, Prefix, PrefixList, SimpleCommand, Touch,
+    parse_command_line, program_name, touches,
+};
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 
 use serde::{Deserialize, Serialize};
@@ -81,6 +85,8 @@ pub enum Reason {
     /// Seed 004: a restriction on what the call touches failed (DENY), or could not
     /// be checked (ASK).
     Restricted,
+    /// A part of the command line matches a denied prefix: it must not run.
+    CommandDenied,
 }
 
 /// A call to decide on.
@@ -176,6 +182,32 @@ impl Decision {
 }
 
 impl Reason {
+    /// Every reason, in declaration order (metrics make a handle for each).
+    pub const ALL: [Reason; 22] = [
+        Self::KillSwitch,
+        Self::InvalidName,
+        Self::BlockedByAdmin,
+        Self::NotInAccessAllowlist,
+        Self::AdminDisabled,
+        Self::ProtectionOn,
+        Self::BrowserUnprotected,
+        Self::RunEverything,
+        Self::AutoRunOff,
+        Self::Allowlisted,
+        Self::NotInAdminAllowlist,
+        Self::NotAllowlisted,
+        Self::CommandAllowed,
+        Self::CommandBlocked,
+        Self::CommandNotAllowlisted,
+        Self::DeleteProtected,
+        Self::AutoRunOn,
+        Self::NotInFileAllowlist,
+        Self::NoRoleAllowlist,
+        Self::NotInRoleAllowlist,
+        Self::Restricted,
+        Self::CommandDenied,
+    ];
+
     /// The stable name, e.g. `KILL_SWITCH`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -200,6 +232,7 @@ impl Reason {
             Self::NoRoleAllowlist => "NO_ROLE_ALLOWLIST",
             Self::NotInRoleAllowlist => "NOT_IN_ROLE_ALLOWLIST",
             Self::Restricted => "RESTRICTED",
+            Self::CommandDenied => "COMMAND_DENIED",
         }
     }
 }

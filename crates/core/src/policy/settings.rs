@@ -67,6 +67,10 @@ pub struct AdminControls {
     pub list_mode: ListMode,
     pub mcp_access_mode: AccessMode,
     pub mcp_access_allowlist: Vec<String>,
+    /// Shell command prefixes that must never run: DENY `COMMAND_DENIED`, matched as
+    /// blocked prefixes are and softened by nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<String>,
     /// Agent roles, contexts and restrictions (docs/roles.md): in force for calls that name an
     /// agent or a role, once the document has an allow-list.
     #[serde(skip_serializing_if = "RolesDocument::is_empty")]
@@ -96,6 +100,7 @@ impl Default for AdminControls {
             list_mode: ListMode::Replace,
             mcp_access_mode: AccessMode::Blocklist,
             mcp_access_allowlist: Vec::new(),
+            denied: Vec::new(),
             roles: RolesDocument::default(),
             default_user_settings: None,
         }
@@ -104,10 +109,11 @@ impl Default for AdminControls {
 
 impl AdminControls {
     /// Every list, by field name: each is held to the entry limit.
-    pub fn lists(&self) -> [(&'static str, &Vec<String>); 6] {
+    pub fn lists(&self) -> [(&'static str, &Vec<String>); 7] {
         [
             ("allowed", &self.allowed),
             ("blocked", &self.blocked),
+            ("denied", &self.denied),
             ("mcp_tool_allowlist", &self.mcp_tool_allowlist),
             ("mcp_tool_blocklist", &self.mcp_tool_blocklist),
             ("browser_server_ids", &self.browser_server_ids),

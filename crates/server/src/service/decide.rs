@@ -71,18 +71,21 @@ impl Service {
         }
         let eff = self.effective(p, team, user).await?;
         let decide = if explain {
-            policy::explain_in
+            policy::explain_at
         } else {
-            policy::decide_in
+            policy::decide_at
         };
+        // a command line's writes are placed against the client's working directory
         let decisions: Vec<Decision> = calls
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 decide(
                     &eff.tool_actions,
                     &eff.admin.compiled,
                     &eff.user.compiled,
                     c,
+                    args.get(i).and_then(|a| a.cwd.as_deref()),
                 )
             })
             .collect();

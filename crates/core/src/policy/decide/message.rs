@@ -67,6 +67,7 @@ pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
             )
         }
         Reason::CommandBlocked => format!("needs approval: blocked by {entry}"),
+        Reason::CommandDenied => format!("is denied: it matches the denied command {entry}"),
         Reason::CommandNotAllowlisted => {
             "needs approval: not every command is allowlisted".to_owned()
         }

@@ -49,7 +49,13 @@ fn on_off(b: bool) -> &'static str {
 /// Decides one call, with no policy-file lists. The explanation is left empty; see
 /// [`explain`].
 pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decision {
-    decide_with(&ToolActionLists::default(), admin, user, call, Quiet)
+    decide_with(
+        &ToolActionLists::default(),
+        admin,
+        user,
+        (call, None),
+        Quiet,
+    )
 }
 
 /// Decides one call and lists every check made, in order.
@@ -58,7 +64,7 @@ pub fn explain(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decis
         &ToolActionLists::default(),
         admin,
         user,
-        call,
+        (call, None),
         Record(Vec::new()),
     )
 }
@@ -70,7 +76,7 @@ pub fn decide_in(
     user: &CompiledUser,
     call: &Call,
 ) -> Decision {
-    decide_with(files, admin, user, call, Quiet)
+    decide_with(files, admin, user, (call, None), Quiet)
 }
 
 /// [`explain`] under the policy file's `tool.action` lists.
@@ -80,7 +86,30 @@ pub fn explain_in(
     user: &CompiledUser,
     call: &Call,
 ) -> Decision {
-    decide_with(files, admin, user, call, Record(Vec::new()))
+    decide_with(files, admin, user, (call, None), Record(Vec::new()))
+}
+
+/// [`decide_in`] for a call made in the working directory `cwd` (absolute): a
+/// command line's writes under it are inside.
+pub fn decide_at(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+    cwd: Option<&str>,
+) -> Decision {
+    decide_with(files, admin, user, (call, cwd), Quiet)
+}
+
+/// [`explain_in`] for a call made in the working directory `cwd`.
+pub fn explain_at(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    call: &Call,
+    cwd: Option<&str>,
+) -> Decision {
+    decide_with(files, admin, user, (call, cwd), Record(Vec::new()))
 }
 
 /// The action a `tool.action` list is asked about.
@@ -96,10 +125,11 @@ fn decide_with<E: Explain>(
     files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
-    call: &Call,
+    (call, cwd): (&Call, Option<&str>),
     mut ex: E,
 ) -> Decision {
     let mut allowed_tools = None;
+    let mut detail = None;
     let (outcome, reason, matched_entry, candidates) = match call {
         Call::Mcp { server, tool } => mcp(
             files,
@@ -138,7 +168,18 @@ fn decide_with<E: Explain>(
                 &mut ex,
             )
         }
-        Call::Shell(line) => command_line(admin, user, line, &mut ex),
+        Call::Shell(line) => {
+            let (parts, why) = command_line(files, admin, user, (line, cwd), &mut ex);
+            detail = why.map(|why| {
+                let verdict = match parts.0 {
+                    Outcome::Deny => "is denied",
+                    Outcome::Ask => "needs approval",
+                    Outcome::Allow => "may run",
+                };
+                Arc::from(format!("command {line:?} {verdict}: {why}"))
+            });
+            parts
+        }
         Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
     };
     // only what the advice of a decision that is not ALLOW reads: an allowed call
@@ -168,7 +209,7 @@ fn decide_with<E: Explain>(
         candidates,
         explanation: ex.take(),
         allowed_tools,
-        detail: None,
+        detail,
         obligations: None,
         scope,
     }

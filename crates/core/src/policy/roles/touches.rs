@@ -1,10 +1,12 @@
 //! What a call touches, read from its arguments: seed 004's structured fields, the
 //! agents' own tools (`Read`/`Edit`/`Write` `file_path`, `WebFetch` `url`) and a shell
 //! line's path and host arguments (`cat`, `cp`, `mv`, `rm`, `curl`, `wget`,
-//! redirections), so a forbidden path is forbidden whichever tool touches it.
+//! redirections, and the effects the program table knows: written paths such as
+//! `-o/etc/x`, hosts of `nc`/`ssh`/`scp`/`rsync`/`git`), so a forbidden path is
+//! forbidden whichever tool touches it. Relative paths after a `cd` are joined to it.
 
 use super::Touches;
-use crate::policy::shell::{CommandLine, base_name, parse_command_line};
+use crate::policy::shell::{Cd, CommandLine, Origin, base_name, parse_command_line};
 use serde_json::Value;
 
 /// The most paths and targets read from one call; past it the call is unreadable.
@@ -318,6 +320,9 @@ fn glob_touches(pattern: &str, dir: Option<&str>, t: &mut Touches) {
 }
 
 fn add(list: &mut Vec<String>, value: &str, unreadable: &mut Option<String>) {
+    if list.iter().any(|v| v == value) {
+        return;
+    }
     if list.len() >= MAX_TOUCHES {
         unreadable.get_or_insert_with(|| format!("more than {MAX_TOUCHES} paths or hosts"));
     } else {
@@ -351,17 +356,33 @@ pub fn touches_of_command(line: &str) -> Touches {
 
 fn touches_of_line(line: &CommandLine) -> Touches {
     let mut t = Touches::default();
+    // the directory the line is in, below the starting one (`None`: the starting
+    // one), or why it cannot be known
+    let mut dir: Result<Option<String>, String> = Ok(None);
     for command in &line.commands {
         if let Some(why) = &command.opaque {
             t.unreadable.get_or_insert_with(|| why.clone());
             continue;
         }
+        if command.origin == Origin::Equivalent {
+            continue;
+        }
+        let mut paths = Vec::new();
         for target in &command.redirects {
             if !matches!(target.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
-                add(&mut t.paths, target, &mut t.unreadable);
+                paths.push(target.clone());
             }
         }
+
         let words = &command.words;
+        if words
+            .iter()
+            .any(|w| w.contains(crate::policy::shell::UNKNOWN))
+        {
+            t.unreadable
+                .get_or_insert_with(|| "a word is what a substitution yields".to_owned());
+            continue;
+        }
         // which words are files or URLs, by the command (or wrapped command) that reads them
         let mut kind = vec![Kind::Unknown; words.len()];
         for &at in &command.command_words {
@@ -399,7 +420,8 @@ fn touches_of_line(line: &CommandLine) -> Touches {
                 Kind::Unknown if value.contains("://") => Kind::Url,
                 // any word that looks like a path counts, whatever reads it
                 Kind::Unknown
-                    if !w.starts_with('-') && (value.contains('/') || value.starts_with('~')) =>
+                    if !w.starts_with('-')
+                        && (value.contains('/') || value.starts_with('~') || value == "..") =>
                 {
                     Kind::File
                 }
@@ -411,7 +433,7 @@ fn touches_of_line(line: &CommandLine) -> Touches {
                     t.unreadable
                         .get_or_insert_with(|| format!("{w:?} is a file name pattern"));
                 }
-                Kind::File => add(&mut t.paths, value, &mut t.unreadable),
+                Kind::File => paths.push(value.to_owned()),
                 Kind::Url => {
                     // curl reads a bare host as http
                     if value.contains("://") {
@@ -427,6 +449,50 @@ fn touches_of_line(line: &CommandLine) -> Touches {
                 Kind::Unknown => {}
             }
         }
+        // hosts the program table knows (nc, ssh, scp, rsync, git remotes), where no
+        // URL named them already
+        for host in &command.effects.hosts {
+            if !t
+                .targets
+                .iter()
+                .any(|u| u.to_lowercase().contains(host.as_str()))
+            {
+                add(&mut t.targets, host, &mut t.unreadable);
+            }
+        }
+        // what the program table says it writes (`-o/etc/x`, `-C/etc`) and deletes
+        for target in command
+            .effects
+            .writes
+            .iter()
+            .chain(&command.effects.deletes)
+        {
+            if !matches!(target.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+                paths.push(target.clone());
+            }
+        }
+        for path in paths {
+            let joined = match (&dir, path.starts_with(['/', '~'])) {
+                (_, true) | (Ok(None), false) => path,
+                (Ok(Some(d)), false) => format!("{d}/{path}"),
+                (Err(why), false) => {
+                    t.unreadable.get_or_insert_with(|| why.clone());
+                    continue;
+                }
+            };
+            add(&mut t.paths, &joined, &mut t.unreadable);
+        }
+        dir = match (&command.effects.cd, dir) {
+            (None, dir) => dir,
+            (Some(Cd::Unknown), _) => Err(format!(
+                "{:?} changes to a directory the reader cannot know",
+                command.text
+            )),
+            (Some(Cd::To(to)), _) if to.starts_with(['/', '~']) => Ok(Some(to.clone())),
+            (Some(Cd::To(to)), Ok(Some(d))) => Ok(Some(format!("{d}/{to}"))),
+            (Some(Cd::To(to)), Ok(None)) => Ok(Some(to.clone())),
+            (Some(Cd::To(_)), Err(why)) => Err(why),
+        };
     }
     t
 }
@@ -444,7 +510,24 @@ mod tests {
 
     #[test]
     fn shell_lines_name_their_paths_and_hosts() {
-        let cases: [(&str, &[&str], &[&str], bool); 9] = [
+        let cases: [(&str, &[&str], &[&str], bool); 16] = [
+            (
+                "cd /etc && cat passwd",
+                &["/etc", "/etc/passwd"],
+                &[],
+                false,
+            ),
+            ("cd sub; cat ../x/y", &["sub/../x/y"], &[], false),
+            ("cd; cat x", &[], &[], true),
+            ("sort -o/etc/x in.txt", &["/etc/x"], &[], false),
+            ("ls ..", &[".."], &[], false),
+            ("nc evil.example 80", &[], &["evil.example"], false),
+            (
+                "scp x bob@host.example:y",
+                &["x", "bob@host.example:y"],
+                &["host.example"],
+                false,
+            ),
             ("cat secret.key", &["secret.key"], &[], false),
             ("cp a.json /etc/x", &["a.json", "/etc/x"], &[], false),
             ("sudo rm -rf build", &["build"], &[], false),

@@ -5,15 +5,80 @@
 //! nothing but literal text and quotes; anything else makes its command opaque, and
 //! an opaque command never auto-runs.
 
+mod effects;
+mod places;
 mod plain;
 mod prefixes;
+mod programs;
 mod read;
 mod redirects;
 mod rules;
 mod words;
 
+pub use places::{Place, Touch, touches};
 pub use prefixes::{Prefix, PrefixList};
+pub use programs::program_name;
+
+/// The entry of a command list that stands for the curated read-only commands.
+pub const READONLY: &str = "@readonly";
+
+/// The prefixes `@readonly` stands for, each written `@readonly` (the decision
+/// holds what they allow to no writes or deletions).
+pub fn readonly_prefixes() -> Vec<Prefix> {
+    programs::table()
+        .readonly
+        .iter()
+        .filter_map(|raw| {
+            Prefix::parse(raw).map(|p| Prefix {
+                raw: READONLY.to_owned(),
+                words: p.words,
+            })
+        })
+        .collect()
+}
 pub use read::{MAX_NESTING, parse_command_line};
+pub use words::UNKNOWN;
+
+/// A directory change (`cd`, `pushd`, `popd`) for the commands after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cd {
+    /// A literal directory, relative or absolute, followed lexically.
+    To(String),
+    /// `cd`, `cd ~`, `cd -`, `popd`: a directory the reader cannot know.
+    Unknown,
+}
+
+/// Why a command is part of the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// Written on the line (or in a `bash -c` string on it).
+    #[default]
+    Line,
+    /// Run by another command of the line (a wrapper's command, `find -exec`'s,
+    /// `git rebase -x`'s): decided as a command in its own right.
+    Run,
+    /// Inside a command or process substitution: it may auto-run only when an
+    /// allowed prefix allows it.
+    Substitution,
+    /// The same action spelled as the table's equivalent (`git send-pack` as
+    /// `git push`): matched by blocked and denied prefixes only.
+    Equivalent,
+}
+
+/// What a simple command does beyond running its program, from the program table.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Effects {
+    /// Paths it writes (redirections included), as written.
+    pub writes: Vec<String>,
+    /// Paths it deletes.
+    pub deletes: Vec<String>,
+    /// The directory it changes to.
+    pub cd: Option<Cd>,
+    /// Hosts it contacts.
+    pub hosts: Vec<String>,
+    /// It runs code given on the line in another language (`python -c`).
+    pub inline_code: bool,
+}
 
 /// One simple command of a line, after the line and every `bash -c '…'` in it were
 /// read.
@@ -44,6 +109,13 @@ pub struct SimpleCommand {
     /// The files its redirections read or write (`< in`, `> out`), as written;
     /// descriptors (`2>&1`) left out.
     pub redirects: Vec<String>,
+    /// What it writes, deletes, changes to, contacts.
+    pub effects: Effects,
+    pub origin: Origin,
+    /// For a command another runs (`sudo apt install x`'s `apt install x`): that
+    /// command's index in the line and where these words start among its words, so
+    /// an allowed prefix that reaches into them (`sudo apt`) covers them.
+    pub run_by: Option<(usize, usize)>,
 }
 
 impl SimpleCommand {
@@ -58,6 +130,9 @@ impl SimpleCommand {
             opaque: Some(why.into()),
             globs: Vec::new(),
             redirects: Vec::new(),
+            effects: Effects::default(),
+            origin: Origin::Line,
+            run_by: None,
         }
     }
 }

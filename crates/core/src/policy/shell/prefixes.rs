@@ -2,7 +2,8 @@
 //! (a command's cost is its own length, whatever the list's), blocked prefixes
 //! indexed by their command word.
 
-use super::{SimpleCommand, base_name, parse_command_line};
+use super::words::UNKNOWN;
+use super::{SimpleCommand, parse_command_line, program_name};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -73,7 +74,7 @@ impl PrefixList {
             node.end.get_or_insert(index);
             if let Some(first) = prefix.words.first() {
                 list.by_command
-                    .entry(base_name(first).to_owned())
+                    .entry(program_name(first))
                     .or_default()
                     .push(index);
             }
@@ -89,6 +90,11 @@ impl PrefixList {
 
     pub fn len(&self) -> usize {
         self.raw.len()
+    }
+
+    /// The words of the prefix at `index`.
+    pub fn words(&self, index: usize) -> &[String] {
+        &self.words[index]
     }
 
     /// The prefix as written at `index`.
@@ -129,14 +135,14 @@ impl PrefixList {
         let mut seen = FxHashSet::default();
         let mut positions = None;
         for &at in &command.command_words {
-            let name = base_name(&words[at]);
+            let name = program_name(&words[at]);
+            let Some(bucket) = self.by_command.get(&name) else {
+                continue;
+            };
             // the earliest place of a command word leaves the most words after it
             if command.command_words.len() > 1 && !seen.insert(name) {
                 continue;
             }
-            let Some(bucket) = self.by_command.get(name) else {
-                continue;
-            };
             for &index in bucket {
                 if best.is_some_and(|b| b <= index) {
                     break;
@@ -171,10 +177,13 @@ fn follows_in_order<'a>(
     if rest.is_empty() {
         return true;
     }
-    // short commands: a scan; long ones: an index, so many prefixes stay linear
-    if words.len() - from <= 32 {
+    // short commands: a scan; long ones: an index, so many prefixes stay linear. A
+    // word a substitution yields may be any word: it matches (blocked prefixes err
+    // towards matching)
+    let unknown = |w: &String| w.contains(UNKNOWN);
+    if words.len() - from <= 32 || words[from..].iter().any(unknown) {
         let mut it = words[from..].iter();
-        return rest.iter().all(|r| it.any(|w| w == r));
+        return rest.iter().all(|r| it.any(|w| w == r || unknown(w)));
     }
     let positions = positions.get_or_insert_with(|| {
         let mut map: Positions<'a> = FxHashMap::default();

@@ -6,8 +6,8 @@
 //! redirections in `redirects`.
 
 use super::redirects::{check_redirect, redirect_target};
-use super::words::{assignment, word};
-use super::{CommandLine, SimpleCommand, plain};
+use super::words::{UNKNOWN, assignment, plain_word, word};
+use super::{CommandLine, Origin, SimpleCommand, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -38,6 +38,7 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
         out: Vec::new(),
         nested_reads: 0,
         plain_path,
+        origin: Origin::Line,
     };
     reader.read(line, 0);
     CommandLine {
@@ -45,11 +46,25 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
     }
 }
 
+/// What the walk has left to read: a node, or a statement's body with the
+/// redirections bash gives it.
+enum Item<'t> {
+    Node(Node<'t>),
+    Redirected {
+        /// Where the statement's text starts and ends (its redirections included).
+        span: (usize, usize),
+        body: Node<'t>,
+        redirects: Vec<Node<'t>>,
+    },
+}
+
 pub(super) struct Reader {
     pub(super) out: Vec<SimpleCommand>,
     pub(super) nested_reads: usize,
     /// Whether plain lines skip the grammar (always, but in the tests that compare).
     pub(super) plain_path: bool,
+    /// Why the commands being read are part of the line.
+    pub(super) origin: Origin,
 }
 
 fn parse_tree(line: &str) -> Option<tree_sitter::Tree> {
@@ -67,6 +82,14 @@ fn parse_tree(line: &str) -> Option<tree_sitter::Tree> {
 }
 
 impl Reader {
+    /// [`Reader::read`] for commands of `origin` (run by another command, inside a
+    /// substitution).
+    pub(super) fn read_as(&mut self, line: &str, depth: usize, origin: Origin) {
+        let outer = std::mem::replace(&mut self.origin, origin);
+        self.read(line, depth);
+        self.origin = outer;
+    }
+
     pub(super) fn read(&mut self, line: &str, depth: usize) {
         // bash keeps `\r` and other control characters inside words; the grammar
         // treats some as blanks, so a line holding one is not read at all
@@ -92,8 +115,9 @@ impl Reader {
                     command.words,
                     &globs,
                     0,
-                    |_| Ok(Vec::new()),
+                    &|_| Ok(Vec::new()),
                     depth,
+                    (self.origin, false),
                 );
             }
             return;
@@ -112,26 +136,30 @@ impl Reader {
             return;
         }
         // iterative, so nesting depth in the line costs no stack
-        let mut stack = vec![root];
-        while let Some(node) = stack.pop() {
+        let mut stack = vec![Item::Node(root)];
+        while let Some(item) = stack.pop() {
+            let node = match item {
+                Item::Node(node) => node,
+                Item::Redirected {
+                    span,
+                    body,
+                    redirects,
+                } => {
+                    self.redirected(line, (span, body, redirects), &mut stack, depth);
+                    continue;
+                }
+            };
             match node.kind() {
                 "program" | "list" | "pipeline" | "negated_command" => {
-                    let mut cursor = node.walk();
-                    let mut children = Vec::with_capacity(node.child_count() as usize);
-                    for child in node.children(&mut cursor) {
-                        if child.is_named() {
-                            children.push(child);
-                        } else if !is_separator(child.kind()) {
-                            self.out.push(SimpleCommand::opaque(
-                                text(line, node),
-                                format!("the operator {:?} is not read", child.kind()),
-                            ));
+                    match self.children(line, node) {
+                        Some(children) => {
+                            stack.extend(children.into_iter().rev().map(Item::Node));
                         }
+                        None => return,
                     }
-                    stack.extend(children.into_iter().rev());
                 }
                 "comment" => {}
-                "command" => self.command(line, node, node, &[], depth),
+                "command" => self.command(text(line, node), line, node, &[], depth),
                 "redirected_statement" => {
                     let body = node.child_by_field_name("body");
                     let mut cursor = node.walk();
@@ -140,12 +168,14 @@ impl Reader {
                         .filter(|c| Some(*c) != body)
                         .collect();
                     match body {
-                        Some(body) if body.kind() == "command" => {
-                            self.command(line, node, body, &redirects, depth);
-                        }
-                        _ => self.out.push(SimpleCommand::opaque(
+                        Some(body) => stack.push(Item::Redirected {
+                            span: (node.start_byte(), node.end_byte()),
+                            body,
+                            redirects,
+                        }),
+                        None => self.out.push(SimpleCommand::opaque(
                             text(line, node),
-                            "a redirected group or compound command",
+                            "a redirection without a command",
                         )),
                     }
                 }
@@ -157,22 +187,73 @@ impl Reader {
         }
     }
 
+    /// The named children of a list or pipeline; `None` (after an opaque stand-in)
+    /// when an operator between them is not read.
+    fn children<'t>(&mut self, line: &str, node: Node<'t>) -> Option<Vec<Node<'t>>> {
+        let mut cursor = node.walk();
+        let mut children = Vec::with_capacity(node.child_count() as usize);
+        for child in node.children(&mut cursor) {
+            if child.is_named() {
+                children.push(child);
+            } else if !is_separator(child.kind()) {
+                self.out.push(SimpleCommand::opaque(
+                    text(line, node),
+                    format!("the operator {:?} is not read", child.kind()),
+                ));
+                return None;
+            }
+        }
+        Some(children)
+    }
+
+    /// A redirected statement. The grammar hangs `a && b > f`'s and `a | b > f`'s
+    /// redirections on the whole list; bash gives them to the last command, `b`.
+    fn redirected<'t>(
+        &mut self,
+        line: &str,
+        ((start, end), body, redirects): ((usize, usize), Node<'t>, Vec<Node<'t>>),
+        stack: &mut Vec<Item<'t>>,
+        depth: usize,
+    ) {
+        match body.kind() {
+            "command" => self.command(&line[start..end], line, body, &redirects, depth),
+            "list" | "pipeline" => {
+                let Some(mut children) = self.children(line, body) else {
+                    return;
+                };
+                let Some(last) = children.pop() else {
+                    return;
+                };
+                stack.push(Item::Redirected {
+                    span: (last.start_byte(), end),
+                    body: last,
+                    redirects,
+                });
+                stack.extend(children.into_iter().rev().map(Item::Node));
+            }
+            _ => self.out.push(SimpleCommand::opaque(
+                &line[start..end],
+                "a redirected group or compound command",
+            )),
+        }
+    }
+
     /// One simple command: its words, then the rules that make it opaque, then the
     /// command strings it hands to a shell, read in turn.
     fn command(
         &mut self,
+        command_text: &str,
         line: &str,
-        statement: Node<'_>,
         node: Node<'_>,
         redirects: &[Node<'_>],
         depth: usize,
     ) {
-        let command_text = text(line, statement);
         let mut words = Vec::new();
         let mut globs = Vec::new();
         let mut assignments = 0;
         let mut all_redirects: Vec<Node> = redirects.to_vec();
         let mut previous_word_end: Option<usize> = None;
+        let mut substitutions = Vec::new();
         let mut cursor = node.walk();
         let fail = |why: String| SimpleCommand::opaque(command_text, why);
         for child in node.children(&mut cursor) {
@@ -202,7 +283,7 @@ impl Reader {
                     assignment(line, child)
                 }
                 "command_name" => match child.named_child(0) {
-                    Some(name) if child.named_child_count() == 1 => word(line, name),
+                    Some(name) if child.named_child_count() == 1 => plain_word(line, name),
                     _ => Err("an unreadable command name".to_owned()),
                 },
                 _ => word(line, child),
@@ -211,6 +292,7 @@ impl Reader {
                 Ok(w) => {
                     words.push(w.value);
                     globs.push(w.glob);
+                    substitutions.extend(w.substitutions);
                 }
                 Err(why) => {
                     self.out.push(fail(why));
@@ -218,12 +300,13 @@ impl Reader {
                 }
             }
         }
+        let words_unknown = words.iter().any(|w| w.contains(UNKNOWN));
         self.finish(
             command_text,
             words,
             &globs,
             assignments,
-            |shell_input| {
+            &|shell_input| {
                 let mut targets = Vec::new();
                 for r in &all_redirects {
                     check_redirect(line, *r, shell_input)?;
@@ -232,7 +315,21 @@ impl Reader {
                 Ok(targets)
             },
             depth,
+            (self.origin, words_unknown),
         );
+        // a substitution's commands are commands of the line too; they may auto-run
+        // only where an allowed prefix allows them
+        for inner in substitutions {
+            self.nested_reads += 1;
+            if depth + 1 > MAX_NESTING || self.nested_reads > MAX_NESTED_READS {
+                self.out.push(SimpleCommand::opaque(
+                    &inner,
+                    "substitutions nested too deep to read",
+                ));
+                continue;
+            }
+            self.read_as(&inner, depth + 1, Origin::Substitution);
+        }
     }
 }
 

@@ -1,12 +1,11 @@
 //! The rules of redirections: a plain target, writes only inside the working
 //! directory, here-documents that hold no expansion and feed no shell.
 
-use super::words::{Word, word};
+use super::words::plain_word;
 use tree_sitter::Node;
 
-/// A redirection is plain when its target is a plain word; one that writes may write
-/// only inside the working directory (a relative path without `..`), to
-/// `/dev/null`, or to another descriptor. A here-document or here-string must hold
+/// A redirection is plain when its target is a plain word (where a write may go is
+/// the decision's: `decide/command_line.rs`). A here-document or here-string must hold
 /// no expansion and must not feed a shell.
 pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> Result<(), String> {
     match node.kind() {
@@ -43,7 +42,7 @@ pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> R
                     if targets > 1 {
                         return Err("words after a here-string are not read".to_owned());
                     }
-                    word(line, child)?;
+                    plain_word(line, child)?;
                 }
             }
             Ok(())
@@ -61,7 +60,7 @@ pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> R
                     if destination.is_some() {
                         return Err("words after a redirection's target are not read".to_owned());
                     }
-                    destination = Some(word(line, child)?);
+                    destination = Some(plain_word(line, child)?);
                 }
             }
             if feeds_shell && operator.starts_with('<') {
@@ -71,18 +70,22 @@ pub(super) fn check_redirect(line: &str, node: Node<'_>, feeds_shell: bool) -> R
                 // `>&-` closes a descriptor
                 return Ok(());
             };
-            if !operator.contains('>') {
-                return Ok(());
+            if destination.glob && operator.contains('>') {
+                return Err(format!(
+                    "writes to {:?}, a file name pattern",
+                    destination.value
+                ));
             }
-            writes_inside(operator, &destination)
+            Ok(())
         }
         other => Err(format!("a {other} is not read")),
     }
 }
 
-/// The file a plain file redirection reads or writes; `None` for a descriptor
-/// (`2>&1`, `>&-`), a standard stream (`/dev/null`) or a here-document. Only called once [`check_redirect`] passed.
-pub(super) fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
+/// The file a plain file redirection reads or writes, and whether it writes; `None`
+/// for a descriptor (`2>&1`, `>&-`), a standard stream (`/dev/null`) or a
+/// here-document. Only called once [`check_redirect`] passed.
+pub(super) fn redirect_target(line: &str, node: Node<'_>) -> Option<(String, bool)> {
     if node.kind() != "file_redirect" {
         return None;
     }
@@ -93,7 +96,7 @@ pub(super) fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
         if !child.is_named() {
             operator = child.kind();
         } else if child.kind() != "file_descriptor" {
-            destination = word(line, child).ok();
+            destination = plain_word(line, child).ok();
         }
     }
     let path = destination?.value;
@@ -101,23 +104,6 @@ pub(super) fn redirect_target(line: &str, node: Node<'_>) -> Option<String> {
         operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
     // the standard streams are no file touched (and the fast path names none either)
     let stream = matches!(path.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr");
-    (!descriptor && !stream).then_some(path)
-}
-
-fn writes_inside(operator: &str, destination: &Word) -> Result<(), String> {
-    let path = destination.value.as_str();
-    let descriptor =
-        operator.ends_with('&') && path.chars().all(|c| c.is_ascii_digit() || c == '-');
-    if descriptor || matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
-        return Ok(());
-    }
-    if destination.glob
-        || path.is_empty()
-        || path.starts_with('/')
-        || path.starts_with('~')
-        || path.split('/').any(|part| part == "..")
-    {
-        return Err(format!("writes to {path:?}, outside the working directory"));
-    }
-    Ok(())
+    let writes = operator.contains('>');
+    (!descriptor && !stream).then_some((path, writes))
 }

@@ -1,8 +1,9 @@
 //! The rules of a simple command, shared by the grammar's walk and the plain fast
 //! path: wrappers, evaluators, git's global options, shells' command strings.
 
+use super::effects::{Run, effects};
 use super::read::{MAX_NESTED_READS, MAX_NESTING, Reader};
-use super::{SimpleCommand, base_name};
+use super::{Effects, Origin, SimpleCommand, base_name};
 
 /// Shells whose `-c` string is read as a command line.
 const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
@@ -64,16 +65,22 @@ impl Reader {
     /// the plain fast path's): wrappers, evaluators, git's options, shells' command
     /// strings, then the redirections (checked by `redirects`, given whether the
     /// command is a shell), then the command strings it hands to a shell, read in turn.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn finish(
         &mut self,
         command_text: &str,
         words: Vec<String>,
         globs: &[bool],
         assignments: usize,
-        redirects: impl FnOnce(bool) -> Result<Vec<String>, String>,
+        redirects: &dyn Fn(bool) -> Result<Vec<(String, bool)>, String>,
         depth: usize,
+        (origin, unknown_args): (Origin, bool),
     ) {
-        let fail = |why: String| SimpleCommand::opaque(command_text, why);
+        let fail = |why: String| {
+            let mut c = SimpleCommand::opaque(command_text, why);
+            c.origin = origin;
+            c
+        };
         let command_at = assignments;
         let Some(command_word) = words.get(command_at) else {
             self.out.push(fail(
@@ -129,7 +136,18 @@ impl Reader {
                 return;
             }
         };
+        let found = effects(&words, command_at, unknown_args);
+        if let Some(why) = found.opaque {
+            self.out.push(fail(why));
+            return;
+        }
         let deletes = name == "find" && words.iter().any(|w| w == "-delete");
+        let mut writes: Vec<String> = redirects
+            .iter()
+            .filter(|(_, writes)| *writes)
+            .map(|(path, _)| path.clone())
+            .collect();
+        writes.extend(found.writes);
         self.out.push(SimpleCommand {
             text: command_text.to_owned(),
             words,
@@ -138,8 +156,79 @@ impl Reader {
             deletes,
             opaque: None,
             globs: globs.to_vec(),
-            redirects,
+            redirects: redirects.into_iter().map(|(path, _)| path).collect(),
+            effects: Effects {
+                writes,
+                deletes: found.deletes,
+                cd: found.cd,
+                hosts: found.hosts,
+                inline_code: found.inline_code,
+            },
+            origin,
+            run_by: None,
         });
+        let parent = self.out.len() - 1;
+        for words in found.equivalents {
+            let text = format!("{command_text} (as {})", words.join(" "));
+            let globs = vec![false; words.len()];
+            let candidates = command_words(&words, 0);
+            self.out.push(SimpleCommand {
+                text,
+                command_words: candidates,
+                globs,
+                words,
+                command_at: 0,
+                deletes: false,
+                opaque: None,
+                redirects: Vec::new(),
+                effects: Effects::default(),
+                origin: Origin::Equivalent,
+                run_by: None,
+            });
+        }
+        // what it runs is a command of the line in its own right
+        let run_origin = if origin == Origin::Substitution {
+            origin
+        } else {
+            Origin::Run
+        };
+        for run in found.runs {
+            self.nested_reads += 1;
+            if depth + 1 > MAX_NESTING || self.nested_reads > MAX_NESTED_READS {
+                let mut c = SimpleCommand::opaque(command_text, "commands nested too deep to read");
+                c.origin = run_origin;
+                self.out.push(c);
+                continue;
+            }
+            match run {
+                Run::Line(line) => self.read_as(&line, depth + 1, run_origin),
+                Run::Words {
+                    words,
+                    unknown_args: more,
+                } => {
+                    let text = words.join(" ");
+                    let globs = vec![false; words.len()];
+                    // where the words stand in the command that runs them
+                    let outer = &self.out[parent].words;
+                    let offset = (0..=outer.len().saturating_sub(words.len()))
+                        .rev()
+                        .find(|&at| outer[at..].starts_with(&words));
+                    let first = self.out.len();
+                    self.finish(
+                        &text,
+                        words,
+                        &globs,
+                        0,
+                        &|_| Ok(Vec::new()),
+                        depth + 1,
+                        (run_origin, unknown_args || more),
+                    );
+                    if let (Some(offset), Some(command)) = (offset, self.out.get_mut(first)) {
+                        command.run_by = Some((parent, offset));
+                    }
+                }
+            }
+        }
         for inner in nested {
             self.nested_reads += 1;
             if depth + 1 > MAX_NESTING || self.nested_reads > MAX_NESTED_READS {
@@ -149,7 +238,7 @@ impl Reader {
                 ));
                 continue;
             }
-            self.read(&inner, depth + 1);
+            self.read_as(&inner, depth + 1, origin);
         }
     }
 }

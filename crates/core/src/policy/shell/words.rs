@@ -4,11 +4,30 @@
 use super::read::text;
 use tree_sitter::Node;
 
+/// Stands in a word's value for what a substitution yields: such a word is unknown
+/// (blocked prefixes match it as any word, allowed ones as none). The reader
+/// refuses lines holding control characters, so no word of a line holds it.
+pub const UNKNOWN: char = '\u{1}';
+
 /// A word as bash reads it, or why it cannot be known.
 pub(super) struct Word {
     pub(super) value: String,
     /// Holds an unquoted `*`, `?` or `[`: bash replaces it by file names.
     pub(super) glob: bool,
+    /// The command lines of the substitutions in it (`$(…)`, `` `…` ``, `<(…)`):
+    /// its value holds [`UNKNOWN`] where they stand.
+    pub(super) substitutions: Vec<String>,
+}
+
+/// [`word`], where a substitution cannot stand (a redirection's target, an
+/// assignment, a here-string): one makes it an error.
+pub(super) fn plain_word(line: &str, node: Node<'_>) -> Result<Word, String> {
+    let w = word(line, node)?;
+    if w.substitutions.is_empty() {
+        Ok(w)
+    } else {
+        Err("a command substitution".to_owned())
+    }
 }
 
 /// `NAME=value`: the value must be plain, as any word.
@@ -17,13 +36,15 @@ pub(super) fn assignment(line: &str, node: Node<'_>) -> Result<Word, String> {
         None => Ok(Word {
             value: text(line, node).to_owned(),
             glob: false,
+            substitutions: Vec::new(),
         }),
         Some(value) => {
             let head = &line[node.start_byte()..value.start_byte()];
-            let value = word(line, value)?;
+            let value = plain_word(line, value)?;
             Ok(Word {
                 value: format!("{head}{}", value.value),
                 glob: false,
+                substitutions: Vec::new(),
             })
         }
     }
@@ -37,6 +58,7 @@ pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
     let mut value = String::new();
     let mut shape = String::new();
     let mut glob = false;
+    let mut substitutions = Vec::new();
     let mut parts = vec![node];
     let mut i = 0;
     while i < parts.len() {
@@ -71,9 +93,18 @@ pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
                     match child.kind() {
                         "\"" => {}
                         "string_content" => unescape_double(text(line, child), &mut value),
+                        "command_substitution" => {
+                            substitutions.push(substitution(line, child)?);
+                            value.push(UNKNOWN);
+                        }
                         other => return Err(expansion_name(other)),
                     }
                 }
+                shape.push('x');
+            }
+            "command_substitution" | "process_substitution" => {
+                substitutions.push(substitution(line, part)?);
+                value.push(UNKNOWN);
                 shape.push('x');
             }
             other => return Err(expansion_name(other)),
@@ -82,7 +113,29 @@ pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
     if brace_expansion(&shape) {
         return Err(format!("{:?} is a brace expansion", text(line, node)));
     }
-    Ok(Word { value, glob })
+    Ok(Word {
+        value,
+        glob,
+        substitutions,
+    })
+}
+
+/// The command line inside a substitution: `$(…)`, `<(…)`, `>(…)`, or backticks
+/// holding no backslash (inside them a backslash is read twice).
+fn substitution(line: &str, node: Node<'_>) -> Result<String, String> {
+    let raw = text(line, node);
+    let inner = if let Some(rest) = raw.strip_prefix('`') {
+        let inner = rest.strip_suffix('`').ok_or("an unclosed backtick")?;
+        if inner.contains('\\') {
+            return Err("a backslash inside backticks".to_owned());
+        }
+        inner
+    } else {
+        raw.get(2..raw.len().saturating_sub(1))
+            .filter(|_| raw.len() >= 3 && raw.ends_with(')'))
+            .ok_or_else(|| expansion_name(node.kind()))?
+    };
+    Ok(inner.to_owned())
 }
 
 fn expansion_name(kind: &str) -> String {

@@ -2,4 +2,5 @@
 
 mod plain;
 mod prefixes;
+mod programs;
 mod reader;

@@ -1,0 +1,798 @@
+//! A simple command's effects, read from its words with the program table: the
+//! commands it runs, the paths it writes or deletes, the directory it changes to,
+//! the hosts it contacts. The checkers of programs with a language of their own
+//! (sed scripts, awk programs, tar's modes, `git config`) are here too.
+
+use super::Cd;
+use super::programs::{Network, Operands, Program, Script, table};
+
+/// A command another command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Run {
+    /// A command line (`bash -c`, `git rebase -x`, `env -S`), read in turn.
+    Line(String),
+    /// A command's words (after a wrapper, in `find -exec`); `unknown_args` when
+    /// words the reader cannot see are added (`xargs`).
+    Words {
+        words: Vec<String>,
+        unknown_args: bool,
+    },
+}
+
+/// What [`effects`] found.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    pub runs: Vec<Run>,
+    pub writes: Vec<String>,
+    pub deletes: Vec<String>,
+    pub hosts: Vec<String>,
+    pub cd: Option<Cd>,
+    pub inline_code: bool,
+    pub opaque: Option<String>,
+    /// The words a blocked or denied prefix is matched as, too (`git send-pack` as
+    /// `git push`).
+    pub equivalents: Vec<Vec<String>>,
+}
+
+impl Found {
+    fn opaque(&mut self, why: String) {
+        self.opaque.get_or_insert(why);
+    }
+}
+
+/// The effects of a simple command: `words[command_at]` is its command word, the
+/// words before it its assignments. `unknown_args`: words the reader cannot see
+/// are added to it.
+pub(super) fn effects(words: &[String], command_at: usize, unknown_args: bool) -> Found {
+    let mut out = Found::default();
+    let programs = table();
+    for assignment in &words[..command_at] {
+        let name = assignment.split('=').next().unwrap_or_default();
+        if programs.env_runs(name) {
+            out.opaque(format!(
+                "{name} in the environment names a program or code that runs"
+            ));
+        }
+    }
+    let Some(command) = words.get(command_at) else {
+        return out;
+    };
+    if command == "{}" {
+        out.opaque("runs a found file ({}), which the reader cannot know".to_owned());
+        return out;
+    }
+    let Some(program) = programs.get(command) else {
+        return out;
+    };
+    if unknown_args && program.acts() {
+        out.opaque(format!(
+            "{command} takes words the reader cannot see, and some words make it run or write"
+        ));
+        return out;
+    }
+    apply(
+        program,
+        &words[command_at..command_at + 1],
+        &words[command_at + 1..],
+        &mut out,
+    );
+    out
+}
+
+/// The options an argument list holds and its operands.
+#[derive(Default)]
+struct Parsed<'a> {
+    operands: Vec<&'a str>,
+    /// Whether an option of `operands_when` was given.
+    when: bool,
+    /// A write option was given (`-o`, `-t`): the operands are not the output.
+    wrote: bool,
+}
+
+/// One option spec against a word: `Some(Some(value))` when it takes a value found
+/// glued or next, `Some(None)` when it matched without a value.
+enum Hit<'a> {
+    /// The spec ends with `=` and the word starts with it: the rest is the value.
+    Glued(&'a str),
+    /// The word is the option: its value is the next word.
+    Next,
+    /// The word is `--option=value`.
+    Long(&'a str),
+}
+
+fn hit<'a>(spec: &str, word: &'a str) -> Option<Hit<'a>> {
+    if spec.is_empty() {
+        return None;
+    }
+    if spec.ends_with('=') {
+        return word.strip_prefix(spec).map(Hit::Glued);
+    }
+    if word == spec {
+        return Some(Hit::Next);
+    }
+    word.strip_prefix(spec)
+        .and_then(|rest| rest.strip_prefix('='))
+        .filter(|_| spec.starts_with("--"))
+        .map(Hit::Long)
+}
+
+fn apply(program: &Program, head: &[String], args: &[String], out: &mut Found) {
+    let name = head.join(" ");
+    if program.opaque {
+        out.opaque(format!("{name}: {}", program.about));
+        return;
+    }
+    let mut parsed = Parsed::default();
+    let mut i = 0;
+    let mut options_end = false;
+    while i < args.len() {
+        let word = args[i].as_str();
+        let next = args.get(i + 1).map(String::as_str);
+        if options_end || !word.starts_with('-') || word == "-" {
+            if program.expression && !options_end && (word == "(" || word == "!") {
+                // find's expression starts without a dash too
+                expression(program, &args[i..], &mut parsed, out);
+                break;
+            }
+            if parsed.operands.is_empty()
+                && let Some(sub) = program.subcommands.get(word)
+            {
+                let mut head = head.to_vec();
+                head.push(word.to_owned());
+                apply(sub, &head, &args[i + 1..], out);
+                return;
+            }
+            if let Some(wrapper) = &program.wrapper {
+                if wrapper.assignments && word.contains('=') && !word.starts_with('=') {
+                    let var = word.split('=').next().unwrap_or_default();
+                    if table().env_runs(var) {
+                        out.opaque(format!(
+                            "{name} sets {var}, which names a program or code that runs"
+                        ));
+                    }
+                    i += 1;
+                    continue;
+                }
+                let start = i + wrapper.skip;
+                if start < args.len() {
+                    out.runs.push(Run::Words {
+                        words: args[start..].to_vec(),
+                        unknown_args: wrapper.stdin_args,
+                    });
+                } else if wrapper.stdin_args {
+                    // xargs alone runs echo; busybox alone lists its applets
+                }
+                break;
+            }
+            parsed.operands.push(word);
+            i += 1;
+            continue;
+        }
+        if word == "--" {
+            options_end = true;
+            i += 1;
+            if let Some(wrapper) = &program.wrapper
+                && i + wrapper.skip < args.len()
+            {
+                out.runs.push(Run::Words {
+                    words: args[i + wrapper.skip..].to_vec(),
+                    unknown_args: wrapper.stdin_args,
+                });
+                break;
+            }
+            continue;
+        }
+        if !program.subcommands.is_empty() && !parsed.operands.is_empty() {
+            // options after a subcommand the table does not list are its own
+            i += 1;
+            continue;
+        }
+        if program.expression {
+            expression(program, &args[i..], &mut parsed, out);
+            break;
+        }
+        i += option(program, &name, word, next, &mut parsed, out);
+    }
+    operands(program, &name, args, &parsed, out);
+}
+
+/// find's expression: `-exec … ;`, the write options, `-delete`.
+fn expression(program: &Program, args: &[String], parsed: &mut Parsed<'_>, out: &mut Found) {
+    let mut i = 0;
+    while i < args.len() {
+        let word = args[i].as_str();
+        if program.exec_until.iter().any(|s| s == word) {
+            let end = args[i + 1..]
+                .iter()
+                .position(|w| w == ";" || w == "+")
+                .map_or(args.len(), |p| i + 1 + p);
+            let command = args[i + 1..end].to_vec();
+            if command.is_empty() {
+                out.opaque(format!("{word} without a command"));
+            } else {
+                out.runs.push(Run::Words {
+                    words: command,
+                    unknown_args: false,
+                });
+            }
+            i = end + 1;
+            continue;
+        }
+        if program.write_options.iter().any(|s| s == word) {
+            match args.get(i + 1) {
+                Some(path) => out.writes.push(path.clone()),
+                None => out.opaque(format!("{word} without a file")),
+            }
+            parsed.wrote = true;
+            i += 2;
+            continue;
+        }
+        if program.operands_when.iter().any(|s| s == word) {
+            parsed.when = true;
+        }
+        i += 1;
+    }
+}
+
+/// One option word (and its value, when it takes the next word): answers how many
+/// words it took.
+fn option<'a>(
+    program: &Program,
+    name: &str,
+    word: &'a str,
+    next: Option<&'a str>,
+    parsed: &mut Parsed<'a>,
+    out: &mut Found,
+) -> usize {
+    // the whole word first (`--output=x`, `-exec`, `-fprint`), then a cluster of
+    // short options (`-xzf`, `-o/etc/x`, `-C/etc`)
+    if let Some(taken) = whole(program, name, word, next, parsed, out) {
+        return taken;
+    }
+    if word.starts_with("--") {
+        return 1;
+    }
+    for (k, c) in word[1..].char_indices() {
+        let spec = format!("-{c}");
+        let rest = &word[1 + k + c.len_utf8()..];
+        let value_taker = [
+            &program.run_options,
+            &program.inline_code,
+            &program.write_options,
+            &program.value_options,
+        ]
+        .iter()
+        .any(|set| set.contains(&spec));
+        if program.opaque_options.contains(&spec) {
+            out.opaque(format!("{name} {word}: {}", program.about));
+        }
+        if program.operands_when.contains(&spec) {
+            parsed.when = true;
+            // sed's `-i.bak`: the rest is the suffix
+            return 1;
+        }
+        if value_taker {
+            let (value, taken) = if rest.is_empty() {
+                (next, 2)
+            } else {
+                (Some(rest), 1)
+            };
+            value_effect(program, name, &spec, value, parsed, out);
+            return taken;
+        }
+    }
+    1
+}
+
+/// The whole word as one option; `None` when no spec names it.
+fn whole<'a>(
+    program: &Program,
+    name: &str,
+    word: &'a str,
+    next: Option<&'a str>,
+    parsed: &mut Parsed<'a>,
+    out: &mut Found,
+) -> Option<usize> {
+    let mut taken = None;
+    let value_of = |h: &Hit<'a>| match h {
+        Hit::Glued(v) | Hit::Long(v) => (Some(*v), 1),
+        Hit::Next => (next, 2),
+    };
+    if program
+        .opaque_options
+        .iter()
+        .any(|s| hit(s, word).is_some())
+    {
+        out.opaque(format!("{name} {word}: {}", program.about));
+        taken = Some(1);
+    }
+    if program.operands_when.iter().any(|s| hit(s, word).is_some()) {
+        parsed.when = true;
+        taken = Some(1);
+    }
+    for set in [
+        &program.run_options,
+        &program.inline_code,
+        &program.write_options,
+        &program.value_options,
+    ] {
+        if let Some(spec) = set.iter().find(|s| hit(s, word).is_some()) {
+            let h = hit(spec, word)?;
+            let (value, n) = value_of(&h);
+            value_effect(program, name, spec, value, parsed, out);
+            return Some(n);
+        }
+    }
+    taken
+}
+
+/// What an option's value does, by the set that names the option.
+fn value_effect(
+    program: &Program,
+    name: &str,
+    spec: &str,
+    value: Option<&str>,
+    parsed: &mut Parsed<'_>,
+    out: &mut Found,
+) {
+    let Some(value) = value else {
+        if program.run_options.iter().any(|s| s == spec)
+            || program.write_options.iter().any(|s| s == spec)
+        {
+            out.opaque(format!("{name} {spec} without its value"));
+        }
+        return;
+    };
+    if program.run_options.iter().any(|s| s == spec) {
+        out.runs.push(Run::Line(value.to_owned()));
+    } else if program.inline_code.iter().any(|s| s == spec) {
+        out.inline_code = true;
+    } else if program.write_options.iter().any(|s| s == spec) {
+        out.writes.push(value.to_owned());
+        parsed.wrote = true;
+    } else if program.network == Network::Urls {
+        host_of_url(value, out);
+    }
+}
+
+fn operands(program: &Program, name: &str, args: &[String], parsed: &Parsed<'_>, out: &mut Found) {
+    let mut files: Vec<&str> = parsed.operands.clone();
+    match program.script {
+        Some(Script::Sed) => files = sed(name, args, files, out),
+        Some(Script::Awk) => files = awk(name, files, out),
+        Some(Script::Tar) => tar(name, args, out),
+        Some(Script::GitConfig) => git_config(args, &files, out),
+        Some(Script::Cd) => out.cd = Some(cd(name, &files)),
+        None => {}
+    }
+    for word in &files {
+        for prefix in &program.write_prefixes {
+            if let Some(path) = word.strip_prefix(prefix.as_str()) {
+                out.writes.push(path.to_owned());
+            }
+        }
+    }
+    if program.run_operands {
+        if files.is_empty() {
+            out.opaque(format!("{name} without a command"));
+        } else {
+            out.runs.push(Run::Line(files.join(" ")));
+        }
+    }
+    match program.network {
+        Network::None => {}
+        Network::Urls => files.iter().for_each(|w| host_of_url(w, out)),
+        Network::Host => {
+            if let Some(host) = files.first() {
+                out.hosts.push(strip_user(host).to_owned());
+            }
+        }
+        Network::RemotePaths => {
+            for w in &files {
+                if let Some(host) = remote_host(w) {
+                    out.hosts.push(host.to_owned());
+                }
+            }
+        }
+    }
+    if program.downloads && !parsed.wrote {
+        for w in &files {
+            if let Some((_, rest)) = w.split_once("://") {
+                let path = rest.split(['?', '#']).next().unwrap_or_default();
+                let name = match path.split_once('/') {
+                    Some((_, p)) => p.rsplit('/').next().unwrap_or_default(),
+                    None => "",
+                };
+                out.writes.push(if name.is_empty() {
+                    "index.html".to_owned()
+                } else {
+                    name.to_owned()
+                });
+            }
+        }
+    }
+    let applies = program.operands_when.is_empty() || parsed.when;
+    if applies && let Some(equivalent) = &program.equivalent {
+        let mut words: Vec<String> = equivalent.split_whitespace().map(str::to_owned).collect();
+        words.extend(files.iter().map(|w| (*w).to_owned()));
+        out.equivalents.push(words);
+    }
+    if !applies {
+        return;
+    }
+    // remote paths (host:path) are not written here
+    let local: Vec<&str> = if program.network == Network::RemotePaths {
+        files
+            .iter()
+            .copied()
+            .filter(|w| remote_host(w).is_none())
+            .collect()
+    } else {
+        files.clone()
+    };
+    let paths = |ws: &[&str]| ws.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    match program.operands {
+        Operands::None => {}
+        Operands::Writes => out.writes.extend(paths(&local)),
+        Operands::Deletes => {
+            if local.is_empty() && program.expression {
+                // find's start point defaults to the working directory
+                out.deletes.push(".".to_owned());
+            }
+            out.deletes.extend(paths(&local));
+        }
+        Operands::WritesLast => {
+            if !parsed.wrote
+                && let Some(last) = local.last().filter(|_| files.len() > 1)
+            {
+                out.writes.push((*last).to_owned());
+            }
+        }
+        Operands::Moves => {
+            let (sources, dest) = if parsed.wrote {
+                (&local[..], None)
+            } else {
+                match local.split_last() {
+                    Some((last, rest)) => (rest, Some(*last)),
+                    None => (&local[..], None),
+                }
+            };
+            out.deletes.extend(paths(sources));
+            out.writes.extend(dest.map(str::to_owned));
+        }
+        Operands::WritesAfterFirst => out.writes.extend(paths(local.get(1..).unwrap_or_default())),
+    }
+}
+
+/// `user@host` → `host`.
+fn strip_user(w: &str) -> &str {
+    w.rsplit('@').next().unwrap_or(w)
+}
+
+/// `[user@]host:path` (scp, rsync, git's scp-like remotes): the host. A word with a
+/// slash before the colon is a local path.
+fn remote_host(w: &str) -> Option<&str> {
+    if w.contains("://") {
+        return None;
+    }
+    let (host, _) = w.split_once(':')?;
+    let host = strip_user(host);
+    (!host.is_empty() && !host.contains('/') && host.len() > 1).then_some(host)
+}
+
+fn host_of_url(w: &str, out: &mut Found) {
+    if let Some((scheme, rest)) = w.split_once("://") {
+        if scheme.is_empty()
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        {
+            return;
+        }
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let host = strip_user(authority);
+        let host = if host.starts_with('[') {
+            host.split(']')
+                .next()
+                .map(|h| h.trim_start_matches('['))
+                .unwrap_or(host)
+        } else {
+            host.split(':').next().unwrap_or(host)
+        };
+        if !host.is_empty() {
+            out.hosts.push(host.to_lowercase());
+        }
+    } else if let Some(host) = remote_host(w).filter(|_| w.contains('@')) {
+        out.hosts.push(host.to_lowercase());
+    }
+}
+
+/// `cd DIR`, `pushd DIR`: the directory; `cd`, `cd ~`, `cd -`, `popd`: unknown.
+fn cd(name: &str, operands: &[&str]) -> Cd {
+    match (name, operands) {
+        ("popd", _) | (_, []) => Cd::Unknown,
+        (_, [dir]) if *dir != "-" && !dir.starts_with('~') && !dir.starts_with('+') => {
+            Cd::To((*dir).to_owned())
+        }
+        _ => Cd::Unknown,
+    }
+}
+
+/// sed: the scripts (`-e` values, else the first operand) must hold no `e`
+/// command, no `s///e`, no `w`/`W`; answers the file operands.
+fn sed<'a>(name: &str, args: &[String], mut files: Vec<&'a str>, out: &mut Found) -> Vec<&'a str> {
+    let mut scripts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            break;
+        }
+        if a == "-e" || a == "--expression" {
+            scripts.extend(args.get(i + 1).cloned());
+            i += 2;
+            continue;
+        }
+        if let Some(v) = a.strip_prefix("--expression=") {
+            scripts.push(v.to_owned());
+        } else if a.starts_with('-') && !a.starts_with("--") && a.len() > 2 {
+            // `-ne 'p'`, `-es/x/y/`: the cluster's `e` takes the rest or the next word
+            if let Some(k) = a[1..].find('e') {
+                let rest = &a[2 + k..];
+                if !a[1..1 + k].contains('i') {
+                    if rest.is_empty() {
+                        scripts.extend(args.get(i + 1).cloned());
+                        i += 2;
+                        continue;
+                    }
+                    scripts.push(rest.to_owned());
+                }
+            }
+        }
+        i += 1;
+    }
+    if scripts.is_empty() && !files.is_empty() {
+        scripts.push(files.remove(0).to_owned());
+    }
+    for script in &scripts {
+        if let Some(why) = sed_script(script) {
+            out.opaque(format!("{name}'s script {script:?} {why}"));
+        }
+    }
+    files
+}
+
+/// Why a sed script runs or writes something (`e`, `s///e`, `w`, `W`, or a command
+/// the checker does not know), or `None`.
+pub(super) fn sed_script(script: &str) -> Option<&'static str> {
+    let b: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let skip_to_end = |i: &mut usize| {
+        while *i < b.len() && b[*i] != '\n' {
+            *i += 1;
+        }
+    };
+    let regex = |i: &mut usize, delim: char| -> bool {
+        while *i < b.len() {
+            match b[*i] {
+                '\\' => *i += 2,
+                c if c == delim => {
+                    *i += 1;
+                    return true;
+                }
+                _ => *i += 1,
+            }
+        }
+        false
+    };
+    loop {
+        while i < b.len() && (b[i].is_whitespace() || b[i] == ';') {
+            i += 1;
+        }
+        if i >= b.len() {
+            return None;
+        }
+        // addresses: numbers, `$`, `first~step`, `/re/`, `\cREc`, `+N`, a second after `,`
+        for _ in 0..2 {
+            while i < b.len() && (b[i].is_ascii_digit() || matches!(b[i], '$' | '~' | '+')) {
+                i += 1;
+            }
+            if i < b.len() && (b[i] == '/' || b[i] == '\\') {
+                let delim = if b[i] == '\\' {
+                    i += 1;
+                    *b.get(i)?
+                } else {
+                    '/'
+                };
+                i += 1;
+                if !regex(&mut i, delim) {
+                    return Some("does not parse");
+                }
+                while i < b.len() && matches!(b[i], 'I' | 'M') {
+                    i += 1;
+                }
+            }
+            if i < b.len() && b[i] == ',' {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        while i < b.len() && (b[i].is_whitespace() || b[i] == '!') {
+            i += 1;
+        }
+        let &c = b.get(i)?;
+        i += 1;
+        match c {
+            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
+            | 'z' | 'F' | 'l' | 'q' | 'Q' => {
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            '#' | 'a' | 'i' | 'c' | 'r' | 'R' => skip_to_end(&mut i),
+            ':' | 'b' | 't' | 'T' | 'v' => {
+                while i < b.len() && b[i] != '\n' && b[i] != ';' {
+                    i += 1;
+                }
+            }
+            'e' => return Some("runs a command (the e command)"),
+            'w' | 'W' => return Some("writes a file (the w command)"),
+            's' | 'y' => {
+                let delim = *b.get(i)?;
+                if delim == '\\' || delim == '\n' {
+                    return Some("does not parse");
+                }
+                i += 1;
+                if !regex(&mut i, delim) || !regex(&mut i, delim) {
+                    return Some("does not parse");
+                }
+                if c == 's' {
+                    while i < b.len() && !matches!(b[i], ';' | '\n' | '}') {
+                        match b[i] {
+                            'e' => return Some("runs a command (the s///e flag)"),
+                            'w' | 'W' => return Some("writes a file (the s///w flag)"),
+                            'g' | 'p' | 'i' | 'I' | 'm' | 'M' | ' ' | '\t' => {}
+                            d if d.is_ascii_digit() => {}
+                            _ => return Some("holds a flag the checker does not know"),
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            _ => return Some("holds a command the checker does not know"),
+        }
+    }
+}
+
+/// awk: the program (the first operand) must not run commands (`system`, pipes)
+/// nor write files (`print > f`); answers the file operands.
+fn awk<'a>(name: &str, mut files: Vec<&'a str>, out: &mut Found) -> Vec<&'a str> {
+    if files.is_empty() {
+        return files;
+    }
+    let program = files.remove(0);
+    let why = if program.contains("system") {
+        Some("calls system()")
+    } else if program.contains('|') {
+        Some("pipes to or from a command")
+    } else if program.contains('>') && program.contains("print") {
+        Some("may print into a file")
+    } else if program.contains('@') {
+        Some("loads an extension or a file")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        out.opaque(format!("{name}'s program {program:?} {why}"));
+    }
+    files
+}
+
+/// tar: extraction writes names the archive holds (opaque); creation writes the
+/// `-f` archive.
+fn tar(name: &str, args: &[String], out: &mut Found) {
+    let mut extract = false;
+    let mut create = false;
+    let mut file = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let old_style = i == 0 && !a.starts_with('-');
+        if let Some(long) = a.strip_prefix("--") {
+            let (opt, value) = match long.split_once('=') {
+                Some((o, v)) => (o, Some(v)),
+                None => (long, None),
+            };
+            match opt {
+                "extract" | "get" => extract = true,
+                "create" | "append" | "update" | "catenate" | "concatenate" | "delete" => {
+                    create = true;
+                }
+                "file" => {
+                    file = value
+                        .map(str::to_owned)
+                        .or_else(|| args.get(i + 1).cloned());
+                    if value.is_none() {
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+        } else if old_style || (a.starts_with('-') && a.len() > 1) {
+            let letters = if old_style { a } else { &a[1..] };
+            for (k, c) in letters.char_indices() {
+                match c {
+                    'x' => extract = true,
+                    'c' | 'r' | 'u' | 'A' => create = true,
+                    'f' => {
+                        let rest = &letters[k + 1..];
+                        if rest.is_empty() || old_style {
+                            i += 1;
+                            file = args.get(i).cloned();
+                        } else {
+                            file = Some(rest.to_owned());
+                        }
+                        break;
+                    }
+                    'C' | 'T' | 'X' | 'b' | 'N' | 'V' | 'g' | 'K' | 'L' | 'I' | 'F' => {
+                        if letters[k + 1..].is_empty() {
+                            i += 1;
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        i += 1;
+    }
+    if extract {
+        out.opaque(format!(
+            "{name} -x writes the names the archive holds (they may land in .git/ or outside)"
+        ));
+    }
+    if create {
+        match file {
+            Some(f) if f != "-" => out.writes.push(f),
+            Some(_) => {}
+            None => out.opaque(format!("{name} writes an archive the reader cannot name")),
+        }
+    }
+}
+
+/// `git config`: writes `.git/config` (or `--global`'s `~/.gitconfig`, `-f`'s
+/// file) unless it only reads.
+fn git_config(args: &[String], operands: &[&str], out: &mut Found) {
+    const READS: [&str; 9] = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--list",
+        "-l",
+        "--get-color",
+        "--get-colorbool",
+        "--show-origin",
+    ];
+    let reads = args.iter().any(|a| READS.contains(&a.as_str()))
+        || matches!(operands.first(), Some(&"get" | &"list"))
+        || operands.len() <= 1;
+    if reads {
+        return;
+    }
+    let mut path = ".git/config".to_owned();
+    for (i, a) in args.iter().enumerate() {
+        match a.as_str() {
+            "--global" => path = "~/.gitconfig".to_owned(),
+            "--system" => path = "/etc/gitconfig".to_owned(),
+            "-f" | "--file" => path = args.get(i + 1).cloned().unwrap_or_default(),
+            other => {
+                if let Some(f) = other.strip_prefix("--file=") {
+                    path = f.to_owned();
+                }
+            }
+        }
+    }
+    out.writes.push(path);
+}

@@ -1,0 +1,209 @@
+//! The program table (`programs.toml`): what programs do with their arguments, kept
+//! as data so it is reviewed like code and each row is tested. Read once, at first
+//! use; the file is part of the binary, so a malformed table fails every test.
+
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+/// The table as written in `programs.toml` (its head comment documents the fields).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    environment: Environment,
+    program: Vec<Program>,
+    readonly: Readonly,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Readonly {
+    #[allow(dead_code)]
+    about: String,
+    commands: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Environment {
+    #[allow(dead_code)]
+    about: String,
+    runs: Vec<String>,
+}
+
+/// One row: a program, or a subcommand of one.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Program {
+    pub names: Vec<String>,
+    pub about: String,
+    pub value_options: Vec<String>,
+    pub wrapper: Option<Wrapper>,
+    pub run_options: Vec<String>,
+    pub exec_until: Vec<String>,
+    pub run_operands: bool,
+    pub opaque_options: Vec<String>,
+    pub opaque: bool,
+    pub inline_code: Vec<String>,
+    pub code_runner: bool,
+    pub write_options: Vec<String>,
+    pub write_prefixes: Vec<String>,
+    pub operands: Operands,
+    pub operands_when: Vec<String>,
+    pub expression: bool,
+    pub network: Network,
+    pub downloads: bool,
+    pub script: Option<Script>,
+    pub equivalent: Option<String>,
+    pub subcommands: BTreeMap<String, Program>,
+}
+
+/// A program that runs the command its operands name.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Wrapper {
+    /// Operands before the command (timeout's duration).
+    pub skip: usize,
+    /// It appends words read from its input (xargs).
+    pub stdin_args: bool,
+    /// `NAME=value` operands come before the command (env).
+    pub assignments: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Operands {
+    #[default]
+    None,
+    Writes,
+    Deletes,
+    WritesLast,
+    Moves,
+    WritesAfterFirst,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Network {
+    #[default]
+    None,
+    Urls,
+    Host,
+    RemotePaths,
+}
+
+/// A program whose arguments are a language of their own, read by a checker in
+/// `effects.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Script {
+    Sed,
+    Awk,
+    Tar,
+    GitConfig,
+    Cd,
+}
+
+impl Program {
+    /// Whether some argument can make it run, write or delete something: such a
+    /// program given words the reader cannot see (from `xargs`'s input, a
+    /// substitution) is opaque.
+    pub fn acts(&self) -> bool {
+        self.wrapper.is_some()
+            || !self.run_options.is_empty()
+            || !self.exec_until.is_empty()
+            || self.run_operands
+            || !self.opaque_options.is_empty()
+            || self.opaque
+            || !self.inline_code.is_empty()
+            || self.code_runner
+            || !self.write_options.is_empty()
+            || !self.write_prefixes.is_empty()
+            || self.operands != Operands::None
+            || self.downloads
+            || self.script.is_some()
+            || self.subcommands.values().any(Program::acts)
+    }
+}
+
+/// The table, indexed by program name.
+pub(crate) struct Programs {
+    programs: Vec<Program>,
+    by_name: FxHashMap<String, usize>,
+    /// Environment variable patterns (`GIT_CONFIG_*`, `*_PAGER`, `EDITOR`).
+    env_runs: Vec<String>,
+    /// The prefixes `@readonly` stands for.
+    pub readonly: Vec<String>,
+}
+
+static TABLE: LazyLock<Programs> = LazyLock::new(|| {
+    Programs::parse(include_str!("programs.toml")).unwrap_or_else(|e| {
+        // the table is compiled in: the unit tests read it, so this never ships
+        panic!("programs.toml is not a valid program table: {e}")
+    })
+});
+
+/// The program table.
+pub(crate) fn table() -> &'static Programs {
+    &TABLE
+}
+
+impl Programs {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut by_name = FxHashMap::default();
+        for (i, program) in file.program.iter().enumerate() {
+            if program.about.trim().is_empty() {
+                return Err(format!("{:?} has no `about`", program.names));
+            }
+            for name in &program.names {
+                if by_name.insert(name.to_lowercase(), i).is_some() {
+                    return Err(format!("{name:?} is named by two rows"));
+                }
+            }
+        }
+        Ok(Self {
+            programs: file.program,
+            by_name,
+            env_runs: file.environment.runs,
+            readonly: file.readonly.commands,
+        })
+    }
+
+    /// The row of a command word: by file name, without case, `.exe` dropped
+    /// (`/usr/bin/RM` and `rm.exe` are `rm`).
+    pub fn get(&self, command_word: &str) -> Option<&Program> {
+        let name = program_name(command_word);
+        self.by_name.get(name.as_str()).map(|&i| &self.programs[i])
+    }
+
+    #[cfg(test)]
+    pub fn programs(&self) -> &[Program] {
+        &self.programs
+    }
+
+    /// Whether setting `name` in a command's environment can make it run something
+    /// the line does not show.
+    pub fn env_runs(&self, name: &str) -> bool {
+        self.env_runs.iter().any(|pattern| {
+            match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
+                (Some(suffix), _) => name.ends_with(suffix),
+                (_, Some(prefix)) => name.starts_with(prefix),
+                _ => name == pattern,
+            }
+        })
+    }
+}
+
+/// The program a command word runs, as blocked and denied prefixes compare it: the
+/// file name (either slash), lowercased (`RM` runs `rm` on macOS and Windows file
+/// systems), without a trailing `.exe`.
+pub fn program_name(word: &str) -> String {
+    let base = word.rsplit(['/', '\\']).next().unwrap_or(word);
+    let lower = base.to_lowercase();
+    match lower.strip_suffix(".exe") {
+        Some(stem) if !stem.is_empty() => stem.to_owned(),
+        _ => lower,
+    }
+}
