@@ -174,10 +174,14 @@ impl Decision {
 
     /// A sentence for people about this decision on `call`.
     pub fn message(&self, call: &Call) -> String {
-        if let Some(detail) = &self.detail {
-            return detail.to_string();
+        match &self.detail {
+            // the part and effect that decided, then what would change the answer
+            Some(detail) => match decide::advice(self, call) {
+                Some(advice) => format!("{detail}; {advice}"),
+                None => detail.to_string(),
+            },
+            None => decide::message(self, call),
         }
-        decide::message(self, call)
     }
 }
 

@@ -89,7 +89,7 @@ pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
 
 /// What would change the answer of a decision that is not ALLOW, in this team's
 /// settings, or None where nothing a person can do would (or the sentence says it).
-fn advice(d: &Decision, call: &Call) -> Option<String> {
+pub(in crate::policy) fn advice(d: &Decision, call: &Call) -> Option<String> {
     if d.outcome == Outcome::Allow {
         return None;
     }
@@ -180,6 +180,9 @@ fn advice(d: &Decision, call: &Call) -> Option<String> {
         }
         Reason::CommandNotAllowlisted => {
             format!("add {commands} (or a prefix of it) to your command allowlist")
+        }
+        Reason::CommandDenied => {
+            "a denied command never runs, whatever else allows it: only an admin can take it off the team's denied list".to_owned()
         }
         Reason::DeleteProtected => {
             "ask an admin to turn off the team's delete-file protection".to_owned()

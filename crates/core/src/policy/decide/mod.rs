@@ -248,5 +248,5 @@ mod tools_list;
 use command_line::command_line;
 use deletion::delete;
 use mcp::mcp;
-pub(super) use message::message;
+pub(super) use message::{advice, message};
 pub use tools_list::{FilteredTools, filter_tools, filter_tools_in};
