@@ -115,7 +115,13 @@ pub(super) fn windows_absolute(path: &str) -> Option<Option<String>> {
         let (Some(server), Some(share)) = (parts.next(), parts.next()) else {
             return Some(None);
         };
-        if server.is_empty() || share.is_empty() || matches!(server, "?" | ".") {
+        // a device path (`\\?\`, `\\.\`) or a `.`/`..` share cannot be placed (found by
+        // the url_path fuzz target: `\\x\.\y` kept its `.`)
+        if server.is_empty()
+            || share.is_empty()
+            || matches!(server, "?" | "." | "..")
+            || matches!(share, "." | "..")
+        {
             return Some(None);
         }
         (format!("//{server}/{share}"), parts.next().unwrap_or(""))
