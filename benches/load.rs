@@ -198,6 +198,7 @@ impl Caller {
                     call: Some(mcp("jira", "create_ticket")),
                     explain: false,
                     agent: None,
+                    client: String::new(),
                 })
                 .await
                 .is_ok_and(|r| r.get_ref().outcome == pb::Outcome::Allow as i32),
@@ -377,6 +378,7 @@ fn batch_request(n: usize) -> pb::EvaluateBatchRequest {
             .collect(),
         explain: false,
         agent: None,
+        client: String::new(),
     }
 }
 

@@ -82,6 +82,8 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
             }),
             explain: true,
             agent,
+            // asked by a person at the command line, not an agent
+            client: "cli".into(),
         })
         .await
         .map_err(rpc_error)?

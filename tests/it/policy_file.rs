@@ -102,6 +102,7 @@ async fn evaluate(server: &TestServer, call: pb::ToolCall) -> pb::Decision {
             call: Some(call),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -188,6 +189,7 @@ async fn applied_at_start_through_the_store() {
             server: "gasoline".into(),
             tools_json: r#"{"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}"#
                 .into(),
+            client: String::new(),
         })
         .await;
     assert_eq!(filtered.unwrap_err().code(), Code::PermissionDenied);
@@ -199,6 +201,7 @@ async fn applied_at_start_through_the_store() {
             server: "gasoline".into(),
             tools_json: r#"{"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}"#
                 .into(),
+            client: String::new(),
         })
         .await
         .unwrap()

@@ -145,6 +145,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
                 call: Some(call_from_json(&case["call"])),
                 explain: true,
                 agent: None,
+                client: String::new(),
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: evaluate: {e}"))
@@ -456,6 +457,7 @@ async fn invalid_entries_name_field_entry_and_rule() {
             call: None,
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap_err();
@@ -493,6 +495,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
             user_id: "alice".into(),
             server: "github".into(),
             tools_json: tools.into(),
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -509,6 +512,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
             user_id: "alice".into(),
             server: "github".into(),
             tools_json: "not json".into(),
+            client: String::new(),
         })
         .await
         .unwrap_err();
@@ -526,6 +530,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
                 user_id: "alice".into(),
                 server: bad.into(),
                 tools_json: tools.into(),
+                client: String::new(),
             })
             .await
             .unwrap_err();
@@ -555,6 +560,7 @@ async fn filter_tools_hides_malformed_names_of_a_blocked_server() {
                     user_id: "alice".into(),
                     server: s.into(),
                     tools_json: tools.into(),
+                    client: String::new(),
                 })
                 .await
                 .unwrap()
@@ -584,6 +590,7 @@ async fn deny_decisions_and_changes_are_audited() {
             call: Some(mcp("fs", "read")),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -642,6 +649,7 @@ async fn a_flood_of_denials_loses_no_audit_record() {
                     calls: (0..CALLS).map(|i| mcp("x", &format!("t{b}_{i}"))).collect(),
                     explain: false,
                     agent: None,
+                    client: String::new(),
                 })
                 .await
                 .unwrap()
@@ -867,6 +875,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 call: Some(mcp("github", "create_issue")),
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .map(drop),
@@ -878,6 +887,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 calls: vec![mcp("github", "create_issue")],
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .map(drop),
@@ -888,6 +898,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 user_id: alice(),
                 server: "github".into(),
                 tools_json: "[]".into(),
+                client: String::new(),
             })
             .await
             .map(drop),

@@ -70,6 +70,7 @@ impl Client {
                 context_type: a.context.clone().unwrap_or_default(),
                 session_id: a.session.clone().unwrap_or_default(),
             }),
+            client: self.config.client_kind.clone(),
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })
@@ -113,6 +114,7 @@ impl Client {
             user_id: user.to_owned(),
             server: server.to_owned(),
             tools_json,
+            client: self.config.client_kind.clone(),
         };
         let r = self
             .within(|mut c| async move { c.filter_tools(request).await })
