@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, TokenServiceServer,
-    UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, DecisionLogServiceServer, PolicyRouter, ServerInfoServiceServer,
+    TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -145,12 +145,13 @@ impl App {
                 }
             });
         }
-        let service = Arc::new(Service::new(
+        let service = Arc::new(Service::with_decision_log(
             hub,
             config.limits.clone(),
             Duration::from_secs(config.watch.heartbeat_secs),
             shutdown.clone(),
             Some(config.data_dir.join(crate::service::SPILL_FILE)),
+            config.decision_log.clone(),
         ));
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         let policy_file = match &config.policy_file {
@@ -537,6 +538,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            DecisionLogServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

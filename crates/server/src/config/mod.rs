@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig, StoreConfig,
-    TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, DecisionLogConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig,
+    StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -56,6 +56,7 @@ pub struct Config {
     /// `tool.action` lists), applied at start and reloaded when it changes.
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
+    pub decision_log: DecisionLogConfig,
 }
 
 /// Which decisions the audit trail records.
@@ -93,6 +94,7 @@ impl Default for Config {
             shutdown_grace_secs: 10,
             policy_file: None,
             audit: AuditConfig::default(),
+            decision_log: DecisionLogConfig::default(),
         }
     }
 }
@@ -268,6 +270,7 @@ fn extract_every_section(
         shutdown_grace_secs,
         policy_file,
         audit,
+        decision_log,
     );
     // a key added to Config but not above is still read: the whole tree at once
     if known.iter().any(|k| !handled.contains(&k.as_str())) {

@@ -2,6 +2,7 @@
 //! sees protobuf and tonic types.
 
 pub mod convert;
+mod decisions;
 mod error;
 pub mod limits;
 pub mod observe;
@@ -24,6 +25,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
+pub use decisions::DecisionLogServiceServer;
 pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
@@ -313,9 +315,13 @@ impl PolicyService for Api {
             convert::arguments_from_pb(call.as_mut().and_then(|c| c.arguments.take()), &"call")
                 .map_err(ServiceError::from)?;
         let call = call_from_pb(&"call", call).map_err(ServiceError::from)?;
+        let origin = crate::service::Origin {
+            source: crate::service::DecisionSource::Evaluate,
+            client: r.client,
+        };
         let (mut decisions, revision) = self
             .service
-            .evaluate_as(
+            .evaluate_from(
                 &p,
                 &r.team_id,
                 &r.user_id,
@@ -323,6 +329,7 @@ impl PolicyService for Api {
                 r.explain,
                 &convert::agent_from_pb(r.agent),
                 std::slice::from_ref(&args),
+                &origin,
             )
             .await?;
         count_decisions(&decisions);
@@ -349,9 +356,13 @@ impl PolicyService for Api {
             );
             calls.push(call_from_pb(&field, Some(c)).map_err(ServiceError::from)?);
         }
+        let origin = crate::service::Origin {
+            source: crate::service::DecisionSource::EvaluateBatch,
+            client: r.client,
+        };
         let (decisions, revision) = self
             .service
-            .evaluate_as(
+            .evaluate_from(
                 &p,
                 &r.team_id,
                 &r.user_id,
@@ -359,6 +370,7 @@ impl PolicyService for Api {
                 r.explain,
                 &convert::agent_from_pb(r.agent),
                 &args,
+                &origin,
             )
             .await?;
         count_decisions(&decisions);
@@ -380,7 +392,14 @@ impl PolicyService for Api {
         let r = req.into_inner();
         let (filtered, revision) = self
             .service
-            .filter_tools(&p, &r.team_id, &r.user_id, &r.server, &r.tools_json)
+            .filter_tools_from(
+                &p,
+                &r.team_id,
+                &r.user_id,
+                &r.server,
+                &r.tools_json,
+                &r.client,
+            )
             .await?;
         Ok(Response::new(pb::FilterToolsResponse {
             tools_json: filtered.tools.to_string(),
