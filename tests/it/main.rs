@@ -16,6 +16,7 @@ mod categories_api;
 mod claude_code;
 mod cli;
 mod crash;
+mod decision_log;
 mod decisions;
 mod export;
 mod faults;
