@@ -12,6 +12,7 @@ mod allowlist;
 mod args;
 mod audit;
 mod client;
+mod decisions;
 mod evaluate;
 pub mod init;
 pub mod login;
@@ -25,7 +26,7 @@ mod watch;
 pub use admin::{Change, diff};
 pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
-    EvaluateArgs, Output, Resolved,
+    DecisionsArgs, DecisionsCommand, EvaluateArgs, Output, Resolved,
 };
 pub use output::{Printer, Render};
 pub use proxy::{ProxyArgs, run_proxy};
@@ -34,6 +35,7 @@ use admin::{admin, kill_switch};
 use allowlist::allowlist;
 use audit::audit;
 use client::Clients;
+use decisions::decisions;
 use evaluate::evaluate;
 use token::token;
 use user::user;
@@ -62,6 +64,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::Allowlist(cmd) => allowlist(&c, cmd).await,
         ClientCommand::Evaluate(args) => evaluate(&c, *args).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
+        ClientCommand::Decisions(cmd) => decisions(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
         ClientCommand::Token(cmd) => token(&c, cmd).await,
         ClientCommand::User(cmd) => user(&c, cmd).await,

@@ -894,3 +894,141 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
         server.stop().await;
     }
 }
+
+/// The binary, with no `TOOLGATE_*` variable of ours leaking in from the test's env.
+async fn toolgate(
+    server: &TestServer,
+    token: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (i32, String) {
+    use tokio::io::AsyncWriteExt as _;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        cmd.env_remove(key);
+    }
+    let mut child = cmd
+        .args(args)
+        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
+        .env("TOOLGATE_TOKEN", token)
+        .env("HOME", "/nonexistent")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run toolgate");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).await.unwrap();
+    }
+    drop(input);
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output())
+        .await
+        .expect("toolgate finished in time")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some(),
+        "toolgate {args:?} was killed: {stderr}"
+    );
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &stderr,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_call_is_logged_and_the_cli_lists_it_and_previews_a_change() {
+    let (server, dir) = start().await;
+    server.set_controls(controls()).await;
+    server.yolo("alice").await;
+    let mut all = watch(&server, "admin-token", team_filter()).await;
+    let payload = serde_json::json!({
+        "session_id": "s1", "cwd": "/home/dev/proj", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push origin main"}
+    })
+    .to_string();
+    let (code, out) = toolgate(
+        &server,
+        "alice-token",
+        &["hook", "claude-code"],
+        Some(&payload),
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    let got = next_records(&mut all, 1).await;
+    assert_eq!(got[0].client, "claude-code");
+    assert_eq!(
+        got[0].call.as_ref().unwrap().kind,
+        Some(pb::decided_call::Kind::ShellExcerpt(
+            "git push origin main".into()
+        ))
+    );
+    assert_eq!(got[0].outcome(), pb::Outcome::Allow);
+
+    // the CLI: a table, and JSON
+    let (code, out) = toolgate(&server, "admin-token", &["decisions", "list"], None).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ALLOW") && out.contains("claude-code") && out.contains("$ git push"),
+        "{out}"
+    );
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &["--output", "json", "decisions", "list", "--command", "git"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    let listed: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(listed["decisions"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(listed["decisions"][0]["client"], "claude-code");
+    assert_eq!(listed["decisions"][0]["outcome"], "ALLOW");
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &["decisions", "list", "--reason", "nonsense"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 2, "{out}");
+
+    // the preview of a file that blocks `git push`
+    let file = dir.path().join("team.yaml");
+    std::fs::write(
+        &file,
+        "team: acme\nauto_run_controls:\n  enabled: true\n  mcp_tool_allowlist: [\"github:*\", \"slack:*\"]\n  mcp_tool_blocklist: [\"evil:*\"]\n  allowed: [\"git status\", \"ls\"]\n  blocked: [\"git push\"]\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &[
+            "--output", "json", "admin", "diff", "-f", file, "--impact", "7d",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, 3, "differences: {out}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(report["impact"]["decided"], 1, "{out}");
+    assert_eq!(report["impact"]["changed"], 1, "{out}");
+    assert_eq!(report["impact"]["groups"][0]["key"], "git push", "{out}");
+    assert_eq!(report["impact"]["groups"][0]["from"], "ALLOW", "{out}");
+    assert_eq!(report["impact"]["groups"][0]["to"], "ASK", "{out}");
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &["admin", "apply", "-f", file, "--dry-run", "--impact", "7d"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ALLOW -> ASK: 1"), "{out}");
+    assert!(out.contains("git push"), "{out}");
+    assert!(out.contains("dry run: nothing applied"), "{out}");
+    server.stop().await;
+}
