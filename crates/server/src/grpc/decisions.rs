@@ -206,7 +206,7 @@ impl DecisionLogService for Api {
                 };
                 let message = match event {
                     DecisionEvent::Decision(record) => {
-                        pb::watch_decisions_response::Event::Decision(record_to_pb(record))
+                        pb::watch_decisions_response::Event::Decision(record_to_pb(*record))
                     }
                     DecisionEvent::Lagged(n) => pb::watch_decisions_response::Event::Lagged(n),
                 };

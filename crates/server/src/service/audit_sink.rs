@@ -52,7 +52,7 @@ const REJECTED_TRIES: u32 = 5;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(super) enum Record {
-    Decision { decision: NewDecision },
+    Decision { decision: Box<NewDecision> },
     Audit(NewAuditEvent),
 }
 
@@ -214,11 +214,10 @@ impl Writer {
                     }
                 }
                 self.pending.extend(batch);
-                self.pending.extend(
-                    offered
-                        .into_iter()
-                        .map(|decision| Record::Decision { decision }),
-                );
+                self.pending
+                    .extend(offered.into_iter().map(|decision| Record::Decision {
+                        decision: Box::new(decision),
+                    }));
                 self.held_now();
             }
             let n = self.pending.len().min(BATCH);
@@ -289,7 +288,9 @@ impl Writer {
             self.pending.push_back(record);
         }
         while let Some(decision) = log_rx.recv().await {
-            self.pending.push_back(Record::Decision { decision });
+            self.pending.push_back(Record::Decision {
+                decision: Box::new(decision),
+            });
         }
         self.spill_pending();
         while !self.pending.is_empty() {
@@ -313,7 +314,7 @@ impl Writer {
         for record in self.pending.iter().take(n) {
             match record {
                 Record::Audit(event) => audit.push(event.clone()),
-                Record::Decision { decision } => decisions.push(decision.clone()),
+                Record::Decision { decision } => decisions.push((**decision).clone()),
             }
         }
         let store = self.hub.store();
@@ -489,6 +490,7 @@ impl Service {
     /// Queues the DENY record for the audit writer. A full queue makes the caller
     /// wait for room rather than lose the record: a flood of denials is slowed to
     /// what the store can write.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn audit_deny(
         &self,
         p: &Principal,
@@ -508,7 +510,11 @@ impl Service {
         };
         self.audit.send(event).await;
         if let Some(decision) = logged {
-            self.audit.send_record(Record::Decision { decision }).await;
+            self.audit
+                .send_record(Record::Decision {
+                    decision: Box::new(decision),
+                })
+                .await;
         }
     }
 }
@@ -546,4 +552,46 @@ pub(super) fn excerpt(text: &str) -> String {
         .find(|&n| text.is_char_boundary(n))
         .unwrap_or(0);
     format!("{}…", &text[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spill file from before the decision log holds bare audit records; they still
+    /// read, and decision records read back as written.
+    #[test]
+    fn spill_lines_of_both_kinds_read_back() {
+        let audit = r#"{"team_id":"t","revision":1,"actor":"a","kind":"decision_denied","detail":{"user_id":"u"}}"#;
+        let Record::Audit(event) = serde_json::from_str::<Record>(audit).unwrap() else {
+            panic!("an old audit line reads as an audit record")
+        };
+        assert_eq!(event.kind, "decision_denied");
+        let decision = NewDecision {
+            at_ms: 1,
+            team_id: "t".into(),
+            user_id: "u".into(),
+            principal: "p".into(),
+            agent_id: String::new(),
+            role: String::new(),
+            client: "codex".into(),
+            source: "evaluate".into(),
+            kind: "shell".into(),
+            server: String::new(),
+            tool: String::new(),
+            action: String::new(),
+            subject: "rm -rf /".into(),
+            subject_bytes: 8,
+            subject_sha256: "ab".into(),
+            outcome: "DENY".into(),
+            reason: "COMMAND_DENIED".into(),
+            matched_entry: "rm".into(),
+            revision: 3,
+        };
+        let record = Record::Decision {
+            decision: Box::new(decision),
+        };
+        let line = serde_json::to_string(&record).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);
+    }
 }

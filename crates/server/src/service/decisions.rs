@@ -137,7 +137,7 @@ pub struct DecisionPage {
 /// An item of a decision watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecisionEvent {
-    Decision(StoredDecision),
+    Decision(Box<StoredDecision>),
     /// This many records were not sent: the subscriber fell behind.
     Lagged(u64),
 }
@@ -160,7 +160,7 @@ impl DecisionWatch {
             };
             match received {
                 Ok(record) if matches(&self.query, &record.decision) => {
-                    return Some(DecisionEvent::Decision(handed_out(&record)));
+                    return Some(DecisionEvent::Decision(Box::new(handed_out(&record))));
                 }
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(n)) => {
@@ -269,7 +269,9 @@ impl Service {
     pub(super) async fn log_decision(&self, record: NewDecision, deny: bool) {
         if deny {
             self.audit
-                .send_record(Record::Decision { decision: record })
+                .send_record(Record::Decision {
+                    decision: Box::new(record),
+                })
                 .await;
         } else {
             self.audit.offer(record);
@@ -277,6 +279,7 @@ impl Service {
     }
 
     /// One record per tool a `tools/list` decided.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn log_listing(
         &self,
         p: &Principal,
@@ -627,7 +630,7 @@ impl Tally {
     fn finish(self) -> (Vec<ImpactGroup>, Vec<ImpactGroup>) {
         let sorted = |groups: Vec<ImpactGroup>| {
             let mut groups = groups;
-            groups.sort_by(|a, b| b.count.cmp(&a.count));
+            groups.sort_by_key(|g| std::cmp::Reverse(g.count));
             groups
         };
         (
