@@ -1032,3 +1032,102 @@ async fn a_hook_call_is_logged_and_the_cli_lists_it_and_previews_a_change() {
     assert!(out.contains("dry run: nothing applied"), "{out}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn postgres_records_written_on_one_replica_are_listed_on_another() {
+    let Some(url) = support::pg::fresh_database("decision log replicas").await else {
+        return;
+    };
+    let url = Some(url);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = TestServer::start(config(dir_a.path(), &url)).await;
+    let b = TestServer::start(config(dir_b.path(), &url)).await;
+    a.set_controls(controls()).await;
+    let mut on_a = watch(&a, "admin-token", team_filter()).await;
+    a.policy("alice-token")
+        .evaluate(evaluate(mcp("evil", "wipe"), "codex"))
+        .await
+        .unwrap();
+    let written = next_records(&mut on_a, 1).await;
+    let on_b = list_all(&b, "admin-token", team_filter()).await;
+    assert_eq!(on_b.len(), 1);
+    assert_eq!(on_b[0].id, written[0].id);
+    assert_eq!(on_b[0].outcome(), pb::Outcome::Deny);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.decision_log.watch_buffer = 4;
+    let server = TestServer::start(config).await;
+    server.set_controls(controls()).await;
+    // small HTTP/2 windows, so the transport's buffers cannot hold what is written
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut slow = DecisionLogServiceClient::with_interceptor(channel, Auth::new("admin-token"))
+        .watch_decisions(pb::WatchDecisionsRequest {
+            filter: Some(team_filter()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut fast = watch(&server, "admin-token", team_filter()).await;
+    const ROUNDS: usize = 10;
+    const CALLS: usize = 1000;
+    let mut policy = server.policy("alice-token");
+    for round in 0..ROUNDS {
+        // every call is answered while the slow watcher reads nothing
+        policy
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                calls: (0..CALLS)
+                    .map(|i| mcp("github", &format!("r{round}t{i}")))
+                    .collect(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    // a watcher that reads as it goes may lag too with a buffer of 4: it is told so
+    let (mut got, mut missed) = (0u64, 0u64);
+    let total = (ROUNDS * CALLS) as u64;
+    tokio::time::timeout(4 * DEADLINE, async {
+        while got + missed < total {
+            match fast.message().await.unwrap().unwrap().event {
+                Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
+                Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
+                None => {}
+            }
+        }
+    })
+    .await
+    .expect("the fast watcher sees or is told of every record");
+    // the slow one: every record is either sent or counted as missed
+    let (mut got, mut missed) = (0u64, 0u64);
+    tokio::time::timeout(4 * DEADLINE, async {
+        while got + missed < total {
+            match slow.message().await.unwrap().unwrap().event {
+                Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
+                Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
+                None => {}
+            }
+        }
+    })
+    .await
+    .expect("the slow watcher sees or is told of every record");
+    assert!(
+        missed > 0,
+        "a watcher that read nothing for {total} records lagged"
+    );
+    assert_eq!(got + missed, total);
+    server.stop().await;
+}
