@@ -74,7 +74,7 @@ pub struct Origin {
 }
 
 /// A request's `client`: empty, or lowercase letters, digits and `-`, at most
-/// [`MAX_CLIENT_BYTES`].
+/// `MAX_CLIENT_BYTES` (32).
 pub fn check_client(client: &str) -> Result<(), ServiceError> {
     let ok = client.len() <= MAX_CLIENT_BYTES
         && client
@@ -204,7 +204,7 @@ pub struct Impact {
     pub revision: u64,
     pub window_start_ms: i64,
     pub window_end_ms: i64,
-    /// The window held more than [`PREVIEW_MAX_RECORDS`]: only the newest were decided.
+    /// The window held more than `PREVIEW_MAX_RECORDS` (200,000): only the newest were decided again.
     pub truncated: bool,
 }
 
