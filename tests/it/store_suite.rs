@@ -516,6 +516,7 @@ async fn postgres_old_quota_table_is_migrated() {
              PRIMARY KEY (team_id, session_id, operation));
          INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
          DROP TABLE issued_tokens;
+         DROP TABLE decisions;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)
