@@ -207,7 +207,12 @@ impl Caller {
                     client: String::new(),
                 })
                 .await
-                .is_ok_and(|r| r.get_ref().outcome == pb::Outcome::Allow as i32),
+                .is_ok_and(|r| {
+                    r.get_ref()
+                        .decision
+                        .as_ref()
+                        .is_some_and(|d| d.outcome == pb::Outcome::Allow as i32)
+                }),
             Rpc::EvaluateBatch => self
                 .policy
                 .evaluate_batch((*self.batch).clone())

@@ -164,7 +164,9 @@ async fn every_kind_of_decision_is_logged_with_its_fields() {
             .evaluate(evaluate(mcp("github", "get_issue"), "claude-code"))
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .decision
+            .unwrap();
         let long = format!("echo {}", "x".repeat(10_000));
         let batch = policy
             .evaluate_batch(pb::EvaluateBatchRequest {
@@ -186,7 +188,9 @@ async fn every_kind_of_decision_is_logged_with_its_fields() {
                 team_id: TEAM.into(),
                 user_id: "alice".into(),
                 server: "evil".into(),
-                tools_json: r#"{"tools": [{"name": "a"}, {"name": "b"}]}"#.into(),
+                tools: Some(pb_value(
+                    &serde_json::json!({"tools": [{"name": "a"}, {"name": "b"}]}),
+                )),
                 client: "mcp-proxy".into(),
             })
             .await
@@ -854,7 +858,7 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(now_controls.revision, revision);
+        assert_eq!(now_controls.settings.unwrap().revision, revision);
         assert_eq!(impact.revision, revision);
         // bad proposals name the field
         let err = server

@@ -54,7 +54,10 @@ pub const ALL: [(&str, &str); 19] = [
         RESYNCS,
         "snapshots sent to watchers that fell behind or lost track",
     ),
-    (AUDIT_QUEUE, "deny audit and decision log records waiting for the writer"),
+    (
+        AUDIT_QUEUE,
+        "deny audit and decision log records waiting for the writer",
+    ),
     (AUDIT_WRITTEN, "deny audit records written to the store"),
     (AUDIT_DROPPED, "deny audit records given up on"),
     (
