@@ -214,7 +214,10 @@ impl Service {
             PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
             other => ServiceError::entries("", other),
         })?;
+        // normalised as the effective policy's lookup was: the records name them
         let (team, user) = own_subject(p, team, user);
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
         let origin = Origin {
             source: DecisionSource::FilterTools,
             client: client.to_owned(),
