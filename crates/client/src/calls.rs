@@ -70,6 +70,7 @@ impl Client {
                 context_type: a.context.clone().unwrap_or_default(),
                 session_id: a.session.clone().unwrap_or_default(),
             }),
+            approval: None,
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })

@@ -2,6 +2,7 @@
 
 use crate::v1 as pb;
 use std::time::{Duration, UNIX_EPOCH};
+use toolgate_core::policy::approvals::{ApprovalMode, ApprovalSettings, ApproverRole};
 use toolgate_core::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
@@ -82,7 +83,55 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
         denied: c.denied,
         roles: roles_from_json(&c.roles_json)?,
         default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
+        approvals: c.approvals.map(approvals_from_pb).transpose()?,
     })
+}
+
+fn approvals_from_pb(a: pb::ApprovalSettings) -> Result<ApprovalSettings, ConvertError> {
+    let mode = match pb::ApprovalMode::try_from(a.mode) {
+        Ok(pb::ApprovalMode::Unspecified | pb::ApprovalMode::Off) => ApprovalMode::Off,
+        Ok(pb::ApprovalMode::Headless) => ApprovalMode::Headless,
+        Ok(pb::ApprovalMode::Always) => ApprovalMode::Always,
+        Err(_) => return Err(unknown_enum("auto_run_controls.approvals.mode", a.mode)),
+    };
+    let approver_role = match pb::ApproverRole::try_from(a.approver_role) {
+        Ok(pb::ApproverRole::Unspecified | pb::ApproverRole::Admin) => ApproverRole::Admin,
+        Ok(pb::ApproverRole::Member) => ApproverRole::Member,
+        Err(_) => {
+            return Err(unknown_enum(
+                "auto_run_controls.approvals.approver_role",
+                a.approver_role,
+            ));
+        }
+    };
+    Ok(ApprovalSettings {
+        mode,
+        deadline_seconds: a.deadline_seconds,
+        approver_users: a.approver_users,
+        approver_role,
+        allow_self_approval: a.allow_self_approval,
+        webhook_url: a.webhook_url,
+        max_grant_seconds: a.max_grant_seconds,
+    })
+}
+
+pub fn approvals_to_pb(a: &ApprovalSettings) -> pb::ApprovalSettings {
+    pb::ApprovalSettings {
+        mode: match a.mode {
+            ApprovalMode::Off => pb::ApprovalMode::Off,
+            ApprovalMode::Headless => pb::ApprovalMode::Headless,
+            ApprovalMode::Always => pb::ApprovalMode::Always,
+        } as i32,
+        deadline_seconds: a.deadline_seconds,
+        approver_users: a.approver_users.clone(),
+        approver_role: match a.approver_role {
+            ApproverRole::Admin => pb::ApproverRole::Admin,
+            ApproverRole::Member => pb::ApproverRole::Member,
+        } as i32,
+        allow_self_approval: a.allow_self_approval,
+        webhook_url: a.webhook_url.clone(),
+        max_grant_seconds: a.max_grant_seconds,
+    }
 }
 
 /// Seed 004's roles document from `roles_json`; empty is none.
@@ -138,6 +187,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
             serde_json::to_string(&c.roles).unwrap_or_default()
         },
         default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
+        approvals: c.approvals.as_ref().map(approvals_to_pb),
     }
 }
 
@@ -263,6 +313,9 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
         Reason::NotInRoleAllowlist => pb::Reason::NotInRoleAllowlist,
         Reason::Restricted => pb::Reason::Restricted,
         Reason::CommandDenied => pb::Reason::CommandDenied,
+        Reason::Approved => pb::Reason::Approved,
+        Reason::ApprovalDenied => pb::Reason::ApprovalDenied,
+        Reason::ApprovalExpired => pb::Reason::ApprovalExpired,
     }
 }
 
@@ -305,6 +358,7 @@ pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
                 value: o.value.clone(),
             })
             .collect(),
+        approval: None,
     }
 }
 
