@@ -281,6 +281,40 @@ pub fn call_from_pb(
     }
 }
 
+/// A call as its message (no arguments).
+pub fn call_to_pb(call: &Call) -> pb::ToolCall {
+    use pb::tool_call::Kind;
+    let kind = match call.clone() {
+        Call::Mcp { server, tool } => Kind::Mcp(pb::McpCall {
+            server,
+            tool,
+            action: String::new(),
+        }),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => Kind::Mcp(pb::McpCall {
+            server,
+            tool,
+            action,
+        }),
+        Call::McpInternal {
+            name,
+            fallback_server,
+        } => Kind::McpInternal(pb::McpInternalCall {
+            name,
+            fallback_server,
+        }),
+        Call::Shell(line) => Kind::Shell(line),
+        Call::DeleteFile(path) => Kind::DeleteFile(path),
+    };
+    pb::ToolCall {
+        kind: Some(kind),
+        arguments: None,
+    }
+}
+
 pub fn outcome_to_pb(o: Outcome) -> pb::Outcome {
     match o {
         Outcome::Allow => pb::Outcome::Allow,

@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, TokenServiceServer,
-    UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, ApprovalServiceServer, PolicyRouter, ServerInfoServiceServer,
+    TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -537,6 +537,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            ApprovalServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(
