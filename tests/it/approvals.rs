@@ -927,3 +927,153 @@ async fn postgres_a_request_made_on_one_replica_is_answered_on_another() {
     one.stop().await;
     two.stop().await;
 }
+
+/// Waits (on the approvers' stream) for the next pending request; its id.
+async fn next_pending(watch: &mut tonic::Streaming<pb::WatchApprovalsResponse>) -> pb::Approval {
+    loop {
+        let m = tokio::time::timeout(STEP * 2, watch.message())
+            .await
+            .expect("a request within the deadline")
+            .unwrap()
+            .unwrap();
+        if let Some(pb::watch_approvals_response::Event::Approval(a)) = m.event
+            && a.state() == pb::ApprovalState::Pending
+        {
+            return a;
+        }
+    }
+}
+
+async fn watch_team(server: &TestServer) -> tonic::Streaming<pb::WatchApprovalsResponse> {
+    approvals(server, "admin-token")
+        .watch_approvals(pb::WatchApprovalsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// The real Claude Code CLI in `-p` mode (nobody to ask): a command that needs
+/// approval waits in the hook; approved with `toolgate approvals approve` it runs;
+/// denied, the model receives the approver's reason; unanswered, it is refused when
+/// the deadline passes.
+#[tokio::test]
+async fn claude_code_in_print_mode_waits_for_the_approvers() {
+    use std::path::Path;
+    let Some(claude) = crate::claude_code::claude_binary() else {
+        return;
+    };
+    let (server, _data) = start().await;
+    team(&server, settings(pb::ApprovalMode::Headless, 120)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let exe = env!("CARGO_BIN_EXE_toolgate");
+    let install = std::process::Command::new(exe)
+        .args([
+            "hook",
+            "install",
+            "claude-code",
+            "--scope",
+            "project",
+            "--approval-wait",
+            "150",
+            "--path",
+        ])
+        .arg(dir)
+        .arg("--command")
+        .arg(format!("{exe} hook claude-code"))
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    let settings_file = dir.join(".claude/settings.json");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+    // the client's hook timeout outlasts the hook's wait
+    assert_eq!(
+        written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
+        180
+    );
+    assert_eq!(written["env"]["TOOLGATE_HOOK_WAIT_MS"], "150000");
+    let up = format!("http://{}", server.addr);
+    let touch = |path: &Path| {
+        json!({"name": "Bash", "input": {"command": format!("touch {}", path.display()),
+                                          "description": "make a marker"}})
+    };
+    let told = |s: &crate::claude_code::Session| {
+        s.tool_results
+            .iter()
+            .map(|r| r["content"].to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut watch = watch_team(&server).await;
+
+    // approved through the CLI: the command runs
+    let approved = dir.join("approved-marker");
+    let approver = async {
+        let a = next_pending(&mut watch).await;
+        assert_eq!(a.client, "claude-code");
+        assert!(
+            !a.session_id.is_empty(),
+            "the session id came from the hook payload"
+        );
+        let out = tokio::process::Command::new(exe)
+            .args(["approvals", "approve", &a.request_id])
+            .env("TOOLGATE_SERVER", &up)
+            .env("TOOLGATE_TOKEN", "admin-token")
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("approved"),
+            "{out:?}"
+        );
+    };
+    let (s, ()) = tokio::join!(
+        crate::claude_code::run_claude(&claude, dir, &up, &settings_file, touch(&approved)),
+        approver
+    );
+    assert!(approved.exists(), "the approved command ran: {}", s.result);
+
+    // denied with a reason: the model is told it
+    let denied = dir.join("denied-marker");
+    let approver = async {
+        let a = next_pending(&mut watch).await;
+        let out = tokio::process::Command::new(exe)
+            .args([
+                "approvals",
+                "deny",
+                &a.request_id,
+                "--reason",
+                "not during the freeze",
+            ])
+            .env("TOOLGATE_SERVER", &up)
+            .env("TOOLGATE_TOKEN", "admin-token")
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    let (s, ()) = tokio::join!(
+        crate::claude_code::run_claude(&claude, dir, &up, &settings_file, touch(&denied)),
+        approver
+    );
+    assert!(!denied.exists(), "the denied command did not run");
+    let text = told(&s);
+    assert!(
+        text.contains("APPROVAL_DENIED") && text.contains("not during the freeze"),
+        "model received: {text}"
+    );
+
+    // nobody answers: refused at the deadline
+    team(&server, settings(pb::ApprovalMode::Headless, 2)).await;
+    let late = dir.join("late-marker");
+    let s = crate::claude_code::run_claude(&claude, dir, &up, &settings_file, touch(&late)).await;
+    assert!(!late.exists(), "the unanswered command did not run");
+    let text = told(&s);
+    assert!(
+        text.contains("APPROVAL_EXPIRED") && text.contains("nobody approved it"),
+        "model received: {text}"
+    );
+    server.stop().await;
+}
