@@ -8,6 +8,7 @@
 use crate::support;
 
 use serde_json::{Value, json};
+use std::process::Stdio;
 use std::time::Duration;
 use support::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -1075,5 +1076,121 @@ async fn claude_code_in_print_mode_waits_for_the_approvers() {
         text.contains("APPROVAL_EXPIRED") && text.contains("nobody approved it"),
         "model received: {text}"
     );
+    server.stop().await;
+}
+
+fn python_has_mcp() -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have python3 with mcp==2.3.0"
+        );
+        eprintln!("skipped: python3 with the mcp package not found (pip install mcp==2.3.0)");
+    }
+    found
+}
+
+/// The same through `toolgate proxy --headless --approval-wait` with the Python `mcp`
+/// client: an approved call runs, a denied one is an error carrying the reason, an
+/// unanswered one is refused at the deadline.
+#[tokio::test]
+async fn the_proxy_waits_for_the_approvers() {
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    team(&server, settings(pb::ApprovalMode::Headless, 120)).await;
+    let python = |name: &str| format!("{}/tests/python/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut child = tokio::process::Command::new("python3")
+        .arg(python("mcp_approval_client.py"))
+        .arg("3")
+        .arg(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "proxy",
+            "--server-id",
+            "demo",
+            "--headless",
+            "--approval-wait",
+            "150s",
+            "--",
+            "python3",
+        ])
+        .arg(python("mcp_upstream.py"))
+        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
+        .env("TOOLGATE_TOKEN", "alice-token")
+        .env("TOOLGATE_TEAM", TEAM)
+        .env("TOOLGATE_USER", "alice")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run python3");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(STEP * 3, lines.next_line())
+            .await
+            .expect("the client went on within the deadline")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    };
+    let mut watch = watch_team(&server).await;
+    let mut results = Vec::new();
+    for n in 0..3 {
+        let ready = next().await;
+        assert_eq!(ready["step"], "ready", "{ready}");
+        if n == 2 {
+            team(&server, settings(pb::ApprovalMode::Headless, 2)).await;
+        }
+        stdin.write_all(b"go\n").await.unwrap();
+        match n {
+            0 => {
+                let a = next_pending(&mut watch).await;
+                assert_eq!(
+                    (a.client.as_str(), a.summary.as_str()),
+                    ("proxy", "demo:ask_me")
+                );
+                approve(
+                    &server,
+                    "admin-token",
+                    &a.request_id,
+                    pb::ApprovalScope::Once,
+                    0,
+                )
+                .await
+                .unwrap();
+            }
+            1 => {
+                let a = next_pending(&mut watch).await;
+                deny(&server, "admin-token", &a.request_id, "ask me tomorrow")
+                    .await
+                    .unwrap();
+            }
+            _ => {}
+        }
+        results.push(next().await);
+    }
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert_eq!(results[0]["text"], "approved and ran");
+    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    let text = results[1]["text"].as_str().unwrap();
+    assert!(
+        text.contains("ask me tomorrow") && text.contains("APPROVAL_DENIED"),
+        "{text}"
+    );
+    assert_eq!(results[2]["is_error"], true, "{}", results[2]);
+    let text = results[2]["text"].as_str().unwrap();
+    assert!(
+        text.contains("APPROVAL_EXPIRED") && text.contains("nobody approved it"),
+        "{text}"
+    );
+    drop(stdin);
+    let _ = tokio::time::timeout(STEP, child.wait()).await;
     server.stop().await;
 }
