@@ -145,18 +145,20 @@ impl App {
                 }
             });
         }
-        let service = Arc::new(Service::new(
-            hub,
-            config.limits.clone(),
-            Duration::from_secs(config.watch.heartbeat_secs),
-            shutdown.clone(),
-            Some(config.data_dir.join(crate::service::SPILL_FILE)),
-        )
-        .with_webhook(crate::service::WebhookLimits {
-            queue: config.approvals.webhook_queue,
-            attempts: config.approvals.webhook_attempts,
-            timeout: Duration::from_secs(config.approvals.webhook_timeout_secs),
-        }));
+        let service = Arc::new(
+            Service::new(
+                hub,
+                config.limits.clone(),
+                Duration::from_secs(config.watch.heartbeat_secs),
+                shutdown.clone(),
+                Some(config.data_dir.join(crate::service::SPILL_FILE)),
+            )
+            .with_webhook(crate::service::WebhookLimits {
+                queue: config.approvals.webhook_queue,
+                attempts: config.approvals.webhook_attempts,
+                timeout: Duration::from_secs(config.approvals.webhook_timeout_secs),
+            }),
+        );
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         let policy_file = match &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
