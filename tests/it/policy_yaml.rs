@@ -95,7 +95,7 @@ fn every_field_round_trips_through_yaml() {
                 "defaultContext": "default"
             }))
             .unwrap(),
-            approvals: Some(toolgate::policy::approvals::ApprovalSettings {
+            approvals: Some(Box::new(toolgate::policy::approvals::ApprovalSettings {
                 mode: toolgate::policy::approvals::ApprovalMode::Headless,
                 deadline_seconds: 120,
                 approver_users: vec!["carol".into()],
@@ -103,7 +103,7 @@ fn every_field_round_trips_through_yaml() {
                 allow_self_approval: true,
                 webhook_url: "https://hooks.example.com/toolgate".into(),
                 max_grant_seconds: 3600,
-            }),
+            })),
             default_user_settings: Some(Box::new(toolgate::policy::UserSettings {
                 use_yolo_mode: true,
                 command_allowlist: vec!["git status".into()],

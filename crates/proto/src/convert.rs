@@ -83,7 +83,10 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
         denied: c.denied,
         roles: roles_from_json(&c.roles_json)?,
         default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
-        approvals: c.approvals.map(approvals_from_pb).transpose()?,
+        approvals: c
+            .approvals
+            .map(|a| approvals_from_pb(a).map(Box::new))
+            .transpose()?,
     })
 }
 
@@ -187,7 +190,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
             serde_json::to_string(&c.roles).unwrap_or_default()
         },
         default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
-        approvals: c.approvals.as_ref().map(approvals_to_pb),
+        approvals: c.approvals.as_deref().map(approvals_to_pb),
     }
 }
 

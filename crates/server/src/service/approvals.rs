@@ -258,7 +258,7 @@ impl Service {
     fn approval_settings(controls: &AdminControls) -> Option<&ApprovalSettings> {
         controls
             .approvals
-            .as_ref()
+            .as_deref()
             .filter(|a| a.mode != approvals::ApprovalMode::Off)
     }
 
@@ -390,7 +390,13 @@ impl Service {
             )));
         }
         let admin = self.hub.admin(team).await?;
-        let settings = admin.stored.doc.approvals.clone().unwrap_or_default();
+        let settings = admin
+            .stored
+            .doc
+            .approvals
+            .as_deref()
+            .cloned()
+            .unwrap_or_default();
         let who = Answerer {
             admin: matches!(p.role, Role::Admin | Role::Operator),
             user: match p.role {
@@ -412,7 +418,13 @@ impl Service {
         }
         authorize(p, team, Action::ReadTeam)?;
         let admin = self.hub.admin(team).await?;
-        let settings = admin.stored.doc.approvals.clone().unwrap_or_default();
+        let settings = admin
+            .stored
+            .doc
+            .approvals
+            .as_deref()
+            .cloned()
+            .unwrap_or_default();
         let user = p.user.as_deref().filter(|_| p.role == Role::Member);
         let approver = user.is_some_and(|u| {
             settings.approver_role == approvals::ApproverRole::Member
@@ -536,7 +548,8 @@ impl Service {
             .stored
             .doc
             .approvals
-            .clone()
+            .as_deref()
+            .cloned()
             .unwrap_or_default();
         let now = now_ms();
         let max_grant = settings.max_grant();
