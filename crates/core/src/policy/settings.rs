@@ -81,7 +81,7 @@ pub struct AdminControls {
     /// Boxed: most teams have none, and the settings are large beside the controls.
     pub default_user_settings: Option<Box<UserSettings>>,
     /// Central approvals (who answers an ASK when the client cannot): none is off.
-    /// Boxed, as the default user settings are: most teams have none.
+    // boxed, as the default user settings are: most teams have none
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approvals: Option<Box<super::approvals::ApprovalSettings>>,
 }
