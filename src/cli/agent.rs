@@ -87,7 +87,7 @@ pub struct HookArgs {
     wait_ms: u64,
     /// Whether nobody at the client can answer an ASK (default: read from the client:
     /// Codex never can, Claude Code in `-p` mode cannot).
-    #[arg(long, env = "TOOLGATE_HOOK_HEADLESS")]
+    #[arg(long, env = "TOOLGATE_HOOK_HEADLESS", num_args = 0..=1, default_missing_value = "true")]
     headless: Option<bool>,
     /// Names a Cursor MCP server by its URL or command: `URL_OR_COMMAND=NAME`
     /// (repeatable; also read from the workspace's and the user's .cursor/mcp.json).
