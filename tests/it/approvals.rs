@@ -1194,3 +1194,60 @@ async fn the_proxy_waits_for_the_approvers() {
     let _ = tokio::time::timeout(STEP, child.wait()).await;
     server.stop().await;
 }
+
+/// `toolgate hook codex` (a client that can never ask) waits for the approvers under
+/// the headless mode, and the approver's denial is its answer.
+#[tokio::test]
+async fn a_codex_hook_waits_and_answers_with_the_denial() {
+    let (server, _dir) = start().await;
+    team(&server, settings(pb::ApprovalMode::Headless, 120)).await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        cmd.env_remove(key);
+    }
+    let mut child = cmd
+        .args(["hook", "codex", "--wait-ms", "150000"])
+        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
+        .env("TOOLGATE_TOKEN", "alice-token")
+        .env("HOME", "/nonexistent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let payload = json!({"session_id": "codex-1", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+        "tool_name": "shell_command", "tool_input": {"command": "make deploy"}, "tool_use_id": "t1",
+        "model": "m", "permission_mode": "default", "transcript_path": "/tmp/t", "turn_id": "1"});
+    let mut input = child.stdin.take().unwrap();
+    input
+        .write_all(payload.to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(input);
+    let mut watch = watch_team(&server).await;
+    let a = next_pending(&mut watch).await;
+    assert_eq!(
+        (a.client.as_str(), a.session_id.as_str()),
+        ("codex", "codex-1")
+    );
+    deny(
+        &server,
+        "admin-token",
+        &a.request_id,
+        "use the staging target",
+    )
+    .await
+    .unwrap();
+    let out = tokio::time::timeout(STEP, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("deny")
+            && stdout.contains("use the staging target")
+            && stdout.contains("APPROVAL_DENIED"),
+        "{stdout}"
+    );
+    server.stop().await;
+}
