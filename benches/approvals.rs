@@ -74,6 +74,8 @@ async fn ask(policy: &mut Policy, n: usize) -> String {
         .await
         .expect("evaluate")
         .into_inner()
+        .decision
+        .expect("a decision")
         .approval
         .expect("sent to the approvers")
         .request_id

@@ -88,6 +88,8 @@ async fn evaluate(
         .await
         .expect("evaluate")
         .into_inner()
+        .decision
+        .expect("a decision")
 }
 
 /// Opens `AwaitApproval` and returns the first message (the request as it stands)
@@ -281,18 +283,19 @@ async fn an_ask_goes_to_the_approvers_and_the_waiting_side_gets_each_answer() {
         .unwrap()
         .into_inner()
         .events;
-    let kinds: Vec<&str> = events
+    use pb::AuditEventKind as K;
+    let kinds: Vec<K> = events
         .iter()
-        .map(|e| e.kind.as_str())
-        .filter(|k| k.starts_with("approval_"))
+        .map(|e| e.kind())
+        .filter(|k| k.as_str_name().starts_with("AUDIT_EVENT_KIND_APPROVAL_"))
         .collect();
     assert_eq!(
         kinds,
         [
-            "approval_requested",
-            "approval_approved",
-            "approval_requested",
-            "approval_denied"
+            K::ApprovalRequested,
+            K::ApprovalApproved,
+            K::ApprovalRequested,
+            K::ApprovalDenied
         ]
     );
     server.stop().await;
@@ -452,6 +455,8 @@ async fn adding_the_entry_to_the_allowlist_goes_through_the_settings_write() {
         .await
         .unwrap()
         .into_inner()
+        .settings
+        .unwrap()
         .revision;
     // an MCP tool the admin's list does not name
     let d = evaluate(
@@ -480,7 +485,9 @@ async fn adding_the_entry_to_the_allowlist_goes_through_the_settings_write() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(after.revision, a.allowlist_revision);
     assert!(
         after

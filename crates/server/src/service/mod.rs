@@ -19,7 +19,10 @@ mod webhook;
 /// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
-pub use crate::store::{ApprovalRecord, ApprovalState};
+pub use crate::store::{
+    AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED,
+    AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+};
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
