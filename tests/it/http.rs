@@ -450,3 +450,412 @@ async fn grpc_web_calls_work_binary_and_text() {
     );
     server.stop().await;
 }
+
+/// The headers every HTTP answer carries, whatever it says.
+fn assert_secure(answer: &Answer, case: &str) {
+    let csp = answer.header("content-security-policy").unwrap_or("");
+    assert!(csp.contains("default-src 'none'"), "{case}: csp {csp:?}");
+    assert_eq!(
+        answer.header("x-content-type-options"),
+        Some("nosniff"),
+        "{case}"
+    );
+    assert_eq!(
+        answer.header("referrer-policy"),
+        Some("no-referrer"),
+        "{case}"
+    );
+    assert_eq!(answer.header("cache-control"), Some("no-store"), "{case}");
+}
+
+/// Hostile and malformed requests: each refused with the status, the Connect code
+/// and a message naming the problem, before any service sees it.
+#[tokio::test]
+async fn hostile_requests_are_refused_with_their_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.max_request_bytes = 64 * 1024;
+    config.http.cors_allowed_origins = vec!["https://console.example.com".into()];
+    let server = TestServer::start(config).await;
+    let evaluate = "/toolgate.v1.PolicyService/Evaluate";
+    let settings = "/toolgate.v1.AdminService/GetTeamAdminSettings";
+    let team = json!({"teamId": TEAM}).to_string();
+    let big = format!(r#"{{"teamId":"{}"}}"#, "a".repeat(100 * 1024));
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let json = "application/json";
+    let bearer = "Bearer admin-token";
+    use reqwest::Method;
+    // (case, method, path, headers, body, HTTP status, code, the message says)
+    let table: Vec<(
+        &str,
+        Method,
+        &str,
+        Vec<(&str, &str)>,
+        String,
+        u16,
+        &str,
+        &str,
+    )> = vec![
+        (
+            "oversize body",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", bearer)],
+            big.clone(),
+            413,
+            "resource_exhausted",
+            "limits.max_request_bytes (65536 bytes)",
+        ),
+        (
+            "deep JSON",
+            Method::POST,
+            evaluate,
+            vec![("content-type", json), ("authorization", bearer)],
+            deep,
+            400,
+            "invalid_argument",
+            "nests deeper than 32 levels",
+        ),
+        (
+            "not JSON at all",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", bearer)],
+            "{teamId: acme".into(),
+            400,
+            "invalid_argument",
+            "body: ",
+        ),
+        (
+            "unknown field",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", bearer)],
+            r#"{"teamId":"acme","team":"x"}"#.into(),
+            400,
+            "invalid_argument",
+            "team: no such field in toolgate.v1.GetTeamAdminSettingsRequest",
+        ),
+        (
+            "a field of the wrong type, inside",
+            Method::POST,
+            evaluate,
+            vec![("content-type", json), ("authorization", bearer)],
+            r#"{"teamId":"acme","userId":"alice","call":{"mcp":{"tool":["x"]}}}"#.into(),
+            400,
+            "invalid_argument",
+            "call.mcp.tool: invalid type",
+        ),
+        (
+            "wrong content type",
+            Method::POST,
+            settings,
+            vec![("content-type", "text/plain"), ("authorization", bearer)],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "send application/json",
+        ),
+        (
+            "no content type",
+            Method::POST,
+            settings,
+            vec![("authorization", bearer)],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "content-type \"\" is not taken",
+        ),
+        (
+            "a stream's content type on a unary method",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", "application/connect+json"),
+                ("authorization", bearer),
+            ],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "send application/json",
+        ),
+        (
+            "compressed body",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("content-encoding", "gzip"),
+                ("authorization", bearer),
+            ],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "send the body uncompressed",
+        ),
+        (
+            "unknown method",
+            Method::POST,
+            "/toolgate.v1.AdminService/DropAllTeams",
+            vec![("content-type", json), ("authorization", bearer)],
+            team.clone(),
+            404,
+            "unimplemented",
+            "no method /toolgate.v1.AdminService/DropAllTeams",
+        ),
+        (
+            "unknown service",
+            Method::POST,
+            "/toolgate.v9.Nothing/Here",
+            vec![("content-type", json), ("authorization", bearer)],
+            team.clone(),
+            404,
+            "unimplemented",
+            "no method",
+        ),
+        (
+            "the root",
+            Method::GET,
+            "/",
+            vec![],
+            String::new(),
+            404,
+            "unimplemented",
+            "no method /",
+        ),
+        (
+            "GET on a method",
+            Method::GET,
+            settings,
+            vec![("authorization", bearer)],
+            String::new(),
+            405,
+            "unimplemented",
+            "call /toolgate.v1.AdminService/GetTeamAdminSettings with POST",
+        ),
+        (
+            "token in the query string",
+            Method::POST,
+            "/toolgate.v1.AdminService/GetTeamAdminSettings?access_token=admin-token",
+            vec![("content-type", json)],
+            team.clone(),
+            400,
+            "invalid_argument",
+            "token in the Authorization header",
+        ),
+        (
+            "token in the query string of a gRPC-Web call",
+            Method::POST,
+            "/toolgate.v1.AdminService/GetTeamAdminSettings?token=admin-token",
+            vec![("content-type", "application/grpc-web+proto")],
+            String::new(),
+            400,
+            "invalid_argument",
+            "token in the Authorization header",
+        ),
+        (
+            "a cookie is not a credential",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("cookie", "authorization=Bearer admin-token"),
+            ],
+            team.clone(),
+            401,
+            "unauthenticated",
+            "",
+        ),
+        (
+            "a token not in the Bearer form",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", "admin-token")],
+            team.clone(),
+            401,
+            "unauthenticated",
+            "",
+        ),
+        (
+            "a call from another origin's page",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("authorization", bearer),
+                ("origin", "https://evil.example"),
+            ],
+            team.clone(),
+            403,
+            "permission_denied",
+            "add it to http.cors_allowed_origins",
+        ),
+        (
+            "a bad timeout",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("authorization", bearer),
+                ("connect-timeout-ms", "soon"),
+            ],
+            team.clone(),
+            400,
+            "invalid_argument",
+            "connect-timeout-ms",
+        ),
+    ];
+    for (case, method, path, headers, body, status, code, says) in table {
+        let answer = send(&server, method, path, &headers, body).await;
+        assert_eq!(answer.status, status, "{case}: {:?}", answer.body);
+        let error = answer.json();
+        assert_eq!(error["code"], code, "{case}: {error}");
+        let message = error["message"].as_str().unwrap_or("");
+        assert!(message.contains(says), "{case}: {message}");
+        assert_secure(&answer, case);
+        assert!(
+            answer.header("access-control-allow-origin").is_none(),
+            "{case}"
+        );
+    }
+
+    // a bad entry: the field violations readable in the details
+    let answer = call_json(
+        &server,
+        "AdminService/UpdateTeamAdminSettings",
+        "admin-token",
+        json!({"teamId": TEAM, "autoRunControls": {"mcpToolAllowlist": ["no colon"]}}),
+    )
+    .await;
+    assert_eq!(answer.status, 400);
+    let error = answer.json();
+    assert_eq!(
+        error["details"][0]["type"], "google.rpc.BadRequest",
+        "{error}"
+    );
+    let violation = &error["details"][0]["debug"]["fieldViolations"][0];
+    assert!(
+        violation["field"]
+            .as_str()
+            .is_some_and(|f| f.contains("mcp_tool_allowlist")),
+        "{error}"
+    );
+    // and nothing was applied
+    let answer = call_json(
+        &server,
+        "AdminService/GetTeamAdminSettings",
+        "admin-token",
+        json!({"teamId": TEAM}),
+    )
+    .await;
+    assert!(answer.json().get("revision").is_none(), "{}", answer.json());
+    server.stop().await;
+}
+
+/// CORS: an allowed origin's preflight and call carry the CORS headers (never `*`,
+/// never credentials); another origin's preflight gets none and its call is refused.
+#[tokio::test]
+async fn cors_is_off_unless_the_origin_is_configured() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.cors_allowed_origins = vec!["https://console.example.com".into()];
+    let server = TestServer::start(config).await;
+    let path = "/toolgate.v1.AdminService/GetTeamAdminSettings";
+    let preflight = |origin: &'static str| {
+        vec![
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "authorization, content-type",
+            ),
+        ]
+    };
+    let allowed = send(
+        &server,
+        Method::OPTIONS,
+        path,
+        &preflight("https://console.example.com"),
+        "",
+    )
+    .await;
+    assert_eq!(allowed.status, 204);
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("https://console.example.com")
+    );
+    assert!(
+        allowed
+            .header("access-control-allow-headers")
+            .is_some_and(|h| h.contains("authorization"))
+    );
+    assert!(allowed.header("access-control-allow-credentials").is_none());
+    assert_secure(&allowed, "allowed preflight");
+
+    for origin in [
+        "https://evil.example",
+        "null",
+        "https://console.example.com.evil.example",
+    ] {
+        let refused = send(&server, Method::OPTIONS, path, &preflight(origin), "").await;
+        assert_ne!(refused.status / 100, 2, "{origin}");
+        for (name, _) in refused.headers.iter() {
+            assert!(
+                !name.as_str().starts_with("access-control-"),
+                "{origin}: {name}"
+            );
+        }
+    }
+
+    let call = send(
+        &server,
+        Method::POST,
+        path,
+        &[
+            ("origin", "https://console.example.com"),
+            ("content-type", "application/json"),
+            ("authorization", "Bearer admin-token"),
+        ],
+        json!({"teamId": TEAM}).to_string(),
+    )
+    .await;
+    assert_eq!(call.status, 200);
+    assert_eq!(
+        call.header("access-control-allow-origin"),
+        Some("https://console.example.com")
+    );
+    assert_secure(&call, "allowed call");
+
+    // without the setting, no origin but the server's own
+    let (plain, _dir) = start().await;
+    let answer = send(
+        &plain,
+        Method::OPTIONS,
+        path,
+        &preflight("https://console.example.com"),
+        "",
+    )
+    .await;
+    assert!(answer.header("access-control-allow-origin").is_none());
+    let own = format!("http://{}", plain.addr);
+    let answer = send(
+        &plain,
+        Method::POST,
+        path,
+        &[
+            ("origin", own.as_str()),
+            ("content-type", "application/json"),
+            ("authorization", "Bearer admin-token"),
+        ],
+        json!({"teamId": TEAM}).to_string(),
+    )
+    .await;
+    assert_eq!(
+        answer.status, 200,
+        "the server's own origin: {:?}",
+        answer.body
+    );
+    plain.stop().await;
+    server.stop().await;
+}
