@@ -859,3 +859,91 @@ async fn cors_is_off_unless_the_origin_is_configured() {
     plain.stop().await;
     server.stop().await;
 }
+
+/// The README's `curl` examples (`sh curl-example` blocks), each run with real curl
+/// against a server set up as the README's first session leaves it; each answer must
+/// hold what the `json curl-output` block after it shows (`"…"` stands for any value).
+#[tokio::test]
+async fn the_readme_curl_examples_run_as_written() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let examples = readme_examples(&readme);
+    assert!(
+        examples.len() >= 2,
+        "the README shows a decision and a team's settings"
+    );
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["github:create_issue".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    for (command, shown) in examples {
+        let command = command.replace("http://127.0.0.1:7070", &format!("http://{}", server.addr));
+        let output = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(&command)
+                .env("TOOLGATE_TOKEN", "admin-token")
+                .output(),
+        )
+        .await
+        .expect("curl within 30 s")
+        .expect("curl runs");
+        assert!(output.status.success(), "{command}: {output:?}");
+        let got: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{command}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        });
+        let shown: Value = serde_json::from_str(&shown).unwrap();
+        assert!(
+            holds(&got, &shown),
+            "{command}\nanswered {got:#}\nthe README shows {shown:#}"
+        );
+    }
+    server.stop().await;
+}
+
+/// (command, shown output) of each `sh curl-example` block and the `json curl-output`
+/// block after it.
+fn readme_examples(readme: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            blocks.push((info.trim().to_owned(), body.join("\n")));
+        }
+    }
+    blocks
+        .windows(2)
+        .filter(|pair| pair[0].0 == "sh curl-example")
+        .map(|pair| {
+            assert_eq!(
+                pair[1].0, "json curl-output",
+                "a curl example is followed by its output"
+            );
+            (pair[0].1.clone(), pair[1].1.clone())
+        })
+        .collect()
+}
+
+/// Whether `got` holds everything `shown` shows, `"…"` matching any value.
+fn holds(got: &Value, shown: &Value) -> bool {
+    match (got, shown) {
+        (_, Value::String(s)) if s == "…" => true,
+        (Value::Object(got), Value::Object(shown)) => shown
+            .iter()
+            .all(|(k, v)| got.get(k).is_some_and(|g| holds(g, v))),
+        (Value::Array(got), Value::Array(shown)) => {
+            got.len() == shown.len() && got.iter().zip(shown).all(|(g, s)| holds(g, s))
+        }
+        _ => got == shown,
+    }
+}
