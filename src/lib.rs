@@ -9,7 +9,7 @@ pub mod proxy;
 pub use toolgate_core::{export, hook, ids, policy};
 pub use toolgate_proto as proto;
 pub use toolgate_server::{
-    auth, config, connections, files, hub, jwt, managed, metrics, policy_file, server, service,
+    auth, config, connections, files, http, hub, jwt, managed, metrics, policy_file, server, service,
     store, telemetry, tls,
 };
 

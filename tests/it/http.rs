@@ -947,3 +947,55 @@ fn holds(got: &Value, shown: &Value) -> bool {
         _ => got == shown,
     }
 }
+
+/// Every method of the API answers over HTTP (an operator's call with an empty
+/// message: whatever the answer, it is never "no such method"), so a service added
+/// to the proto files and registered with the server needs nothing more.
+#[tokio::test]
+async fn every_method_is_reachable_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path());
+    let methods = toolgate::http::HttpLayer::new(&config.http, &config.limits)
+        .unwrap()
+        .methods();
+    let server = TestServer::start(config).await;
+    for (path, streams) in methods {
+        if path.starts_with("/grpc.health.") {
+            continue;
+        }
+        let code = if streams {
+            // a stream whose start may wait: only its first envelope is read
+            let mut stream = Envelopes::open(&server, &path, "operator-token", &json!({})).await;
+            match stream.next().await {
+                (2, end) => end["error"]["code"].as_str().unwrap_or("").to_owned(),
+                _ => "ok".to_owned(),
+            }
+        } else {
+            let answer = post(
+                &server,
+                &path,
+                Some("operator-token"),
+                "application/json",
+                "{}",
+            )
+            .await;
+            match answer.status {
+                200 => "ok".to_owned(),
+                _ => answer.json()["code"].as_str().unwrap_or("").to_owned(),
+            }
+        };
+        assert_ne!(code, "unimplemented", "{path} is not served over HTTP");
+        assert_ne!(code, "", "{path}: no Connect answer");
+    }
+    // health too, for a load balancer that speaks only HTTP
+    let answer = post(
+        &server,
+        "/grpc.health.v1.Health/Check",
+        None,
+        "application/json",
+        "{}",
+    )
+    .await;
+    assert_eq!(answer.json()["status"], "SERVING", "{}", answer.json());
+    server.stop().await;
+}
