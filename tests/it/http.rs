@@ -999,3 +999,166 @@ async fn every_method_is_reachable_over_http() {
     assert_eq!(answer.json()["status"], "SERVING", "{}", answer.json());
     server.stop().await;
 }
+
+/// Runs `app` on a fresh listener; (address, stop, task).
+async fn run_app(
+    app: toolgate::server::App,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), toolgate::server::ServerError>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(toolgate::server::run(listener, app, async {
+        let _ = stopped.await;
+    }));
+    (addr, stop, task)
+}
+
+/// `http.listen` serves the same API (JSON and gRPC) on a second address, and
+/// `http.enabled: false` leaves the port gRPC-only.
+#[tokio::test]
+async fn a_second_address_and_the_off_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.listen = Some("127.0.0.1:0".into());
+    let app = toolgate::server::App::build(config).await.unwrap();
+    let second = app.http_addr.expect("http.listen bound");
+    let (_, stop, task) = run_app(app).await;
+    let answer = client()
+        .post(format!(
+            "http://{second}/toolgate.v1.AdminService/GetTeamAdminSettings"
+        ))
+        .bearer_auth("admin-token")
+        .header("content-type", "application/json")
+        .body(json!({"teamId": TEAM}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let channel = tonic::transport::Channel::from_shared(format!("http://{second}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut admin = AdminServiceClient::with_interceptor(channel, Auth::new("admin-token"));
+    admin
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .expect("gRPC on the second address");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.enabled = false;
+    let server = TestServer::start(config).await;
+    let refused = client()
+        .post(format!(
+            "http://{}/toolgate.v1.AdminService/GetTeamAdminSettings",
+            server.addr
+        ))
+        .bearer_auth("admin-token")
+        .header("content-type", "application/json")
+        .body(json!({"teamId": TEAM}).to_string())
+        .send()
+        .await;
+    assert!(
+        refused.is_err(),
+        "HTTP/1.1 is not spoken with http.enabled false: {refused:?}"
+    );
+    server
+        .admin("admin-token")
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .expect("gRPC still");
+    server.stop().await;
+}
+
+/// TLS and client certificates apply to HTTP as to gRPC (same listener): curl over
+/// HTTP/1.1 and HTTP/2 with a token, and with alice's certificate and no token, which
+/// authenticates as alice and only as alice.
+#[tokio::test]
+async fn tls_and_client_certificates_apply_over_http() {
+    use crate::tls::{Ca, write};
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path();
+    let ca = Ca::new("toolgate http test ca");
+    let (cert, key) = ca.issue("localhost", &["localhost"]);
+    let clients = Ca::new("toolgate http test clients");
+    let (alice_cert, alice_key) = clients.issue("alice", &["alice.acme.example"]);
+    let mut config = test_config(&files.join("data"));
+    config.tls.cert = Some(write(files, "server.pem", &cert));
+    config.tls.key = Some(write(files, "server.key", &key));
+    config.tls.client_ca = Some(write(files, "clients.pem", &clients.pem()));
+    config.tls.require_client_cert = false;
+    config.auth.certificates = vec![toolgate::config::CertificateConfig {
+        name: "alice-cert".into(),
+        subject_cn: None,
+        san: Some("dns:alice.acme.example".into()),
+        role: toolgate::auth::Role::Member,
+        team: Some(TEAM.into()),
+        user: Some("alice".into()),
+    }];
+    let ca_pem = write(files, "ca.pem", &ca.pem());
+    let alice = (
+        write(files, "alice.pem", &alice_cert),
+        write(files, "alice.key", &alice_key),
+    );
+    let app = toolgate::server::App::build(config).await.unwrap();
+    let (addr, stop, task) = run_app(app).await;
+    let curl = |version: &'static str, auth: Vec<String>, user: &'static str| {
+        let url = format!(
+            "https://localhost:{}/toolgate.v1.UserSettingsService/GetUserSettings",
+            addr.port()
+        );
+        let mut command = tokio::process::Command::new("curl");
+        command
+            .args(["-sS", version, "--max-time", "20", "--resolve"])
+            .arg(format!("localhost:{}:127.0.0.1", addr.port()))
+            .arg("--cacert")
+            .arg(&ca_pem)
+            .args(auth)
+            .args(["-H", "content-type: application/json", "-d"])
+            .arg(json!({"teamId": TEAM, "userId": user}).to_string())
+            .arg(url);
+        async move {
+            let output = command.output().await.expect("curl runs");
+            assert!(output.status.success(), "{output:?}");
+            serde_json::from_slice::<Value>(&output.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+        }
+    };
+    let token = || {
+        vec![
+            "-H".to_owned(),
+            "authorization: Bearer admin-token".to_owned(),
+        ]
+    };
+    let certificate = || {
+        vec![
+            "--cert".to_owned(),
+            alice.0.display().to_string(),
+            "--key".to_owned(),
+            alice.1.display().to_string(),
+        ]
+    };
+    for version in ["--http1.1", "--http2"] {
+        let answer = curl(version, token(), "bob").await;
+        assert_eq!(answer["userId"], "bob", "{version}: {answer}");
+        let answer = curl(version, certificate(), "alice").await;
+        assert_eq!(answer["userId"], "alice", "{version}: {answer}");
+        let answer = curl(version, certificate(), "bob").await;
+        assert_eq!(answer["code"], "permission_denied", "{version}: {answer}");
+        let answer = curl(version, vec![], "alice").await;
+        assert_eq!(answer["code"], "unauthenticated", "{version}: {answer}");
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}

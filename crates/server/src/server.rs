@@ -75,6 +75,9 @@ pub struct App {
     /// Where `GET /metrics` is served, when `metrics.listen` is set.
     pub metrics_addr: Option<std::net::SocketAddr>,
     metrics: Option<(TcpListener, metrics_exporter_prometheus::PrometheusHandle)>,
+    /// Where the API is served a second time, when `http.listen` is set.
+    pub http_addr: Option<std::net::SocketAddr>,
+    http_listener: Option<TcpListener>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
@@ -114,6 +117,17 @@ impl App {
         let metrics_addr = metrics
             .as_ref()
             .and_then(|(listener, _)| listener.local_addr().ok());
+        let http_listener =
+            match (&config.http.listen, config.http.enabled) {
+                (Some(addr), true) => Some(TcpListener::bind(addr).await.map_err(|source| {
+                    ServerError::HttpListen {
+                        addr: addr.clone(),
+                        source,
+                    }
+                })?),
+                _ => None,
+            };
+        let http_addr = http_listener.as_ref().and_then(|l| l.local_addr().ok());
         let history = config.watch.history_per_team;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
@@ -209,6 +223,8 @@ impl App {
             bootstrap_token_path,
             metrics_addr,
             metrics,
+            http_addr,
+            http_listener,
             policy_file,
             shutdown,
             data_lock,
@@ -420,6 +436,7 @@ pub async fn run(
         auth,
         config,
         metrics,
+        http_listener,
         shutdown: stop_streams,
         policy_file,
         // held until the server has stopped
@@ -560,8 +577,8 @@ pub async fn run(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
         ));
-    if let Some(addr) = &config.http.listen {
-        serve_http_listener(addr, router.clone(), &config, stop_http.clone()).await?;
+    if let Some(listener) = http_listener {
+        serve_http_listener(listener, router.clone(), &config, stop_http.clone())?;
     }
     let serve = router.serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
@@ -591,8 +608,8 @@ pub async fn run(
 }
 
 /// Serves the same API on `http.listen` too, with the same TLS, until `stop`.
-async fn serve_http_listener<L>(
-    addr: &str,
+fn serve_http_listener<L>(
+    listener: TcpListener,
     router: tonic::transport::server::Router<L>,
     config: &Config,
     stop: CancellationToken,
@@ -608,14 +625,8 @@ where
         + 'static,
     <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
 {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServerError::HttpListen {
-            addr: addr.to_owned(),
-            source,
-        })?;
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "serving HTTP");
+        info!(%addr, "serving the API on http.listen too");
     }
     let tls = match config.tls.files() {
         Some(_) => Some(crate::tls::Acceptor::start(&config.tls, stop.clone())?),
