@@ -1162,3 +1162,56 @@ async fn tls_and_client_certificates_apply_over_http() {
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
 }
+
+/// With anonymous access configured (loopback tools), a web page still gets nothing
+/// without a token, even one that looks same-origin (as a DNS-rebinding page does).
+#[tokio::test]
+async fn web_pages_are_never_anonymous() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.auth.anonymous = Some(toolgate::config::AnonymousConfig {
+        role: toolgate::auth::Role::Member,
+        team: Some(TEAM.into()),
+        user: Some("alice".into()),
+    });
+    let server = TestServer::start(config).await;
+    let path = "/toolgate.v1.UserSettingsService/GetUserSettings";
+    let body = json!({"teamId": TEAM, "userId": "alice"}).to_string();
+    let tool = post(&server, path, None, "application/json", body.clone()).await;
+    assert_eq!(
+        tool.status, 200,
+        "a local tool is anonymous: {:?}",
+        tool.body
+    );
+    let own = format!("http://{}", server.addr);
+    let page = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &[("content-type", "application/json"), ("origin", &own)],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(page.status, 401, "{:?}", page.body);
+    assert!(
+        page.json()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Authorization header")),
+        "{}",
+        page.json()
+    );
+    let page = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &[
+            ("content-type", "application/json"),
+            ("origin", &own),
+            ("authorization", "Bearer alice-token"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(page.status, 200, "with a token it may: {:?}", page.body);
+    server.stop().await;
+}

@@ -181,6 +181,11 @@ where
                 return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
             }
         };
+        if route != Route::Preflight
+            && let Some(refused) = cors::credential_required(&req)
+        {
+            return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
+        }
         match route {
             Route::Grpc => unreachable!("answered above"),
             Route::Preflight => {
