@@ -468,6 +468,19 @@ fn assert_secure(answer: &Answer, case: &str) {
     assert_eq!(answer.header("cache-control"), Some("no-store"), "{case}");
 }
 
+/// A hostile request: (case, method, path, headers, body, HTTP status, Connect code,
+/// what the message says).
+type Hostile<'a> = (
+    &'a str,
+    reqwest::Method,
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    String,
+    u16,
+    &'a str,
+    &'a str,
+);
+
 /// Hostile and malformed requests: each refused with the status, the Connect code
 /// and a message naming the problem, before any service sees it.
 #[tokio::test]
@@ -485,17 +498,7 @@ async fn hostile_requests_are_refused_with_their_reason() {
     let json = "application/json";
     let bearer = "Bearer admin-token";
     use reqwest::Method;
-    // (case, method, path, headers, body, HTTP status, code, the message says)
-    let table: Vec<(
-        &str,
-        Method,
-        &str,
-        Vec<(&str, &str)>,
-        String,
-        u16,
-        &str,
-        &str,
-    )> = vec![
+    let table: Vec<Hostile> = vec![
         (
             "oversize body",
             Method::POST,
