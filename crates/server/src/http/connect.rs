@@ -145,7 +145,7 @@ impl From<Status> for Refusal {
 }
 
 /// The method a path names, in the descriptor set.
-fn lookup(shared: &Shared, path: &str) -> Option<MethodDescriptor> {
+pub(super) fn lookup(shared: &Shared, path: &str) -> Option<MethodDescriptor> {
     let (service, method) = path.strip_prefix('/')?.split_once('/')?;
     shared
         .pool

@@ -87,6 +87,21 @@ impl HttpLayer {
             .collect()
     }
 
+    /// A request of the method at `path` read from JSON as a Connect call reads it:
+    /// protobuf bytes, or the refusal (the fuzz target's entry).
+    pub fn json_to_request(&self, path: &str, json: &[u8]) -> Result<Vec<u8>, tonic::Status> {
+        let method = connect::lookup(&self.shared, path)
+            .ok_or_else(|| tonic::Status::unimplemented(format!("no method {path}")))?;
+        json::to_protobuf(&method.input(), json)
+    }
+
+    /// A request of the method at `path` as JSON, as an answer would be written.
+    pub fn request_to_json(&self, path: &str, bytes: &[u8]) -> Result<Vec<u8>, tonic::Status> {
+        let method = connect::lookup(&self.shared, path)
+            .ok_or_else(|| tonic::Status::unimplemented(format!("no method {path}")))?;
+        json::to_json(&method.input(), bytes)
+    }
+
     /// Every method reachable over HTTP: its path and whether the server streams.
     pub fn methods(&self) -> Vec<(String, bool)> {
         self.shared
