@@ -30,9 +30,5 @@ pub fn run(data: &[u8]) {
         .json_to_request(path, &json)
         .expect("the JSON written reads back");
     let json_again = layer.request_to_json(path, &again).expect("writes again");
-    assert_eq!(
-        json,
-        json_again,
-        "{path}: JSON → protobuf → JSON is stable"
-    );
+    assert_eq!(json, json_again, "{path}: JSON → protobuf → JSON is stable");
 }

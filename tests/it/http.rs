@@ -1218,3 +1218,88 @@ async fn web_pages_are_never_anonymous() {
     assert_eq!(page.status, 200, "with a token it may: {:?}", page.body);
     server.stop().await;
 }
+
+/// A body that never finishes arriving is answered `deadline_exceeded` at
+/// `limits.request_timeout_secs`, naming it, rather than held open.
+#[tokio::test]
+async fn a_body_that_never_arrives_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.request_timeout_secs = 1;
+    let server = TestServer::start(config).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(
+        b"POST /toolgate.v1.AdminService/GetTeamAdminSettings HTTP/1.1\r\n\
+          host: toolgate\r\ncontent-type: application/json\r\n\
+          authorization: Bearer admin-token\r\ncontent-length: 100\r\n\r\n{\"teamId\"",
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&answer).contains("limits.request_timeout_secs") {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed without an answer");
+            answer.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), read)
+        .await
+        .expect("an answer within 20 s");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(text.contains("deadline_exceeded"), "{text}");
+    server.stop().await;
+}
+
+/// Bodies being read count against `limits.max_concurrent_requests` as gRPC calls
+/// do: with one place, a body still arriving leaves none for another call, which is
+/// refused at once naming the setting.
+#[tokio::test]
+async fn bodies_being_read_are_bounded() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.max_concurrent_requests = 1;
+    let server = TestServer::start(config).await;
+    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    slow.write_all(
+        b"POST /toolgate.v1.AdminService/GetTeamAdminSettings HTTP/1.1\r\n\
+          host: toolgate\r\ncontent-type: application/json\r\n\
+          authorization: Bearer admin-token\r\ncontent-length: 100\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    // until the server is reading the slow body, calls still pass
+    let refused = async {
+        loop {
+            let answer = call_json(
+                &server,
+                "AdminService/GetTeamAdminSettings",
+                "admin-token",
+                json!({"teamId": TEAM}),
+            )
+            .await;
+            if answer.status != 200 {
+                break answer;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(20), refused)
+        .await
+        .expect("refused within 20 s");
+    assert_eq!(answer.status, 429, "{:?}", answer.body);
+    let error = answer.json();
+    assert_eq!(error["code"], "resource_exhausted");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limits.max_concurrent_requests (1)")),
+        "{error}"
+    );
+    drop(slow);
+    server.stop().await;
+}

@@ -55,6 +55,11 @@ struct Shared {
     origins: Vec<String>,
     /// Off (`http.enabled: false`), every request goes to the gRPC stack as it came.
     enabled: bool,
+    /// Bodies being read at once, bounded as gRPC's calls are
+    /// (`limits.max_concurrent_requests`): a body is read before the call takes its
+    /// place in the stack, and unbounded, slow bodies would hold memory unbounded.
+    reading: Arc<tokio::sync::Semaphore>,
+    max_reading: usize,
 }
 
 /// Routes each request by content type; see the module documentation.
@@ -74,6 +79,8 @@ impl HttpLayer {
                 read_timeout: Duration::from_secs(limits.request_timeout_secs),
                 origins: http.cors_allowed_origins.clone(),
                 enabled: http.enabled,
+                reading: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests)),
+                max_reading: limits.max_concurrent_requests,
             }),
         })
     }
