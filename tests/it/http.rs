@@ -657,6 +657,19 @@ async fn hostile_requests_are_refused_with_their_reason() {
             "token in the Authorization header",
         ),
         (
+            "gRPC over HTTP/1.1 (only a page's fetch sends that)",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", "application/grpc"),
+                ("authorization", bearer),
+            ],
+            String::new(),
+            400,
+            "invalid_argument",
+            "gRPC needs HTTP/2",
+        ),
+        (
             "a cookie is not a credential",
             Method::POST,
             settings,
@@ -1216,6 +1229,16 @@ async fn web_pages_are_never_anonymous() {
     )
     .await;
     assert_eq!(page.status, 200, "with a token it may: {:?}", page.body);
+    // nor by saying gRPC: a page's fetch is HTTP/1.1
+    let page = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &[("content-type", "application/grpc"), ("origin", &own)],
+        vec![0u8; 5],
+    )
+    .await;
+    assert_eq!(page.status, 401, "{:?}", page.body);
     server.stop().await;
 }
 

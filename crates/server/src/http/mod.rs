@@ -193,7 +193,11 @@ where
         } else {
             Route::Grpc
         };
-        if route == Route::Grpc {
+        // gRPC clients speak HTTP/2 and send no Origin: their calls go on untouched.
+        // Anything else that says gRPC can only be a page's fetch: checked as one
+        let grpc_client =
+            req.version() == http::Version::HTTP_2 && !req.headers().contains_key(header::ORIGIN);
+        if route == Route::Grpc && (grpc_client || !self.shared.enabled) {
             return Box::pin(self.inner.call(req));
         }
         let shared = self.shared.clone();
@@ -209,7 +213,14 @@ where
             return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
         }
         match route {
-            Route::Grpc => unreachable!("answered above"),
+            Route::Grpc if req.version() == http::Version::HTTP_2 => Box::pin(self.inner.call(req)),
+            // tonic would answer it with its trailers lost
+            Route::Grpc => {
+                let refused = tonic::Status::invalid_argument(
+                    "gRPC needs HTTP/2: over HTTP/1.1 send gRPC-Web (application/grpc-web+proto) or JSON (application/json)",
+                );
+                Box::pin(async move { Ok(secure(connect::error_response(&refused))) })
+            }
             Route::Preflight => {
                 Box::pin(async move { Ok(secure(cors::preflight(&req, origin.as_ref()))) })
             }
