@@ -105,7 +105,7 @@ async fn unary_json_calls_answer_json_with_the_grpc_auth() {
     .await;
     assert_eq!(answer.status, 200, "{}", answer.json());
     assert_eq!(answer.header("content-type"), Some("application/json"));
-    let decision = answer.json();
+    let decision = &answer.json()["decision"];
     assert_eq!(decision["outcome"], "OUTCOME_ALLOW", "{decision}");
 
     // proto field names are read too, as protobuf's JSON mapping says
@@ -117,7 +117,7 @@ async fn unary_json_calls_answer_json_with_the_grpc_auth() {
     )
     .await;
     assert_eq!(answer.status, 200, "{}", answer.json());
-    let settings = answer.json();
+    let settings = &answer.json()["settings"];
     assert_eq!(settings["teamId"], TEAM);
     assert_eq!(
         settings["autoRunControls"]["mcpToolAllowlist"],
@@ -201,7 +201,7 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
         "EvaluateBatch" => ("PolicyService", with(json!({"calls": [call]}))),
         "FilterTools" => (
             "PolicyService",
-            with(json!({"server": "github", "toolsJson": "[]"})),
+            with(json!({"server": "github", "tools": []})),
         ),
         "GetEffectivePolicy" | "WatchPolicy" => ("PolicyService", who),
         "GetServerConfig" => ("ServerInfoService", json!({})),
@@ -395,7 +395,10 @@ async fn grpc_web_calls_work_binary_and_text() {
     assert_eq!(answer.status, 200);
     let (message, trailers) = read_grpc_web(&answer.body);
     assert!(trailers.contains("grpc-status:0"), "{trailers}");
-    let settings = pb::TeamAdminSettings::decode(&message[..]).unwrap();
+    let settings = pb::GetTeamAdminSettingsResponse::decode(&message[..])
+        .unwrap()
+        .settings
+        .unwrap();
     assert_eq!(settings.team_id, TEAM);
     assert_eq!(answer.header("x-content-type-options"), Some("nosniff"));
 
@@ -426,10 +429,11 @@ async fn grpc_web_calls_work_binary_and_text() {
     }
     let (message, trailers) = read_grpc_web(&decoded);
     assert!(trailers.contains("grpc-status:0"), "{trailers}");
-    assert_eq!(
-        pb::TeamAdminSettings::decode(&message[..]).unwrap().team_id,
-        TEAM
-    );
+    let settings = pb::GetTeamAdminSettingsResponse::decode(&message[..])
+        .unwrap()
+        .settings
+        .unwrap();
+    assert_eq!(settings.team_id, TEAM);
 
     // refused as on gRPC
     let answer = post(
@@ -764,7 +768,11 @@ async fn hostile_requests_are_refused_with_their_reason() {
         json!({"teamId": TEAM}),
     )
     .await;
-    assert!(answer.json().get("revision").is_none(), "{}", answer.json());
+    assert!(
+        answer.json()["settings"].get("revision").is_none(),
+        "{}",
+        answer.json()
+    );
     server.stop().await;
 }
 
@@ -1167,9 +1175,9 @@ async fn tls_and_client_certificates_apply_over_http() {
     };
     for version in ["--http1.1", "--http2"] {
         let answer = curl(version, token(), "bob").await;
-        assert_eq!(answer["userId"], "bob", "{version}: {answer}");
+        assert_eq!(answer["settings"]["userId"], "bob", "{version}: {answer}");
         let answer = curl(version, certificate(), "alice").await;
-        assert_eq!(answer["userId"], "alice", "{version}: {answer}");
+        assert_eq!(answer["settings"]["userId"], "alice", "{version}: {answer}");
         let answer = curl(version, certificate(), "bob").await;
         assert_eq!(answer["code"], "permission_denied", "{version}: {answer}");
         let answer = curl(version, vec![], "alice").await;
