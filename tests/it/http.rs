@@ -1324,3 +1324,53 @@ async fn bodies_being_read_are_bounded() {
     drop(slow);
     server.stop().await;
 }
+
+/// A JWT from the identity provider is a bearer token over HTTP as over gRPC: its
+/// principal, its rights, and an expired one refused with why.
+#[tokio::test]
+async fn identity_provider_tokens_work_over_http() {
+    use crate::jwt::{AUDIENCE, Key, claims, jwt_config, now, write_jwks};
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let key = Key::new("k1");
+    write_jwks(&jwks, &[&key]);
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(jwt_config(&jwks, 0));
+    let server = TestServer::start(config).await;
+    let alice = key.sign(claims("alice", AUDIENCE, now() + 3600));
+    let path = "UserSettingsService/GetUserSettings";
+    let answer = call_json(
+        &server,
+        path,
+        &alice,
+        json!({"teamId": TEAM, "userId": "alice"}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.json());
+    assert_eq!(answer.json()["settings"]["userId"], "alice");
+    let answer = call_json(
+        &server,
+        path,
+        &alice,
+        json!({"teamId": TEAM, "userId": "bob"}),
+    )
+    .await;
+    assert_eq!(answer.status, 403, "{}", answer.json());
+    let expired = key.sign(claims("alice", AUDIENCE, now() - 60));
+    let answer = call_json(
+        &server,
+        path,
+        &expired,
+        json!({"teamId": TEAM, "userId": "alice"}),
+    )
+    .await;
+    assert_eq!(answer.status, 401);
+    assert!(
+        answer.json()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("expired")),
+        "{}",
+        answer.json()
+    );
+    server.stop().await;
+}
