@@ -299,6 +299,28 @@ impl Config {
                 Ok(_) => {}
             }
         }
+        if let Some(addr) = &self.http.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "http.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:8080, or leave it unset to serve HTTP on the listen address only"
+                )),
+                Ok(h) if listen.as_ref().is_ok_and(|l| *l == h && h.port() != 0) => problems.push(format!(
+                    "http.listen: {addr} is the listen address: HTTP is served there already, so leave http.listen unset or give it another port"
+                )),
+                Ok(h) if self.metrics.listen.as_deref().and_then(|m| m.parse::<SocketAddr>().ok()) == Some(h) && h.port() != 0 => problems.push(format!(
+                    "http.listen: {addr} is metrics.listen too: give one of them another port"
+                )),
+                Ok(_) if !self.http.enabled => problems.push(
+                    "http.listen: set while http.enabled is false: set http.enabled: true to serve HTTP there, or remove http.listen".into(),
+                ),
+                Ok(_) => {}
+            }
+        }
+        for (i, origin) in self.http.cors_allowed_origins.iter().enumerate() {
+            if let Some(why) = crate::http::check_origin(origin) {
+                problems.push(format!("http.cors_allowed_origins[{i}]: {why}"));
+            }
+        }
         if !is_log_filter(&self.log.level) {
             problems.push(format!(
                 "log.level: {:?} is not a level: use error, warn, info, debug or trace, or per target such as toolgate=debug,info",
