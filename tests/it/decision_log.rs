@@ -54,6 +54,7 @@ fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest {
         explain: false,
         agent: None,
         client: client.into(),
+        approval: None,
     }
 }
 
@@ -347,6 +348,7 @@ async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
                 explain: false,
                 agent: None,
                 client: String::new(),
+                approval: None,
             })
             .await
             .unwrap();
@@ -377,6 +379,7 @@ async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
                 explain: false,
                 agent: None,
                 client: String::new(),
+                approval: None,
             })
             .await
             .unwrap();

@@ -9,6 +9,7 @@
 mod support;
 
 mod advice;
+mod approvals;
 mod atomic_writes;
 mod boundaries;
 mod categories;
@@ -24,6 +25,7 @@ mod hardening;
 mod hook;
 mod hook_boundaries;
 mod hook_payloads;
+mod http;
 mod identities;
 mod install;
 mod jwt;

@@ -6,6 +6,7 @@ pub mod config;
 pub mod connections;
 pub mod files;
 pub mod grpc;
+pub mod http;
 pub mod hub;
 pub mod managed;
 pub mod metrics;

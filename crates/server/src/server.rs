@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, DecisionLogServiceServer, PolicyRouter, ServerInfoServiceServer,
-    TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PolicyRouter,
+    ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -55,6 +55,13 @@ pub enum ServerError {
     Tls(#[from] crate::tls::TlsError),
     #[error(transparent)]
     Jwt(#[from] crate::auth::jwt::JwtError),
+    #[error(transparent)]
+    Http(#[from] crate::http::HttpError),
+    #[error("http.listen: cannot listen on {addr}: {source}")]
+    HttpListen {
+        addr: String,
+        source: std::io::Error,
+    },
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -68,6 +75,9 @@ pub struct App {
     /// Where `GET /metrics` is served, when `metrics.listen` is set.
     pub metrics_addr: Option<std::net::SocketAddr>,
     metrics: Option<(TcpListener, metrics_exporter_prometheus::PrometheusHandle)>,
+    /// Where the API is served a second time, when `http.listen` is set.
+    pub http_addr: Option<std::net::SocketAddr>,
+    http_listener: Option<TcpListener>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
@@ -107,6 +117,17 @@ impl App {
         let metrics_addr = metrics
             .as_ref()
             .and_then(|(listener, _)| listener.local_addr().ok());
+        let http_listener =
+            match (&config.http.listen, config.http.enabled) {
+                (Some(addr), true) => Some(TcpListener::bind(addr).await.map_err(|source| {
+                    ServerError::HttpListen {
+                        addr: addr.clone(),
+                        source,
+                    }
+                })?),
+                _ => None,
+            };
+        let http_addr = http_listener.as_ref().and_then(|l| l.local_addr().ok());
         let history = config.watch.history_per_team;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
@@ -145,14 +166,21 @@ impl App {
                 }
             });
         }
-        let service = Arc::new(Service::with_decision_log(
-            hub,
-            config.limits.clone(),
-            Duration::from_secs(config.watch.heartbeat_secs),
-            shutdown.clone(),
-            Some(config.data_dir.join(crate::service::SPILL_FILE)),
-            config.decision_log.clone(),
-        ));
+        let service = Arc::new(
+            Service::with_decision_log(
+                hub,
+                config.limits.clone(),
+                Duration::from_secs(config.watch.heartbeat_secs),
+                shutdown.clone(),
+                Some(config.data_dir.join(crate::service::SPILL_FILE)),
+                config.decision_log.clone(),
+            )
+            .with_webhook(crate::service::WebhookLimits {
+                queue: config.approvals.webhook_queue,
+                attempts: config.approvals.webhook_attempts,
+                timeout: Duration::from_secs(config.approvals.webhook_timeout_secs),
+            }),
+        );
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         let policy_file = match &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
@@ -203,6 +231,8 @@ impl App {
             bootstrap_token_path,
             metrics_addr,
             metrics,
+            http_addr,
+            http_listener,
             policy_file,
             shutdown,
             data_lock,
@@ -414,6 +444,7 @@ pub async fn run(
         auth,
         config,
         metrics,
+        http_listener,
         shutdown: stop_streams,
         policy_file,
         // held until the server has stopped
@@ -472,6 +503,7 @@ pub async fn run(
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let stop_tls = stop_streams.clone();
+    let stop_http = stop_streams.clone();
     let follow_health = CancellationToken::new();
     tokio::spawn(report_health(
         service.hub().health(),
@@ -515,7 +547,10 @@ pub async fn run(
         tls,
     );
     let exporting = config.telemetry.otlp_endpoint.is_some();
-    let serve = tonic::transport::Server::builder()
+    let http = crate::http::HttpLayer::new(&config.http, &config.limits)?;
+    let router = tonic::transport::Server::builder()
+        // HTTP/1.1 for curl and browsers (gRPC-Web, Connect); HTTP/2 either way
+        .accept_http1(config.http.enabled)
         .http2_keepalive_interval(Some(Duration::from_secs(
             connections.keepalive_interval_secs,
         )))
@@ -523,6 +558,8 @@ pub async fn run(
             connections.keepalive_timeout_secs,
         )))
         .trace_fn(move |req| crate::grpc::observe::rpc_span(req, exporting))
+        // outermost: an HTTP call enters the stack below as a gRPC call
+        .layer(http)
         .layer(crate::grpc::observe::RpcMetricsLayer)
         .layer(crate::grpc::limits::LimitsLayer::new(&config.limits))
         .add_service(health_service)
@@ -545,14 +582,21 @@ pub async fn run(
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(
+            ApprovalServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
             PolicyRouter::new(api.clone(), limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
-        ))
-        .serve_with_incoming_shutdown(incoming, signal);
+        ));
+    if let Some(listener) = http_listener {
+        serve_http_listener(listener, router.clone(), &config, stop_http.clone())?;
+    }
+    let serve = router.serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
     let grace = Duration::from_secs(config.shutdown_grace_secs);
     let deadline = tokio::select! {
@@ -576,6 +620,52 @@ pub async fn run(
         .drain_audit(left.max(Duration::from_millis(500)))
         .await;
     info!("stopped");
+    Ok(())
+}
+
+/// Serves the same API on `http.listen` too, with the same TLS, until `stop`.
+fn serve_http_listener<L>(
+    listener: TcpListener,
+    router: tonic::transport::server::Router<L>,
+    config: &Config,
+    stop: CancellationToken,
+) -> Result<(), ServerError>
+where
+    L: tower::Layer<tonic::service::Routes> + Clone + Send + 'static,
+    L::Service: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
+{
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "serving the API on http.listen too");
+    }
+    let tls = match config.tls.files() {
+        Some(_) => Some(crate::tls::Acceptor::start(&config.tls, stop.clone())?),
+        None => None,
+    };
+    let connections = &config.connections;
+    let incoming = crate::tls::incoming(
+        crate::connections::incoming(
+            incoming(listener),
+            crate::connections::effective_max(connections.max),
+            Duration::from_secs(connections.idle_timeout_secs),
+        ),
+        tls,
+    );
+    tokio::spawn(async move {
+        let stopped = stop.clone();
+        if let Err(e) = router
+            .serve_with_incoming_shutdown(incoming, stopped.cancelled_owned())
+            .await
+        {
+            warn!(error = %e, "the http.listen server stopped");
+        }
+    });
     Ok(())
 }
 

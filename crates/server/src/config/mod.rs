@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, DecisionLogConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig,
-    StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig, LogFormat,
+    MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -49,6 +49,7 @@ pub struct Config {
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
     pub metrics: MetricsConfig,
+    pub http: HttpConfig,
     pub tls: TlsConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
     pub shutdown_grace_secs: u64,
@@ -57,6 +58,31 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
     pub decision_log: DecisionLogConfig,
+    /// Central approvals: the outgoing webhook's client.
+    pub approvals: ApprovalsConfig,
+}
+
+/// How the server posts new approval requests to a team's webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Posts waiting to be sent; past it new ones are dropped (and logged): the
+    /// requests themselves are in the store, listed and streamed.
+    pub webhook_queue: usize,
+    /// Tries per post, the first included, with jittered backoff between them.
+    pub webhook_attempts: u32,
+    /// Seconds one try may take.
+    pub webhook_timeout_secs: u64,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            webhook_queue: 1000,
+            webhook_attempts: 5,
+            webhook_timeout_secs: 5,
+        }
+    }
 }
 
 /// Which decisions the audit trail records.
@@ -90,11 +116,13 @@ impl Default for Config {
             log: LogConfig::default(),
             telemetry: TelemetryConfig::default(),
             metrics: MetricsConfig::default(),
+            http: HttpConfig::default(),
             tls: TlsConfig::default(),
             shutdown_grace_secs: 10,
             policy_file: None,
             audit: AuditConfig::default(),
             decision_log: DecisionLogConfig::default(),
+            approvals: ApprovalsConfig::default(),
         }
     }
 }
@@ -266,11 +294,13 @@ fn extract_every_section(
         log,
         telemetry,
         metrics,
+        http,
         tls,
         shutdown_grace_secs,
         policy_file,
         audit,
         decision_log,
+        approvals,
     );
     // a key added to Config but not above is still read: the whole tree at once
     if known.iter().any(|k| !handled.contains(&k.as_str())) {

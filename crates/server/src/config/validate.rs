@@ -40,6 +40,25 @@ impl Config {
                 "store.url: {url:?} is not supported: use postgres://USER@HOST/DB, sqlite://PATH, or leave it unset for <data_dir>/toolgate.db"
             ));
         }
+        let a = &self.approvals;
+        if !(1..=100_000).contains(&a.webhook_queue) {
+            problems.push(format!(
+                "approvals.webhook_queue: {} is not within 1 to 100000: give the number of posts that may wait",
+                a.webhook_queue
+            ));
+        }
+        if !(1..=20).contains(&a.webhook_attempts) {
+            problems.push(format!(
+                "approvals.webhook_attempts: {} is not within 1 to 20: give how often a post is tried",
+                a.webhook_attempts
+            ));
+        }
+        if !(1..=60).contains(&a.webhook_timeout_secs) {
+            problems.push(format!(
+                "approvals.webhook_timeout_secs: {} is not within 1 to 60: give the seconds one try may take",
+                a.webhook_timeout_secs
+            ));
+        }
         let mut names = std::collections::HashSet::new();
         for (i, t) in self.auth.tokens.iter().enumerate() {
             let at = format!("auth.tokens[{i}] ({:?})", t.name);
@@ -279,6 +298,28 @@ impl Config {
                     "metrics.listen: {addr} is the gRPC listen address too: give the metrics another port"
                 )),
                 Ok(_) => {}
+            }
+        }
+        if let Some(addr) = &self.http.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "http.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:8080, or leave it unset to serve HTTP on the listen address only"
+                )),
+                Ok(h) if listen.as_ref().is_ok_and(|l| *l == h && h.port() != 0) => problems.push(format!(
+                    "http.listen: {addr} is the listen address: HTTP is served there already, so leave http.listen unset or give it another port"
+                )),
+                Ok(h) if self.metrics.listen.as_deref().and_then(|m| m.parse::<SocketAddr>().ok()) == Some(h) && h.port() != 0 => problems.push(format!(
+                    "http.listen: {addr} is metrics.listen too: give one of them another port"
+                )),
+                Ok(_) if !self.http.enabled => problems.push(
+                    "http.listen: set while http.enabled is false: set http.enabled: true to serve HTTP there, or remove http.listen".into(),
+                ),
+                Ok(_) => {}
+            }
+        }
+        for (i, origin) in self.http.cors_allowed_origins.iter().enumerate() {
+            if let Some(why) = crate::http::check_origin(origin) {
+                problems.push(format!("http.cors_allowed_origins[{i}]: {why}"));
             }
         }
         if !is_log_filter(&self.log.level) {

@@ -8,6 +8,7 @@
 //! `decisions` (the decision log's records, listing, watch and the impact preview);
 //! here the errors, the id checks and the `Service` itself.
 
+mod approvals;
 mod audit_sink;
 mod decide;
 mod decisions;
@@ -15,13 +16,22 @@ mod roles;
 mod settings;
 mod tokens;
 mod watch;
+mod webhook;
 
 /// The domain types the service's API speaks, whichever layer defines them: its
 /// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
+pub use crate::store::{
+    AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED,
+    AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+};
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use crate::store::{NewDecision, StoredDecision};
+pub use approvals::{
+    ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
+    call_from_json as approval_call,
+};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
 pub use decisions::{
     DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
@@ -31,6 +41,7 @@ pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
 pub use watch::WatchEvent;
+pub use webhook::WebhookLimits;
 
 use crate::auth::{AuthError, Principal};
 use crate::config::LimitsConfig;
@@ -56,6 +67,9 @@ pub enum ServiceError {
     Unauthenticated(&'static str),
     #[error("{0}")]
     PermissionDenied(String),
+    /// What the request names does not exist (an approval request id).
+    #[error("{0}")]
+    NotFound(String),
     #[error(
         "expected revision {expected} but the settings are at revision {actual}: read them again and retry"
     )]
@@ -163,6 +177,8 @@ pub struct Service {
     /// `audit.decisions: all`: ALLOW and ASK are recorded too.
     log_all_decisions: std::sync::atomic::AtomicBool,
     decision_log: crate::config::DecisionLogConfig,
+    /// The approvals' outgoing webhook (never waited on).
+    webhook: webhook::Webhook,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -243,7 +259,15 @@ impl Service {
             managed: std::sync::RwLock::default(),
             log_all_decisions: std::sync::atomic::AtomicBool::new(false),
             decision_log,
+            webhook: webhook::Webhook::start(WebhookLimits::default()),
         }
+    }
+
+    /// Replaces the approvals' webhook client with one of these limits.
+    #[must_use]
+    pub fn with_webhook(mut self, limits: WebhookLimits) -> Self {
+        self.webhook = webhook::Webhook::start(limits);
+        self
     }
 
     pub fn hub(&self) -> &Arc<Hub> {
