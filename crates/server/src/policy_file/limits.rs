@@ -75,6 +75,10 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
                 Some('"') if c == '\\' => {
                     chars.next();
                 }
+                // `''` is a quote inside a single-quoted scalar, which goes on
+                Some('\'') if c == '\'' && chars.peek().is_some_and(|(_, n)| *n == '\'') => {
+                    chars.next();
+                }
                 Some(q) if c == q => {
                     quote = None;
                     token_start = false;
@@ -174,4 +178,30 @@ fn block_scalar_base(line: &str) -> Option<usize> {
         rest = next;
     }
     Some(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_NESTING, nesting_depth};
+
+    /// `''` inside a single-quoted scalar is a quote that does not end it: the
+    /// brackets after it are text (a fuzz finding: `to_yaml` prints `it's: [x` as
+    /// `'it''s: [x'`, and the scan took the `[` for a flow collection left open,
+    /// counting every later `{` of a plain entry as a level).
+    #[test]
+    fn a_doubled_single_quote_stays_inside_the_scalar() {
+        let braces = "{".repeat(MAX_NESTING + 8);
+        let text = format!("allowed:\n- 'it''s: [x'\n- cargo t{braces}\n");
+        assert_eq!(nesting_depth(&text), None);
+        let policy = format!(
+            "team: t\nauto_run_controls:\n  allowed:\n  - \"it's: [x\"\n  - cargo t{braces}\n"
+        );
+        let parsed = crate::policy_file::parse_team_policy("t.yaml", &policy).unwrap();
+        let printed = crate::policy_file::to_yaml(&parsed);
+        assert_eq!(nesting_depth(&printed), None, "{printed}");
+        // real nesting after such a scalar is still counted
+        let deep = "[".repeat(MAX_NESTING + 1);
+        assert_eq!(nesting_depth(&format!("a: 'it''s'\nb: {deep}\n")), Some(2));
+        assert_eq!(nesting_depth(&format!("a: ['it''s', {deep}\n")), Some(1));
+    }
 }
