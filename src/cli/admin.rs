@@ -219,6 +219,8 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
                     // so that applying an edited copy fails if someone else wrote meanwhile
                     revision: Some(revision),
                     auto_run_controls: controls,
+                    // kept in git, not on the server
+                    examples: Vec::new(),
                 },
             });
             Ok(0)
