@@ -89,10 +89,15 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
                         end = at;
                         break;
                     }
-                    '"' | '\'' if token_start => quote = Some(c),
+                    // content: a `- `, `? ` or `: ` after it opens no block level
+                    '"' | '\'' if token_start => {
+                        quote = Some(c);
+                        at_start = false;
+                    }
                     '[' | '{' if flow > 0 || token_start || property => {
                         flow += 1;
                         token_start = true;
+                        at_start = false;
                         // checked as it opens: the line may close it again
                         if flow + indents.len() + inline_levels > MAX_NESTING {
                             return Some(n + 1);
@@ -203,5 +208,30 @@ mod tests {
         let deep = "[".repeat(MAX_NESTING + 1);
         assert_eq!(nesting_depth(&format!("a: 'it''s'\nb: {deep}\n")), Some(2));
         assert_eq!(nesting_depth(&format!("a: ['it''s', {deep}\n")), Some(1));
+    }
+
+    /// A document written as JSON on one line (valid YAML) is as deep as its
+    /// brackets: each `": "` after a quoted key is no block indicator.
+    #[test]
+    fn one_line_json_counts_its_brackets_only() {
+        let keys: Vec<String> = (0..MAX_NESTING + 8)
+            .map(|i| format!("\"k{i}\": 1"))
+            .collect();
+        let map = format!("{{{}}}", keys.join(", "));
+        assert_eq!(nesting_depth(&map), None);
+        let list = format!(
+            "[{}]",
+            vec![r#"{"shell": "x", "expect": "ALLOW"}"#; 40].join(", ")
+        );
+        assert_eq!(nesting_depth(&list), None);
+        let deep = format!(
+            "{}{}",
+            r#"{"a": "#.repeat(MAX_NESTING + 1),
+            "}".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(nesting_depth(&deep), Some(1));
+        // block indicators at the start of a line still count
+        let block = format!("{}x\n", "- ".repeat(MAX_NESTING + 1));
+        assert_eq!(nesting_depth(&block), Some(1));
     }
 }
