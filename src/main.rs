@@ -195,6 +195,9 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             if !problems.is_empty() {
                 anyhow::bail!("invalid configuration:\n  - {}", problems.join("\n  - "));
             }
+            for warning in toolgate::server::preflight_warnings(&config) {
+                eprintln!("warning: {warning}");
+            }
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
         }
         Command::Init(args) => cli::init::init(args)?,

@@ -1,7 +1,8 @@
 //! `toolgate test`, run as the real binary on the files of `tests/data/policy_tests/`:
 //! its output and exit code for each (goldens in `*.golden`, `UPDATE_GOLDEN=1`
-//! rewrites them), its JUnit XML, and a team policy's failing example refusing
-//! `admin apply`, `admin diff` and the server's policy file.
+//! rewrites them), its JUnit XML, a team policy's failing example refusing
+//! `admin apply`, `admin diff` and the server's policy file, and the warning about
+//! an allowed code runner.
 
 use crate::support::*;
 use std::path::{Path, PathBuf};
@@ -118,7 +119,7 @@ async fn a_failing_example_refuses_apply_and_diff() {
     let file = dir.path().join("team.yaml");
     let policy = |expect: &str| {
         format!(
-            "team: {TEAM}\nauto_run_controls:\n  enabled: true\n  mcp_tool_allowlist: [\"jira:*\"]\n  default_user_settings: {{use_yolo_mode: true}}\nexamples:\n  - mcp: jira:search\n    expect: ALLOW\n  - name: github needs approval\n    mcp: github:get_issue\n    expect: {expect}\n"
+            "team: {TEAM}\nauto_run_controls:\n  enabled: true\n  allowed: [\"cargo test\"]\n  mcp_tool_allowlist: [\"jira:*\"]\n  default_user_settings: {{use_yolo_mode: true}}\nexamples:\n  - mcp: jira:search\n    expect: ALLOW\n  - name: github needs approval\n    mcp: github:get_issue\n    expect: {expect}\n"
         )
     };
     std::fs::write(&file, policy("ALLOW")).unwrap();
@@ -149,7 +150,7 @@ async fn a_failing_example_refuses_apply_and_diff() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{sub}: {stderr}");
         assert!(
-            stderr.contains("team.yaml:9: examples[1] (github needs approval): expected ALLOW, got ASK NOT_IN_ADMIN_ALLOWLIST"),
+            stderr.contains("team.yaml:10: examples[1] (github needs approval): expected ALLOW, got ASK NOT_IN_ADMIN_ALLOWLIST"),
             "{sub}: {stderr}"
         );
     }
@@ -164,11 +165,13 @@ async fn a_failing_example_refuses_apply_and_diff() {
     assert_eq!(settings.revision, 0, "a refused apply wrote");
     std::fs::write(&file, policy("ASK")).unwrap();
     let out = run("apply").await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // valid, applied, and the allowed code runner is said
+    assert!(
+        stderr.contains("warning: ")
+            && stderr.contains("team.yaml:4: auto_run_controls.allowed[0]: \"cargo test\" runs code the command line does not show"),
+        "{stderr}"
     );
     server.stop().await;
 }
@@ -212,9 +215,20 @@ fn a_failing_example_refuses_the_policy_file() {
     )
     .unwrap();
     let out = check();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // an allowed code runner is warned about, and the file still passes
+    std::fs::write(
+        &file,
+        "teams:\n  - team: acme\n    auto_run_controls:\n      enabled: true\n      allowed: [\"git status\", \"npm run\"]\n",
+    )
+    .unwrap();
+    let out = check();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("policy.yaml:5: teams[0].auto_run_controls.allowed[1]: \"npm run\" runs code"),
+        "{stderr}"
     );
 }

@@ -7,6 +7,7 @@
 mod builtin;
 mod decide;
 mod entry;
+mod lint;
 mod lists;
 mod matcher;
 pub mod roles;
@@ -26,6 +27,7 @@ pub use entry::{
     Entry, Glob, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name,
     validate_call_name, validate_name,
 };
+pub use lint::{Warning, warnings};
 pub use lists::{
     AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, MAX_PREFIX_LEN, add_mcp_entry,
     normalise, remove_entry,

@@ -42,7 +42,10 @@ mod read;
 pub use examples::{ExampleResult, PolicyTest, parse_policy_test, run_examples};
 pub use limits::nesting_depth;
 pub use locate::line_at;
-pub use parse::{parse_managed_policy, parse_team_policy, parse_team_policy_untested};
+pub use parse::{
+    managed_policy_warnings, parse_managed_policy, parse_team_policy, parse_team_policy_untested,
+    team_policy_warnings,
+};
 pub use read::{ReadError, read_file};
 
 use crate::policy::{AdminControls, ToolActionLists, roles::RolesDocument};

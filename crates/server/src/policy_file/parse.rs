@@ -305,3 +305,47 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
         Err(sorted(errors))
     }
 }
+
+/// The warnings about a valid team policy (an allowed code runner), located.
+pub fn team_policy_warnings(file: &str, text: &str, policy: &TeamPolicy) -> Vec<PolicyFileError> {
+    located_warnings(file, text, "auto_run_controls.", &policy.auto_run_controls)
+}
+
+/// The warnings about each team of a valid server policy file, located.
+pub fn managed_policy_warnings(file: &str, text: &str) -> Vec<PolicyFileError> {
+    let Ok(parsed) = serde_norway::from_str::<ManagedFile>(text) else {
+        return Vec::new();
+    };
+    parsed
+        .teams
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| {
+            located_warnings(
+                file,
+                text,
+                &format!("teams[{i}].auto_run_controls."),
+                &t.auto_run_controls,
+            )
+        })
+        .collect()
+}
+
+fn located_warnings(
+    file: &str,
+    text: &str,
+    prefix: &str,
+    controls: &AdminControls,
+) -> Vec<PolicyFileError> {
+    crate::policy::warnings(controls)
+        .into_iter()
+        .map(|w| {
+            let path = format!("{prefix}{}", w.field);
+            PolicyFileError {
+                file: file.to_owned(),
+                line: line_at(text, &path).unwrap_or(0),
+                message: format!("{path}: {}", w.message),
+            }
+        })
+        .collect()
+}
