@@ -3,6 +3,9 @@
 
 pub mod codec;
 pub mod convert;
+mod error;
+pub mod json;
+pub mod roles;
 
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {

@@ -7,8 +7,6 @@ pub mod connections;
 pub mod files;
 pub mod grpc;
 pub mod hub;
-pub mod issued;
-pub mod jwt;
 pub mod managed;
 pub mod metrics;
 pub mod policy_file;

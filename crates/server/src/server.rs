@@ -54,7 +54,7 @@ pub enum ServerError {
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
     #[error(transparent)]
-    Jwt(#[from] crate::jwt::JwtError),
+    Jwt(#[from] crate::auth::jwt::JwtError),
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -186,7 +186,7 @@ impl App {
             bootstrap_token_path = Some(path);
         }
         let jwt = match &config.auth.jwt {
-            Some(jwt) => Some(crate::jwt::JwtVerifier::start(jwt, shutdown.clone()).await?),
+            Some(jwt) => Some(crate::auth::jwt::JwtVerifier::start(jwt, shutdown.clone()).await?),
             None => None,
         };
         let auth = Arc::new(
