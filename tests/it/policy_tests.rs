@@ -161,7 +161,9 @@ async fn a_failing_example_refuses_apply_and_diff() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .expect("settings");
     assert_eq!(settings.revision, 0, "a refused apply wrote");
     std::fs::write(&file, policy("ASK")).unwrap();
     let out = run("apply").await;
@@ -228,7 +230,9 @@ fn a_failing_example_refuses_the_policy_file() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("policy.yaml:5: teams[0].auto_run_controls.allowed[1]: \"npm run\" runs code"),
+        stderr.contains(
+            "policy.yaml:5: teams[0].auto_run_controls.allowed[1]: \"npm run\" runs code"
+        ),
         "{stderr}"
     );
 }
