@@ -32,6 +32,7 @@ mod limits;
 mod matcher_props;
 mod packaging;
 mod policy_file;
+mod policy_tests;
 mod policy_yaml;
 mod proxy;
 mod proxy_failures;

@@ -239,6 +239,21 @@ impl App {
     }
 }
 
+/// What `check-config` warns about without refusing: the policy file's teams that
+/// allow a code runner (each located by file and line).
+pub fn preflight_warnings(config: &Config) -> Vec<String> {
+    let Some(path) = &config.policy_file else {
+        return Vec::new();
+    };
+    let Ok(text) = crate::policy_file::read_file(path) else {
+        return Vec::new();
+    };
+    crate::policy_file::managed_policy_warnings(&path.display().to_string(), &text)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
 /// Every check a start makes on the configuration's files before it binds, without
 /// binding or writing anything: TLS files, the policy file, the JWKS file, the
 /// bootstrap token's mode. Every problem at once, each naming its key or file.
