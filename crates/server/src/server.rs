@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyRouter, ServerInfoServiceServer, TokenServiceServer,
-    UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, PolicyRouter, PrincipalServiceServer, ServerInfoServiceServer,
+    TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -55,6 +55,11 @@ pub enum ServerError {
     Tls(#[from] crate::tls::TlsError),
     #[error(transparent)]
     Jwt(#[from] crate::jwt::JwtError),
+    #[error("console.listen: cannot listen on {addr}: {source}: give a free HOST:PORT")]
+    Console {
+        addr: String,
+        source: std::io::Error,
+    },
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -68,6 +73,9 @@ pub struct App {
     /// Where `GET /metrics` is served, when `metrics.listen` is set.
     pub metrics_addr: Option<std::net::SocketAddr>,
     metrics: Option<(TcpListener, metrics_exporter_prometheus::PrometheusHandle)>,
+    /// Where the console is served, when `console.listen` is set.
+    pub console_addr: Option<std::net::SocketAddr>,
+    console: Option<TcpListener>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
@@ -107,6 +115,20 @@ impl App {
         let metrics_addr = metrics
             .as_ref()
             .and_then(|(listener, _)| listener.local_addr().ok());
+        let console = match &config.console.listen {
+            Some(addr) => {
+                Some(
+                    TcpListener::bind(addr)
+                        .await
+                        .map_err(|source| ServerError::Console {
+                            addr: addr.clone(),
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let console_addr = console.as_ref().and_then(|l| l.local_addr().ok());
         let history = config.watch.history_per_team;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
@@ -202,6 +224,8 @@ impl App {
             bootstrap_token_path,
             metrics_addr,
             metrics,
+            console_addr,
+            console,
             policy_file,
             shutdown,
             data_lock,
@@ -413,6 +437,7 @@ pub async fn run(
         auth,
         config,
         metrics,
+        console,
         shutdown: stop_streams,
         policy_file,
         // held until the server has stopped
@@ -443,6 +468,15 @@ pub async fn run(
             listener,
             handle,
             sample,
+            stop_streams.clone(),
+        ));
+    }
+    if let Some(listener) = console {
+        // the HTTP API joins the console's router here once it exists
+        let router = crate::console::router(axum::Router::new());
+        tokio::spawn(crate::console::serve(
+            listener,
+            router,
             stop_streams.clone(),
         ));
     }
@@ -537,6 +571,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            PrincipalServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig, StoreConfig,
-    TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, ConsoleConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig,
+    StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -56,6 +56,7 @@ pub struct Config {
     /// `tool.action` lists), applied at start and reloaded when it changes.
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
+    pub console: ConsoleConfig,
 }
 
 /// Which decisions the audit trail records.
@@ -93,6 +94,7 @@ impl Default for Config {
             shutdown_grace_secs: 10,
             policy_file: None,
             audit: AuditConfig::default(),
+            console: ConsoleConfig::default(),
         }
     }
 }
@@ -106,6 +108,8 @@ pub struct CliOverrides {
     pub data_dir: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub console: Option<ConsoleConfig>,
 }
 
 /// Every problem found in a configuration.
@@ -268,6 +272,7 @@ fn extract_every_section(
         shutdown_grace_secs,
         policy_file,
         audit,
+        console,
     );
     // a key added to Config but not above is still read: the whole tree at once
     if known.iter().any(|k| !handled.contains(&k.as_str())) {

@@ -280,6 +280,22 @@ impl Config {
                 Ok(_) => {}
             }
         }
+        if let Some(addr) = &self.console.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "console.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:7071, or leave it unset for no console"
+                )),
+                Ok(c) if c.port() != 0
+                    && (listen.as_ref().is_ok_and(|l| *l == c)
+                        || self.metrics.listen.as_deref().and_then(|m| m.parse::<SocketAddr>().ok()) == Some(c)) =>
+                {
+                    problems.push(format!(
+                        "console.listen: {addr} is already the gRPC or metrics address: give the console a port of its own"
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
         if !is_log_filter(&self.log.level) {
             problems.push(format!(
                 "log.level: {:?} is not a level: use error, warn, info, debug or trace, or per target such as toolgate=debug,info",

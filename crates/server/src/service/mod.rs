@@ -8,6 +8,7 @@
 
 mod audit_sink;
 mod decide;
+mod principal;
 mod roles;
 mod settings;
 mod tokens;
@@ -19,6 +20,7 @@ pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
+pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
