@@ -88,9 +88,19 @@ async fn assets_are_served_from_the_binary_with_a_strict_content_security_policy
         "the bundle must not use localStorage"
     );
     assert!(!js.contains("eval("), "the bundle must not eval");
-    let post = http.post(format!("{url}/")).send().await.unwrap();
-    assert_eq!(post.status().as_u16(), 405);
-    assert!(post.headers().contains_key("content-security-policy"));
+    // the gRPC port serves no page
+    let grpc_port = http
+        .get(format!("http://{}/", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(grpc_port.status().as_u16(), 200);
+    assert!(
+        !grpc_port.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     server.stop().await;
 }
 
@@ -184,4 +194,49 @@ fn the_console_in_a_real_browser() {
         status.success(),
         "the browser test failed: see its output above"
     );
+}
+
+/// The page's API calls go to its own origin: the same API, the same authentication,
+/// and a page of another origin is refused.
+#[tokio::test]
+async fn the_api_answers_on_the_consoles_origin_with_the_same_authentication() {
+    let (server, url, _dir) = start_with_console().await;
+    let http = reqwest::Client::new();
+    let call = |token: Option<&str>, origin: Option<String>| {
+        let mut req = http
+            .post(format!("{url}/toolgate.v1.PrincipalService/GetPrincipal"))
+            .header("content-type", "application/json")
+            .body("{}");
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(origin) = origin {
+            req = req.header("origin", origin);
+        }
+        req.send()
+    };
+    let ok = call(Some("alice-token"), Some(url.clone())).await.unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let body: serde_json::Value = ok.json().await.unwrap();
+    assert_eq!(body["role"], "PRINCIPAL_ROLE_MEMBER", "{body}");
+    assert_eq!(body["userId"], "alice", "{body}");
+    let anonymous = call(None, None).await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    let elsewhere = call(Some("alice-token"), Some("https://evil.example".into()))
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status().as_u16(), 403);
+    // a member's token cannot write the team's policy through the console either
+    let write = http
+        .post(format!(
+            "{url}/toolgate.v1.AdminService/UpdateTeamAdminSettings"
+        ))
+        .header("content-type", "application/json")
+        .bearer_auth("alice-token")
+        .body(r#"{"teamId":"acme","autoRunControls":{"killSwitch":true}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(write.status().as_u16(), 403);
+    server.stop().await;
 }

@@ -24,6 +24,7 @@ mod hardening;
 mod hook;
 mod hook_boundaries;
 mod hook_payloads;
+mod http;
 mod identities;
 mod install;
 mod jwt;

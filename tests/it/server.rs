@@ -755,41 +755,46 @@ async fn bootstrap_token_is_written_owner_only_and_works() {
     server.stop().await;
 }
 
-/// Every RPC against every kind of caller. Columns: operator, admin, alice, bob,
-/// service, admin of another team, no token, bad token. Targets are team acme, user alice.
+const OK: Code = Code::Ok;
+const PD: Code = Code::PermissionDenied;
+const UA: Code = Code::Unauthenticated;
+
+/// The callers of [`ROLE_MATRIX`]: operator, admin, alice, bob, service, admin of
+/// another team, no token, bad token.
+pub(crate) const CALLERS: [&str; 8] = [
+    "operator-token",
+    "admin-token",
+    "alice-token",
+    "bob-token",
+    "service-token",
+    "other-admin-token",
+    "",
+    "bad",
+];
+
+/// Every RPC against every kind of caller ([`CALLERS`]); targets are team acme, user
+/// alice. Run over gRPC here and over HTTP in `http.rs`: the same table for both.
+pub(crate) const ROLE_MATRIX: &[(&str, [Code; 8])] = &[
+    ("GetTeamAdminSettings", [OK, OK, OK, OK, OK, PD, UA, UA]),
+    ("UpdateTeamAdminSettings", [OK, OK, PD, PD, PD, PD, UA, UA]),
+    ("ListAuditEvents", [OK, OK, PD, PD, PD, PD, UA, UA]),
+    ("GetUserSettings", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("UpdateUserSettings", [OK, OK, OK, PD, PD, PD, UA, UA]),
+    ("AddToAllowlist", [OK, OK, OK, PD, PD, PD, UA, UA]),
+    ("RemoveFromAllowlist", [OK, OK, OK, PD, PD, PD, UA, UA]),
+    ("Evaluate", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("EvaluateBatch", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("FilterTools", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("GetEffectivePolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("WatchPolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("GetServerConfig", [OK, OK, OK, OK, OK, OK, UA, UA]),
+];
+
 #[tokio::test]
 async fn role_matrix() {
-    const OK: Code = Code::Ok;
-    const PD: Code = Code::PermissionDenied;
-    const UA: Code = Code::Unauthenticated;
-    let callers = [
-        "operator-token",
-        "admin-token",
-        "alice-token",
-        "bob-token",
-        "service-token",
-        "other-admin-token",
-        "",
-        "bad",
-    ];
-    let table: &[(&str, [Code; 8])] = &[
-        ("GetTeamAdminSettings", [OK, OK, OK, OK, OK, PD, UA, UA]),
-        ("UpdateTeamAdminSettings", [OK, OK, PD, PD, PD, PD, UA, UA]),
-        ("ListAuditEvents", [OK, OK, PD, PD, PD, PD, UA, UA]),
-        ("GetUserSettings", [OK, OK, OK, PD, OK, PD, UA, UA]),
-        ("UpdateUserSettings", [OK, OK, OK, PD, PD, PD, UA, UA]),
-        ("AddToAllowlist", [OK, OK, OK, PD, PD, PD, UA, UA]),
-        ("RemoveFromAllowlist", [OK, OK, OK, PD, PD, PD, UA, UA]),
-        ("Evaluate", [OK, OK, OK, PD, OK, PD, UA, UA]),
-        ("EvaluateBatch", [OK, OK, OK, PD, OK, PD, UA, UA]),
-        ("FilterTools", [OK, OK, OK, PD, OK, PD, UA, UA]),
-        ("GetEffectivePolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
-        ("WatchPolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
-        ("GetServerConfig", [OK, OK, OK, OK, OK, OK, UA, UA]),
-    ];
     let (server, _dir) = start().await;
-    for (rpc, codes) in table {
-        for (token, want) in callers.iter().zip(codes) {
+    for (rpc, codes) in ROLE_MATRIX {
+        for (token, want) in CALLERS.iter().zip(codes) {
             let got = call_rpc(&server, token, rpc).await;
             assert_eq!(got, *want, "{rpc} as {token:?}");
         }

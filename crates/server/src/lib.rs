@@ -7,6 +7,7 @@ pub mod connections;
 pub mod console;
 pub mod files;
 pub mod grpc;
+pub mod http;
 pub mod hub;
 pub mod issued;
 pub mod jwt;

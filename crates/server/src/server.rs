@@ -60,6 +60,13 @@ pub enum ServerError {
         addr: String,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Http(#[from] crate::http::HttpError),
+    #[error("http.listen: cannot listen on {addr}: {source}")]
+    HttpListen {
+        addr: String,
+        source: std::io::Error,
+    },
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -471,15 +478,6 @@ pub async fn run(
             stop_streams.clone(),
         ));
     }
-    if let Some(listener) = console {
-        // the HTTP API joins the console's router here once it exists
-        let router = crate::console::router(axum::Router::new());
-        tokio::spawn(crate::console::serve(
-            listener,
-            router,
-            stop_streams.clone(),
-        ));
-    }
     let limit = config.limits.max_request_bytes;
     let api = Api::new(service.clone(), &config).with_policy_file(policy_file);
     let intercept = auth_interceptor(auth);
@@ -505,6 +503,7 @@ pub async fn run(
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let stop_tls = stop_streams.clone();
+    let stop_http = stop_streams.clone();
     let follow_health = CancellationToken::new();
     tokio::spawn(report_health(
         service.hub().health(),
@@ -548,7 +547,10 @@ pub async fn run(
         tls,
     );
     let exporting = config.telemetry.otlp_endpoint.is_some();
-    let serve = tonic::transport::Server::builder()
+    let http = crate::http::HttpLayer::new(&config.http, &config.limits)?;
+    let router = tonic::transport::Server::builder()
+        // HTTP/1.1 for curl and browsers (gRPC-Web, Connect); HTTP/2 either way
+        .accept_http1(config.http.enabled)
         .http2_keepalive_interval(Some(Duration::from_secs(
             connections.keepalive_interval_secs,
         )))
@@ -556,6 +558,12 @@ pub async fn run(
             connections.keepalive_timeout_secs,
         )))
         .trace_fn(move |req| crate::grpc::observe::rpc_span(req, exporting))
+        // the console's files on its listener; its API calls go on below
+        .layer(crate::console::ConsoleLayer::new(
+            console.as_ref().and_then(|l| l.local_addr().ok()),
+        ))
+        // an HTTP call enters the stack below as a gRPC call
+        .layer(http)
         .layer(crate::grpc::observe::RpcMetricsLayer)
         .layer(crate::grpc::limits::LimitsLayer::new(&config.limits))
         .add_service(health_service)
@@ -584,8 +592,17 @@ pub async fn run(
         .add_service(InterceptedService::new(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
-        ))
-        .serve_with_incoming_shutdown(incoming, signal);
+        ));
+    if let Some(addr) = &config.http.listen {
+        serve_http_listener(addr, router.clone(), &config, stop_http.clone()).await?;
+    }
+    if let Some(listener) = console {
+        if let Ok(addr) = listener.local_addr() {
+            info!(%addr, url = %format!("http://{addr}/"), "console");
+        }
+        serve_also(listener, router.clone(), &config, stop_http.clone())?;
+    }
+    let serve = router.serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
     let grace = Duration::from_secs(config.shutdown_grace_secs);
     let deadline = tokio::select! {
@@ -609,6 +626,81 @@ pub async fn run(
         .drain_audit(left.max(Duration::from_millis(500)))
         .await;
     info!("stopped");
+    Ok(())
+}
+
+/// Serves the same API on `http.listen` too, with the same TLS, until `stop`.
+async fn serve_http_listener<L>(
+    addr: &str,
+    router: tonic::transport::server::Router<L>,
+    config: &Config,
+    stop: CancellationToken,
+) -> Result<(), ServerError>
+where
+    L: tower::Layer<tonic::service::Routes> + Clone + Send + 'static,
+    L::Service: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
+{
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::HttpListen {
+            addr: addr.to_owned(),
+            source,
+        })?;
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "serving HTTP");
+    }
+    serve_also(listener, router, config, stop)
+}
+
+/// Serves the same server (`router`, its layers included) on `listener` too, with the
+/// same TLS and connection limits, until `stop`: `http.listen` and `console.listen`.
+fn serve_also<L>(
+    listener: TcpListener,
+    router: tonic::transport::server::Router<L>,
+    config: &Config,
+    stop: CancellationToken,
+) -> Result<(), ServerError>
+where
+    L: tower::Layer<tonic::service::Routes> + Clone + Send + 'static,
+    L::Service: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
+{
+    let local = listener.local_addr().ok();
+    let tls = match config.tls.files() {
+        Some(_) => Some(crate::tls::Acceptor::start(&config.tls, stop.clone())?),
+        None => None,
+    };
+    let connections = &config.connections;
+    let incoming = crate::tls::incoming(
+        crate::connections::incoming(
+            incoming(listener),
+            crate::connections::effective_max(connections.max),
+            Duration::from_secs(connections.idle_timeout_secs),
+        ),
+        tls,
+    );
+    tokio::spawn(async move {
+        let stopped = stop.clone();
+        if let Err(e) = router
+            .serve_with_incoming_shutdown(incoming, stopped.cancelled_owned())
+            .await
+        {
+            warn!(error = %e, addr = ?local, "a second listener stopped");
+        }
+    });
     Ok(())
 }
 

@@ -238,7 +238,9 @@ fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsErro
     let mut server = builder.with_single_cert(chain, key).map_err(|e| {
         invalid("key", key_path, format!("does not go with the certificate ({e}): give the key the certificate was issued for"))
     })?;
-    server.alpn_protocols = vec![b"h2".to_vec()];
+    // h2 for gRPC; http/1.1 for curl and browsers on the HTTP API (refused when
+    // http.enabled is false, as on plaintext)
+    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(server))
 }
 

@@ -106,7 +106,7 @@ pub(super) fn name_the_variable(problem: String, env: &BTreeMap<String, String>)
 /// Fixes for the keys whose type error alone does not say what to write.
 fn hint(key: &str) -> &'static str {
     match key {
-        "listen" | "metrics.listen" => ": use HOST:PORT such as 127.0.0.1:7070",
+        "listen" | "metrics.listen" | "http.listen" => ": use HOST:PORT such as 127.0.0.1:7070",
         "log.level" => ": use error, warn, info, debug or trace",
         "log.format" => ": use text or json",
         "audit.decisions" => ": use deny or all",

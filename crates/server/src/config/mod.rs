@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, ConsoleConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig,
-    StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, ConsoleConfig, HttpConfig, LimitsConfig, LogConfig, LogFormat,
+    MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -49,6 +49,7 @@ pub struct Config {
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
     pub metrics: MetricsConfig,
+    pub http: HttpConfig,
     pub tls: TlsConfig,
     /// Seconds to drain in-flight calls on shutdown before giving up.
     pub shutdown_grace_secs: u64,
@@ -90,6 +91,7 @@ impl Default for Config {
             log: LogConfig::default(),
             telemetry: TelemetryConfig::default(),
             metrics: MetricsConfig::default(),
+            http: HttpConfig::default(),
             tls: TlsConfig::default(),
             shutdown_grace_secs: 10,
             policy_file: None,
@@ -268,6 +270,7 @@ fn extract_every_section(
         log,
         telemetry,
         metrics,
+        http,
         tls,
         shutdown_grace_secs,
         policy_file,

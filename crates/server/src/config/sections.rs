@@ -1,5 +1,5 @@
 //! The server's settings sections: store, connections, watch, limits, log, telemetry,
-//! metrics and TLS, each with its defaults.
+//! metrics, HTTP and TLS, each with its defaults.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -207,6 +207,32 @@ pub struct ConsoleConfig {
     /// Where to serve the console and, beside it on the same origin, the HTTP API it
     /// calls, e.g. `127.0.0.1:7071`; unset serves no console.
     pub listen: Option<String>,
+}
+
+/// Every RPC over HTTP: gRPC-Web and the Connect protocol's JSON, on the gRPC port
+/// (and on `listen` too, when set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Answer HTTP/1.1, gRPC-Web and Connect (JSON) calls beside gRPC. Off, the port
+    /// speaks gRPC over HTTP/2 only.
+    pub enabled: bool,
+    /// A second address serving the same API (gRPC, gRPC-Web, JSON), such as
+    /// `127.0.0.1:8080`, with the same TLS; unset, the gRPC port alone.
+    pub listen: Option<String>,
+    /// Origins (`https://console.example.com`, exactly as a browser sends them) whose
+    /// pages may call the API; empty, no other origin's page may.
+    pub cors_allowed_origins: Vec<String>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: None,
+            cors_allowed_origins: Vec::new(),
+        }
+    }
 }
 
 /// TLS for the listener; unset `cert` and `key` serve plaintext.

@@ -287,13 +287,38 @@ impl Config {
                 )),
                 Ok(c) if c.port() != 0
                     && (listen.as_ref().is_ok_and(|l| *l == c)
-                        || self.metrics.listen.as_deref().and_then(|m| m.parse::<SocketAddr>().ok()) == Some(c)) =>
+                        || [&self.metrics.listen, &self.http.listen].into_iter().flatten().any(|other| other.parse::<SocketAddr>().ok() == Some(c))) =>
                 {
                     problems.push(format!(
-                        "console.listen: {addr} is already the gRPC or metrics address: give the console a port of its own"
+                        "console.listen: {addr} is already the gRPC, HTTP or metrics address: give the console a port of its own"
                     ))
                 }
+                Ok(_) if !self.http.enabled => problems.push(
+                    "console.listen: set while http.enabled is false: the console calls the API over HTTP, so set http.enabled: true or remove console.listen".into(),
+                ),
                 Ok(_) => {}
+            }
+        }
+        if let Some(addr) = &self.http.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "http.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:8080, or leave it unset to serve HTTP on the listen address only"
+                )),
+                Ok(h) if listen.as_ref().is_ok_and(|l| *l == h && h.port() != 0) => problems.push(format!(
+                    "http.listen: {addr} is the listen address: HTTP is served there already, so leave http.listen unset or give it another port"
+                )),
+                Ok(h) if self.metrics.listen.as_deref().and_then(|m| m.parse::<SocketAddr>().ok()) == Some(h) && h.port() != 0 => problems.push(format!(
+                    "http.listen: {addr} is metrics.listen too: give one of them another port"
+                )),
+                Ok(_) if !self.http.enabled => problems.push(
+                    "http.listen: set while http.enabled is false: set http.enabled: true to serve HTTP there, or remove http.listen".into(),
+                ),
+                Ok(_) => {}
+            }
+        }
+        for (i, origin) in self.http.cors_allowed_origins.iter().enumerate() {
+            if let Some(why) = crate::http::check_origin(origin) {
+                problems.push(format!("http.cors_allowed_origins[{i}]: {why}"));
             }
         }
         if !is_log_filter(&self.log.level) {

@@ -1,0 +1,234 @@
+//! Every RPC over plain HTTP, on the gRPC port: gRPC-Web (`tonic-web`) for browsers
+//! that speak protobuf, and the Connect protocol (JSON or protobuf bodies) for `curl`,
+//! scripts and the console.
+//!
+//! [`HttpLayer`] is the outermost layer of the gRPC server. A request is routed by its
+//! content type: gRPC goes on untouched; gRPC-Web is translated by `tonic-web`; a
+//! Connect request is transcoded into a gRPC request (the JSON read through the
+//! descriptor set the proto crate builds) and sent into the SAME tower stack, so
+//! authentication, the limits, metrics and the error mapping are exactly gRPC's. A
+//! service added to the proto files is reachable over HTTP with no change here.
+//!
+//! Architecture invariant: a Connect request reaches a service only as a gRPC
+//! request through the inner stack, never by calling a service directly.
+
+mod connect;
+mod cors;
+mod json;
+
+pub use cors::check_origin;
+
+use crate::config::HttpConfig;
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response};
+use prost_reflect::DescriptorPool;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tonic::body::Body;
+use tonic::codegen::BoxFuture;
+
+/// The errors of building the HTTP layer.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("the API's descriptor set does not decode: {0}")]
+    Descriptors(#[from] prost_reflect::DescriptorError),
+}
+
+/// Served on every HTTP (not gRPC) answer: the API answers JSON and protobuf only, so
+/// nothing may load, frame or cache it.
+const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// What the layer shares between connections.
+#[derive(Debug)]
+struct Shared {
+    /// Every service the proto crate compiles, and health.
+    pool: DescriptorPool,
+    /// The largest request body, the gRPC limit (`limits.max_request_bytes`).
+    max_body: usize,
+    /// How long reading a request body may take (`limits.request_timeout_secs`).
+    read_timeout: Duration,
+    /// Exact origins a browser page may call from (`http.cors_allowed_origins`).
+    origins: Vec<String>,
+    /// Off (`http.enabled: false`), every request goes to the gRPC stack as it came.
+    enabled: bool,
+}
+
+/// Routes each request by content type; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct HttpLayer {
+    shared: Arc<Shared>,
+}
+
+impl HttpLayer {
+    pub fn new(http: &HttpConfig, limits: &crate::config::LimitsConfig) -> Result<Self, HttpError> {
+        let mut pool = DescriptorPool::decode(crate::proto::FILE_DESCRIPTOR_SET)?;
+        pool.decode_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                pool,
+                max_body: limits.max_request_bytes,
+                read_timeout: Duration::from_secs(limits.request_timeout_secs),
+                origins: http.cors_allowed_origins.clone(),
+                enabled: http.enabled,
+            }),
+        })
+    }
+
+    /// The full names of the services reachable over HTTP.
+    pub fn services(&self) -> Vec<String> {
+        self.shared
+            .pool
+            .services()
+            .map(|s| s.full_name().to_owned())
+            .collect()
+    }
+}
+
+impl<S: Clone> tower::Layer<S> for HttpLayer {
+    type Service = Http<S>;
+
+    fn layer(&self, inner: S) -> Http<S> {
+        Http {
+            web: tower::Layer::layer(&tonic_web::GrpcWebLayer::new(), inner.clone()),
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The gRPC stack under [`HttpLayer`].
+#[derive(Debug, Clone)]
+pub struct Http<S> {
+    inner: S,
+    web: tonic_web::GrpcWebService<S>,
+    shared: Arc<Shared>,
+}
+
+/// How a request is served, from its method and content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Grpc,
+    GrpcWeb,
+    Preflight,
+    Connect,
+}
+
+fn route(req: &Request<Body>) -> Route {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("application/grpc-web") {
+        Route::GrpcWeb
+    } else if content_type.starts_with("application/grpc") {
+        Route::Grpc
+    } else if req.method() == Method::OPTIONS {
+        Route::Preflight
+    } else {
+        Route::Connect
+    }
+}
+
+impl<S> tower::Service<Request<Body>> for Http<S>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Response<Body>, Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let route = if self.shared.enabled {
+            route(&req)
+        } else {
+            Route::Grpc
+        };
+        if route == Route::Grpc {
+            return Box::pin(self.inner.call(req));
+        }
+        let shared = self.shared.clone();
+        let origin = match cors::Origin::of(&req, &shared.origins) {
+            Ok(origin) => origin,
+            Err(refused) => {
+                return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
+            }
+        };
+        match route {
+            Route::Grpc => unreachable!("answered above"),
+            Route::Preflight => {
+                Box::pin(async move { Ok(secure(cors::preflight(&req, origin.as_ref()))) })
+            }
+            Route::GrpcWeb => {
+                if let Some(refused) = connect::refuse_query(&req) {
+                    return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
+                }
+                let call = tower::Service::call(&mut self.web, req);
+                Box::pin(async move {
+                    let mut answer = call.await?;
+                    cors::allow(
+                        answer.headers_mut(),
+                        origin.as_ref(),
+                        cors::Protocol::GrpcWeb,
+                    );
+                    Ok(secure(answer))
+                })
+            }
+            Route::Connect => {
+                // the clone that was polled ready goes with the call; this one waits
+                let waiting = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, waiting);
+                Box::pin(async move {
+                    let mut answer = connect::serve(&shared, ready, req).await;
+                    cors::allow(
+                        answer.headers_mut(),
+                        origin.as_ref(),
+                        cors::Protocol::Connect,
+                    );
+                    Ok(secure(answer))
+                })
+            }
+        }
+    }
+}
+
+/// The headers every HTTP answer carries.
+fn secure(mut answer: Response<Body>) -> Response<Body> {
+    let headers = answer.headers_mut();
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        ),
+        (
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
+        (
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
+    ] {
+        headers.insert(name, value);
+    }
+    answer
+}
+
+/// A body of one chunk.
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Body::new(http_body_util::Full::new(bytes.into()))
+}
