@@ -1,7 +1,7 @@
 // Every field of a team's AutoRunControls and of a user's settings, with its label,
 // its form and its protobuf name (the name the server's messages use).
 
-export type Kind = "bool" | "list" | "enum" | "json" | "tri";
+export type Kind = "bool" | "list" | "enum" | "json" | "tri" | "number" | "text";
 
 export interface Field {
   /** The JSON name. */
@@ -31,6 +31,17 @@ export const CONTROL_FIELDS: Field[] = [
   { key: "browserServerIds", proto: "browser_server_ids", label: "Servers whose tools are browser tools", kind: "list", help: "Empty means cursor-browser-extension and cursor-ide-browser." },
   { key: "sandboxingControls.enabled", proto: "sandboxing_controls", label: "Sandboxing enabled", kind: "bool", help: "Kept for the clients that read it; no decision depends on it." },
   { key: "rolesJson", proto: "roles_json", label: "Agent roles document (JSON)", kind: "json", help: "Tool categories, roles, allow-lists per agent and context, restrictions. Empty: roles are not in use." },
+];
+
+/** Central approvals (`AutoRunControls.approvals`): who answers an ASK the client cannot. */
+export const APPROVAL_FIELDS: Field[] = [
+  { key: "mode", proto: "mode", label: "When an ASK goes to the team's approvers", kind: "enum", help: "Off: the client asks its own person. Headless: only when nobody is at the client. Always: every ASK of a client that can wait.", options: [["APPROVAL_MODE_OFF", "off"], ["APPROVAL_MODE_HEADLESS", "headless clients"], ["APPROVAL_MODE_ALWAYS", "always"]] },
+  { key: "deadlineSeconds", proto: "deadline_seconds", label: "Seconds a request waits for an answer", kind: "number", help: "0 means 300; at most 3600. Unanswered, the call is refused." },
+  { key: "approverRole", proto: "approver_role", label: "Who approves besides the admins", kind: "enum", help: "", options: [["APPROVER_ROLE_ADMIN", "admins and the users named below"], ["APPROVER_ROLE_MEMBER", "every member"]] },
+  { key: "approverUsers", proto: "approver_users", label: "Users who may approve", kind: "list", help: "One user id per line." },
+  { key: "allowSelfApproval", proto: "allow_self_approval", label: "Requesters may approve their own requests", kind: "bool", help: "" },
+  { key: "webhookUrl", proto: "webhook_url", label: "Webhook for new requests", kind: "text", help: "https, or http to a loopback address; empty: none." },
+  { key: "maxGrantSeconds", proto: "max_grant_seconds", label: "Longest approval for a time, in seconds", kind: "number", help: "0 means a day; at most 30 days." },
 ];
 
 export const USER_FIELDS: Field[] = [
@@ -76,7 +87,10 @@ export function normal(field: Field, value: unknown): string[] | boolean | strin
     case "enum":
       return typeof value === "string" && value !== "" && !value.endsWith("_UNSPECIFIED") ? value : field.options?.[0][0] ?? "";
     case "json":
+    case "text":
       return typeof value === "string" ? value : "";
+    case "number":
+      return String(Number(value ?? 0));
   }
 }
 

@@ -44,6 +44,12 @@ export function settingsForm(fields: Field[], doc: Record<string, unknown> | und
       case "list":
         control = h("textarea", { id, rows: 3, spellcheck: "false", autocapitalize: "off", "aria-describedby": described, readonly: opts.readOnly, value: (value as string[]).join("\n") });
         break;
+      case "text":
+        control = h("input", { id, type: "text", spellcheck: "false", autocapitalize: "off", "aria-describedby": described, readonly: opts.readOnly, value: value as string });
+        break;
+      case "number":
+        control = h("input", { id, type: "number", min: "0", step: "1", inputmode: "numeric", "aria-describedby": described, readonly: opts.readOnly, value: value as string });
+        break;
       case "json":
         control = h("textarea", { id, rows: 4, spellcheck: "false", "aria-describedby": described, readonly: opts.readOnly, value: value as string });
         break;
@@ -78,8 +84,12 @@ export function settingsForm(fields: Field[], doc: Record<string, unknown> | und
             set(out, field.key, lines(control.value));
             break;
           case "json":
+          case "text":
           case "enum":
             set(out, field.key, control.value);
+            break;
+          case "number":
+            set(out, field.key, Number(control.value || 0));
             break;
           case "tri":
             if (control.value === "") delete out[field.key];

@@ -45,6 +45,7 @@ export interface AutoRunControls {
   rolesJson?: string;
   denied?: string[];
   defaultUserSettings?: UserSettings;
+  approvals?: Record<string, unknown>;
   [field: string]: unknown;
 }
 
@@ -142,4 +143,32 @@ export interface IssuedToken {
 
 export function num(v: U64 | undefined): number {
   return v === undefined ? 0 : Number(v);
+}
+
+export interface Decision {
+  outcome?: string;
+  reason?: string;
+  message?: string;
+  matchedEntry?: string;
+}
+
+export interface Approval {
+  requestId?: string;
+  teamId?: string;
+  userId?: string;
+  principal?: string;
+  agentId?: string;
+  client?: string;
+  sessionId?: string;
+  summary?: string;
+  decision?: Decision;
+  createdAt?: string;
+  deadline?: string;
+  state?: string;
+  answeredBy?: string;
+  answeredAt?: string;
+  scope?: string;
+  grantExpiresAt?: string;
+  answerReason?: string;
+  allowlistEntry?: string;
 }

@@ -4,7 +4,7 @@
 import { ApiError, call, problems } from "../api";
 import { diff, renderDiff } from "../diff";
 import { fill, h, showError, showOk, statusLine } from "../dom";
-import { CONTROL_FIELDS, USER_FIELDS } from "../fields";
+import { APPROVAL_FIELDS, CONTROL_FIELDS, USER_FIELDS } from "../fields";
 import { settingsForm } from "../form";
 import { outcomeName, reasonName } from "../reasons";
 import { session } from "../session";
@@ -25,6 +25,11 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
   const revisionLine = h("p", { class: "muted", id: "policy-revision" });
 
   const controls = settingsForm(CONTROL_FIELDS, base.autoRunControls as Doc, { readOnly: !admin, idPrefix: "ctl" });
+  const approvals = settingsForm(APPROVAL_FIELDS, base.autoRunControls?.approvals as Doc, {
+    readOnly: !admin,
+    prefix: "approvals.",
+    idPrefix: "appr",
+  });
   const defaults = settingsForm(USER_FIELDS, base.autoRunControls?.defaultUserSettings as Doc, {
     readOnly: !admin,
     prefix: "default_user_settings.",
@@ -40,6 +45,14 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
   const proposed = (): AutoRunControls => {
     const stored = (base.autoRunControls ?? {}) as Doc;
     const out = controls.read(stored);
+    // a message the server may not know (approvals) is sent only when set or changed
+    const approvalsBefore = stored.approvals as Doc | undefined;
+    const approvalsAfter = approvals.read(approvalsBefore);
+    if (approvalsBefore !== undefined || diff(APPROVAL_FIELDS, approvalsBefore, approvalsAfter).length > 0) {
+      out.approvals = approvalsAfter;
+    } else {
+      delete out.approvals;
+    }
     const defaultsBefore = stored.defaultUserSettings as Doc | undefined;
     const defaultsAfter = defaults.read(defaultsBefore);
     // unset stays unset (toolgate's defaults) unless a field was changed
@@ -53,6 +66,10 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
 
   const changesOf = (before: AutoRunControls | undefined, after: AutoRunControls | undefined) => [
     ...diff(CONTROL_FIELDS, before as Doc, after as Doc),
+    ...diff(APPROVAL_FIELDS, before?.approvals as Doc, after?.approvals as Doc).map((c) => ({
+      ...c,
+      field: { ...c.field, label: `Approvals: ${c.field.label}`, proto: `approvals.${c.field.proto}` },
+    })),
     ...diff(USER_FIELDS, before?.defaultUserSettings as Doc, after?.defaultUserSettings as Doc).map((c) => ({
       ...c,
       field: { ...c.field, label: `Default for users: ${c.field.label}`, proto: `default_user_settings.${c.field.proto}` },
@@ -61,6 +78,7 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
 
   const clear = () => {
     controls.clearProblems();
+    approvals.clearProblems();
     defaults.clearProblems();
     summary.replaceChildren();
   };
@@ -72,7 +90,7 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
   const refused = (e: unknown, what: string) => {
     if (e instanceof ApiError && e.code === "invalid_argument") {
       const found = problems(e.message);
-      const unclaimed = defaults.showProblems(controls.showProblems(found));
+      const unclaimed = defaults.showProblems(approvals.showProblems(controls.showProblems(found)));
       fill(
         summary,
         h("p", { class: "error" }, `The server refused the policy: nothing was ${what}. Fix the fields marked below.`),
@@ -155,6 +173,7 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
         },
       },
       h("fieldset", {}, h("legend", {}, "Admin controls"), controls.element),
+      h("fieldset", {}, h("legend", {}, "Central approvals"), approvals.element),
       h("fieldset", {}, h("legend", {}, "Defaults for users who set nothing themselves"), defaults.element),
       admin
         ? h(
