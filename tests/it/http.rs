@@ -450,3 +450,715 @@ async fn grpc_web_calls_work_binary_and_text() {
     );
     server.stop().await;
 }
+
+/// The headers every HTTP answer carries, whatever it says.
+fn assert_secure(answer: &Answer, case: &str) {
+    let csp = answer.header("content-security-policy").unwrap_or("");
+    assert!(csp.contains("default-src 'none'"), "{case}: csp {csp:?}");
+    assert_eq!(
+        answer.header("x-content-type-options"),
+        Some("nosniff"),
+        "{case}"
+    );
+    assert_eq!(
+        answer.header("referrer-policy"),
+        Some("no-referrer"),
+        "{case}"
+    );
+    assert_eq!(answer.header("cache-control"), Some("no-store"), "{case}");
+}
+
+/// Hostile and malformed requests: each refused with the status, the Connect code
+/// and a message naming the problem, before any service sees it.
+#[tokio::test]
+async fn hostile_requests_are_refused_with_their_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.max_request_bytes = 64 * 1024;
+    config.http.cors_allowed_origins = vec!["https://console.example.com".into()];
+    let server = TestServer::start(config).await;
+    let evaluate = "/toolgate.v1.PolicyService/Evaluate";
+    let settings = "/toolgate.v1.AdminService/GetTeamAdminSettings";
+    let team = json!({"teamId": TEAM}).to_string();
+    let big = format!(r#"{{"teamId":"{}"}}"#, "a".repeat(100 * 1024));
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let json = "application/json";
+    let bearer = "Bearer admin-token";
+    use reqwest::Method;
+    // (case, method, path, headers, body, HTTP status, code, the message says)
+    let table: Vec<(
+        &str,
+        Method,
+        &str,
+        Vec<(&str, &str)>,
+        String,
+        u16,
+        &str,
+        &str,
+    )> = vec![
+        (
+            "oversize body",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", bearer)],
+            big.clone(),
+            413,
+            "resource_exhausted",
+            "limits.max_request_bytes (65536 bytes)",
+        ),
+        (
+            "deep JSON",
+            Method::POST,
+            evaluate,
+            vec![("content-type", json), ("authorization", bearer)],
+            deep,
+            400,
+            "invalid_argument",
+            "nests deeper than 32 levels",
+        ),
+        (
+            "not JSON at all",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", bearer)],
+            "{teamId: acme".into(),
+            400,
+            "invalid_argument",
+            "body: ",
+        ),
+        (
+            "unknown field",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", bearer)],
+            r#"{"teamId":"acme","team":"x"}"#.into(),
+            400,
+            "invalid_argument",
+            "team: no such field in toolgate.v1.GetTeamAdminSettingsRequest",
+        ),
+        (
+            "a field of the wrong type, inside",
+            Method::POST,
+            evaluate,
+            vec![("content-type", json), ("authorization", bearer)],
+            r#"{"teamId":"acme","userId":"alice","call":{"mcp":{"tool":["x"]}}}"#.into(),
+            400,
+            "invalid_argument",
+            "call.mcp.tool: invalid type",
+        ),
+        (
+            "wrong content type",
+            Method::POST,
+            settings,
+            vec![("content-type", "text/plain"), ("authorization", bearer)],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "send application/json",
+        ),
+        (
+            "no content type",
+            Method::POST,
+            settings,
+            vec![("authorization", bearer)],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "content-type \"\" is not taken",
+        ),
+        (
+            "a stream's content type on a unary method",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", "application/connect+json"),
+                ("authorization", bearer),
+            ],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "send application/json",
+        ),
+        (
+            "compressed body",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("content-encoding", "gzip"),
+                ("authorization", bearer),
+            ],
+            team.clone(),
+            415,
+            "invalid_argument",
+            "send the body uncompressed",
+        ),
+        (
+            "unknown method",
+            Method::POST,
+            "/toolgate.v1.AdminService/DropAllTeams",
+            vec![("content-type", json), ("authorization", bearer)],
+            team.clone(),
+            404,
+            "unimplemented",
+            "no method /toolgate.v1.AdminService/DropAllTeams",
+        ),
+        (
+            "unknown service",
+            Method::POST,
+            "/toolgate.v9.Nothing/Here",
+            vec![("content-type", json), ("authorization", bearer)],
+            team.clone(),
+            404,
+            "unimplemented",
+            "no method",
+        ),
+        (
+            "the root",
+            Method::GET,
+            "/",
+            vec![],
+            String::new(),
+            404,
+            "unimplemented",
+            "no method /",
+        ),
+        (
+            "GET on a method",
+            Method::GET,
+            settings,
+            vec![("authorization", bearer)],
+            String::new(),
+            405,
+            "unimplemented",
+            "call /toolgate.v1.AdminService/GetTeamAdminSettings with POST",
+        ),
+        (
+            "token in the query string",
+            Method::POST,
+            "/toolgate.v1.AdminService/GetTeamAdminSettings?access_token=admin-token",
+            vec![("content-type", json)],
+            team.clone(),
+            400,
+            "invalid_argument",
+            "token in the Authorization header",
+        ),
+        (
+            "token in the query string of a gRPC-Web call",
+            Method::POST,
+            "/toolgate.v1.AdminService/GetTeamAdminSettings?token=admin-token",
+            vec![("content-type", "application/grpc-web+proto")],
+            String::new(),
+            400,
+            "invalid_argument",
+            "token in the Authorization header",
+        ),
+        (
+            "a cookie is not a credential",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("cookie", "authorization=Bearer admin-token"),
+            ],
+            team.clone(),
+            401,
+            "unauthenticated",
+            "",
+        ),
+        (
+            "a token not in the Bearer form",
+            Method::POST,
+            settings,
+            vec![("content-type", json), ("authorization", "admin-token")],
+            team.clone(),
+            401,
+            "unauthenticated",
+            "",
+        ),
+        (
+            "a call from another origin's page",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("authorization", bearer),
+                ("origin", "https://evil.example"),
+            ],
+            team.clone(),
+            403,
+            "permission_denied",
+            "add it to http.cors_allowed_origins",
+        ),
+        (
+            "a bad timeout",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", json),
+                ("authorization", bearer),
+                ("connect-timeout-ms", "soon"),
+            ],
+            team.clone(),
+            400,
+            "invalid_argument",
+            "connect-timeout-ms",
+        ),
+    ];
+    for (case, method, path, headers, body, status, code, says) in table {
+        let answer = send(&server, method, path, &headers, body).await;
+        assert_eq!(answer.status, status, "{case}: {:?}", answer.body);
+        let error = answer.json();
+        assert_eq!(error["code"], code, "{case}: {error}");
+        let message = error["message"].as_str().unwrap_or("");
+        assert!(message.contains(says), "{case}: {message}");
+        assert_secure(&answer, case);
+        assert!(
+            answer.header("access-control-allow-origin").is_none(),
+            "{case}"
+        );
+    }
+
+    // a bad entry: the field violations readable in the details
+    let answer = call_json(
+        &server,
+        "AdminService/UpdateTeamAdminSettings",
+        "admin-token",
+        json!({"teamId": TEAM, "autoRunControls": {"mcpToolAllowlist": ["no colon"]}}),
+    )
+    .await;
+    assert_eq!(answer.status, 400);
+    let error = answer.json();
+    assert_eq!(
+        error["details"][0]["type"], "google.rpc.BadRequest",
+        "{error}"
+    );
+    let violation = &error["details"][0]["debug"]["fieldViolations"][0];
+    assert!(
+        violation["field"]
+            .as_str()
+            .is_some_and(|f| f.contains("mcp_tool_allowlist")),
+        "{error}"
+    );
+    // and nothing was applied
+    let answer = call_json(
+        &server,
+        "AdminService/GetTeamAdminSettings",
+        "admin-token",
+        json!({"teamId": TEAM}),
+    )
+    .await;
+    assert!(answer.json().get("revision").is_none(), "{}", answer.json());
+    server.stop().await;
+}
+
+/// CORS: an allowed origin's preflight and call carry the CORS headers (never `*`,
+/// never credentials); another origin's preflight gets none and its call is refused.
+#[tokio::test]
+async fn cors_is_off_unless_the_origin_is_configured() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.cors_allowed_origins = vec!["https://console.example.com".into()];
+    let server = TestServer::start(config).await;
+    let path = "/toolgate.v1.AdminService/GetTeamAdminSettings";
+    let preflight = |origin: &'static str| {
+        vec![
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "authorization, content-type",
+            ),
+        ]
+    };
+    let allowed = send(
+        &server,
+        Method::OPTIONS,
+        path,
+        &preflight("https://console.example.com"),
+        "",
+    )
+    .await;
+    assert_eq!(allowed.status, 204);
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("https://console.example.com")
+    );
+    assert!(
+        allowed
+            .header("access-control-allow-headers")
+            .is_some_and(|h| h.contains("authorization"))
+    );
+    assert!(allowed.header("access-control-allow-credentials").is_none());
+    assert_secure(&allowed, "allowed preflight");
+
+    for origin in [
+        "https://evil.example",
+        "null",
+        "https://console.example.com.evil.example",
+    ] {
+        let refused = send(&server, Method::OPTIONS, path, &preflight(origin), "").await;
+        assert_ne!(refused.status / 100, 2, "{origin}");
+        for (name, _) in refused.headers.iter() {
+            assert!(
+                !name.as_str().starts_with("access-control-"),
+                "{origin}: {name}"
+            );
+        }
+    }
+
+    let call = send(
+        &server,
+        Method::POST,
+        path,
+        &[
+            ("origin", "https://console.example.com"),
+            ("content-type", "application/json"),
+            ("authorization", "Bearer admin-token"),
+        ],
+        json!({"teamId": TEAM}).to_string(),
+    )
+    .await;
+    assert_eq!(call.status, 200);
+    assert_eq!(
+        call.header("access-control-allow-origin"),
+        Some("https://console.example.com")
+    );
+    assert_secure(&call, "allowed call");
+
+    // without the setting, no origin but the server's own
+    let (plain, _dir) = start().await;
+    let answer = send(
+        &plain,
+        Method::OPTIONS,
+        path,
+        &preflight("https://console.example.com"),
+        "",
+    )
+    .await;
+    assert!(answer.header("access-control-allow-origin").is_none());
+    let own = format!("http://{}", plain.addr);
+    let answer = send(
+        &plain,
+        Method::POST,
+        path,
+        &[
+            ("origin", own.as_str()),
+            ("content-type", "application/json"),
+            ("authorization", "Bearer admin-token"),
+        ],
+        json!({"teamId": TEAM}).to_string(),
+    )
+    .await;
+    assert_eq!(
+        answer.status, 200,
+        "the server's own origin: {:?}",
+        answer.body
+    );
+    plain.stop().await;
+    server.stop().await;
+}
+
+/// The README's `curl` examples (`sh curl-example` blocks), each run with real curl
+/// against a server set up as the README's first session leaves it; each answer must
+/// hold what the `json curl-output` block after it shows (`"…"` stands for any value).
+#[tokio::test]
+async fn the_readme_curl_examples_run_as_written() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let examples = readme_examples(&readme);
+    assert!(
+        examples.len() >= 2,
+        "the README shows a decision and a team's settings"
+    );
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["github:create_issue".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    for (command, shown) in examples {
+        let command = command.replace("http://127.0.0.1:7070", &format!("http://{}", server.addr));
+        let output = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(&command)
+                .env("TOOLGATE_TOKEN", "admin-token")
+                .output(),
+        )
+        .await
+        .expect("curl within 30 s")
+        .expect("curl runs");
+        assert!(output.status.success(), "{command}: {output:?}");
+        let got: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{command}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        });
+        let shown: Value = serde_json::from_str(&shown).unwrap();
+        assert!(
+            holds(&got, &shown),
+            "{command}\nanswered {got:#}\nthe README shows {shown:#}"
+        );
+    }
+    server.stop().await;
+}
+
+/// (command, shown output) of each `sh curl-example` block and the `json curl-output`
+/// block after it.
+fn readme_examples(readme: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            blocks.push((info.trim().to_owned(), body.join("\n")));
+        }
+    }
+    blocks
+        .windows(2)
+        .filter(|pair| pair[0].0 == "sh curl-example")
+        .map(|pair| {
+            assert_eq!(
+                pair[1].0, "json curl-output",
+                "a curl example is followed by its output"
+            );
+            (pair[0].1.clone(), pair[1].1.clone())
+        })
+        .collect()
+}
+
+/// Whether `got` holds everything `shown` shows, `"…"` matching any value.
+fn holds(got: &Value, shown: &Value) -> bool {
+    match (got, shown) {
+        (_, Value::String(s)) if s == "…" => true,
+        (Value::Object(got), Value::Object(shown)) => shown
+            .iter()
+            .all(|(k, v)| got.get(k).is_some_and(|g| holds(g, v))),
+        (Value::Array(got), Value::Array(shown)) => {
+            got.len() == shown.len() && got.iter().zip(shown).all(|(g, s)| holds(g, s))
+        }
+        _ => got == shown,
+    }
+}
+
+/// Every method of the API answers over HTTP (an operator's call with an empty
+/// message: whatever the answer, it is never "no such method"), so a service added
+/// to the proto files and registered with the server needs nothing more.
+#[tokio::test]
+async fn every_method_is_reachable_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path());
+    let methods = toolgate::http::HttpLayer::new(&config.http, &config.limits)
+        .unwrap()
+        .methods();
+    let server = TestServer::start(config).await;
+    for (path, streams) in methods {
+        if path.starts_with("/grpc.health.") {
+            continue;
+        }
+        let code = if streams {
+            // a stream whose start may wait: only its first envelope is read
+            let mut stream = Envelopes::open(&server, &path, "operator-token", &json!({})).await;
+            match stream.next().await {
+                (2, end) => end["error"]["code"].as_str().unwrap_or("").to_owned(),
+                _ => "ok".to_owned(),
+            }
+        } else {
+            let answer = post(
+                &server,
+                &path,
+                Some("operator-token"),
+                "application/json",
+                "{}",
+            )
+            .await;
+            match answer.status {
+                200 => "ok".to_owned(),
+                _ => answer.json()["code"].as_str().unwrap_or("").to_owned(),
+            }
+        };
+        assert_ne!(code, "unimplemented", "{path} is not served over HTTP");
+        assert_ne!(code, "", "{path}: no Connect answer");
+    }
+    // health too, for a load balancer that speaks only HTTP
+    let answer = post(
+        &server,
+        "/grpc.health.v1.Health/Check",
+        None,
+        "application/json",
+        "{}",
+    )
+    .await;
+    assert_eq!(answer.json()["status"], "SERVING", "{}", answer.json());
+    server.stop().await;
+}
+
+/// Runs `app` on a fresh listener; (address, stop, task).
+async fn run_app(
+    app: toolgate::server::App,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), toolgate::server::ServerError>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(toolgate::server::run(listener, app, async {
+        let _ = stopped.await;
+    }));
+    (addr, stop, task)
+}
+
+/// `http.listen` serves the same API (JSON and gRPC) on a second address, and
+/// `http.enabled: false` leaves the port gRPC-only.
+#[tokio::test]
+async fn a_second_address_and_the_off_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.listen = Some("127.0.0.1:0".into());
+    let app = toolgate::server::App::build(config).await.unwrap();
+    let second = app.http_addr.expect("http.listen bound");
+    let (_, stop, task) = run_app(app).await;
+    let answer = client()
+        .post(format!(
+            "http://{second}/toolgate.v1.AdminService/GetTeamAdminSettings"
+        ))
+        .bearer_auth("admin-token")
+        .header("content-type", "application/json")
+        .body(json!({"teamId": TEAM}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let channel = tonic::transport::Channel::from_shared(format!("http://{second}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut admin = AdminServiceClient::with_interceptor(channel, Auth::new("admin-token"));
+    admin
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .expect("gRPC on the second address");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.http.enabled = false;
+    let server = TestServer::start(config).await;
+    let refused = client()
+        .post(format!(
+            "http://{}/toolgate.v1.AdminService/GetTeamAdminSettings",
+            server.addr
+        ))
+        .bearer_auth("admin-token")
+        .header("content-type", "application/json")
+        .body(json!({"teamId": TEAM}).to_string())
+        .send()
+        .await;
+    assert!(
+        refused.is_err(),
+        "HTTP/1.1 is not spoken with http.enabled false: {refused:?}"
+    );
+    server
+        .admin("admin-token")
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .expect("gRPC still");
+    server.stop().await;
+}
+
+/// TLS and client certificates apply to HTTP as to gRPC (same listener): curl over
+/// HTTP/1.1 and HTTP/2 with a token, and with alice's certificate and no token, which
+/// authenticates as alice and only as alice.
+#[tokio::test]
+async fn tls_and_client_certificates_apply_over_http() {
+    use crate::tls::{Ca, write};
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path();
+    let ca = Ca::new("toolgate http test ca");
+    let (cert, key) = ca.issue("localhost", &["localhost"]);
+    let clients = Ca::new("toolgate http test clients");
+    let (alice_cert, alice_key) = clients.issue("alice", &["alice.acme.example"]);
+    let mut config = test_config(&files.join("data"));
+    config.tls.cert = Some(write(files, "server.pem", &cert));
+    config.tls.key = Some(write(files, "server.key", &key));
+    config.tls.client_ca = Some(write(files, "clients.pem", &clients.pem()));
+    config.tls.require_client_cert = false;
+    config.auth.certificates = vec![toolgate::config::CertificateConfig {
+        name: "alice-cert".into(),
+        subject_cn: None,
+        san: Some("dns:alice.acme.example".into()),
+        role: toolgate::auth::Role::Member,
+        team: Some(TEAM.into()),
+        user: Some("alice".into()),
+    }];
+    let ca_pem = write(files, "ca.pem", &ca.pem());
+    let alice = (
+        write(files, "alice.pem", &alice_cert),
+        write(files, "alice.key", &alice_key),
+    );
+    let app = toolgate::server::App::build(config).await.unwrap();
+    let (addr, stop, task) = run_app(app).await;
+    let curl = |version: &'static str, auth: Vec<String>, user: &'static str| {
+        let url = format!(
+            "https://localhost:{}/toolgate.v1.UserSettingsService/GetUserSettings",
+            addr.port()
+        );
+        let mut command = tokio::process::Command::new("curl");
+        command
+            .args(["-sS", version, "--max-time", "20", "--resolve"])
+            .arg(format!("localhost:{}:127.0.0.1", addr.port()))
+            .arg("--cacert")
+            .arg(&ca_pem)
+            .args(auth)
+            .args(["-H", "content-type: application/json", "-d"])
+            .arg(json!({"teamId": TEAM, "userId": user}).to_string())
+            .arg(url);
+        async move {
+            let output = command.output().await.expect("curl runs");
+            assert!(output.status.success(), "{output:?}");
+            serde_json::from_slice::<Value>(&output.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+        }
+    };
+    let token = || {
+        vec![
+            "-H".to_owned(),
+            "authorization: Bearer admin-token".to_owned(),
+        ]
+    };
+    let certificate = || {
+        vec![
+            "--cert".to_owned(),
+            alice.0.display().to_string(),
+            "--key".to_owned(),
+            alice.1.display().to_string(),
+        ]
+    };
+    for version in ["--http1.1", "--http2"] {
+        let answer = curl(version, token(), "bob").await;
+        assert_eq!(answer["userId"], "bob", "{version}: {answer}");
+        let answer = curl(version, certificate(), "alice").await;
+        assert_eq!(answer["userId"], "alice", "{version}: {answer}");
+        let answer = curl(version, certificate(), "bob").await;
+        assert_eq!(answer["code"], "permission_denied", "{version}: {answer}");
+        let answer = curl(version, vec![], "alice").await;
+        assert_eq!(answer["code"], "unauthenticated", "{version}: {answer}");
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}

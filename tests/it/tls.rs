@@ -19,10 +19,10 @@ use toolgate::auth::Role;
 use toolgate::config::CertificateConfig;
 use toolgate::proto::v1 as pb;
 
-struct Ca(CertifiedIssuer<'static, KeyPair>);
+pub(crate) struct Ca(CertifiedIssuer<'static, KeyPair>);
 
 impl Ca {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.distinguished_name.push(DnType::CommonName, name);
@@ -31,7 +31,7 @@ impl Ca {
     }
 
     /// (certificate PEM, key PEM) for `cn` with the DNS names `sans`.
-    fn issue(&self, cn: &str, sans: &[&str]) -> (String, String) {
+    pub(crate) fn issue(&self, cn: &str, sans: &[&str]) -> (String, String) {
         let mut params =
             CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         params.distinguished_name.push(DnType::CommonName, cn);
@@ -40,12 +40,12 @@ impl Ca {
         (cert.pem(), key.serialize_pem())
     }
 
-    fn pem(&self) -> String {
+    pub(crate) fn pem(&self) -> String {
         self.0.pem()
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     // atomically: the server never reads half a file
     toolgate::files::write_atomic(&path, toolgate::files::Mode::KeepTarget, text.as_bytes())

@@ -83,6 +83,9 @@ pub struct App {
     /// Where the console is served, when `console.listen` is set.
     pub console_addr: Option<std::net::SocketAddr>,
     console: Option<TcpListener>,
+    /// Where the API is served a second time, when `http.listen` is set.
+    pub http_addr: Option<std::net::SocketAddr>,
+    http_listener: Option<TcpListener>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
     shutdown: CancellationToken,
@@ -136,6 +139,17 @@ impl App {
             None => None,
         };
         let console_addr = console.as_ref().and_then(|l| l.local_addr().ok());
+        let http_listener =
+            match (&config.http.listen, config.http.enabled) {
+                (Some(addr), true) => Some(TcpListener::bind(addr).await.map_err(|source| {
+                    ServerError::HttpListen {
+                        addr: addr.clone(),
+                        source,
+                    }
+                })?),
+                _ => None,
+            };
+        let http_addr = http_listener.as_ref().and_then(|l| l.local_addr().ok());
         let history = config.watch.history_per_team;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
@@ -233,6 +247,8 @@ impl App {
             metrics,
             console_addr,
             console,
+            http_addr,
+            http_listener,
             policy_file,
             shutdown,
             data_lock,
@@ -445,6 +461,7 @@ pub async fn run(
         config,
         metrics,
         console,
+        http_listener,
         shutdown: stop_streams,
         policy_file,
         // held until the server has stopped
@@ -593,8 +610,8 @@ pub async fn run(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
         ));
-    if let Some(addr) = &config.http.listen {
-        serve_http_listener(addr, router.clone(), &config, stop_http.clone()).await?;
+    if let Some(listener) = http_listener {
+        serve_http_listener(listener, router.clone(), &config, stop_http.clone())?;
     }
     if let Some(listener) = console {
         if let Ok(addr) = listener.local_addr() {
@@ -630,8 +647,8 @@ pub async fn run(
 }
 
 /// Serves the same API on `http.listen` too, with the same TLS, until `stop`.
-async fn serve_http_listener<L>(
-    addr: &str,
+fn serve_http_listener<L>(
+    listener: TcpListener,
     router: tonic::transport::server::Router<L>,
     config: &Config,
     stop: CancellationToken,
@@ -647,14 +664,8 @@ where
         + 'static,
     <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
 {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServerError::HttpListen {
-            addr: addr.to_owned(),
-            source,
-        })?;
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "serving HTTP");
+        info!(%addr, "serving the API on http.listen too");
     }
     serve_also(listener, router, config, stop)
 }

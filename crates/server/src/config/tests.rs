@@ -269,3 +269,41 @@ fn log_levels() {
         assert!(!validate::is_log_filter(bad), "{bad}");
     }
 }
+
+#[test]
+fn http_settings_are_checked_with_their_fix() {
+    let err = Config::load(
+        None,
+        env(&[
+            ("TOOLGATE_HTTP__LISTEN", "127.0.0.1:7070"),
+            (
+                "TOOLGATE_HTTP__CORS_ALLOWED_ORIGINS",
+                "[\"*\", \"https://console.example.com/\", \"https://ok.example\"]",
+            ),
+        ]),
+        &CliOverrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("http.listen: 127.0.0.1:7070 is the listen address"),
+        "{err}"
+    );
+    assert!(
+        err.contains("http.cors_allowed_origins[0]: \"*\" would let every web page"),
+        "{err}"
+    );
+    assert!(err.contains("http.cors_allowed_origins[1]"), "{err}");
+    assert!(!err.contains("http.cors_allowed_origins[2]"), "{err}");
+    let err = Config::load(
+        None,
+        env(&[("TOOLGATE_HTTP__LISTEN", "localhost")]),
+        &CliOverrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("http.listen: \"localhost\" is not an address"),
+        "{err}"
+    );
+}

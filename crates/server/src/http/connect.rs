@@ -121,12 +121,27 @@ where
             return answer;
         }
     };
-    let answer = match call(shared, inner, req, &method, shape).await {
+    match call(shared, inner, req, &method, shape).await {
         Ok(answer) => answer,
-        Err(e) if shape.stream => stream_error(shape, &e),
-        Err(e) => error_response(&e),
-    };
-    answer
+        Err(Refusal { status, .. }) if shape.stream => stream_error(shape, &status),
+        Err(Refusal { status, http }) => {
+            error_with(http.unwrap_or_else(|| http_status(status.code())), &status)
+        }
+    }
+}
+
+/// Why a call was not made or failed: the status, and the HTTP status when it is
+/// not the one Connect maps the code to.
+#[derive(Debug)]
+struct Refusal {
+    status: Status,
+    http: Option<StatusCode>,
+}
+
+impl From<Status> for Refusal {
+    fn from(status: Status) -> Self {
+        Self { status, http: None }
+    }
 }
 
 /// The method a path names, in the descriptor set.
@@ -155,7 +170,7 @@ async fn call<S>(
     req: Request<Body>,
     method: &MethodDescriptor,
     shape: Shape,
-) -> Result<Response<Body>, Status>
+) -> Result<Response<Body>, Refusal>
 where
     S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
 {
@@ -164,9 +179,12 @@ where
         .find_map(|h| req.headers().get(*h))
         .filter(|v| *v != "identity")
     {
-        return Err(Status::unimplemented(format!(
-            "content encoding {encoding:?} is not taken: send the body uncompressed"
-        )));
+        return Err(Refusal {
+            status: Status::invalid_argument(format!(
+                "content encoding {encoding:?} is not taken: send the body uncompressed"
+            )),
+            http: Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
+        });
     }
     let timeout = grpc_timeout(req.headers())?;
     let (mut parts, body) = req.into_parts();
@@ -212,7 +230,7 @@ where
     if shape.stream {
         Ok(stream_answer(answer, method.clone(), shape))
     } else {
-        unary_answer(answer, method, shape.codec).await
+        Ok(unary_answer(answer, method, shape.codec).await?)
     }
 }
 
@@ -239,12 +257,13 @@ async fn read_body(
     shared: &Shared,
     body: Body,
     length: Option<&HeaderValue>,
-) -> Result<Bytes, Status> {
-    let too_large = || {
-        Status::resource_exhausted(format!(
+) -> Result<Bytes, Refusal> {
+    let too_large = || Refusal {
+        status: Status::resource_exhausted(format!(
             "the request body is larger than limits.max_request_bytes ({} bytes): send less, or raise the limit",
             shared.max_body
-        ))
+        )),
+        http: Some(StatusCode::PAYLOAD_TOO_LARGE),
     };
     let declared = length
         .and_then(|v| v.to_str().ok())
@@ -257,11 +276,12 @@ async fn read_body(
         Err(_) => Err(Status::deadline_exceeded(format!(
             "the request body did not arrive within limits.request_timeout_secs ({} s)",
             shared.read_timeout.as_secs()
-        ))),
+        ))
+        .into()),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Ok(Err(e)) => Err(Status::invalid_argument(format!(
-            "the request body could not be read: {e}"
-        ))),
+        Ok(Err(e)) => {
+            Err(Status::invalid_argument(format!("the request body could not be read: {e}")).into())
+        }
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }

@@ -86,6 +86,21 @@ impl HttpLayer {
             .map(|s| s.full_name().to_owned())
             .collect()
     }
+
+    /// Every method reachable over HTTP: its path and whether the server streams.
+    pub fn methods(&self) -> Vec<(String, bool)> {
+        self.shared
+            .pool
+            .services()
+            .flat_map(|s| s.methods().collect::<Vec<_>>())
+            .map(|m| {
+                (
+                    format!("/{}/{}", m.parent_service().full_name(), m.name()),
+                    m.is_server_streaming(),
+                )
+            })
+            .collect()
+    }
 }
 
 impl<S: Clone> tower::Layer<S> for HttpLayer {
@@ -231,4 +246,50 @@ fn secure(mut answer: Response<Body>) -> Response<Body> {
 /// A body of one chunk.
 fn full(bytes: impl Into<Bytes>) -> Body {
     Body::new(http_body_util::Full::new(bytes.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every service of every proto file the proto crate compiles is in the descriptor
+    /// set, so a service added later is reachable over HTTP with no change here.
+    #[test]
+    fn every_service_of_the_proto_files_is_reachable() {
+        let layer = HttpLayer::new(&HttpConfig::default(), &Default::default()).unwrap();
+        let served = layer.services();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../proto/proto");
+        let mut files = vec![root];
+        let mut found = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "proto") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let package = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("package "))
+                .map(|p| p.trim_end_matches(';').trim().to_owned())
+                .unwrap_or_default();
+            for name in text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("service "))
+                .filter_map(|l| l.split_whitespace().next())
+            {
+                let full = format!("{package}.{name}");
+                assert!(
+                    served.contains(&full),
+                    "{full} ({}) is not in the descriptor set: list the file in crates/proto/build.rs",
+                    path.display()
+                );
+                found += 1;
+            }
+        }
+        assert!(found >= 5, "{found} services found");
+        assert!(served.iter().any(|s| s == "grpc.health.v1.Health"));
+    }
 }
