@@ -15,8 +15,11 @@ export function timeChart(records: DecisionRecord[]): HTMLElement {
   const max = Math.max(...times);
   const steps = [60e3, 5 * 60e3, 15 * 60e3, 3600e3, 6 * 3600e3, 86400e3, 7 * 86400e3];
   const step = steps.find((st) => (max - min) / st < 24) ?? steps[steps.length - 1];
-  const start = Math.floor(min / step) * step;
-  const n = Math.floor((max - start) / step) + 1;
+  const last = Math.floor(max / step);
+  // at least a dozen buckets, ending with the newest, so a few decisions make narrow
+  // bars rather than one wall
+  const n = Math.max(last - Math.floor(min / step) + 1, 12);
+  const start = (last - n + 1) * step;
   const buckets = Array.from({ length: n }, () => new Map<string, number>());
   for (const r of records) {
     const t = Date.parse(r.at ?? "");

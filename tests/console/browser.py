@@ -238,6 +238,13 @@ def run(base, folder, browser_dir):
             expect(row).to_contain_text("github:create_issue")
             expect(page.locator(".time-chart")).to_be_visible()
             shot(page, folder, "07-decisions")
+            # the impact preview decides the logged call again under an edit
+            page.click("text=Policy")
+            page.fill("#ctl-mcpToolAllowlist", "")
+            page.click("#preview-impact")
+            expect(page.locator("#impact-summary")).to_contain_text("1 would change outcome")
+            expect(page.get_by_role("region", name="Impact preview")).to_contain_text("github:create_issue")
+            shot(page, folder, "07-policy-impact")
         else:
             skipped.append("a decision appears in the log live: this server has no DecisionLogService yet")
 

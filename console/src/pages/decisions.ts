@@ -108,6 +108,7 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
                 records = records.slice(0, MAX_KEPT);
                 tbody.prepend(row(m.decision, true));
                 while (tbody.rows.length > MAX_KEPT) tbody.deleteRow(-1);
+                status.textContent = `${records.length} decisions, newest first.`;
                 redraw();
               } else if (m.lagged) {
                 showError(status, `${m.lagged} decisions were not shown because the page fell behind: reload to list them.`);
