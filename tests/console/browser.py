@@ -151,6 +151,88 @@ def check_session_only(page):
         assert token not in page.url, f"a token is in the URL: {page.url}"
 
 
+def envelope(message):
+    body = json.dumps(message).encode()
+    return bytes([0]) + len(body).to_bytes(4, "big") + body
+
+
+def messages(data):
+    """The JSON messages of a Connect stream's envelopes (the end-of-stream one last)."""
+    out = []
+    while len(data) >= 5:
+        length = int.from_bytes(data[1:5], "big")
+        out.append((data[0], json.loads(data[5 : 5 + length])))
+        data = data[5 + length :]
+    return out
+
+
+def await_approval(base, request_id, token, into):
+    """AwaitApproval as a waiting hook does: the stream ends once the request is answered."""
+    req = urllib.request.Request(
+        f"{base}/toolgate.v1.ApprovalService/AwaitApproval",
+        data=envelope({"requestId": request_id}),
+        headers={"Content-Type": "application/connect+json", "Authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=DEADLINE_SECS) as answer:
+            into.extend(messages(answer.read()))
+    except Exception as e:  # the main thread reports what arrived, or that nothing did
+        into.append((255, {"error": str(e)}))
+
+
+def approve_a_waiting_call(page, base, folder):
+    status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+    controls = {**stored["autoRunControls"], "approvals": {"mode": "APPROVAL_MODE_ALWAYS"}}
+    status, answer = api(base, "AdminService/UpdateTeamAdminSettings", {"teamId": TEAM, "autoRunControls": controls}, ADMIN)
+    assert status == 200, answer
+    page.click("text=Approvals")
+    expect(page.locator("#approvals-live")).to_contain_text("Live")
+    call = {"mcp": {"server": "github", "tool": "delete_repo"}}
+    status, decision = api(
+        base,
+        "PolicyService/Evaluate",
+        {"teamId": TEAM, "userId": "alice", "call": call, "approval": {"canWait": True, "interactive": False, "client": "browser-test"}},
+        MEMBER,
+    )
+    assert status == 200 and decision.get("outcome") == "OUTCOME_ASK", decision
+    request_id = decision["approval"]["requestId"]
+    waited = []
+    waiter = threading.Thread(target=await_approval, args=(base, request_id, MEMBER, waited), daemon=True)
+    waiter.start()
+    card = page.locator(f'article[data-request="{request_id}"]')
+    expect(card).to_contain_text("delete_repo")
+    shot(page, folder, "09-approvals")
+    card.locator("button.approve-once").click()
+    expect(page.locator("#approvals-pending")).not_to_contain_text("delete_repo")
+    waiter.join(DEADLINE_SECS)
+    assert not waiter.is_alive(), "the waiting call got no answer"
+    finals = [m["approval"] for flags, m in waited if flags == 0 and m.get("approval", {}).get("answer")]
+    assert finals, f"the waiting call got no answer: {waited}"
+    assert finals[-1]["answer"]["outcome"] == "OUTCOME_ALLOW", finals[-1]
+    expect(page.locator("#approvals-answered")).to_contain_text("approved")
+    shot(page, folder, "09-approvals-answered")
+    # a second one is denied with a reason, which reaches the waiting side
+    status, decision = api(
+        base,
+        "PolicyService/Evaluate",
+        {"teamId": TEAM, "userId": "alice", "call": {"mcp": {"server": "github", "tool": "delete_org"}}, "approval": {"canWait": True, "interactive": False}},
+        MEMBER,
+    )
+    request_id = decision["approval"]["requestId"]
+    card = page.locator(f'article[data-request="{request_id}"]')
+    expect(card).to_contain_text("delete_org")
+    card.locator("input.deny-reason").fill("not on a Friday")
+    card.locator("button.deny").click()
+    status, got = api(base, "ApprovalService/GetApproval", {"requestId": request_id}, ADMIN)
+    assert got["approval"]["state"] == "APPROVAL_STATE_DENIED", got
+    assert "not on a Friday" in json.dumps(got), got
+    # approvals off again, so the checks after this one see plain ASKs
+    controls["approvals"] = {"mode": "APPROVAL_MODE_OFF"}
+    status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+    api(base, "AdminService/UpdateTeamAdminSettings", {"teamId": TEAM, "autoRunControls": {**stored["autoRunControls"], "approvals": {"mode": "APPROVAL_MODE_OFF"}}}, ADMIN)
+
+
 def run(base, folder, browser_dir):
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
@@ -253,12 +335,13 @@ def run(base, folder, browser_dir):
         expect(page.locator("#audit-rows")).to_contain_text("admin_settings_updated")
         shot(page, folder, "08-audit")
 
-        # the approvals inbox
+        # the approvals inbox: a waiting call is approved in the browser and runs
         if offered(base, "ApprovalService/ListApprovals"):
-            raise SystemExit("ApprovalService is offered: the approvals case must be written")
-        skipped.append("a pending approval is approved and the waiting call runs: this server has no ApprovalService yet")
-        page.click("text=Approvals")
-        shot(page, folder, "09-approvals")
+            approve_a_waiting_call(page, base, folder)
+        else:
+            skipped.append("a pending approval is approved and the waiting call runs: this server has no ApprovalService yet")
+            page.click("text=Approvals")
+            shot(page, folder, "09-approvals")
 
         # the kill switch asks for the team's id
         page.click("text=Kill switch")
