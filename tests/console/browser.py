@@ -224,6 +224,7 @@ def approve_a_waiting_call(page, base, folder):
     expect(card).to_contain_text("delete_org")
     card.locator("input.deny-reason").fill("not on a Friday")
     card.locator("button.deny").click()
+    expect(page.locator("main p.status")).to_contain_text("Denied.")
     status, got = api(base, "ApprovalService/GetApproval", {"requestId": request_id}, ADMIN)
     assert got["approval"]["state"] == "APPROVAL_STATE_DENIED", got
     assert "not on a Friday" in json.dumps(got), got
