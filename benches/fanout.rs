@@ -81,7 +81,7 @@ async fn connect(addr: &str) -> Channel {
         .expect("connect")
 }
 
-/// Only the revision of a `PolicyEvent`. The bench times the server's fan-out;
+/// Only the revision of a `WatchPolicyResponse`. The bench times the server's fan-out;
 /// decoding every document on this same 2-core machine would charge the clients'
 /// work to it.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -197,7 +197,9 @@ async fn measure(addr: &str, pid: u32, n: usize, args: &Args) -> serde_json::Val
             })
             .await
             .expect("admin write")
-            .into_inner();
+            .into_inner()
+            .settings
+            .unwrap();
         assert_eq!(reply.revision, start_revision + w as u64 + 1);
         acked_at.push(Instant::now());
         sent_at.push(sent);

@@ -200,7 +200,12 @@ impl Caller {
                     agent: None,
                 })
                 .await
-                .is_ok_and(|r| r.get_ref().outcome == pb::Outcome::Allow as i32),
+                .is_ok_and(|r| {
+                    r.get_ref()
+                        .decision
+                        .as_ref()
+                        .is_some_and(|d| d.outcome == pb::Outcome::Allow as i32)
+                }),
             Rpc::EvaluateBatch => self
                 .policy
                 .evaluate_batch((*self.batch).clone())

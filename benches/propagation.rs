@@ -60,7 +60,7 @@ async fn main() {
             let e = events.message().await.unwrap().unwrap();
             if e.revision > first
                 && e.event
-                    .is_some_and(|e| !matches!(e, pb::policy_event::Event::Heartbeat(_)))
+                    .is_some_and(|e| !matches!(e, pb::watch_policy_response::Event::Heartbeat(_)))
             {
                 arrived.push((e.revision, Instant::now()));
             }
@@ -83,7 +83,9 @@ async fn main() {
             })
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .settings
+            .unwrap();
         assert_eq!(written.revision, first + i as u64 + 1);
         sent_acked.push((sent, Instant::now()));
     }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use support::*;
 use tonic::transport::Channel;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 struct Args {
     secs: u64,
@@ -106,7 +106,7 @@ async fn admin_writer(
             })
             .await
             .expect("admin write");
-        acked.lock().unwrap()[t].insert(r.into_inner().revision);
+        acked.lock().unwrap()[t].insert(r.into_inner().settings.unwrap_or_default().revision);
         counters.writes.fetch_add(1, Ordering::Relaxed);
         i += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -160,7 +160,11 @@ async fn decider(addr: String, teams: usize, stop: Arc<AtomicBool>, counters: Ar
     }
 }
 
-async fn watch(channel: Channel, team: String, user: &str) -> tonic::Streaming<pb::PolicyEvent> {
+async fn watch(
+    channel: Channel,
+    team: String,
+    user: &str,
+) -> tonic::Streaming<pb::WatchPolicyResponse> {
     PolicyServiceClient::with_interceptor(channel, Auth::new(TOKEN))
         .watch_policy(pb::WatchPolicyRequest {
             team_id: team,

@@ -113,7 +113,9 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
             })
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .decision
+            .unwrap();
         seen.push((d.outcome(), d.reason()));
     }
     let refused = policy("no-such-token")

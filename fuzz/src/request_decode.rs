@@ -75,7 +75,11 @@ pub fn run(data: &[u8]) {
         if check_id("team_id", &r.team_id).is_err() || check_id("user_id", &r.user_id).is_err() {
             return;
         }
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&r.tools_json) else {
+        let Some(Ok(value)) = r
+            .tools
+            .as_ref()
+            .map(|v| toolgate::proto::json::value_from_pb(v, "tools"))
+        else {
             return;
         };
         let _ = filter_tools_in(&p.lists, &p.admin, &p.user, &r.server, &value);

@@ -20,7 +20,9 @@ async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u6
         })
         .await
         .map_err(rpc_error)?
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap_or_default();
     let controls = controls_from_pb(s.auto_run_controls.unwrap_or_default())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok((controls, s.revision))
@@ -272,7 +274,7 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             match result {
                 Ok(r) => {
                     report.applied = true;
-                    report.diff.revision = r.into_inner().revision;
+                    report.diff.revision = r.into_inner().settings.unwrap_or_default().revision;
                     c.out.print(&report);
                     Ok(0)
                 }
@@ -332,7 +334,7 @@ pub(super) async fn kill_switch(c: &Clients, team: &str, on: bool) -> anyhow::Re
             .await;
         match r {
             Ok(r) => {
-                report.revision = r.into_inner().revision;
+                report.revision = r.into_inner().settings.unwrap_or_default().revision;
                 report.changed = true;
                 c.out.print(&report);
                 return Ok(0);

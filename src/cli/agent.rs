@@ -857,7 +857,7 @@ pub(super) fn whoami(conn: Resolved, team: &str, user: &str) -> Result<(String, 
                 with_hint(&e, &server)
             })?
             .into_inner();
-        let u = policy.user.unwrap_or_default();
+        let u = policy.policy.and_then(|p| p.user).unwrap_or_default();
         Ok((u.team_id, u.user_id))
     })
 }

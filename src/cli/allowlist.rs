@@ -18,7 +18,9 @@ pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Res
                 })
                 .await
                 .map_err(rpc_error)?
-                .into_inner();
+                .into_inner()
+                .settings
+                .unwrap_or_default();
             (s, None, String::new(), String::new())
         }
         AllowlistCommand::Add { team, user, entry } => {
@@ -60,7 +62,7 @@ pub(super) async fn allowlist(c: &Clients, cmd: AllowlistCommand) -> anyhow::Res
                 r.settings.unwrap_or_default(),
                 Some(r.changed),
                 r.detail,
-                r.note,
+                String::new(),
             )
         }
     };

@@ -284,7 +284,8 @@ pub struct AuditArgs {
     #[arg(long)]
     pub actor: Option<String>,
     /// admin_settings_updated, user_settings_updated, decision_denied,
-    /// token_created, token_revoked, policy_file_reloaded, policy_file_rejected.
+    /// decision_made, allow_list_updated, token_created, token_revoked,
+    /// policy_file_reloaded, policy_file_rejected.
     #[arg(long)]
     pub kind: Option<String>,
     /// Only events since: an RFC 3339 time or a duration ago (`1h`, `30m`).

@@ -3,6 +3,7 @@
 use super::args::AuditCommand;
 use super::client::{Clients, rpc_error};
 use super::output::Render;
+use super::usage;
 use crate::proto::v1 as pb;
 use anyhow::Context as _;
 use serde::Serialize;
@@ -44,9 +45,12 @@ impl From<&pb::AuditEvent> for EventRow {
             team: e.team_id.clone(),
             revision: e.revision,
             actor: e.actor.clone(),
-            kind: e.kind.clone(),
+            kind: kind_name(e.kind),
             at,
-            detail: serde_json::from_str(&e.detail_json).unwrap_or_default(),
+            detail: e.detail.as_ref().map_or(serde_json::Value::Null, |d| {
+                toolgate_proto::json::object_from_pb(d, "detail")
+                    .map_or(serde_json::Value::Null, serde_json::Value::Object)
+            }),
         }
     }
 }
@@ -57,6 +61,39 @@ impl Render for EventRow {
             "{:>6}  {}  {:<12} rev {:<5} {:<24} {}\n",
             self.id, self.at, self.team, self.revision, self.kind, self.actor
         )
+    }
+}
+
+const KIND_PREFIX: &str = "AUDIT_EVENT_KIND_";
+
+/// An event kind as people type it: `admin_settings_updated`.
+fn kind_name(kind: i32) -> String {
+    pb::AuditEventKind::try_from(kind).map_or_else(
+        |_| kind.to_string(),
+        |k| {
+            let name = k.as_str_name();
+            name.strip_prefix(KIND_PREFIX)
+                .unwrap_or(name)
+                .to_ascii_lowercase()
+        },
+    )
+}
+
+/// `--kind NAME` as the enum's value; an unknown name lists the known ones.
+fn parse_kind(name: &str) -> anyhow::Result<i32> {
+    let wanted = format!("{KIND_PREFIX}{}", name.to_ascii_uppercase());
+    match pb::AuditEventKind::from_str_name(&wanted) {
+        Some(k) if k != pb::AuditEventKind::Unspecified => Ok(k as i32),
+        _ => {
+            let known: Vec<String> = (1..)
+                .map_while(|n| pb::AuditEventKind::try_from(n).ok())
+                .map(|k| kind_name(k as i32))
+                .collect();
+            Err(usage(format!(
+                "--kind {name:?} is not an event kind: use one of {}",
+                known.join(", ")
+            )))
+        }
     }
 }
 
@@ -78,6 +115,12 @@ pub(super) async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32>
         AuditCommand::Tail(a) => (a, true),
     };
     let since = args.since.as_deref().map(parse_since).transpose()?;
+    let kind = args
+        .kind
+        .as_deref()
+        .map(parse_kind)
+        .transpose()?
+        .unwrap_or(0);
     let limit = args.limit.clamp(1, 1000);
     let mut after_id = 0;
     let mut listed = Vec::new();
@@ -100,7 +143,7 @@ pub(super) async fn audit(c: &Clients, cmd: AuditCommand) -> anyhow::Result<i32>
                 team_id: args.team.clone().unwrap_or_default(),
                 after_id,
                 limit: want,
-                kind: args.kind.clone().unwrap_or_default(),
+                kind,
                 actor: args.actor.clone().unwrap_or_default(),
                 since,
             })
@@ -142,12 +185,14 @@ mod tests {
             team_id: "acme".into(),
             revision: 2,
             actor: "admin".into(),
-            kind: "admin_settings_updated".into(),
+            kind: pb::AuditEventKind::AdminSettingsUpdated as i32,
             at: Some(prost_types::Timestamp {
                 seconds: 1_700_000_000,
                 nanos: 5_000_000,
             }),
-            detail_json: "{\"kind\":\"admin\"}".into(),
+            detail: Some(toolgate_proto::json::object_to_pb(
+                serde_json::json!({"kind": "admin"}).as_object().unwrap(),
+            )),
         };
         let row = EventRow::from(&e);
         assert_eq!(row.at, "2023-11-14T22:13:20.005Z");

@@ -51,6 +51,21 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
         }
     }
     let text = |v: Option<String>| v.unwrap_or_default();
+    let tool_input = match a.tool_input.as_deref().map(serde_json::from_str) {
+        None => None,
+        Some(Ok(serde_json::Value::Object(map))) => Some(toolgate_proto::json::object_to_pb(&map)),
+        Some(Ok(_)) => {
+            return Err(usage(
+                "--tool-input is not a JSON object: give the tool's arguments as {\"name\": value, …}"
+                    .to_owned(),
+            ));
+        }
+        Some(Err(e)) => {
+            return Err(usage(format!(
+                "--tool-input is not JSON ({e}): give the tool's arguments as a JSON object"
+            )));
+        }
+    };
     let arguments = (a.cwd.is_some()
         || a.operation.is_some()
         || a.file_path.is_some()
@@ -58,7 +73,7 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
     .then(|| pb::CallArguments {
         operation: text(a.operation),
         file_path: text(a.file_path),
-        tool_input_json: text(a.tool_input),
+        tool_input,
         cwd: text(a.cwd),
         ..Default::default()
     });
@@ -85,7 +100,9 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
         })
         .await
         .map_err(rpc_error)?
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap_or_default();
     let outcome = pb::Outcome::try_from(d.outcome).unwrap_or_default();
     let reason = pb::Reason::try_from(d.reason).unwrap_or_default();
     c.out.print(&EvaluateReport::from_pb(&d, outcome, reason));

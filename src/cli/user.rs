@@ -18,7 +18,9 @@ pub(super) async fn user(c: &Clients, cmd: UserCommand) -> anyhow::Result<i32> {
             })
             .await
             .map_err(rpc_error)?
-            .into_inner(),
+            .into_inner()
+            .settings
+            .unwrap_or_default(),
         UserCommand::Set(args) => {
             let (settings, paths) = patch(args)?;
             c.users()
@@ -30,6 +32,8 @@ pub(super) async fn user(c: &Clients, cmd: UserCommand) -> anyhow::Result<i32> {
                 .await
                 .map_err(rpc_error)?
                 .into_inner()
+                .settings
+                .unwrap_or_default()
         }
     };
     c.out.print(&UserReport::from(settings));

@@ -14,7 +14,7 @@ pub(super) async fn watch(
     user: &str,
     after: Option<u64>,
 ) -> anyhow::Result<i32> {
-    use pb::policy_event::Event;
+    use pb::watch_policy_response::Event;
     let mut events = c
         .policy()
         .watch_policy(pb::WatchPolicyRequest {

@@ -246,18 +246,17 @@ impl Gate {
                 }
             })
             .collect();
-        let tools_json = serde_json::to_string(&serde_json::json!({ "tools": tools }))
-            .map_err(|e| format!("encode tools: {e}"))?;
+        let tools = serde_json::json!({ "tools": tools });
         let filtered = self
             .client
-            .filter_tools(&who.team, &who.user, &self.server_id, tools_json)
+            .filter_tools(&who.team, &who.user, &self.server_id, &tools)
             .await
             .map_err(|e| format!("toolgate refused or is unreachable: {e}"))?;
         #[derive(serde::Deserialize)]
         struct Listed {
             tools: Vec<Tool>,
         }
-        let mut kept = serde_json::from_str::<Listed>(&filtered.tools_json)
+        let mut kept = serde_json::from_value::<Listed>(filtered.tools)
             .map_err(|e| format!("decode filtered tools: {e}"))?
             .tools;
         kept.sort_by(|a, b| a.name.cmp(&b.name));

@@ -106,7 +106,9 @@ async fn evaluate_answers_with_the_same_advice() {
             })
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .decision
+            .unwrap();
         assert_eq!(d.message, case["message"].as_str().unwrap(), "{name}");
     }
     server.stop().await;

@@ -9,13 +9,13 @@ use futures::StreamExt;
 use std::time::Duration;
 use support::*;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 fn controls(allowlist: &[&str], categories: serde_json::Value) -> pb::AutoRunControls {
     pb::AutoRunControls {
         mcp_tool_allowlist: allowlist.iter().map(|e| (*e).to_owned()).collect(),
         enabled: true,
-        roles_json: serde_json::json!({ "toolCategories": categories }).to_string(),
+        roles: roles(&serde_json::json!({ "toolCategories": categories }).to_string()),
         ..Default::default()
     }
 }
@@ -29,13 +29,15 @@ async fn decide(server: &TestServer, tool: &str) -> (pb::Outcome, pb::Reason, St
         })
         .await
         .expect("evaluate")
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap();
     (d.outcome(), d.reason(), d.matched_entry.clone())
 }
 
 /// The next admin settings event of the stream, by its revision.
 async fn next_admin_revision(
-    events: &mut (impl futures::Stream<Item = Result<pb::PolicyEvent, tonic::Status>> + Unpin),
+    events: &mut (impl futures::Stream<Item = Result<pb::WatchPolicyResponse, tonic::Status>> + Unpin),
 ) -> u64 {
     loop {
         let e = tokio::time::timeout(Duration::from_secs(10), events.next())

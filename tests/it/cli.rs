@@ -73,6 +73,8 @@ async fn admin_settings(server: &TestServer) -> pb::TeamAdminSettings {
         .await
         .unwrap()
         .into_inner()
+        .settings
+        .unwrap()
 }
 
 const V1: &str = "\

@@ -47,7 +47,7 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
                 })
                 .await
             {
-                Ok(r) => acked.push((r.into_inner().revision, format!("s{i}:*"))),
+                Ok(r) => acked.push((r.into_inner().settings.unwrap().revision, format!("s{i}:*"))),
                 Err(_) => break,
             }
         }
@@ -69,7 +69,9 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
             })
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .policy
+            .unwrap();
         if eff.revision >= 40 {
             break;
         }
@@ -101,7 +103,7 @@ async fn kill_mid_stream_and_check(store_url: Option<&str>) {
     let last = acked.last().unwrap().0;
     while history.last().is_none_or(|(rev, _)| *rev < last) {
         let e = events.message().await.unwrap().unwrap();
-        if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+        if let Some(pb::watch_policy_response::Event::UserSettings(u)) = e.event {
             history.push((e.revision, u.mcp_allowed_tools[0].clone()));
         }
     }

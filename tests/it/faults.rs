@@ -41,7 +41,7 @@ async fn write(server: &TestServer, entry: &str) -> Result<u64, tonic::Status> {
             update_mask: None,
         })
         .await
-        .map(|r| r.into_inner().revision)
+        .map(|r| r.into_inner().settings.unwrap().revision)
 }
 
 /// A decision for alice: serving means answering, whatever the store is doing.
@@ -58,6 +58,8 @@ async fn decide(server: &TestServer) -> pb::Decision {
         .await
         .expect("decisions keep serving")
         .into_inner()
+        .decision
+        .unwrap()
 }
 
 /// Waits until the server's overall health is `want`, through the health Watch stream.
@@ -119,7 +121,7 @@ async fn assert_acknowledged_survive(dir: &Path, acked: &[(u64, String)]) {
     tokio::time::timeout(DEADLINE, async {
         while seen.last().is_none_or(|(rev, _)| *rev < last) {
             let e = events.message().await.unwrap().expect("stream ended");
-            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+            if let Some(pb::watch_policy_response::Event::UserSettings(u)) = e.event {
                 seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
             }
         }
@@ -530,7 +532,7 @@ impl TestClient {
                 update_mask: None,
             })
             .await
-            .map(|r| r.into_inner().revision)
+            .map(|r| r.into_inner().settings.unwrap().revision)
     }
 
     async fn write_until_ok(&self, entry: &str) -> u64 {
@@ -560,6 +562,8 @@ impl TestClient {
             .await
             .expect("decisions keep serving")
             .into_inner()
+            .decision
+            .unwrap()
     }
 }
 
@@ -641,7 +645,7 @@ async fn postgres_killed_and_restarted_under_two_replicas() {
     tokio::time::timeout(DEADLINE, async {
         while seen.last().is_none_or(|(rev, _)| *rev < revision) {
             let e = on_b.message().await.unwrap().expect("stream ended");
-            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+            if let Some(pb::watch_policy_response::Event::UserSettings(u)) = e.event {
                 seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
             }
         }
@@ -695,7 +699,7 @@ async fn postgres_replica_killed_mid_stream() {
     tokio::time::timeout(DEADLINE, async {
         while seen.len() < 20 {
             let e = on_b.message().await.unwrap().expect("stream ended");
-            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+            if let Some(pb::watch_policy_response::Event::UserSettings(u)) = e.event {
                 seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
             }
         }
@@ -710,7 +714,7 @@ async fn postgres_replica_killed_mid_stream() {
     tokio::time::timeout(DEADLINE, async {
         while seen.last().is_none_or(|(rev, _)| *rev < last_b) {
             let e = on_b.message().await.unwrap().expect("stream ended");
-            if let Some(pb::policy_event::Event::UserSettings(u)) = e.event {
+            if let Some(pb::watch_policy_response::Event::UserSettings(u)) = e.event {
                 seen.push((e.revision, u.mcp_allowed_tools[0].clone()));
             }
         }

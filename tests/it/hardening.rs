@@ -5,12 +5,12 @@ use crate::support;
 use support::*;
 use tonic::Code;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
-type Events = tonic::Streaming<pb::PolicyEvent>;
+type Events = tonic::Streaming<pb::WatchPolicyResponse>;
 
 /// The next event that is not a heartbeat, within a deadline.
-async fn next(events: &mut Events) -> pb::PolicyEvent {
+async fn next(events: &mut Events) -> pb::WatchPolicyResponse {
     let deadline = std::time::Duration::from_secs(10);
     tokio::time::timeout(deadline, async {
         loop {
@@ -97,8 +97,8 @@ async fn server_config_keeps_secrets_and_principals_from_members() {
             .get_server_config(pb::GetServerConfigRequest {})
             .await
             .unwrap()
-            .into_inner()
-            .config_json;
+            .into_inner();
+        let json = config_of(&json).to_string();
         for secret in secrets {
             assert!(!json.contains(secret), "{token} sees {secret}: {json}");
         }
@@ -266,7 +266,9 @@ async fn ids_are_nfc_without_invisible_characters() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(got.mcp_allowed_tools, vec!["jira:get_issue".to_owned()]);
     server.stop().await;
 }

@@ -256,16 +256,18 @@ async fn a_claude_code_subagent_is_decided_by_its_role() {
         mcp_tool_allowlist: vec!["builtin:Read".into()],
         ..Default::default()
     };
-    controls.roles_json = serde_json::json!({
-        "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["FILE_READ"]}},
-        "agentRoles": {"Explore": {}},
-        "allowLists": {"explore": {"roleId": "Explore", "contexts": {"default": {
-            "allowedTools": {"SYSTEM_OPERATIONS": ["FILE_READ"]},
-            "restrictions": {"forbiddenFiles": ["*.pem"]}
-        }}}},
-        "defaultContext": "default"
-    })
-    .to_string();
+    controls.roles = roles(
+        &serde_json::json!({
+            "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["FILE_READ"]}},
+            "agentRoles": {"Explore": {}},
+            "allowLists": {"explore": {"roleId": "Explore", "contexts": {"default": {
+                "allowedTools": {"SYSTEM_OPERATIONS": ["FILE_READ"]},
+                "restrictions": {"forbiddenFiles": ["*.pem"]}
+            }}}},
+            "defaultContext": "default"
+        })
+        .to_string(),
+    );
     server.set_controls(controls).await;
     let up = format!("http://{}", server.addr);
     let payload = |subagent: bool| {

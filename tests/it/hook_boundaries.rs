@@ -257,16 +257,18 @@ async fn a_subagents_web_fetch_is_read_as_node_reads_it() {
         mcp_tool_allowlist: vec!["builtin:WebFetch".into()],
         ..Default::default()
     };
-    controls.roles_json = json!({
-        "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["NETWORK_REQUEST"]}},
-        "agentRoles": {"Research": {}},
-        "allowLists": {"research": {"roleId": "Research", "contexts": {"default": {
-            "allowedTools": {"SYSTEM_OPERATIONS": ["NETWORK_REQUEST"]},
-            "restrictions": {"allowedNetworkHosts": ["docs.rs"]}
-        }}}},
-        "defaultContext": "default"
-    })
-    .to_string();
+    controls.roles = roles(
+        &json!({
+            "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["NETWORK_REQUEST"]}},
+            "agentRoles": {"Research": {}},
+            "allowLists": {"research": {"roleId": "Research", "contexts": {"default": {
+                "allowedTools": {"SYSTEM_OPERATIONS": ["NETWORK_REQUEST"]},
+                "restrictions": {"allowedNetworkHosts": ["docs.rs"]}
+            }}}},
+            "defaultContext": "default"
+        })
+        .to_string(),
+    );
     server.set_controls(controls).await;
     server.yolo("alice").await;
     let up = format!("http://{}", server.addr);

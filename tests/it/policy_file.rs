@@ -10,7 +10,7 @@ use std::time::Duration;
 use support::*;
 use tonic::Code;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 /// How long a test waits for the file watcher (it polls every 250 ms).
 const WATCHER_DEADLINE: Duration = Duration::from_secs(10);
@@ -39,7 +39,7 @@ fn actor(file: &Path) -> String {
     format!("file:{}", file.display())
 }
 
-async fn watch(server: &TestServer) -> tonic::Streaming<pb::PolicyEvent> {
+async fn watch(server: &TestServer) -> tonic::Streaming<pb::WatchPolicyResponse> {
     server
         .policy("alice-token")
         .watch_policy(pb::WatchPolicyRequest {
@@ -53,7 +53,7 @@ async fn watch(server: &TestServer) -> tonic::Streaming<pb::PolicyEvent> {
 }
 
 /// The next event that is not a heartbeat, within the watcher's deadline.
-async fn next(events: &mut tonic::Streaming<pb::PolicyEvent>) -> pb::PolicyEvent {
+async fn next(events: &mut tonic::Streaming<pb::WatchPolicyResponse>) -> pb::WatchPolicyResponse {
     tokio::time::timeout(WATCHER_DEADLINE, async {
         loop {
             let e = events.message().await.unwrap().expect("stream ended");
@@ -73,7 +73,7 @@ async fn policy_file_status(server: &TestServer) -> Value {
         .await
         .unwrap()
         .into_inner();
-    let config: Value = serde_json::from_str(&config.config_json).unwrap();
+    let config: Value = config_of(&config);
     config["policy_file"].clone()
 }
 
@@ -106,6 +106,8 @@ async fn evaluate(server: &TestServer, call: pb::ToolCall) -> pb::Decision {
         .await
         .unwrap()
         .into_inner()
+        .decision
+        .unwrap()
 }
 
 fn gasoline(tool: &str, action: &str) -> pb::ToolCall {
@@ -124,7 +126,7 @@ async fn audit(server: &TestServer, team: &str, kind: &str) -> Vec<pb::AuditEven
         .admin("operator-token")
         .list_audit_events(pb::ListAuditEventsRequest {
             team_id: team.into(),
-            kind: kind.into(),
+            kind: audit_kind(kind),
             ..Default::default()
         })
         .await
@@ -143,7 +145,9 @@ async fn applied_at_start_through_the_store() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(admin.revision, 1);
     assert_eq!(admin.updated_by, actor(&file));
     assert_eq!(
@@ -186,8 +190,7 @@ async fn applied_at_start_through_the_store() {
             team_id: OTHER_TEAM.into(),
             user_id: "carol".into(),
             server: "gasoline".into(),
-            tools_json: r#"{"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}"#
-                .into(),
+            tools: Some(pb_value(&serde_json::json!({"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}))),
         })
         .await;
     assert_eq!(filtered.unwrap_err().code(), Code::PermissionDenied);
@@ -197,8 +200,7 @@ async fn applied_at_start_through_the_store() {
             team_id: TEAM.into(),
             user_id: "alice".into(),
             server: "gasoline".into(),
-            tools_json: r#"{"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}"#
-                .into(),
+            tools: Some(pb_value(&serde_json::json!({"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}))),
         })
         .await
         .unwrap()
@@ -258,7 +260,7 @@ async fn a_valid_edit_is_applied_and_streamed_to_watchers() {
     assert_ne!(d.reason, pb::Reason::NotInFileAllowlist as i32);
     let reloads = audit(&server, "*", "policy_file_reloaded").await;
     assert_eq!(reloads.len(), 3, "start, the team edit, the list edit");
-    let detail: Value = serde_json::from_str(&reloads[2].detail_json).unwrap();
+    let detail: Value = crate::support::detail(&reloads[2]);
     assert_eq!(detail["mcp_servers_changed"], true);
     server.stop().await;
 }
@@ -314,7 +316,9 @@ async fn an_invalid_edit_keeps_the_old_policy_and_is_reported() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(admin.revision, 1);
     let d = evaluate(&server, gasoline("generate", "test")).await;
     assert_ne!(d.reason, pb::Reason::NotInFileAllowlist as i32);

@@ -7,7 +7,7 @@ use crate::support;
 use support::*;
 use tonic::Code;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 async fn replica(url: &str) -> (TestServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -28,7 +28,9 @@ fn update(allow: &str, expected: Option<u64>) -> pb::UpdateTeamAdminSettingsRequ
     }
 }
 
-async fn next_change(events: &mut tonic::Streaming<pb::PolicyEvent>) -> pb::PolicyEvent {
+async fn next_change(
+    events: &mut tonic::Streaming<pb::WatchPolicyResponse>,
+) -> pb::WatchPolicyResponse {
     loop {
         let e = events.message().await.unwrap().expect("stream ended");
         match e.event {
@@ -38,14 +40,14 @@ async fn next_change(events: &mut tonic::Streaming<pb::PolicyEvent>) -> pb::Poli
     }
 }
 
-fn allowlist(e: &pb::PolicyEvent) -> Vec<String> {
+fn allowlist(e: &pb::WatchPolicyResponse) -> Vec<String> {
     match &e.event {
         Some(Event::AdminSettings(a)) => a.auto_run_controls.clone().unwrap().mcp_tool_allowlist,
         other => panic!("expected admin settings, got {other:?}"),
     }
 }
 
-async fn watch(server: &TestServer) -> tonic::Streaming<pb::PolicyEvent> {
+async fn watch(server: &TestServer) -> tonic::Streaming<pb::WatchPolicyResponse> {
     server
         .policy("alice-token")
         .watch_policy(pb::WatchPolicyRequest {
@@ -76,7 +78,9 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
             .update_team_admin_settings(update(allow, None))
             .await
             .unwrap()
-            .into_inner();
+            .into_inner()
+            .settings
+            .unwrap();
         let e = next_change(&mut on_b).await;
         assert_eq!(e.revision, written.revision);
         assert_eq!(e.revision, i as u64 + 1);
@@ -94,7 +98,9 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap();
     assert_eq!(d.revision, 3);
     assert_eq!(
         d.matched_entry, "",
@@ -169,7 +175,9 @@ async fn postgres_restart_under_a_running_replica() {
         .evaluate(evaluate.clone())
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap();
     assert_eq!(d.revision, 1);
 
     cluster.ctl("start");
@@ -180,7 +188,7 @@ async fn postgres_restart_under_a_running_replica() {
             .update_team_admin_settings(update("back:*", None))
             .await
         {
-            Ok(w) => break w.into_inner(),
+            Ok(w) => break w.into_inner().settings.unwrap(),
             Err(e) if e.code() == Code::Unavailable => tokio::task::yield_now().await,
             Err(e) => panic!("{e:?}"),
         }
@@ -193,7 +201,9 @@ async fn postgres_restart_under_a_running_replica() {
         .evaluate(evaluate)
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap();
     assert_eq!(d.revision, 2);
     a.stop().await;
     b.stop().await;
@@ -222,12 +232,24 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
         agent: None,
     };
     // one decision before the outage puts the team and alice in the replica's cache
-    let d = policy.evaluate(deny()).await.unwrap().into_inner();
+    let d = policy
+        .evaluate(deny())
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
     assert_eq!(d.reason, pb::Reason::KillSwitch as i32);
 
     cluster.ctl("stop");
     for _ in 0..DENIALS {
-        let d = policy.evaluate(deny()).await.unwrap().into_inner();
+        let d = policy
+            .evaluate(deny())
+            .await
+            .unwrap()
+            .into_inner()
+            .decision
+            .unwrap();
         assert_eq!(d.reason, pb::Reason::KillSwitch as i32);
     }
     // the scenario: an outage that outlasts several failed writes of those records
@@ -243,7 +265,7 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
             .list_audit_events(pb::ListAuditEventsRequest {
                 team_id: TEAM.into(),
                 limit: 1_000,
-                kind: "decision_denied".into(),
+                kind: audit_kind("decision_denied"),
                 ..Default::default()
             })
             .await

@@ -8,7 +8,7 @@ use crate::support;
 use futures::StreamExt;
 use support::*;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 fn roles_json(forbidden: &str) -> String {
     serde_json::json!({
@@ -36,7 +36,7 @@ fn controls(forbidden: &str) -> pb::AutoRunControls {
     pb::AutoRunControls {
         mcp_tool_allowlist: vec!["*:*".into()],
         enabled: true,
-        roles_json: roles_json(forbidden),
+        roles: roles(&roles_json(forbidden)),
         ..Default::default()
     }
 }
@@ -62,7 +62,7 @@ async fn set_up(server: &TestServer, forbidden: &str) {
 fn read(path: &str) -> pb::ToolCall {
     pb::ToolCall {
         arguments: Some(pb::CallArguments {
-            tool_input_json: serde_json::json!({ "file_path": path }).to_string(),
+            tool_input: Some(pb_struct(&serde_json::json!({ "file_path": path }))),
             cwd: "/p".into(),
             ..Default::default()
         }),
@@ -93,6 +93,8 @@ async fn evaluate(
         .await
         .expect("evaluate")
         .into_inner()
+        .decision
+        .unwrap()
 }
 
 fn outcome(d: &pb::Decision) -> (pb::Outcome, pb::Reason, &str) {
@@ -142,8 +144,7 @@ async fn a_role_change_reaches_a_watcher_and_the_next_decision() {
         }
     };
     assert_eq!(change.revision, revision);
-    let roles: serde_json::Value =
-        serde_json::from_str(&change.auto_run_controls.unwrap().roles_json).unwrap();
+    let roles = crate::support::roles_json(&change.auto_run_controls.unwrap().roles);
     assert_eq!(
         roles["allowLists"]["explore"]["contexts"]["default"]["restrictions"]["forbiddenFiles"],
         serde_json::json!([".env*"])
@@ -172,7 +173,9 @@ async fn calls_without_an_agent_are_decided_as_before() {
     // the subagent may not write; the same call without an agent is the admin's ALLOW
     let write = pb::ToolCall {
         arguments: Some(pb::CallArguments {
-            tool_input_json: r#"{"file_path": "/p/a.rs", "content": "x"}"#.into(),
+            tool_input: Some(pb_struct(
+                &serde_json::json!({"file_path": "/p/a.rs", "content": "x"}),
+            )),
             ..Default::default()
         }),
         ..mcp("builtin", "Write")
@@ -296,14 +299,17 @@ async fn seed_004_examples_and_session_quotas_through_the_api() {
                     .admin("admin-token")
                     .list_audit_events(pb::ListAuditEventsRequest {
                         team_id: TEAM.into(),
-                        kind: kind.into(),
+                        kind: audit_kind(kind),
                         ..Default::default()
                     })
                     .await
                     .unwrap()
                     .into_inner()
                     .events;
-                if events.iter().any(|e| e.detail_json.contains(text)) {
+                if events
+                    .iter()
+                    .any(|e| crate::support::detail(e).to_string().contains(text))
+                {
                     return events;
                 }
                 assert!(
@@ -320,8 +326,8 @@ async fn seed_004_examples_and_session_quotas_through_the_api() {
     assert!(
         updates
             .iter()
-            .any(|e| e.detail_json.contains(r#""context":"default""#)
-                && e.detail_json.contains(r#""change":"added""#)),
+            .map(|e| crate::support::detail(e).to_string())
+            .any(|d| d.contains(r#""context":"default""#) && d.contains(r#""change":"added""#)),
         "{updates:?}"
     );
     server.stop().await;
@@ -331,9 +337,7 @@ async fn seed_004_examples_and_session_quotas_through_the_api() {
 async fn an_invalid_roles_document_is_refused_naming_the_field() {
     let (server, _dir) = start().await;
     let mut bad = controls("*.pem");
-    bad.roles_json = bad
-        .roles_json
-        .replace("\"5s\"", "\"5s\", \"maxFileSize\": \"ten\"");
+    bad.roles = roles(&roles_json("*.pem").replace("\"5s\"", "\"5s\", \"maxFileSize\": \"ten\""));
     let err = server
         .admin("admin-token")
         .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
@@ -350,21 +354,34 @@ async fn an_invalid_roles_document_is_refused_naming_the_field() {
         "{}",
         err.message()
     );
-    let mut misspelt = controls("*.pem");
-    misspelt.roles_json = misspelt
-        .roles_json
-        .replace("forbiddenFiles", "forbiddenFile");
+    // a list of names holding something else is refused by its path
+    let mut not_a_name = controls("*.pem");
+    not_a_name
+        .roles
+        .as_mut()
+        .and_then(|d| d.allow_lists.get_mut("explore"))
+        .and_then(|l| l.contexts.get_mut("default"))
+        .and_then(|c| c.allowed_tools.get_mut("SYSTEM_OPERATIONS"))
+        .unwrap()
+        .values
+        .push(pb_value(&serde_json::json!(7)));
     let err = server
         .admin("admin-token")
         .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
             team_id: TEAM.into(),
-            auto_run_controls: Some(misspelt),
+            auto_run_controls: Some(not_a_name),
             expected_revision: None,
         })
         .await
-        .expect_err("misspelt");
+        .expect_err("not a name");
     assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
-    assert!(err.message().contains("forbiddenFile"), "{}", err.message());
+    assert!(
+        err.message().contains(
+            "roles.allowLists.explore.contexts.default.allowedTools.SYSTEM_OPERATIONS[2]"
+        ),
+        "{}",
+        err.message()
+    );
     server.stop().await;
 }
 
@@ -383,7 +400,7 @@ async fn every_decision_is_logged_when_configured() {
             .admin("admin-token")
             .list_audit_events(pb::ListAuditEventsRequest {
                 team_id: TEAM.into(),
-                kind: "decision_made".into(),
+                kind: audit_kind("decision_made"),
                 ..Default::default()
             })
             .await
@@ -391,7 +408,8 @@ async fn every_decision_is_logged_when_configured() {
             .into_inner()
             .events;
         if let Some(e) = events.first() {
-            assert!(e.detail_json.contains(r#""outcome":"ALLOW""#), "{e:?}");
+            let detail = crate::support::detail(e).to_string();
+            assert!(detail.contains(r#""outcome":"ALLOW""#), "{e:?}");
             break;
         }
         assert!(
@@ -437,6 +455,8 @@ async fn session_quotas_are_per_user_and_only_an_allow_counts() {
                 .await
                 .expect("evaluate")
                 .into_inner()
+                .decision
+                .unwrap()
         }
     };
     let exhausted = "Session quota of 2 calls to CREATE_COMPONENT exhausted";

@@ -43,7 +43,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         },
         mcp_access_allowlist: strs(v, "mcp_access_allowlist"),
         sandboxing_controls: None,
-        roles_json: String::new(),
+        roles: None,
         default_user_settings: None,
     }
 }
@@ -148,7 +148,9 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: evaluate: {e}"))
-            .into_inner();
+            .into_inner()
+            .decision
+            .unwrap();
         let expect = &case["expect"];
         let outcome = format!("OUTCOME_{}", expect["outcome"].as_str().unwrap());
         assert_eq!(
@@ -276,7 +278,9 @@ async fn restart_keeps_every_setting_and_revision() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     let mut settings = user_settings(TEAM, "alice");
     settings.use_yolo_mode = true;
     settings.playwright_protection = Some(false);
@@ -290,7 +294,9 @@ async fn restart_keeps_every_setting_and_revision() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!((before_admin.revision, before_user.revision), (1, 2));
     server.stop().await;
 
@@ -302,7 +308,9 @@ async fn restart_keeps_every_setting_and_revision() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     let after_user = server
         .users("alice-token")
         .get_user_settings(pb::GetUserSettingsRequest {
@@ -311,7 +319,9 @@ async fn restart_keeps_every_setting_and_revision() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(after_admin, before_admin);
     assert_eq!(after_user, before_user);
     let eff = server
@@ -322,7 +332,9 @@ async fn restart_keeps_every_setting_and_revision() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .policy
+        .unwrap();
     assert_eq!(eff.revision, 2);
     // the next write continues the team's revisions
     let next = server
@@ -334,7 +346,9 @@ async fn restart_keeps_every_setting_and_revision() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(next.revision, 3);
     server.stop().await;
 }
@@ -356,7 +370,9 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         .update_team_admin_settings(update("jira:*", Some(0)))
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     let err = admin
         .update_team_admin_settings(update("github:*", Some(0)))
         .await
@@ -369,7 +385,9 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(now, first);
     // same for user settings
     let mut users = server.users("alice-token");
@@ -381,7 +399,9 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     let err = users
         .update_user_settings(pb::UpdateUserSettingsRequest {
             settings: Some(user_settings(TEAM, "alice")),
@@ -398,7 +418,9 @@ async fn stale_expected_revision_is_refused_and_changes_nothing() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(again, s);
     server.stop().await;
 }
@@ -445,7 +467,9 @@ async fn invalid_entries_name_field_entry_and_rule() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(now.revision, 0);
 
     let err = server
@@ -492,14 +516,14 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
             team_id: TEAM.into(),
             user_id: "alice".into(),
             server: "github".into(),
-            tools_json: tools.into(),
+            tools: Some(pb_value(&serde_json::from_str(tools).unwrap())),
         })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(r.removed, ["delete_repo"]);
     assert_eq!(r.malformed_skipped, 2);
-    let kept: Value = serde_json::from_str(&r.tools_json).unwrap();
+    let kept: Value = json_of(&r.tools);
     assert_eq!(kept["tools"], serde_json::json!([{"name": "create_issue"}]));
     assert_eq!(kept["nextCursor"], "x");
     let err = server
@@ -508,7 +532,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
             team_id: TEAM.into(),
             user_id: "alice".into(),
             server: "github".into(),
-            tools_json: "not json".into(),
+            tools: Some(pb_value(&serde_json::json!("not a list"))),
         })
         .await
         .unwrap_err();
@@ -525,7 +549,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
                 team_id: TEAM.into(),
                 user_id: "alice".into(),
                 server: bad.into(),
-                tools_json: tools.into(),
+                tools: Some(pb_value(&serde_json::from_str(tools).unwrap())),
             })
             .await
             .unwrap_err();
@@ -554,7 +578,7 @@ async fn filter_tools_hides_malformed_names_of_a_blocked_server() {
                     team_id: TEAM.into(),
                     user_id: "alice".into(),
                     server: s.into(),
-                    tools_json: tools.into(),
+                    tools: Some(pb_value(&serde_json::from_str(tools).unwrap())),
                 })
                 .await
                 .unwrap()
@@ -587,7 +611,9 @@ async fn deny_decisions_and_changes_are_audited() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap();
     assert_eq!(d.reason, pb::Reason::KillSwitch as i32);
     // the deny record is written in the background: poll until it lands
     let mut admin = server.admin("admin-token");
@@ -601,21 +627,24 @@ async fn deny_decisions_and_changes_are_audited() {
             .unwrap()
             .into_inner()
             .events;
-        if events.iter().any(|e| e.kind == "decision_denied") {
+        if events
+            .iter()
+            .any(|e| e.kind == audit_kind("decision_denied"))
+        {
             break events;
         }
         tokio::task::yield_now().await;
     };
-    assert_eq!(events[0].kind, "admin_settings_updated");
+    assert_eq!(events[0].kind, audit_kind("admin_settings_updated"));
     assert_eq!(events[0].actor, "admin");
     assert_eq!(events[0].revision, 1);
-    let deny = events.iter().find(|e| e.kind == "decision_denied").unwrap();
+    let deny = events
+        .iter()
+        .find(|e| e.kind == audit_kind("decision_denied"))
+        .unwrap();
     assert_eq!(deny.actor, "alice");
-    assert!(
-        deny.detail_json.contains("KILL_SWITCH"),
-        "{}",
-        deny.detail_json
-    );
+    let detail = crate::support::detail(deny).to_string();
+    assert!(detail.contains("KILL_SWITCH"), "{detail}");
     server.stop().await;
 }
 
@@ -660,7 +689,7 @@ async fn a_flood_of_denials_loses_no_audit_record() {
                     team_id: TEAM.into(),
                     after_id,
                     limit: 1_000,
-                    kind: "decision_denied".into(),
+                    kind: audit_kind("decision_denied"),
                     ..Default::default()
                 })
                 .await
@@ -706,7 +735,7 @@ async fn health_and_server_config() {
                 .await
                 .unwrap()
                 .into_inner();
-            serde_json::from_str::<Value>(&cfg.config_json).unwrap()
+            config_of(&cfg)
         }
     };
     let json = config("operator-token").await;
@@ -892,7 +921,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 team_id: team(),
                 user_id: alice(),
                 server: "github".into(),
-                tools_json: "[]".into(),
+                tools: Some(pb_value(&serde_json::json!([]))),
             })
             .await
             .map(drop),
@@ -999,7 +1028,9 @@ async fn a_second_server_on_one_data_directory_refuses() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(admin.revision, 0, "the refused server wrote nothing");
 
     first.stop().await;

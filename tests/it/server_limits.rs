@@ -13,7 +13,7 @@ async fn watch(
     server: &TestServer,
     token: &str,
     user: &str,
-) -> Result<tonic::Streaming<pb::PolicyEvent>, tonic::Status> {
+) -> Result<tonic::Streaming<pb::WatchPolicyResponse>, tonic::Status> {
     let mut events = server
         .policy(token)
         .watch_policy(pb::WatchPolicyRequest {

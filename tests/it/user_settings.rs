@@ -7,7 +7,7 @@ use crate::support;
 use support::*;
 use tonic::Code;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 fn mask(paths: &[&str]) -> Option<prost_types::FieldMask> {
     Some(prost_types::FieldMask {
@@ -133,7 +133,11 @@ async fn a_masked_update_changes_only_the_fields_it_names() {
             .await;
         match (got, want) {
             (Ok(s), Ok(shape_wanted)) => {
-                assert_eq!(shape(s.get_ref()), shape_wanted, "{case}");
+                assert_eq!(
+                    shape(s.get_ref().settings.as_ref().unwrap()),
+                    shape_wanted,
+                    "{case}"
+                );
                 // what is stored is what was answered
                 let read = server
                     .users("admin-token")
@@ -143,7 +147,9 @@ async fn a_masked_update_changes_only_the_fields_it_names() {
                     })
                     .await
                     .unwrap()
-                    .into_inner();
+                    .into_inner()
+                    .settings
+                    .unwrap();
                 assert_eq!(shape(&read), shape_wanted, "{case}: stored");
             }
             (Err(e), Err((code, text))) => {
@@ -158,7 +164,9 @@ async fn a_masked_update_changes_only_the_fields_it_names() {
                     })
                     .await
                     .unwrap()
-                    .into_inner();
+                    .into_inner()
+                    .settings
+                    .unwrap();
                 assert_eq!(shape(&read), shape(&before(&user)), "{case}: unchanged");
             }
             (got, want) => panic!("{case}: got {got:?}, wanted {want:?}"),
@@ -179,7 +187,9 @@ async fn an_empty_mask_replaces_the_document_and_a_stale_revision_changes_nothin
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     let e = server
         .users("alice-token")
         .update_user_settings(pb::UpdateUserSettingsRequest {
@@ -206,7 +216,9 @@ async fn an_empty_mask_replaces_the_document_and_a_stale_revision_changes_nothin
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!(shape(&replaced), (true, false, true, vec![], vec![]));
     // a member may not change another user's settings field by field either
     let e = server
@@ -244,7 +256,9 @@ async fn decide(server: &TestServer, user: &str) -> (pb::Outcome, pb::Reason) {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .decision
+        .unwrap();
     (d.outcome(), d.reason())
 }
 
@@ -268,7 +282,9 @@ async fn a_user_without_settings_gets_the_teams_defaults() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert_eq!((read.revision, read.use_yolo_mode), (0, true));
     let effective = server
         .policy("service-token")
@@ -278,7 +294,9 @@ async fn a_user_without_settings_gets_the_teams_defaults() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .policy
+        .unwrap();
     assert!(effective.user.unwrap().yolo_enable_run_everything);
     // dave writes his own settings: they decide for him, not the defaults
     server
@@ -301,7 +319,9 @@ async fn a_user_without_settings_gets_the_teams_defaults() {
         })
         .await
         .unwrap()
-        .into_inner();
+        .into_inner()
+        .settings
+        .unwrap();
     assert!(erin.use_yolo_mode && !erin.yolo_enable_run_everything && erin.revision > 0);
     assert_eq!(decide(&server, "erin").await, (Ask, Reason::NotAllowlisted));
     // the defaults' lists are checked as a user's are, named under their field
@@ -331,7 +351,9 @@ async fn a_user_without_settings_gets_the_teams_defaults() {
     server.stop().await;
 }
 
-async fn next_event(events: &mut tonic::Streaming<pb::PolicyEvent>) -> pb::PolicyEvent {
+async fn next_event(
+    events: &mut tonic::Streaming<pb::WatchPolicyResponse>,
+) -> pb::WatchPolicyResponse {
     tokio::time::timeout(std::time::Duration::from_secs(10), async {
         loop {
             let e = events.message().await.unwrap().expect("stream ended");
@@ -344,7 +366,7 @@ async fn next_event(events: &mut tonic::Streaming<pb::PolicyEvent>) -> pb::Polic
     .expect("an event within 10 s")
 }
 
-fn snapshot_auto_run(e: &pb::PolicyEvent) -> bool {
+fn snapshot_auto_run(e: &pb::WatchPolicyResponse) -> bool {
     match &e.event {
         Some(Event::Snapshot(s)) => {
             s.policy

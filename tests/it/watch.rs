@@ -7,9 +7,9 @@ use futures::StreamExt;
 use support::*;
 use tonic::Code;
 use toolgate::proto::v1 as pb;
-use toolgate::proto::v1::policy_event::Event;
+use toolgate::proto::v1::watch_policy_response::Event;
 
-type Events = tonic::Streaming<pb::PolicyEvent>;
+type Events = tonic::Streaming<pb::WatchPolicyResponse>;
 
 async fn watch(
     server: &TestServer,
@@ -31,7 +31,7 @@ async fn watch(
 }
 
 /// The next event that is not a heartbeat.
-async fn next(events: &mut Events) -> pb::PolicyEvent {
+async fn next(events: &mut Events) -> pb::WatchPolicyResponse {
     loop {
         let e = events.message().await.unwrap().expect("stream ended");
         if !matches!(e.event, Some(Event::Heartbeat(_))) {
@@ -60,6 +60,8 @@ async fn set_admin(server: &TestServer, team: &str, allow: &str) -> u64 {
         .await
         .unwrap()
         .into_inner()
+        .settings
+        .unwrap()
         .revision
 }
 
@@ -76,17 +78,19 @@ async fn set_user(server: &TestServer, user: &str, allow: &str) -> u64 {
         .await
         .unwrap()
         .into_inner()
+        .settings
+        .unwrap()
         .revision
 }
 
-fn snapshot(e: &pb::PolicyEvent) -> (&pb::PolicySnapshot, u64) {
+fn snapshot(e: &pb::WatchPolicyResponse) -> (&pb::PolicySnapshot, u64) {
     match &e.event {
         Some(Event::Snapshot(s)) => (s, e.revision),
         other => panic!("expected a snapshot, got {other:?}"),
     }
 }
 
-fn admin_allow(e: &pb::PolicyEvent) -> (u64, String) {
+fn admin_allow(e: &pb::WatchPolicyResponse) -> (u64, String) {
     match &e.event {
         Some(Event::AdminSettings(a)) => (
             e.revision,
@@ -100,7 +104,7 @@ fn admin_allow(e: &pb::PolicyEvent) -> (u64, String) {
     }
 }
 
-fn user_allow(e: &pb::PolicyEvent) -> (u64, String, String) {
+fn user_allow(e: &pb::WatchPolicyResponse) -> (u64, String, String) {
     match &e.event {
         Some(Event::UserSettings(u)) => {
             (e.revision, u.user_id.clone(), u.mcp_allowed_tools.join(","))

@@ -57,7 +57,7 @@ def main():
             "toolgate.v1.PolicyService/Evaluate",
             {"team_id": "acme", "user_id": "alice", "call": {"mcp": {"server": "github", "tool": "merge_pr"}}},
             token,
-        )
+        )["decision"]
         try:
             unary(channel, pool, "toolgate.v1.PolicyService/Evaluate", {"team_id": "acme", "user_id": "alice"})
             unauthenticated = False

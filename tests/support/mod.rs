@@ -145,6 +145,8 @@ impl TestServer {
             .await
             .expect("admin write")
             .into_inner()
+            .settings
+            .expect("the settings written")
             .revision
     }
 
@@ -331,4 +333,54 @@ pub fn process_cpu_time(pid: u32) -> Duration {
         .collect();
     let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
     Duration::from_millis(ticks * 10)
+}
+
+/// An audit event's detail as JSON (null when it has none).
+pub fn detail(e: &pb::AuditEvent) -> serde_json::Value {
+    e.detail.as_ref().map_or(serde_json::Value::Null, |d| {
+        serde_json::Value::Object(toolgate::proto::json::object_from_pb(d, "detail").unwrap())
+    })
+}
+
+/// An audit kind by the name the store writes (`admin_settings_updated`).
+pub fn audit_kind(name: &str) -> i32 {
+    pb::AuditEventKind::from_str_name(&format!("AUDIT_EVENT_KIND_{}", name.to_uppercase()))
+        .unwrap_or_else(|| panic!("{name} is no audit kind")) as i32
+}
+
+/// A roles document, written as its JSON, as the API's message.
+pub fn roles(json: &str) -> Option<pb::RolesDocument> {
+    let doc: toolgate::policy::roles::RolesDocument =
+        serde_json::from_str(json).expect("a roles document");
+    toolgate::proto::roles::roles_to_pb(&doc)
+}
+
+/// The API's roles message as the document's JSON (null when unset).
+pub fn roles_json(doc: &Option<pb::RolesDocument>) -> serde_json::Value {
+    doc.clone().map_or(serde_json::Value::Null, |d| {
+        let doc = toolgate::proto::roles::roles_from_pb(d, "roles").unwrap();
+        serde_json::to_value(doc).unwrap()
+    })
+}
+
+/// JSON as a protobuf `Value` / `Struct`.
+pub fn pb_value(v: &serde_json::Value) -> prost_types::Value {
+    toolgate::proto::json::value_to_pb(v)
+}
+
+pub fn pb_struct(v: &serde_json::Value) -> prost_types::Struct {
+    toolgate::proto::json::object_to_pb(v.as_object().expect("a JSON object"))
+}
+
+/// A protobuf `Value` as JSON.
+pub fn json_of(v: &Option<prost_types::Value>) -> serde_json::Value {
+    toolgate::proto::json::value_from_pb(v.as_ref().expect("a value"), "value").unwrap()
+}
+
+/// `GetServerConfig`'s configuration as JSON.
+pub fn config_of(r: &pb::GetServerConfigResponse) -> serde_json::Value {
+    serde_json::Value::Object(
+        toolgate::proto::json::object_from_pb(r.config.as_ref().expect("a config"), "config")
+            .unwrap(),
+    )
 }

@@ -52,11 +52,12 @@ impl Client {
             file_path: args.file_path.clone().unwrap_or_default(),
             component_type: args.component_type.clone().unwrap_or_default(),
             component_count: args.component_count,
-            tool_input_json: args
-                .tool_input
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
+            tool_input: match &args.tool_input {
+                Some(serde_json::Value::Object(map)) => {
+                    Some(toolgate_proto::json::object_to_pb(map))
+                }
+                _ => None,
+            },
             cwd: args.cwd.clone().unwrap_or_default(),
         });
         let request = pb::EvaluateRequest {
@@ -73,7 +74,11 @@ impl Client {
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })
-            .await?;
+            .await?
+            .decision
+            .ok_or_else(|| {
+                ClientError::Malformed("an EvaluateResponse without its decision".into())
+            })?;
         let outcome = match pb::Outcome::try_from(d.outcome) {
             Ok(pb::Outcome::Allow) => Outcome::Allow,
             Ok(pb::Outcome::Ask) => Outcome::Ask,
@@ -99,26 +104,30 @@ impl Client {
         })
     }
 
-    /// `FilterTools`: what `tools_json` (an MCP `tools/list` result) keeps for `team`
+    /// `FilterTools`: what `tools` (an MCP `tools/list` result) keeps for `team`
     /// and `user` when the tools belong to `server`.
     pub async fn filter_tools(
         &self,
         team: &str,
         user: &str,
         server: &str,
-        tools_json: String,
+        tools: &serde_json::Value,
     ) -> Result<FilteredTools, ClientError> {
         let request = pb::FilterToolsRequest {
             team_id: team.to_owned(),
             user_id: user.to_owned(),
             server: server.to_owned(),
-            tools_json,
+            tools: Some(toolgate_proto::json::value_to_pb(tools)),
         };
         let r = self
             .within(|mut c| async move { c.filter_tools(request).await })
             .await?;
+        let tools = r
+            .tools
+            .ok_or_else(|| ClientError::Malformed("a FilterToolsResponse without tools".into()))?;
         Ok(FilteredTools {
-            tools_json: r.tools_json,
+            tools: toolgate_proto::json::value_from_pb(&tools, "tools")
+                .map_err(|e| ClientError::Malformed(e.to_string()))?,
             revision: r.revision,
         })
     }
@@ -141,7 +150,11 @@ impl Client {
         };
         let p = self
             .within(|mut c| async move { c.get_effective_policy(request).await })
-            .await?;
+            .await?
+            .policy
+            .ok_or_else(|| {
+                ClientError::Malformed("a GetEffectivePolicyResponse without its policy".into())
+            })?;
         let admin = p
             .admin
             .and_then(|a| a.auto_run_controls)
@@ -206,14 +219,14 @@ impl Client {
 
 /// An open `WatchPolicy` stream.
 pub struct PolicyWatch {
-    stream: tonic::Streaming<pb::PolicyEvent>,
+    stream: tonic::Streaming<pb::WatchPolicyResponse>,
     server: String,
 }
 
 impl PolicyWatch {
     /// The next event; `None` when the server ended the stream.
     pub async fn next(&mut self) -> Result<Option<PolicyNotice>, ClientError> {
-        use pb::policy_event::Event;
+        use pb::watch_policy_response::Event;
         loop {
             let Some(event) = self
                 .stream

@@ -57,7 +57,7 @@ pub struct RemotePolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilteredTools {
     /// `{"tools": [...]}` with the hidden tools left out.
-    pub tools_json: String,
+    pub tools: serde_json::Value,
     pub revision: u64,
 }
 

@@ -80,21 +80,11 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
         mcp_access_mode,
         mcp_access_allowlist: c.mcp_access_allowlist,
         denied: c.denied,
-        roles: roles_from_json(&c.roles_json)?,
+        roles: match c.roles {
+            Some(d) => crate::roles::roles_from_pb(d, "auto_run_controls.roles")?,
+            None => Default::default(),
+        },
         default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
-    })
-}
-
-/// Seed 004's roles document from `roles_json`; empty is none.
-fn roles_from_json(text: &str) -> Result<policy::roles::RolesDocument, ConvertError> {
-    if text.trim().is_empty() {
-        return Ok(Default::default());
-    }
-    serde_json::from_str(text).map_err(|e| ConvertError {
-        field: "auto_run_controls.roles_json".to_owned(),
-        message: format!(
-            "is not a roles document ({e}): see schemas/roles.schema.json for its fields"
-        ),
     })
 }
 
@@ -132,11 +122,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
         } as i32,
         mcp_access_allowlist: c.mcp_access_allowlist.clone(),
         denied: c.denied.clone(),
-        roles_json: if c.roles.is_empty() {
-            String::new()
-        } else {
-            serde_json::to_string(&c.roles).unwrap_or_default()
-        },
+        roles: crate::roles::roles_to_pb(&c.roles),
         default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
     }
 }
@@ -320,23 +306,21 @@ pub fn agent_from_pb(a: Option<pb::AgentContext>) -> policy::roles::AgentSpec {
     }
 }
 
-/// What a call touches, as its request says; `tool_input_json` must be JSON.
+/// What a call touches, as its request says.
 pub fn arguments_from_pb(
     a: Option<pb::CallArguments>,
     field: &dyn std::fmt::Display,
 ) -> Result<policy::roles::CallArgs, ConvertError> {
     let a = a.unwrap_or_default();
     let some = |s: String| (!s.is_empty()).then_some(s);
-    let tool_input = if a.tool_input_json.trim().is_empty() {
-        None
-    } else {
-        Some(
-            serde_json::from_str(&a.tool_input_json).map_err(|e| ConvertError {
-                field: format!("{field}.arguments.tool_input_json"),
-                message: format!("is not JSON ({e}): send the tool's arguments as a JSON object"),
-            })?,
-        )
-    };
+    let tool_input = a
+        .tool_input
+        .as_ref()
+        .map(|s| {
+            crate::json::object_from_pb(s, &format!("{field}.arguments.tool_input"))
+                .map(serde_json::Value::Object)
+        })
+        .transpose()?;
     Ok(policy::roles::CallArgs {
         operation: some(a.operation),
         file_path: some(a.file_path),

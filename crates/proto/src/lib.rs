@@ -3,6 +3,8 @@
 
 pub mod codec;
 pub mod convert;
+pub mod json;
+pub mod roles;
 
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {

@@ -81,8 +81,8 @@ pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::Effec
     }
 }
 
-pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::PolicyEvent {
-    use pb::policy_event::Event;
+pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::WatchPolicyResponse {
+    use pb::watch_policy_response::Event;
     let revision = e.revision();
     let event = match e {
         WatchEvent::Snapshot { effective, resync } => Event::Snapshot(pb::PolicySnapshot {
@@ -101,20 +101,77 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Pol
             at: timestamp(crate::service::now_ms()),
         }),
     };
-    pb::PolicyEvent {
+    pb::WatchPolicyResponse {
         revision,
         event: Some(event),
     }
 }
 
+/// The audit trail's kinds as the store writes them, beside their enum values.
+const AUDIT_KINDS: [(pb::AuditEventKind, &str); 9] = [
+    (
+        pb::AuditEventKind::AdminSettingsUpdated,
+        "admin_settings_updated",
+    ),
+    (
+        pb::AuditEventKind::UserSettingsUpdated,
+        "user_settings_updated",
+    ),
+    (pb::AuditEventKind::DecisionDenied, "decision_denied"),
+    (pb::AuditEventKind::TokenCreated, "token_created"),
+    (pb::AuditEventKind::TokenRevoked, "token_revoked"),
+    (
+        pb::AuditEventKind::PolicyFileReloaded,
+        "policy_file_reloaded",
+    ),
+    (
+        pb::AuditEventKind::PolicyFileRejected,
+        "policy_file_rejected",
+    ),
+    (
+        pb::AuditEventKind::AllowListUpdated,
+        crate::service::AUDIT_ALLOW_LIST_UPDATED,
+    ),
+    (
+        pb::AuditEventKind::DecisionMade,
+        crate::service::AUDIT_DECISION_MADE,
+    ),
+];
+
+/// A kind filter: unspecified is every kind.
+pub fn audit_kind_from_pb(kind: i32) -> Result<Option<String>, ConvertError> {
+    match pb::AuditEventKind::try_from(kind) {
+        Ok(pb::AuditEventKind::Unspecified) => Ok(None),
+        Ok(k) => Ok(AUDIT_KINDS
+            .iter()
+            .find(|(known, _)| *known == k)
+            .map(|(_, name)| (*name).to_owned())),
+        Err(_) => Err(ConvertError {
+            field: "kind".to_owned(),
+            message: format!(
+                "{kind} is not a known value: use one of AuditEventKind's named values"
+            ),
+        }),
+    }
+}
+
 pub fn audit_to_pb(e: AuditEvent) -> pb::AuditEvent {
+    let kind = AUDIT_KINDS
+        .iter()
+        .find(|(_, name)| *name == e.kind)
+        .map_or(pb::AuditEventKind::Unspecified, |(k, _)| *k);
+    // the store wrote the detail itself, as JSON: an object
+    let detail = match serde_json::from_str(&e.detail_json) {
+        Ok(serde_json::Value::Object(map)) => Some(toolgate_proto::json::object_to_pb(&map)),
+        _ => None,
+    };
     pb::AuditEvent {
         id: e.id,
         team_id: e.team_id,
         revision: e.revision,
         actor: e.actor,
-        kind: e.kind,
+        kind: kind as i32,
         at: timestamp(e.at_ms),
-        detail_json: e.detail_json,
+        detail,
     }
 }

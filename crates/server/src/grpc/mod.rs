@@ -76,7 +76,7 @@ fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
 #[derive(Debug, Clone)]
 pub struct Api {
     service: Arc<Service>,
-    config_json: Arc<ConfigViews>,
+    config_views: Arc<ConfigViews>,
     streams: Arc<limits::StreamSlots>,
     /// The policy file's status, when the server runs with one.
     policy_file: Option<crate::managed::StatusCell>,
@@ -86,18 +86,18 @@ pub struct Api {
 #[derive(Debug)]
 struct ConfigViews {
     /// For operators: redacted, with the principals.
-    operator: String,
+    operator: serde_json::Map<String, serde_json::Value>,
     /// For everyone else: no principals, no store or collector address.
-    team: String,
+    team: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Api {
     pub fn new(service: Arc<Service>, config: &crate::config::Config) -> Self {
         Self {
             service,
-            config_json: Arc::new(ConfigViews {
-                operator: config.public_json().to_string(),
-                team: config.team_json().to_string(),
+            config_views: Arc::new(ConfigViews {
+                operator: as_object(config.public_json()),
+                team: as_object(config.team_json()),
             }),
             streams: limits::StreamSlots::new(config.limits.max_streams_per_principal),
             policy_file: None,
@@ -115,6 +115,14 @@ impl Api {
         let slot = self.streams.take(&p.name)?;
         crate::metrics::watchers(1.0);
         Ok(WatchSlot(slot))
+    }
+}
+
+/// The config's JSON as an object (it always is one).
+fn as_object(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match v {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
     }
 }
 
@@ -149,17 +157,19 @@ impl AdminService for Api {
     async fn get_team_admin_settings(
         &self,
         req: Request<pb::GetTeamAdminSettingsRequest>,
-    ) -> Result<Response<pb::TeamAdminSettings>, Status> {
+    ) -> Result<Response<pb::GetTeamAdminSettingsResponse>, Status> {
         let p = principal(&req)?;
         let team = req.into_inner().team_id;
         let admin = self.service.get_admin(&p, &team).await?;
-        Ok(Response::new(admin_to_pb(&team, &admin.stored)))
+        Ok(Response::new(pb::GetTeamAdminSettingsResponse {
+            settings: Some(admin_to_pb(&team, &admin.stored)),
+        }))
     }
 
     async fn update_team_admin_settings(
         &self,
         req: Request<pb::UpdateTeamAdminSettingsRequest>,
-    ) -> Result<Response<pb::TeamAdminSettings>, Status> {
+    ) -> Result<Response<pb::UpdateTeamAdminSettingsResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let controls = r
@@ -174,7 +184,9 @@ impl AdminService for Api {
             .service
             .update_admin(&p, &r.team_id, controls, r.expected_revision)
             .await?;
-        Ok(Response::new(admin_to_pb(&r.team_id, &stored)))
+        Ok(Response::new(pb::UpdateTeamAdminSettingsResponse {
+            settings: Some(admin_to_pb(&r.team_id, &stored)),
+        }))
     }
 
     async fn list_audit_events(
@@ -188,7 +200,7 @@ impl AdminService for Api {
             team_id: non_empty(r.team_id),
             after_id: r.after_id,
             limit: r.limit,
-            kind: non_empty(r.kind),
+            kind: audit_kind_from_pb(r.kind).map_err(ServiceError::from)?,
             actor: non_empty(r.actor),
             since_ms: r
                 .since
@@ -210,19 +222,21 @@ impl UserSettingsService for Api {
     async fn get_user_settings(
         &self,
         req: Request<pb::GetUserSettingsRequest>,
-    ) -> Result<Response<pb::UserSettings>, Status> {
+    ) -> Result<Response<pb::GetUserSettingsResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         // empty ids are the token's own, as for decisions
         let (team, user_id) = crate::service::own_subject(&p, &r.team_id, &r.user_id);
         let user = self.service.get_user(&p, team, user_id).await?;
-        Ok(Response::new(user_to_pb(team, user_id, &user.stored)))
+        Ok(Response::new(pb::GetUserSettingsResponse {
+            settings: Some(user_to_pb(team, user_id, &user.stored)),
+        }))
     }
 
     async fn update_user_settings(
         &self,
         req: Request<pb::UpdateUserSettingsRequest>,
-    ) -> Result<Response<pb::UserSettings>, Status> {
+    ) -> Result<Response<pb::UpdateUserSettingsResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let settings = r.settings.ok_or_else(|| ServiceError::InvalidArgument {
@@ -248,7 +262,9 @@ impl UserSettingsService for Api {
                     r.expected_revision,
                 )
                 .await?;
-            return Ok(Response::new(user_to_pb(&team, &user, &stored)));
+            return Ok(Response::new(pb::UpdateUserSettingsResponse {
+                settings: Some(user_to_pb(&team, &user, &stored)),
+            }));
         }
         let stored = self
             .service
@@ -260,20 +276,22 @@ impl UserSettingsService for Api {
                 r.expected_revision,
             )
             .await?;
-        Ok(Response::new(user_to_pb(&team, &user, &stored)))
+        Ok(Response::new(pb::UpdateUserSettingsResponse {
+            settings: Some(user_to_pb(&team, &user, &stored)),
+        }))
     }
 
     async fn add_to_allowlist(
         &self,
         req: Request<pb::AddToAllowlistRequest>,
-    ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
+    ) -> Result<Response<pb::AddToAllowlistResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let change = self
             .service
             .add_to_allowlist(&p, &r.team_id, &r.user_id, &r.server, &r.tool)
             .await?;
-        Ok(Response::new(pb::AllowlistChangeResponse {
+        Ok(Response::new(pb::AddToAllowlistResponse {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
@@ -284,30 +302,29 @@ impl UserSettingsService for Api {
     async fn remove_from_allowlist(
         &self,
         req: Request<pb::RemoveFromAllowlistRequest>,
-    ) -> Result<Response<pb::AllowlistChangeResponse>, Status> {
+    ) -> Result<Response<pb::RemoveFromAllowlistResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let change = self
             .service
             .remove_from_allowlist(&p, &r.team_id, &r.user_id, &r.entry)
             .await?;
-        Ok(Response::new(pb::AllowlistChangeResponse {
+        Ok(Response::new(pb::RemoveFromAllowlistResponse {
             settings: Some(user_to_pb(&r.team_id, &r.user_id, &change.settings)),
             changed: change.changed,
             detail: change.detail,
-            note: change.note,
         }))
     }
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<pb::PolicyEvent, Status>> + Send>>;
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::WatchPolicyResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl PolicyService for Api {
     async fn evaluate(
         &self,
         req: Request<pb::EvaluateRequest>,
-    ) -> Result<Response<pb::Decision>, Status> {
+    ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let mut call = r.call;
@@ -331,7 +348,9 @@ impl PolicyService for Api {
         let decision = decisions
             .pop()
             .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
-        Ok(Response::new(decision_to_pb(decision, &call, revision)))
+        Ok(Response::new(pb::EvaluateResponse {
+            decision: Some(decision_to_pb(decision, &call, revision)),
+        }))
     }
 
     async fn evaluate_batch(
@@ -380,12 +399,21 @@ impl PolicyService for Api {
     ) -> Result<Response<pb::FilterToolsResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
+        let tools = r.tools.ok_or_else(|| ServiceError::InvalidArgument {
+            field: "tools".into(),
+            message:
+                "must be set: send the tools/list result, {\"tools\": [...]} or the bare array"
+                    .into(),
+        })?;
+        let tools = toolgate_proto::json::value_from_pb(&tools, "tools")
+            .map_err(ServiceError::from)?
+            .to_string();
         let (filtered, revision) = self
             .service
-            .filter_tools(&p, &r.team_id, &r.user_id, &r.server, &r.tools_json)
+            .filter_tools(&p, &r.team_id, &r.user_id, &r.server, &tools)
             .await?;
         Ok(Response::new(pb::FilterToolsResponse {
-            tools_json: filtered.tools.to_string(),
+            tools: Some(toolgate_proto::json::value_to_pb(&filtered.tools)),
             removed: filtered.removed,
             malformed_skipped: u32::try_from(filtered.malformed_skipped).unwrap_or(u32::MAX),
             revision,
@@ -395,7 +423,7 @@ impl PolicyService for Api {
     async fn get_effective_policy(
         &self,
         req: Request<pb::GetEffectivePolicyRequest>,
-    ) -> Result<Response<pb::EffectivePolicy>, Status> {
+    ) -> Result<Response<pb::GetEffectivePolicyResponse>, Status> {
         let p = principal(&req)?;
         let r = req.into_inner();
         let eff = self.service.effective(&p, &r.team_id, &r.user_id).await?;
@@ -406,7 +434,9 @@ impl PolicyService for Api {
             _ => given.to_owned(),
         };
         let (team, user) = (own(&r.team_id, &p.team), own(&r.user_id, &p.user));
-        Ok(Response::new(effective_to_pb(&team, &user, &eff)))
+        Ok(Response::new(pb::GetEffectivePolicyResponse {
+            policy: Some(effective_to_pb(&team, &user, &eff)),
+        }))
     }
 
     type WatchPolicyStream = EventStream;
@@ -429,7 +459,7 @@ impl ServerInfoService for Api {
     async fn get_server_config(
         &self,
         req: Request<pb::GetServerConfigRequest>,
-    ) -> Result<Response<pb::ServerConfig>, Status> {
+    ) -> Result<Response<pb::GetServerConfigResponse>, Status> {
         let p = principal(&req)?;
         let team = p.team.clone().unwrap_or_default();
         if !team.is_empty() {
@@ -438,22 +468,18 @@ impl ServerInfoService for Api {
         authorize(&p, &team, Action::ReadServerInfo).map_err(ServiceError::from)?;
         // secrets and principals are the operators' business alone
         let view = if p.role == crate::auth::Role::Operator {
-            &self.config_json.operator
+            &self.config_views.operator
         } else {
-            &self.config_json.team
+            &self.config_views.team
         };
-        let config_json = match self.policy_file.as_ref().and_then(|cell| cell.get()) {
-            // the file's state changes at run time; the rest of the config does not
-            Some(status) => {
-                let mut config: serde_json::Value = serde_json::from_str(view).unwrap_or_default();
-                config["policy_file"] = status.to_json();
-                config.to_string()
-            }
-            None => view.clone(),
-        };
-        Ok(Response::new(pb::ServerConfig {
+        let mut config = view.clone();
+        // the file's state changes at run time; the rest of the config does not
+        if let Some(status) = self.policy_file.as_ref().and_then(|cell| cell.get()) {
+            config.insert("policy_file".to_owned(), status.to_json());
+        }
+        Ok(Response::new(pb::GetServerConfigResponse {
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            config_json,
+            config: Some(toolgate_proto::json::object_to_pb(&config)),
         }))
     }
 }

@@ -6,7 +6,7 @@
 //! [`PolicyRouter`] takes the `WatchPolicy` path out of the generated server and
 //! serves it with [`WatchCodec`], whose items are either a message built for one
 //! subscriber (its snapshot, a heartbeat) or the shared bytes of a change. The wire
-//! format is the same `PolicyEvent`: clients see no difference.
+//! format is the same `WatchPolicyResponse`: clients see no difference.
 
 use super::convert::watch_event_to_pb;
 use super::{Api, PolicyServiceServer, count_resync, principal};
@@ -29,13 +29,13 @@ const WATCH_POLICY_PATH: &str = "/toolgate.v1.PolicyService/WatchPolicy";
 #[derive(Debug, Clone)]
 pub enum WireEvent {
     /// Built for this subscriber: its snapshot, a heartbeat.
-    Message(Box<pb::PolicyEvent>),
-    /// A `PolicyEvent` already encoded: a change, the same for every subscriber it
+    Message(Box<pb::WatchPolicyResponse>),
+    /// A `WatchPolicyResponse` already encoded: a change, the same for every subscriber it
     /// reaches.
     Encoded(Bytes),
 }
 
-/// A `PolicyEvent` for one subscriber. A change is encoded by the first subscriber
+/// A `WatchPolicyResponse` for one subscriber. A change is encoded by the first subscriber
 /// that sends it, into the slot the hub keeps beside it, and shared from there: its
 /// event depends on the change alone (the team's, or this very user's, settings).
 pub fn wire_event(team_id: &str, user_id: &str, event: WatchEvent) -> WireEvent {
@@ -205,6 +205,6 @@ mod tests {
             "bob's stream shares alice's bytes"
         );
         let want = watch_event_to_pb("acme", "bob", WatchEvent::Change(published));
-        assert_eq!(pb::PolicyEvent::decode(alice).unwrap(), want);
+        assert_eq!(pb::WatchPolicyResponse::decode(alice).unwrap(), want);
     }
 }

@@ -266,7 +266,7 @@ fn compile_context(
     let f = |name: &str| format!("{field}.{name}");
     CompiledContext {
         allowed,
-        max_components: r.max_components_per_session,
+        max_components: r.max_components_per_session.map(u64::from),
         forbidden_components: set(&f("forbiddenComponents"), &r.forbidden_components, true, p),
         component_types: r
             .allowed_component_types
@@ -318,7 +318,7 @@ fn compile_context(
         quotas: r
             .session_quotas
             .iter()
-            .map(|(op, n)| (op.clone(), *n))
+            .map(|(op, n)| (op.clone(), u64::from(*n)))
             .collect(),
         obligations: obligations(r).into(),
     }

@@ -89,9 +89,10 @@ pub struct ContextAllowList {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Restrictions {
-    /// Denies when the call's component count is at least this (`>=`).
+    /// Denies when the call's component count is at least this (`>=`). At most 2³²−1,
+    /// as every count here: larger would never bind.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_components_per_session: Option<u64>,
+    pub max_components_per_session: Option<u32>,
     /// Component types never touched. Compared literally and without case: `*` is a
     /// type named `*` here, not a wildcard.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -131,11 +132,11 @@ pub struct Restrictions {
     pub forbidden_operations: Vec<String>,
     /// At most this many calls of an operation per session id, counted by the server.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub session_quotas: BTreeMap<String, u64>,
+    pub session_quotas: BTreeMap<String, u32>,
 
     // obligations: limits the server cannot see, handed back to the caller
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_component_depth: Option<u64>,
+    pub max_component_depth: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensitive_properties: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
