@@ -3,6 +3,7 @@
 // Authorization header), on the console's own origin.
 
 import { session } from "./session";
+import type { AutoRunControls, TeamAdminSettings, UserSettings } from "./types";
 
 /** An error the server answered with: a Connect code and the server's own message. */
 export class ApiError extends Error {
@@ -131,4 +132,31 @@ export async function stream<T>(
       onMessage(body as T);
     }
   }
+}
+
+/** The team's admin settings as stored. */
+export async function getTeamSettings(team: string): Promise<TeamAdminSettings> {
+  const r = await call<{ settings?: TeamAdminSettings }>("AdminService", "GetTeamAdminSettings", { teamId: team });
+  return r.settings ?? {};
+}
+
+/** Replaces the team's controls if they are still at `revision`; the settings as stored. */
+export async function putTeamSettings(team: string, controls: AutoRunControls, revision: number): Promise<TeamAdminSettings> {
+  const r = await call<{ settings?: TeamAdminSettings }>("AdminService", "UpdateTeamAdminSettings", {
+    teamId: team,
+    autoRunControls: controls,
+    expectedRevision: String(revision),
+  });
+  return r.settings ?? {};
+}
+
+export async function getUserSettings(team: string, user: string): Promise<UserSettings> {
+  const r = await call<{ settings?: UserSettings }>("UserSettingsService", "GetUserSettings", { teamId: team, userId: user });
+  return r.settings ?? {};
+}
+
+/** Writes the fields of `settings` that `mask` names (JSON names, comma-separated). */
+export async function patchUserSettings(settings: UserSettings, mask: string): Promise<UserSettings> {
+  const r = await call<{ settings?: UserSettings }>("UserSettingsService", "UpdateUserSettings", { settings, updateMask: mask });
+  return r.settings ?? {};
 }

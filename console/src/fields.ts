@@ -1,7 +1,7 @@
 // Every field of a team's AutoRunControls and of a user's settings, with its label,
 // its form and its protobuf name (the name the server's messages use).
 
-export type Kind = "bool" | "list" | "enum" | "json" | "tri" | "number" | "text";
+export type Kind = "bool" | "list" | "enum" | "object" | "tri" | "number" | "text";
 
 export interface Field {
   /** The JSON name. */
@@ -30,7 +30,7 @@ export const CONTROL_FIELDS: Field[] = [
   { key: "browserProtection", proto: "browser_protection", label: "Browser tools always ask", kind: "bool", help: "" },
   { key: "browserServerIds", proto: "browser_server_ids", label: "Servers whose tools are browser tools", kind: "list", help: "Empty means cursor-browser-extension and cursor-ide-browser." },
   { key: "sandboxingControls.enabled", proto: "sandboxing_controls", label: "Sandboxing enabled", kind: "bool", help: "Kept for the clients that read it; no decision depends on it." },
-  { key: "rolesJson", proto: "roles_json", label: "Agent roles document (JSON)", kind: "json", help: "Tool categories, roles, allow-lists per agent and context, restrictions. Empty: roles are not in use." },
+  { key: "roles", proto: "roles", label: "Agent roles document (JSON)", kind: "object", help: "Tool categories, roles, allow-lists per agent and context, restrictions, as the roles schema describes them. Empty: roles are not in use." },
 ];
 
 /** Central approvals (`AutoRunControls.approvals`): who answers an ASK the client cannot. */
@@ -86,7 +86,9 @@ export function normal(field: Field, value: unknown): string[] | boolean | strin
       return value === undefined || value === null ? "" : String(Boolean(value));
     case "enum":
       return typeof value === "string" && value !== "" && !value.endsWith("_UNSPECIFIED") ? value : field.options?.[0][0] ?? "";
-    case "json":
+    case "object":
+      if (value === undefined || value === null || (typeof value === "object" && Object.keys(value).length === 0)) return "";
+      return typeof value === "string" ? value : JSON.stringify(value, null, 2);
     case "text":
       return typeof value === "string" ? value : "";
     case "number":

@@ -50,7 +50,7 @@ export function settingsForm(fields: Field[], doc: Record<string, unknown> | und
       case "number":
         control = h("input", { id, type: "number", min: "0", step: "1", inputmode: "numeric", "aria-describedby": described, readonly: opts.readOnly, value: value as string });
         break;
-      case "json":
+      case "object":
         control = h("textarea", { id, rows: 4, spellcheck: "false", "aria-describedby": described, readonly: opts.readOnly, value: value as string });
         break;
       case "enum":
@@ -83,7 +83,17 @@ export function settingsForm(fields: Field[], doc: Record<string, unknown> | und
           case "list":
             set(out, field.key, lines(control.value));
             break;
-          case "json":
+          case "object":
+            if (control.value.trim() === "") delete out[field.key];
+            else {
+              try {
+                set(out, field.key, JSON.parse(control.value));
+              } catch {
+                // sent as written: the server's refusal names the field and the fix
+                set(out, field.key, control.value);
+              }
+            }
+            break;
           case "text":
           case "enum":
             set(out, field.key, control.value);

@@ -42,7 +42,7 @@ export interface AutoRunControls {
   listMode?: string;
   mcpAccessMode?: string;
   mcpAccessAllowlist?: string[];
-  rolesJson?: string;
+  roles?: Record<string, unknown>;
   denied?: string[];
   defaultUserSettings?: UserSettings;
   approvals?: Record<string, unknown>;

@@ -127,6 +127,19 @@ def api(base, method, body, token):
         return e.code, json.loads(e.read() or b"{}")
 
 
+def team_settings(base):
+    """The team's admin settings as stored, read as its admin."""
+    status, answer = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+    assert status == 200, answer
+    return answer["settings"]
+
+
+def evaluate(base, request, token):
+    """A decision through the API: (status, the decision)."""
+    status, answer = api(base, "PolicyService/Evaluate", request, token)
+    return status, answer.get("decision", answer)
+
+
 def offered(base, method):
     """Whether the server offers `method` (an unknown method is 404 / unimplemented)."""
     status, answer = api(base, method, {}, ADMIN)
@@ -182,16 +195,15 @@ def await_approval(base, request_id, token, into):
 
 
 def approve_a_waiting_call(page, base, folder):
-    status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+    stored = team_settings(base)
     controls = {**stored["autoRunControls"], "approvals": {"mode": "APPROVAL_MODE_ALWAYS"}}
     status, answer = api(base, "AdminService/UpdateTeamAdminSettings", {"teamId": TEAM, "autoRunControls": controls}, ADMIN)
     assert status == 200, answer
     page.click("text=Approvals")
     expect(page.locator("#approvals-live")).to_contain_text("Live")
     call = {"mcp": {"server": "github", "tool": "delete_repo"}}
-    status, decision = api(
+    status, decision = evaluate(
         base,
-        "PolicyService/Evaluate",
         {"teamId": TEAM, "userId": "alice", "call": call, "approval": {"canWait": True, "interactive": False, "client": "browser-test"}},
         MEMBER,
     )
@@ -213,9 +225,8 @@ def approve_a_waiting_call(page, base, folder):
     expect(page.locator("#approvals-answered")).to_contain_text("approved")
     shot(page, folder, "09-approvals-answered")
     # a second one is denied with a reason, which reaches the waiting side
-    status, decision = api(
+    status, decision = evaluate(
         base,
-        "PolicyService/Evaluate",
         {"teamId": TEAM, "userId": "alice", "call": {"mcp": {"server": "github", "tool": "delete_org"}}, "approval": {"canWait": True, "interactive": False}},
         MEMBER,
     )
@@ -230,7 +241,7 @@ def approve_a_waiting_call(page, base, folder):
     assert "not on a Friday" in json.dumps(got), got
     # approvals off again, so the checks after this one see plain ASKs
     controls["approvals"] = {"mode": "APPROVAL_MODE_OFF"}
-    status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+    stored = team_settings(base)
     api(base, "AdminService/UpdateTeamAdminSettings", {"teamId": TEAM, "autoRunControls": {**stored["autoRunControls"], "approvals": {"mode": "APPROVAL_MODE_OFF"}}}, ADMIN)
 
 
@@ -264,8 +275,7 @@ def run(base, folder, browser_dir):
         expect(summary).to_contain_text("mcp_tool_allowlist[1]")
         expect(page.locator('[data-field="mcp_tool_allowlist"] .field-error')).to_contain_text("not an entry")
         expect(page.locator("#ctl-mcpToolAllowlist")).to_have_attribute("aria-invalid", "true")
-        status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
-        assert status == 200, stored
+        stored = team_settings(base)
         assert int(stored.get("revision", 0)) == 0, f"the refused policy was applied: {stored}"
         shot(page, folder, "03-policy-refused")
 
@@ -276,7 +286,7 @@ def run(base, folder, browser_dir):
         expect(page.locator(".diff")).to_contain_text("+ github:create_issue")
         page.click("#apply")
         expect(page.locator("p.status")).to_contain_text("Applied: the team is at revision")
-        status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+        stored = team_settings(base)
         revision = int(stored["revision"])
         assert stored["autoRunControls"]["mcpToolAllowlist"] == ["github:create_issue"], stored
         expect(page.locator("p.status")).to_contain_text(f"revision {revision}")
@@ -300,6 +310,7 @@ def run(base, folder, browser_dir):
         page.click('button[aria-label="Save Auto-run"]')
         expect(page.locator("#user-detail p.status")).to_contain_text("Saved Auto-run")
         status, alice = api(base, "UserSettingsService/GetUserSettings", {"teamId": TEAM, "userId": "alice"}, ADMIN)
+        alice = alice["settings"]
         assert alice.get("useYoloMode") is True, alice
         shot(page, folder, "06-users")
 
@@ -307,9 +318,8 @@ def run(base, folder, browser_dir):
         if offered(base, "DecisionLogService/ListDecisions"):
             page.click("text=Decisions")
             expect(page.locator("#live-state")).to_contain_text("Live")
-            status, decision = api(
+            status, decision = evaluate(
                 base,
-                "PolicyService/Evaluate",
                 {"teamId": TEAM, "userId": "alice", "call": {"mcp": {"server": "github", "tool": "create_issue"}}},
                 MEMBER,
             )
@@ -334,6 +344,10 @@ def run(base, folder, browser_dir):
         # the audit trail
         page.click("text=Audit trail")
         expect(page.locator("#audit-rows")).to_contain_text("admin_settings_updated")
+        page.select_option("#a-kind", "AUDIT_EVENT_KIND_USER_SETTINGS_UPDATED")
+        page.click("text=Apply filters")
+        expect(page.locator("#audit-rows")).to_contain_text("user_settings_updated")
+        expect(page.locator("#audit-rows")).not_to_contain_text("admin_settings_updated")
         shot(page, folder, "08-audit")
 
         # the approvals inbox: a waiting call is approved in the browser and runs
@@ -352,18 +366,17 @@ def run(base, folder, browser_dir):
         expect(page.locator("label[for=kill-confirm-team]")).to_contain_text(TEAM)
         page.fill("#kill-confirm-team", "acm")
         expect(confirm).to_be_disabled()
-        status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+        stored = team_settings(base)
         assert not stored["autoRunControls"].get("killSwitch"), "the kill switch turned without confirmation"
         shot(page, folder, "10-kill-switch-confirm")
         page.fill("#kill-confirm-team", TEAM)
         expect(confirm).to_be_enabled()
         confirm.click()
         expect(page.locator("#kill-state")).to_contain_text("ON")
-        status, stored = api(base, "AdminService/GetTeamAdminSettings", {"teamId": TEAM}, ADMIN)
+        stored = team_settings(base)
         assert stored["autoRunControls"].get("killSwitch") is True, stored
-        status, decision = api(
+        status, decision = evaluate(
             base,
-            "PolicyService/Evaluate",
             {"teamId": TEAM, "userId": "alice", "call": {"mcp": {"server": "github", "tool": "create_issue"}}},
             MEMBER,
         )

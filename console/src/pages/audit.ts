@@ -5,6 +5,23 @@ import { fill, h, showError, statusLine } from "../dom";
 import type { AuditEvent } from "../types";
 import { num } from "../types";
 
+const KINDS = [
+  "ADMIN_SETTINGS_UPDATED",
+  "USER_SETTINGS_UPDATED",
+  "DECISION_DENIED",
+  "DECISION_MADE",
+  "TOKEN_CREATED",
+  "TOKEN_REVOKED",
+  "ALLOW_LIST_UPDATED",
+  "POLICY_FILE_RELOADED",
+  "POLICY_FILE_REJECTED",
+];
+
+/** `AUDIT_EVENT_KIND_ADMIN_SETTINGS_UPDATED` → `admin_settings_updated` (older servers sent the latter). */
+function kindName(kind: unknown): string {
+  return String(kind ?? "").replace(/^AUDIT_EVENT_KIND_/, "").toLowerCase();
+}
+
 function detail(e: AuditEvent): string {
   if (e.detail !== undefined) return JSON.stringify(e.detail, null, 2);
   if (!e.detailJson) return "";
@@ -18,7 +35,7 @@ function detail(e: AuditEvent): string {
 export async function auditPage(root: HTMLElement, team: string): Promise<void> {
   const status = statusLine();
   const tbody = h("tbody", { id: "audit-rows" });
-  const kind = h("input", { id: "a-kind", type: "text", placeholder: "admin_settings_updated", autocapitalize: "off", spellcheck: "false" });
+  const kind = h("select", { id: "a-kind" }, h("option", { value: "" }, "any"), KINDS.map((k) => h("option", { value: `AUDIT_EVENT_KIND_${k}` }, k.toLowerCase().replace(/_/g, " "))));
   const actor = h("input", { id: "a-actor", type: "text", autocapitalize: "off", spellcheck: "false" });
   const more = h("button", { type: "button", id: "audit-more", hidden: true }, "Older events");
   let after = 0;
@@ -34,7 +51,7 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
           teamId: team,
           afterId: String(after),
           limit: 1000,
-          kind: kind.value.trim(),
+          ...(kind.value ? { kind: kind.value } : {}),
           actor: actor.value.trim(),
         });
         events.push(...(page.events ?? []));
@@ -49,7 +66,7 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
             "tr",
             {},
             h("td", {}, e.at ? new Date(e.at).toLocaleString() : ""),
-            h("td", {}, h("code", {}, String(e.kind ?? ""))),
+            h("td", {}, h("code", {}, kindName(e.kind))),
             h("td", {}, e.actor ?? ""),
             h("td", {}, String(num(e.revision))),
             h("td", {}, h("details", {}, h("summary", {}, "Detail"), h("pre", {}, detail(e)))),

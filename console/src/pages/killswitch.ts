@@ -1,16 +1,15 @@
 // The kill switch: denies every call of the team while on. Turning it either way
 // asks for the team's id to be typed, so a slip of the finger cannot do it.
 
-import { ApiError, call } from "../api";
+import { ApiError, getTeamSettings, putTeamSettings } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { session } from "../session";
-import type { TeamAdminSettings } from "../types";
 import { num } from "../types";
 
 export async function killSwitchPage(root: HTMLElement, team: string): Promise<void> {
   const admin = session.isAdmin();
   const status = statusLine();
-  let settings = await call<TeamAdminSettings>("AdminService", "GetTeamAdminSettings", { teamId: team });
+  let settings = await getTeamSettings(team);
   const state = h("p", { id: "kill-state", class: "big" });
   const confirmBox = h("div", { class: "confirm", hidden: true });
   const toggle = h("button", { type: "button", id: "kill-toggle", class: "danger" });
@@ -39,18 +38,14 @@ export async function killSwitchPage(root: HTMLElement, team: string): Promise<v
             ev.preventDefault();
             if (typed.value !== team) return;
             try {
-              settings = await call<TeamAdminSettings>("AdminService", "UpdateTeamAdminSettings", {
-                teamId: team,
-                autoRunControls: { ...(settings.autoRunControls ?? {}), killSwitch: on },
-                expectedRevision: String(num(settings.revision)),
-              });
+              settings = await putTeamSettings(team, { ...(settings.autoRunControls ?? {}), killSwitch: on }, num(settings.revision));
               confirmBox.hidden = true;
               show();
               showOk(status, `Done at revision ${num(settings.revision)}.`);
               toggle.focus();
             } catch (e) {
               if (e instanceof ApiError && e.code === "aborted") {
-                settings = await call<TeamAdminSettings>("AdminService", "GetTeamAdminSettings", { teamId: team });
+                settings = await getTeamSettings(team);
                 show();
               }
               showError(status, e instanceof Error ? e.message : String(e));

@@ -1,7 +1,7 @@
 // A team's policy: every AutoRunControls field, the changes against the stored
 // revision, the impact preview, and apply with the expected revision.
 
-import { ApiError, call, problems } from "../api";
+import { ApiError, call, getTeamSettings, problems, putTeamSettings } from "../api";
 import { diff, renderDiff } from "../diff";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { APPROVAL_FIELDS, CONTROL_FIELDS, USER_FIELDS } from "../fields";
@@ -16,7 +16,7 @@ type Doc = Record<string, unknown>;
 
 export async function policyPage(root: HTMLElement, team: string): Promise<void> {
   const admin = session.isAdmin();
-  let base = await call<TeamAdminSettings>("AdminService", "GetTeamAdminSettings", { teamId: team });
+  let base: TeamAdminSettings = await getTeamSettings(team);
   const status = statusLine();
   const summary = h("div", { class: "summary", role: "alert" });
   const changes = h("section", { "aria-label": "Changes" });
@@ -111,18 +111,14 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
     showOk(status, "Applying…");
     const doc = proposed();
     try {
-      const applied = await call<TeamAdminSettings>("AdminService", "UpdateTeamAdminSettings", {
-        teamId: team,
-        autoRunControls: doc,
-        expectedRevision: String(num(base.revision)),
-      });
+      const applied = await putTeamSettings(team, doc, num(base.revision));
       base = applied;
       showRevision();
       changes.replaceChildren();
       showOk(status, `Applied: the team is at revision ${num(applied.revision)}.`);
     } catch (e) {
       if (e instanceof ApiError && e.code === "aborted") {
-        const current = await call<TeamAdminSettings>("AdminService", "GetTeamAdminSettings", { teamId: team });
+        const current = await getTeamSettings(team);
         fill(
           conflict,
           h("h3", {}, `Someone applied revision ${num(current.revision)} since you loaded revision ${num(base.revision)}`),

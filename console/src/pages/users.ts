@@ -1,7 +1,7 @@
 // A team's users and their settings, each field saved on its own (an update mask), so
 // two people editing different fields never overwrite each other.
 
-import { ApiError, call, problems } from "../api";
+import { ApiError, call, getUserSettings, patchUserSettings, problems } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { USER_FIELDS, get, lines } from "../fields";
 import { settingsForm } from "../form";
@@ -58,7 +58,7 @@ async function openUser(el: HTMLElement, team: string, user: string): Promise<vo
   const status = statusLine();
   let settings: UserSettings;
   try {
-    settings = await call<UserSettings>("UserSettingsService", "GetUserSettings", { teamId: team, userId: user });
+    settings = await getUserSettings(team, user);
   } catch (e) {
     fill(el, h("p", { class: "status error" }, e instanceof Error ? e.message : String(e)));
     return;
@@ -88,7 +88,7 @@ async function openUser(el: HTMLElement, team: string, user: string): Promise<vo
               const changed: Record<string, unknown> = { teamId: team, userId: user };
               if (value !== undefined) changed[field.key] = value;
               try {
-                settings = await call<UserSettings>("UserSettingsService", "UpdateUserSettings", { settings: changed, updateMask: field.key });
+                settings = await patchUserSettings(changed, field.key);
                 showRevision();
                 showOk(status, `Saved ${field.label} at revision ${num(settings.revision)}.`);
               } catch (e) {
