@@ -240,3 +240,48 @@ async fn the_api_answers_on_the_consoles_origin_with_the_same_authentication() {
     assert_eq!(write.status().as_u16(), 403);
     server.stop().await;
 }
+
+/// What a visitor may try: only the console's own files are answered (they are in the
+/// binary, so no path reaches the disk), and a `HEAD` gets the headers without a body.
+#[tokio::test]
+async fn only_the_consoles_own_files_are_answered() {
+    let (server, url, _dir) = start_with_console().await;
+    let http = reqwest::Client::new();
+    for (path, status) in [
+        ("/", 200),
+        ("/app.js", 200),
+        ("/app.css", 200),
+        ("/index.html", 404),
+        ("/%2e%2e/Cargo.toml", 404),
+        ("/..%2fCargo.toml", 404),
+        ("//app.js", 404),
+        ("/app.js/", 404),
+        ("/APP.JS", 404),
+        ("/app.js%00", 404),
+        ("/console/dist/app.js", 404),
+        ("/src/main.ts", 404),
+        ("/.git/config", 404),
+        ("/etc/passwd", 404),
+        ("/toolgate.v1.AdminService/GetTeamAdminSettings", 404),
+    ] {
+        let response = http.get(format!("{url}{path}")).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "GET {path}");
+        assert_eq!(
+            response.headers()["content-security-policy"],
+            toolgate::console::CONTENT_SECURITY_POLICY,
+            "GET {path}"
+        );
+        if status == 404 {
+            let body = response.text().await.unwrap();
+            assert!(!body.contains("<"), "GET {path}: {body}");
+        }
+    }
+    let head = http.head(format!("{url}/app.js")).send().await.unwrap();
+    assert_eq!(head.status().as_u16(), 200);
+    assert_eq!(
+        head.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    assert!(head.bytes().await.unwrap().is_empty());
+    server.stop().await;
+}
