@@ -7,13 +7,7 @@ use toolgate_core::policy::{
     SandboxingControls, UserSettings,
 };
 
-/// A message that does not convert: the field and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct ConvertError {
-    pub field: String,
-    pub message: String,
-}
+pub use crate::error::ConvertError;
 
 /// Unix milliseconds (the domain's times) as a protobuf time; none for 0 ("never").
 pub fn timestamp(ms: i64) -> Option<prost_types::Timestamp> {

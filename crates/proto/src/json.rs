@@ -2,7 +2,7 @@
 //! (a tool's arguments, a `tools/list` result, audit details, the server config)
 //! travels as typed protobuf values, and the core reads it as JSON.
 
-use crate::convert::ConvertError;
+use crate::error::ConvertError;
 use prost_types::{ListValue, Struct, Value, value::Kind};
 use serde_json::{Map, Number};
 

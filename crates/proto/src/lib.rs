@@ -3,6 +3,7 @@
 
 pub mod codec;
 pub mod convert;
+mod error;
 pub mod json;
 pub mod roles;
 

@@ -2,7 +2,7 @@
 //! document's own format; here every field maps one to one, and a list that may
 //! be unset (no limit) travels as a `ListValue` of strings.
 
-use crate::convert::ConvertError;
+use crate::error::ConvertError;
 use crate::json::{value_from_pb, value_to_pb};
 use crate::v1 as pb;
 use prost_types::{ListValue, Value, value::Kind};

@@ -9,8 +9,6 @@ pub mod files;
 pub mod grpc;
 pub mod http;
 pub mod hub;
-pub mod issued;
-pub mod jwt;
 pub mod managed;
 pub mod metrics;
 pub mod policy_file;

@@ -54,7 +54,7 @@ pub enum ServerError {
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
     #[error(transparent)]
-    Jwt(#[from] crate::jwt::JwtError),
+    Jwt(#[from] crate::auth::jwt::JwtError),
     #[error("console.listen: cannot listen on {addr}: {source}: give a free HOST:PORT")]
     Console {
         addr: String,
@@ -229,7 +229,7 @@ impl App {
             bootstrap_token_path = Some(path);
         }
         let jwt = match &config.auth.jwt {
-            Some(jwt) => Some(crate::jwt::JwtVerifier::start(jwt, shutdown.clone()).await?),
+            Some(jwt) => Some(crate::auth::jwt::JwtVerifier::start(jwt, shutdown.clone()).await?),
             None => None,
         };
         let auth = Arc::new(

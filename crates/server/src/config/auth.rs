@@ -2,7 +2,7 @@
 //! and the principals the server builds from them.
 
 use super::Config;
-use crate::auth::{Principal, Role};
+use crate::auth::principal::{Principal, Role};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -150,14 +150,14 @@ impl Config {
     }
 
     /// The configured certificate principals, with what matches them.
-    pub fn certificate_principals(&self) -> Vec<(crate::auth::CertMatch, Principal)> {
+    pub fn certificate_principals(&self) -> Vec<(crate::auth::principal::CertMatch, Principal)> {
         self.auth
             .certificates
             .iter()
             .filter_map(|c| {
                 let matcher = match (&c.subject_cn, &c.san) {
-                    (Some(cn), None) => crate::auth::CertMatch::SubjectCn(cn.clone()),
-                    (None, Some(san)) => crate::auth::CertMatch::san(san).ok()?,
+                    (Some(cn), None) => crate::auth::principal::CertMatch::SubjectCn(cn.clone()),
+                    (None, Some(san)) => crate::auth::principal::CertMatch::san(san).ok()?,
                     _ => return None,
                 };
                 Some((

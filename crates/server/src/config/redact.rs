@@ -139,7 +139,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Role;
+    use crate::auth::principal::Role;
     use crate::config::TokenConfig;
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::auth::parse_sha256;
 use super::{Config, ConfigError, redact_url};
-use crate::auth::Role;
+use crate::auth::principal::Role;
 use std::net::SocketAddr;
 
 impl Config {
@@ -222,7 +222,7 @@ impl Config {
                     problems.push(format!("{at}: the name to match must not be empty"))
                 }
                 (None, Some(san)) => {
-                    if let Err(e) = crate::auth::CertMatch::san(san) {
+                    if let Err(e) = crate::auth::principal::CertMatch::san(san) {
                         problems.push(format!("{at}.san: {e}"));
                     }
                 }
@@ -363,7 +363,7 @@ fn check_ids(problems: &mut Vec<String>, at: &str, team: Option<&str>, user: Opt
 /// A token's or certificate's name stays out of the names the server gives
 /// principals itself (`jwt:…` above all).
 fn check_name(problems: &mut Vec<String>, at: &str, name: &str) {
-    if let Err(e) = crate::auth::check_principal_name(name) {
+    if let Err(e) = crate::auth::principal::check_principal_name(name) {
         problems.push(format!("{at}.name: {e}"));
     }
 }
@@ -380,9 +380,9 @@ fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&s
         (_, Some(t)) if t.trim().is_empty() => {
             problems.push(format!("{at}.team: must not be empty"))
         }
-        (_, Some(t)) if crate::auth::is_reserved_team(t) => problems.push(format!(
+        (_, Some(t)) if crate::auth::principal::is_reserved_team(t) => problems.push(format!(
             "{at}.team: {}",
-            crate::auth::reserved_team_problem(t)
+            crate::auth::principal::reserved_team_problem(t)
         )),
         _ => {}
     }

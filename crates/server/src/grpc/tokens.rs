@@ -2,7 +2,7 @@
 
 use super::{Api, principal};
 use crate::auth::Role;
-use crate::issued::parse_role;
+use crate::auth::issued::parse_role;
 use crate::proto::v1 as pb;
 use crate::service::{IssuedToken, ServiceError};
 use pb::token_service_server::TokenService;

@@ -17,7 +17,7 @@
 //! meanwhile, as it does when the store reports itself unfit for writes.
 
 use crate::auth::Principal;
-use crate::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
+use crate::auth::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
 use crate::policy::{
     AdminControls, CompiledAdmin, CompiledUser, PolicyError, ToolActionLists, UserSettings,
 };

@@ -3,8 +3,8 @@
 //! revoke is answered (so both apply to the next call on this replica).
 
 use super::{Service, ServiceError, check_id};
+use crate::auth::issued::{MAX_TOKENS_PER_TEAM, parse_role, role_name};
 use crate::auth::{Action, Principal, Role, authorize, generate_token, hash_token};
-use crate::issued::{MAX_TOKENS_PER_TEAM, parse_role, role_name};
 use crate::store::{IssuedToken, NewToken, expiry_ms, now_ms};
 use std::time::Duration;
 

@@ -6,14 +6,14 @@
 use super::Obligation;
 use super::model::{ContextAllowList, Restrictions, RolesDocument};
 use super::net::parse_size;
+use super::problems::Problems;
 pub(super) use super::restrictions::{Directories, ForbiddenFiles, Ports};
 use super::restrictions::{directories, endpoints, forbidden_files, hosts};
-use crate::policy::{EntryProblem, PolicyError, Rule};
+use crate::policy::{PolicyError, Rule};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
-/// The most entries of any one list of a roles document.
-pub const MAX_ROLE_ENTRIES: usize = 100_000;
+pub use super::problems::MAX_ROLE_ENTRIES;
 
 /// One context's allow-list, compiled.
 #[derive(Debug, Clone)]
@@ -66,51 +66,6 @@ fn keep_first<V: Clone>(map: &mut FxHashMap<String, V>, key: &str, value: V) -> 
             map.insert(key.to_owned(), value);
             None
         }
-    }
-}
-
-pub(super) struct Problems(pub(super) Vec<EntryProblem>);
-
-impl Problems {
-    pub(super) fn push(
-        &mut self,
-        field: String,
-        entry: impl Into<String>,
-        rule: Rule,
-        hint: String,
-    ) {
-        self.0.push(EntryProblem {
-            field,
-            entry: entry.into(),
-            rule,
-            hint,
-        });
-    }
-
-    pub(super) fn name(&mut self, field: String, name: &str) {
-        if name.trim().is_empty() {
-            self.push(field, name, Rule::Empty, "write a name".to_owned());
-        } else if name.len() > 256 {
-            self.push(
-                field,
-                format!("{}…", name.chars().take(64).collect::<String>()),
-                Rule::TooLong,
-                "a name is at most 256 bytes".to_owned(),
-            );
-        }
-    }
-
-    pub(super) fn len(&mut self, field: &str, n: usize) -> bool {
-        if n > MAX_ROLE_ENTRIES {
-            self.push(
-                field.to_owned(),
-                format!("{n} entries"),
-                Rule::TooMany,
-                format!("at most {MAX_ROLE_ENTRIES} entries"),
-            );
-            return false;
-        }
-        true
     }
 }
 

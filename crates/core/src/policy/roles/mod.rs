@@ -12,6 +12,7 @@ mod net;
 #[cfg(test)]
 mod path_props;
 mod paths;
+mod problems;
 mod restrictions;
 mod touches;
 

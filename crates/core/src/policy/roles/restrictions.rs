@@ -2,9 +2,9 @@
 //! anchor, forbidden-file patterns (hash lookups for plain names and `*.suffix`, a glob
 //! set for the rest), allowed hosts and endpoints with their ports.
 
-use super::compiled::Problems;
 use super::net::{normalise_host, split_host_port};
 use super::paths::{Placed, place};
+use super::problems::Problems;
 use crate::policy::Rule;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rustc_hash::{FxHashMap, FxHashSet};

@@ -6,7 +6,7 @@
 //! redirections in `redirects`.
 
 use super::redirects::{check_redirect, redirect_target};
-use super::words::{UNKNOWN, assignment, plain_word, word};
+use super::words::{UNKNOWN, assignment, plain_word, text, word};
 use super::{CommandLine, Origin, SimpleCommand, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
@@ -331,10 +331,6 @@ impl Reader {
             self.read_as(&inner, depth + 1, Origin::Substitution);
         }
     }
-}
-
-pub(super) fn text<'a>(line: &'a str, node: Node<'_>) -> &'a str {
-    &line[node.byte_range()]
 }
 
 fn is_separator(kind: &str) -> bool {

@@ -1,8 +1,12 @@
 //! What makes a word plain: literal text, quotes and escapes as bash reads them, and
 //! the expansion that makes a word unknowable named.
 
-use super::read::text;
 use tree_sitter::Node;
+
+/// The source text of a node of `line`.
+pub(super) fn text<'a>(line: &'a str, node: Node<'_>) -> &'a str {
+    &line[node.byte_range()]
+}
 
 /// Stands in a word's value for what a substitution yields: such a word is unknown
 /// (blocked prefixes match it as any word, allowed ones as none). The reader

@@ -3,7 +3,7 @@
 //! tokens change (a local create or revoke, another replica's notice), so a lookup
 //! takes no lock and a revocation applies to the next call.
 
-use crate::auth::{Principal, Role};
+use super::principal::{Principal, Role};
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::sync::Arc;

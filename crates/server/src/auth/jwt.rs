@@ -7,7 +7,7 @@
 //!
 //! Symmetric keys (`HS*`, `oct`) are refused: a key every verifier holds could sign too.
 
-use crate::auth::{AuthError, Principal, Role};
+use super::principal::{AuthError, Principal, Role};
 use crate::config::JwtConfig;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
@@ -188,7 +188,7 @@ impl JwtVerifier {
         let team = text(&map.team);
         let team = match (role, team) {
             (Role::Operator, _) => None,
-            (_, Some(team)) if crate::auth::is_reserved_team(team) => {
+            (_, Some(team)) if super::principal::is_reserved_team(team) => {
                 return Err(AuthError::Unauthenticated(
                     "jwt team claim names a reserved team (`*` stands for every team): the identity provider must name the user's own team",
                 ));
@@ -220,7 +220,7 @@ impl JwtVerifier {
 /// operator, who has no team): unique per issuer, team and user, so `alice` of
 /// another team holds her own stream slots and audit name. `%`, `/` and `@` in the
 /// team and user are percent-encoded so no two triples share a name; static names
-/// cannot start with `jwt:` ([`crate::auth::check_principal_name`]).
+/// cannot start with `jwt:` ([`super::principal::check_principal_name`]).
 pub fn principal_name(issuer: &str, team: Option<&str>, user: &str) -> String {
     fn escape(id: &str) -> String {
         id.replace('%', "%25")
@@ -229,7 +229,7 @@ pub fn principal_name(issuer: &str, team: Option<&str>, user: &str) -> String {
     }
     format!(
         "{}{}/{}@{issuer}",
-        crate::auth::JWT_NAME_PREFIX,
+        super::principal::JWT_NAME_PREFIX,
         escape(team.unwrap_or("")),
         escape(user)
     )
