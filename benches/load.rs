@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
-//! [--tls] [--evaluate-only]`
+//! [--tls] [--evaluate-only] [--http]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -17,7 +17,9 @@
 //! `--metrics` turns the Prometheus endpoint on (what recording costs), `--tls` serves
 //! TLS with a certificate made here (what the handshake and encryption cost), and
 //! `--evaluate-only` runs only the closed-loop `Evaluate`: run it alternately with and
-//! without a flag to compare on a busy machine.
+//! without a flag to compare on a busy machine. `--http` with `--evaluate-only` runs
+//! the same `Evaluate` as JSON over HTTP/1.1 (the Connect protocol, one keep-alive
+//! connection per worker) after the gRPC run: what the transcoding costs.
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/support/mod.rs"]
@@ -46,6 +48,7 @@ struct Args {
     metrics: bool,
     tls: bool,
     evaluate_only: bool,
+    http: bool,
 }
 
 impl Args {
@@ -62,6 +65,7 @@ impl Args {
             metrics: false,
             tls: false,
             evaluate_only: false,
+            http: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -81,6 +85,7 @@ impl Args {
                 "--metrics" => args.metrics = true,
                 "--tls" => args.tls = true,
                 "--evaluate-only" => args.evaluate_only = true,
+                "--http" => args.http = true,
                 "--rates" => {
                     args.rates = it
                         .next()
@@ -151,6 +156,8 @@ impl Measured {
 enum Rpc {
     Health,
     Evaluate,
+    /// `Evaluate` as Connect JSON over HTTP/1.1.
+    EvaluateJson,
     EvaluateBatch,
     /// A durable admin write, each worker on a team of its own.
     Update,
@@ -164,6 +171,9 @@ struct Caller {
     batch: Arc<pb::EvaluateBatchRequest>,
     team: String,
     writes: u64,
+    /// The HTTP client and `http://ADDR`, for `EvaluateJson`.
+    http: reqwest::Client,
+    base: String,
 }
 
 impl Caller {
@@ -178,6 +188,8 @@ impl Caller {
             batch,
             team: format!("bench-writes-{worker}"),
             writes: 0,
+            http: reqwest::Client::new(),
+            base: String::new(),
         }
     }
 
@@ -206,6 +218,28 @@ impl Caller {
                         .as_ref()
                         .is_some_and(|d| d.outcome == pb::Outcome::Allow as i32)
                 }),
+            Rpc::EvaluateJson => {
+                let answer = self
+                    .http
+                    .post(format!(
+                        "{}/toolgate.v1.PolicyService/Evaluate",
+                        self.base
+                    ))
+                    .bearer_auth("service-token")
+                    .header("content-type", "application/json")
+                    .body(
+                        r#"{"teamId":"acme","userId":"alice","call":{"mcp":{"server":"jira","tool":"create_ticket"}}}"#,
+                    )
+                    .send()
+                    .await;
+                match answer {
+                    Ok(answer) if answer.status().is_success() => answer
+                        .bytes()
+                        .await
+                        .is_ok_and(|b| b.windows(13).any(|w| w == b"OUTCOME_ALLOW")),
+                    _ => false,
+                }
+            }
             Rpc::EvaluateBatch => self
                 .policy
                 .evaluate_batch((*self.batch).clone())
@@ -236,7 +270,9 @@ impl Caller {
 /// the intended send time, so a request that waited for a busy worker is charged for
 /// the wait (no coordinated omission). A thread, not tokio's timer: the timer's 1 ms
 /// ticks would send in bursts.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
+    base: &str,
     server_pid: u32,
     channels: &[Channel],
     concurrency: usize,
@@ -252,6 +288,7 @@ async fn drive(
     let mut pacer_txs = Vec::new();
     for w in 0..concurrency {
         let mut caller = Caller::new(channels[w % channels.len()].clone(), batch.clone(), w);
+        caller.base = base.to_owned();
         let mut paced = rate.map(|_| {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
             pacer_txs.push(tx);
@@ -453,7 +490,13 @@ async fn main() {
     );
     // a short warm-up so connections, caches and the allocator are settled
     let server_pid = child.id();
+    let base = format!("http://{addr}");
+    assert!(
+        !(args.http && args.tls),
+        "--http measures plaintext HTTP: leave out --tls"
+    );
     drive(
+        &base,
         server_pid,
         &channels,
         args.concurrency,
@@ -465,6 +508,7 @@ async fn main() {
     .await;
     let run = |rpc, rate| {
         drive(
+            &base,
             server_pid,
             &channels,
             args.concurrency,
@@ -477,9 +521,16 @@ async fn main() {
     if args.evaluate_only {
         let m = run(Rpc::Evaluate, None).await;
         m.print("evaluate");
+        let json_run = if args.http {
+            let j = run(Rpc::EvaluateJson, None).await;
+            j.print("evaluate as JSON over HTTP/1.1");
+            Some(j.json())
+        } else {
+            None
+        };
         println!(
             "{}",
-            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "evaluate": m.json()})
+            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "evaluate": m.json(), "evaluate_json": json_run})
         );
         child.kill().ok();
         child.wait().ok();

@@ -5,6 +5,7 @@
 
 pub mod entry_parse;
 pub mod hook_payload;
+pub mod http_json;
 pub mod internal_name;
 pub mod policy_yaml;
 pub mod request_decode;
@@ -18,6 +19,7 @@ pub type Target = fn(&[u8]);
 pub const TARGETS: &[(&str, Target)] = &[
     ("entry_parse", entry_parse::run),
     ("hook_payload", hook_payload::run),
+    ("http_json", http_json::run),
     ("internal_name", internal_name::run),
     ("policy_yaml", policy_yaml::run),
     ("request_decode", request_decode::run),

@@ -105,7 +105,7 @@ async fn unary_json_calls_answer_json_with_the_grpc_auth() {
     .await;
     assert_eq!(answer.status, 200, "{}", answer.json());
     assert_eq!(answer.header("content-type"), Some("application/json"));
-    let decision = answer.json();
+    let decision = &answer.json()["decision"];
     assert_eq!(decision["outcome"], "OUTCOME_ALLOW", "{decision}");
 
     // proto field names are read too, as protobuf's JSON mapping says
@@ -117,7 +117,7 @@ async fn unary_json_calls_answer_json_with_the_grpc_auth() {
     )
     .await;
     assert_eq!(answer.status, 200, "{}", answer.json());
-    let settings = answer.json();
+    let settings = &answer.json()["settings"];
     assert_eq!(settings["teamId"], TEAM);
     assert_eq!(
         settings["autoRunControls"]["mcpToolAllowlist"],
@@ -201,7 +201,7 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
         "EvaluateBatch" => ("PolicyService", with(json!({"calls": [call]}))),
         "FilterTools" => (
             "PolicyService",
-            with(json!({"server": "github", "toolsJson": "[]"})),
+            with(json!({"server": "github", "tools": []})),
         ),
         "GetEffectivePolicy" | "WatchPolicy" => ("PolicyService", who),
         "GetServerConfig" => ("ServerInfoService", json!({})),
@@ -396,7 +396,10 @@ async fn grpc_web_calls_work_binary_and_text() {
     assert_eq!(answer.status, 200);
     let (message, trailers) = read_grpc_web(&answer.body);
     assert!(trailers.contains("grpc-status:0"), "{trailers}");
-    let settings = pb::TeamAdminSettings::decode(&message[..]).unwrap();
+    let settings = pb::GetTeamAdminSettingsResponse::decode(&message[..])
+        .unwrap()
+        .settings
+        .unwrap();
     assert_eq!(settings.team_id, TEAM);
     assert_eq!(answer.header("x-content-type-options"), Some("nosniff"));
 
@@ -427,10 +430,11 @@ async fn grpc_web_calls_work_binary_and_text() {
     }
     let (message, trailers) = read_grpc_web(&decoded);
     assert!(trailers.contains("grpc-status:0"), "{trailers}");
-    assert_eq!(
-        pb::TeamAdminSettings::decode(&message[..]).unwrap().team_id,
-        TEAM
-    );
+    let settings = pb::GetTeamAdminSettingsResponse::decode(&message[..])
+        .unwrap()
+        .settings
+        .unwrap();
+    assert_eq!(settings.team_id, TEAM);
 
     // refused as on gRPC
     let answer = post(
@@ -469,6 +473,19 @@ fn assert_secure(answer: &Answer, case: &str) {
     assert_eq!(answer.header("cache-control"), Some("no-store"), "{case}");
 }
 
+/// A hostile request: (case, method, path, headers, body, HTTP status, Connect code,
+/// what the message says).
+type Hostile<'a> = (
+    &'a str,
+    reqwest::Method,
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    String,
+    u16,
+    &'a str,
+    &'a str,
+);
+
 /// Hostile and malformed requests: each refused with the status, the Connect code
 /// and a message naming the problem, before any service sees it.
 #[tokio::test]
@@ -486,17 +503,7 @@ async fn hostile_requests_are_refused_with_their_reason() {
     let json = "application/json";
     let bearer = "Bearer admin-token";
     use reqwest::Method;
-    // (case, method, path, headers, body, HTTP status, code, the message says)
-    let table: Vec<(
-        &str,
-        Method,
-        &str,
-        Vec<(&str, &str)>,
-        String,
-        u16,
-        &str,
-        &str,
-    )> = vec![
+    let table: Vec<Hostile> = vec![
         (
             "oversize body",
             Method::POST,
@@ -655,6 +662,19 @@ async fn hostile_requests_are_refused_with_their_reason() {
             "token in the Authorization header",
         ),
         (
+            "gRPC over HTTP/1.1 (only a page's fetch sends that)",
+            Method::POST,
+            settings,
+            vec![
+                ("content-type", "application/grpc"),
+                ("authorization", bearer),
+            ],
+            String::new(),
+            400,
+            "invalid_argument",
+            "gRPC needs HTTP/2",
+        ),
+        (
             "a cookie is not a credential",
             Method::POST,
             settings,
@@ -749,7 +769,11 @@ async fn hostile_requests_are_refused_with_their_reason() {
         json!({"teamId": TEAM}),
     )
     .await;
-    assert!(answer.json().get("revision").is_none(), "{}", answer.json());
+    assert!(
+        answer.json()["settings"].get("revision").is_none(),
+        "{}",
+        answer.json()
+    );
     server.stop().await;
 }
 
@@ -1152,9 +1176,9 @@ async fn tls_and_client_certificates_apply_over_http() {
     };
     for version in ["--http1.1", "--http2"] {
         let answer = curl(version, token(), "bob").await;
-        assert_eq!(answer["userId"], "bob", "{version}: {answer}");
+        assert_eq!(answer["settings"]["userId"], "bob", "{version}: {answer}");
         let answer = curl(version, certificate(), "alice").await;
-        assert_eq!(answer["userId"], "alice", "{version}: {answer}");
+        assert_eq!(answer["settings"]["userId"], "alice", "{version}: {answer}");
         let answer = curl(version, certificate(), "bob").await;
         assert_eq!(answer["code"], "permission_denied", "{version}: {answer}");
         let answer = curl(version, vec![], "alice").await;
@@ -1162,4 +1186,152 @@ async fn tls_and_client_certificates_apply_over_http() {
     }
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
+}
+
+/// With anonymous access configured (loopback tools), a web page still gets nothing
+/// without a token, even one that looks same-origin (as a DNS-rebinding page does).
+#[tokio::test]
+async fn web_pages_are_never_anonymous() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.auth.anonymous = Some(toolgate::config::AnonymousConfig {
+        role: toolgate::auth::Role::Member,
+        team: Some(TEAM.into()),
+        user: Some("alice".into()),
+    });
+    let server = TestServer::start(config).await;
+    let path = "/toolgate.v1.UserSettingsService/GetUserSettings";
+    let body = json!({"teamId": TEAM, "userId": "alice"}).to_string();
+    let tool = post(&server, path, None, "application/json", body.clone()).await;
+    assert_eq!(
+        tool.status, 200,
+        "a local tool is anonymous: {:?}",
+        tool.body
+    );
+    let own = format!("http://{}", server.addr);
+    let page = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &[("content-type", "application/json"), ("origin", &own)],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(page.status, 401, "{:?}", page.body);
+    assert!(
+        page.json()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Authorization header")),
+        "{}",
+        page.json()
+    );
+    let page = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &[
+            ("content-type", "application/json"),
+            ("origin", &own),
+            ("authorization", "Bearer alice-token"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(page.status, 200, "with a token it may: {:?}", page.body);
+    // nor by saying gRPC: a page's fetch is HTTP/1.1
+    let page = send(
+        &server,
+        reqwest::Method::POST,
+        path,
+        &[("content-type", "application/grpc"), ("origin", &own)],
+        vec![0u8; 5],
+    )
+    .await;
+    assert_eq!(page.status, 401, "{:?}", page.body);
+    server.stop().await;
+}
+
+/// A body that never finishes arriving is answered `deadline_exceeded` at
+/// `limits.request_timeout_secs`, naming it, rather than held open.
+#[tokio::test]
+async fn a_body_that_never_arrives_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.request_timeout_secs = 1;
+    let server = TestServer::start(config).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(
+        b"POST /toolgate.v1.AdminService/GetTeamAdminSettings HTTP/1.1\r\n\
+          host: toolgate\r\ncontent-type: application/json\r\n\
+          authorization: Bearer admin-token\r\ncontent-length: 100\r\n\r\n{\"teamId\"",
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&answer).contains("limits.request_timeout_secs") {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed without an answer");
+            answer.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), read)
+        .await
+        .expect("an answer within 20 s");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(text.contains("deadline_exceeded"), "{text}");
+    server.stop().await;
+}
+
+/// Bodies being read count against `limits.max_concurrent_requests` as gRPC calls
+/// do: with one place, a body still arriving leaves none for another call, which is
+/// refused at once naming the setting.
+#[tokio::test]
+async fn bodies_being_read_are_bounded() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.max_concurrent_requests = 1;
+    let server = TestServer::start(config).await;
+    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    slow.write_all(
+        b"POST /toolgate.v1.AdminService/GetTeamAdminSettings HTTP/1.1\r\n\
+          host: toolgate\r\ncontent-type: application/json\r\n\
+          authorization: Bearer admin-token\r\ncontent-length: 100\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    // until the server is reading the slow body, calls still pass
+    let refused = async {
+        loop {
+            let answer = call_json(
+                &server,
+                "AdminService/GetTeamAdminSettings",
+                "admin-token",
+                json!({"teamId": TEAM}),
+            )
+            .await;
+            if answer.status != 200 {
+                break answer;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(20), refused)
+        .await
+        .expect("refused within 20 s");
+    assert_eq!(answer.status, 429, "{:?}", answer.body);
+    let error = answer.json();
+    assert_eq!(error["code"], "resource_exhausted");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limits.max_concurrent_requests (1)")),
+        "{error}"
+    );
+    drop(slow);
+    server.stop().await;
 }

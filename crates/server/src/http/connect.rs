@@ -9,6 +9,7 @@
 //! and the gRPC answer is read back into Connect's form.
 
 use super::{Shared, full, json};
+use crate::grpc::limits::LimitHit;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures::StreamExt as _;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -145,7 +146,7 @@ impl From<Status> for Refusal {
 }
 
 /// The method a path names, in the descriptor set.
-fn lookup(shared: &Shared, path: &str) -> Option<MethodDescriptor> {
+pub(super) fn lookup(shared: &Shared, path: &str) -> Option<MethodDescriptor> {
     let (service, method) = path.strip_prefix('/')?.split_once('/')?;
     shared
         .pool
@@ -188,6 +189,13 @@ where
     }
     let timeout = grpc_timeout(req.headers())?;
     let (mut parts, body) = req.into_parts();
+    let Ok(reading) = shared.reading.clone().try_acquire_owned() else {
+        let hit = LimitHit::Concurrency {
+            max: shared.max_reading,
+        };
+        crate::metrics::limit_refused(hit.label());
+        return Err(Status::from(hit).into());
+    };
     let body = read_body(shared, body, parts.headers.get(header::CONTENT_LENGTH)).await?;
     let message = if shape.stream {
         single_envelope(body, shared.max_body)?
@@ -198,6 +206,8 @@ where
         Codec::Json => Bytes::from(json::to_protobuf(&method.input(), &message)?),
         Codec::Proto => message,
     };
+    // the call takes a place of its own in the stack below
+    drop(reading);
     let mut headers = HeaderMap::new();
     for name in PASSED_ON {
         if let Some(value) = parts.headers.get(&name) {

@@ -50,6 +50,23 @@ impl Origin {
     }
 }
 
+/// A web page's call (one with an `Origin`) must bring its own credential, a token or
+/// a client certificate: the anonymous principal is for tools on the loopback host,
+/// and a page that reaches that host by DNS rebinding passes the same-origin check.
+pub fn credential_required<B>(req: &Request<B>) -> Option<Status> {
+    let from_page = req.headers().contains_key(header::ORIGIN);
+    let token = req.headers().contains_key(header::AUTHORIZATION);
+    let certificate = req
+        .extensions()
+        .get::<crate::tls::PeerInfo>()
+        .is_some_and(|peer| peer.certs.is_some());
+    (from_page && !token && !certificate).then(|| {
+        Status::unauthenticated(
+            "a call from a web page needs a token in the Authorization header (Bearer TOKEN): anonymous access is not given to pages",
+        )
+    })
+}
+
 /// What the answer exposes to the page, by protocol.
 #[derive(Debug, Clone, Copy)]
 pub enum Protocol {

@@ -55,6 +55,11 @@ struct Shared {
     origins: Vec<String>,
     /// Off (`http.enabled: false`), every request goes to the gRPC stack as it came.
     enabled: bool,
+    /// Bodies being read at once, bounded as gRPC's calls are
+    /// (`limits.max_concurrent_requests`): a body is read before the call takes its
+    /// place in the stack, and unbounded, slow bodies would hold memory unbounded.
+    reading: Arc<tokio::sync::Semaphore>,
+    max_reading: usize,
 }
 
 /// Routes each request by content type; see the module documentation.
@@ -74,6 +79,8 @@ impl HttpLayer {
                 read_timeout: Duration::from_secs(limits.request_timeout_secs),
                 origins: http.cors_allowed_origins.clone(),
                 enabled: http.enabled,
+                reading: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests)),
+                max_reading: limits.max_concurrent_requests,
             }),
         })
     }
@@ -85,6 +92,21 @@ impl HttpLayer {
             .services()
             .map(|s| s.full_name().to_owned())
             .collect()
+    }
+
+    /// A request of the method at `path` read from JSON as a Connect call reads it:
+    /// protobuf bytes, or the refusal (the fuzz target's entry).
+    pub fn json_to_request(&self, path: &str, json: &[u8]) -> Result<Vec<u8>, tonic::Status> {
+        let method = connect::lookup(&self.shared, path)
+            .ok_or_else(|| tonic::Status::unimplemented(format!("no method {path}")))?;
+        json::to_protobuf(&method.input(), json)
+    }
+
+    /// A request of the method at `path` as JSON, as an answer would be written.
+    pub fn request_to_json(&self, path: &str, bytes: &[u8]) -> Result<Vec<u8>, tonic::Status> {
+        let method = connect::lookup(&self.shared, path)
+            .ok_or_else(|| tonic::Status::unimplemented(format!("no method {path}")))?;
+        json::to_json(&method.input(), bytes)
     }
 
     /// Every method reachable over HTTP: its path and whether the server streams.
@@ -171,7 +193,11 @@ where
         } else {
             Route::Grpc
         };
-        if route == Route::Grpc {
+        // gRPC clients speak HTTP/2 and send no Origin: their calls go on untouched.
+        // Anything else that says gRPC can only be a page's fetch: checked as one
+        let grpc_client =
+            req.version() == http::Version::HTTP_2 && !req.headers().contains_key(header::ORIGIN);
+        if route == Route::Grpc && (grpc_client || !self.shared.enabled) {
             return Box::pin(self.inner.call(req));
         }
         let shared = self.shared.clone();
@@ -181,8 +207,20 @@ where
                 return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
             }
         };
+        if route != Route::Preflight
+            && let Some(refused) = cors::credential_required(&req)
+        {
+            return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });
+        }
         match route {
-            Route::Grpc => unreachable!("answered above"),
+            Route::Grpc if req.version() == http::Version::HTTP_2 => Box::pin(self.inner.call(req)),
+            // tonic would answer it with its trailers lost
+            Route::Grpc => {
+                let refused = tonic::Status::invalid_argument(
+                    "gRPC needs HTTP/2: over HTTP/1.1 send gRPC-Web (application/grpc-web+proto) or JSON (application/json)",
+                );
+                Box::pin(async move { Ok(secure(connect::error_response(&refused))) })
+            }
             Route::Preflight => {
                 Box::pin(async move { Ok(secure(cors::preflight(&req, origin.as_ref()))) })
             }
