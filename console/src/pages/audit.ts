@@ -37,11 +37,10 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
   const tbody = h("tbody", { id: "audit-rows" });
   const kind = h("select", { id: "a-kind" }, h("option", { value: "" }, "any"), KINDS.map((k) => h("option", { value: `AUDIT_EVENT_KIND_${k}` }, k.toLowerCase().replace(/_/g, " "))));
   const actor = h("input", { id: "a-actor", type: "text", autocapitalize: "off", spellcheck: "false" });
-  const more = h("button", { type: "button", id: "audit-more", hidden: true }, "Older events");
   let after = 0;
   let events: AuditEvent[] = [];
 
-  // the API pages forward (after_id); the page shows newest first
+  // the API pages forward (after_id): up to 20 pages of 1000 are read, shown newest first
   const load = async () => {
     events = [];
     after = 0;
@@ -106,7 +105,6 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
       h("thead", {}, h("tr", {}, ["Time", "Kind", "Actor", "Revision", "Detail"].map((c) => h("th", { scope: "col" }, c)))),
       tbody,
     ),
-    more,
   );
   await load();
 }
