@@ -973,9 +973,11 @@ fn holds(got: &Value, shown: &Value) -> bool {
     }
 }
 
-/// Every method of the API answers over HTTP (an operator's call with an empty
-/// message: whatever the answer, it is never "no such method"), so a service added
-/// to the proto files and registered with the server needs nothing more.
+/// Every method of the API is served over HTTP: called without a token, each is
+/// refused by the auth interceptor (which only a served method reaches; an unserved
+/// one would be `unimplemented`), at once, whatever it does when allowed (a long
+/// poll, a live stream). So a service added to the proto files and registered with
+/// the server needs nothing more.
 #[tokio::test]
 async fn every_method_is_reachable_over_http() {
     let dir = tempfile::tempdir().unwrap();
@@ -988,29 +990,17 @@ async fn every_method_is_reachable_over_http() {
         if path.starts_with("/grpc.health.") {
             continue;
         }
-        let code = if streams {
-            // a stream whose start may wait: only its first envelope is read
-            let mut stream = Envelopes::open(&server, &path, "operator-token", &json!({})).await;
-            match stream.next().await {
-                (2, end) => end["error"]["code"].as_str().unwrap_or("").to_owned(),
-                _ => "ok".to_owned(),
-            }
+        let error = if streams {
+            let mut stream = Envelopes::open(&server, &path, "", &json!({})).await;
+            let (flags, end) = stream.next().await;
+            assert_eq!(flags, 2, "{path}: {end}");
+            end["error"].clone()
         } else {
-            let answer = post(
-                &server,
-                &path,
-                Some("operator-token"),
-                "application/json",
-                "{}",
-            )
-            .await;
-            match answer.status {
-                200 => "ok".to_owned(),
-                _ => answer.json()["code"].as_str().unwrap_or("").to_owned(),
-            }
+            let answer = post(&server, &path, None, "application/json", "{}").await;
+            assert_eq!(answer.status, 401, "{path}: {:?}", answer.body);
+            answer.json()
         };
-        assert_ne!(code, "unimplemented", "{path} is not served over HTTP");
-        assert_ne!(code, "", "{path}: no Connect answer");
+        assert_eq!(error["code"], "unauthenticated", "{path}: {error}");
     }
     // health too, for a load balancer that speaks only HTTP
     let answer = post(
@@ -1333,5 +1323,55 @@ async fn bodies_being_read_are_bounded() {
         "{error}"
     );
     drop(slow);
+    server.stop().await;
+}
+
+/// A JWT from the identity provider is a bearer token over HTTP as over gRPC: its
+/// principal, its rights, and an expired one refused with why.
+#[tokio::test]
+async fn identity_provider_tokens_work_over_http() {
+    use crate::jwt::{AUDIENCE, Key, claims, jwt_config, now, write_jwks};
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let key = Key::new("k1");
+    write_jwks(&jwks, &[&key]);
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(jwt_config(&jwks, 0));
+    let server = TestServer::start(config).await;
+    let alice = key.sign(claims("alice", AUDIENCE, now() + 3600));
+    let path = "UserSettingsService/GetUserSettings";
+    let answer = call_json(
+        &server,
+        path,
+        &alice,
+        json!({"teamId": TEAM, "userId": "alice"}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.json());
+    assert_eq!(answer.json()["settings"]["userId"], "alice");
+    let answer = call_json(
+        &server,
+        path,
+        &alice,
+        json!({"teamId": TEAM, "userId": "bob"}),
+    )
+    .await;
+    assert_eq!(answer.status, 403, "{}", answer.json());
+    let expired = key.sign(claims("alice", AUDIENCE, now() - 60));
+    let answer = call_json(
+        &server,
+        path,
+        &expired,
+        json!({"teamId": TEAM, "userId": "alice"}),
+    )
+    .await;
+    assert_eq!(answer.status, 401);
+    assert!(
+        answer.json()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("expired")),
+        "{}",
+        answer.json()
+    );
     server.stop().await;
 }

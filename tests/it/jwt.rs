@@ -19,17 +19,17 @@ use support::*;
 use toolgate::config::{JwtClaims, JwtConfig};
 use toolgate::proto::v1 as pb;
 
-const ISSUER: &str = "https://idp.test";
-const AUDIENCE: &str = "toolgate";
+pub(crate) const ISSUER: &str = "https://idp.test";
+pub(crate) const AUDIENCE: &str = "toolgate";
 
 /// An ES256 signing key and its public JWK.
-struct Key {
+pub(crate) struct Key {
     kid: String,
     pair: KeyPair,
 }
 
 impl Key {
-    fn new(kid: &str) -> Self {
+    pub(crate) fn new(kid: &str) -> Self {
         Self {
             kid: kid.into(),
             pair: KeyPair::generate().unwrap(),
@@ -54,26 +54,26 @@ impl Key {
         jsonwebtoken::encode(&header, &claims, &key).unwrap()
     }
 
-    fn sign(&self, claims: serde_json::Value) -> String {
+    pub(crate) fn sign(&self, claims: serde_json::Value) -> String {
         self.sign_as(&self.kid.clone(), claims)
     }
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
 }
 
-fn claims(user: &str, audience: &str, exp: u64) -> serde_json::Value {
+pub(crate) fn claims(user: &str, audience: &str, exp: u64) -> serde_json::Value {
     serde_json::json!({
         "iss": ISSUER, "aud": audience, "exp": exp, "sub": user, "team": TEAM,
         "role": "member",
     })
 }
 
-fn write_jwks(path: &Path, keys: &[&Key]) {
+pub(crate) fn write_jwks(path: &Path, keys: &[&Key]) {
     let jwks = serde_json::json!({ "keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>() });
     // atomically: the server never reads half a file
     toolgate::files::write_atomic(
@@ -232,7 +232,7 @@ async fn bootstrap_token_is_written_unless_jwts_may_be_operators() {
     }
 }
 
-fn jwt_config(jwks: &Path, leeway_secs: u64) -> JwtConfig {
+pub(crate) fn jwt_config(jwks: &Path, leeway_secs: u64) -> JwtConfig {
     JwtConfig {
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
