@@ -205,6 +205,7 @@ impl Caller {
             Rpc::Evaluate => self
                 .policy
                 .evaluate(pb::EvaluateRequest {
+                    approval: None,
                     team_id: TEAM.into(),
                     user_id: "alice".into(),
                     call: Some(mcp("jira", "create_ticket")),

@@ -105,6 +105,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
     for tool in ["create_issue", "create_issue", "get_issue"] {
         let d = policy("alice-token")
             .evaluate(pb::EvaluateRequest {
+                approval: None,
                 team_id: TEAM.into(),
                 user_id: "alice".into(),
                 call: Some(mcp("github", tool)),
@@ -120,6 +121,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
     }
     let refused = policy("no-such-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: "alice".into(),
             call: Some(mcp("github", "x")),

@@ -4,7 +4,7 @@
 
 use super::args::{Connection, Resolved};
 use crate::export::{self, Format};
-use crate::grpc::client::{Client as Server, ClientConfig, ClientError};
+use crate::grpc::client::{ApprovalAsk, Client as Server, ClientConfig, ClientError};
 use crate::hook::install::{self, Scope};
 use crate::hook::{self, AskAs, Client, McpDirectory, Options, Reply, Trust, Verdict};
 use clap::{Args, Subcommand, ValueEnum};
@@ -79,6 +79,16 @@ pub struct HookArgs {
     /// Append one line per call to this file.
     #[arg(long, env = "TOOLGATE_HOOK_LOG")]
     log: Option<PathBuf>,
+    /// How long the hook may wait for a person to answer an ASK the team sends to
+    /// its approvers, in milliseconds; 0 (the default) never waits, and the ASK is
+    /// answered as before. Keep it below the client's own hook timeout (`hook install
+    /// --approval-wait` sets both).
+    #[arg(long, env = "TOOLGATE_HOOK_WAIT_MS", default_value_t = 0)]
+    wait_ms: u64,
+    /// Whether nobody at the client can answer an ASK (default: read from the client:
+    /// Codex never can, Claude Code in `-p` mode cannot).
+    #[arg(long, env = "TOOLGATE_HOOK_HEADLESS", num_args = 0..=1, default_missing_value = "true")]
+    headless: Option<bool>,
     /// Names a Cursor MCP server by its URL or command: `URL_OR_COMMAND=NAME`
     /// (repeatable; also read from the workspace's and the user's .cursor/mcp.json).
     #[arg(long = "mcp-server", value_name = "URL_OR_COMMAND=NAME")]
@@ -117,6 +127,11 @@ pub struct InstallArgs {
     /// Print what would be written, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// With central approvals on: how long the hook may wait for a person's answer,
+    /// in seconds (at least the team's approval deadline). The client's hook timeout
+    /// is set 30 seconds longer, since a client whose hook times out runs the call.
+    #[arg(long, value_name = "SECONDS")]
+    approval_wait: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -235,10 +250,25 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
     };
     // one deadline for connecting and deciding together
     let deadline = Duration::from_millis(args.timeout_ms.max(1));
+    // a call read two ways is not sent to approvers: one answer could not cover both
+    let ask = (args.wait_ms > 0 && parsed.also.is_empty()).then(|| ApprovalAsk {
+        interactive: interactive(client, args.headless),
+        client: client.name().to_owned(),
+        session_id: parsed.session.clone().unwrap_or_default(),
+    });
+    let (team, user) = (config.team.clone(), config.user.clone());
     let decided = runtime.block_on(async {
-        tokio::time::timeout(deadline, async {
+        let started = tokio::time::Instant::now();
+        let first = tokio::time::timeout(deadline, async {
             let server = Server::connect(config).await?;
-            let mut decided = server.evaluate_by(&parsed.call, Some(&context)).await?;
+            let mut decided = match &ask {
+                Some(ask) => {
+                    server
+                        .evaluate_waiting(&team, &user, &parsed.call, Some(&context), ask)
+                        .await?
+                }
+                None => server.evaluate_by(&parsed.call, Some(&context)).await?,
+            };
             // another reading of the call (a server two configurations name): the
             // strictest answer stands
             for call in &parsed.also {
@@ -247,9 +277,21 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
                     decided = other;
                 }
             }
-            Ok::<_, crate::grpc::client::ClientError>(decided)
+            Ok::<_, crate::grpc::client::ClientError>((server, decided))
         })
-        .await
+        .await;
+        match first {
+            // sent to the approvers: wait for the answer, within the hook's own budget
+            Ok(Ok((server, d))) => match d.approval.clone() {
+                Some(ticket) => {
+                    let give_up = started + Duration::from_millis(args.wait_ms);
+                    Ok(Ok(server.await_answer(&ticket, give_up).await))
+                }
+                None => Ok(Ok(d)),
+            },
+            Ok(Err(e)) => Ok(Err(e)),
+            Err(e) => Err(e),
+        }
     });
     match decided {
         Err(_) => hook::failure(
@@ -272,6 +314,24 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
             parsed.note.as_deref(),
             options,
         ),
+    }
+}
+
+/// Whether a person at the client can answer an ASK: as told, else as the client
+/// shows it (Codex's hooks cannot ask; Claude Code marks `-p` runs in
+/// `CLAUDE_CODE_ENTRYPOINT`), else unknown.
+fn interactive(client: Client, headless: Option<bool>) -> Option<bool> {
+    if let Some(headless) = headless {
+        return Some(!headless);
+    }
+    match client {
+        Client::Codex => Some(false),
+        Client::ClaudeCode => match std::env::var("CLAUDE_CODE_ENTRYPOINT").ok().as_deref() {
+            Some("sdk-cli" | "sdk-ts" | "sdk-py" | "claude-code-github-action") => Some(false),
+            Some("cli") => Some(true),
+            _ => None,
+        },
+        Client::Cursor | Client::Gemini => None,
     }
 }
 
@@ -502,6 +562,9 @@ fn check_token_file(path: &Path) -> Result<PathBuf, String> {
     Ok(absolute)
 }
 
+/// How much longer than the hook's approval wait the client's hook timeout is.
+const APPROVAL_MARGIN_SECS: u64 = 30;
+
 fn install_hook(args: InstallArgs, conn: &Connection) -> i32 {
     match install(args, conn) {
         Ok(()) => 0,
@@ -569,16 +632,30 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
     }
     if client != Client::ClaudeCode {
         command.push_str(&settings.flags());
+        if let Some(wait) = args.approval_wait {
+            command.push_str(&format!(" --wait-ms {}", wait.saturating_mul(1000)));
+        }
     }
+    let timeout = args.approval_wait.map_or(install::TIMEOUT_SECS, |w| {
+        w.saturating_add(APPROVAL_MARGIN_SECS)
+    });
     let existing = match std::fs::read_to_string(&path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
-    let mut text = install::merge(client, scope, &path, existing.as_deref(), &command)
-        .map_err(|e| e.to_string())?;
+    let mut text =
+        install::merge_with_timeout(client, scope, &path, existing.as_deref(), &command, timeout)
+            .map_err(|e| e.to_string())?;
     if client == Client::ClaudeCode {
-        text = install::with_env(&path, &text, &settings.vars()).map_err(|e| e.to_string())?;
+        let mut vars = settings.vars();
+        if let Some(wait) = args.approval_wait {
+            vars.push((
+                "TOOLGATE_HOOK_WAIT_MS",
+                wait.saturating_mul(1000).to_string(),
+            ));
+        }
+        text = install::with_env(&path, &text, &vars).map_err(|e| e.to_string())?;
     }
     if !args.dry_run {
         let written = path

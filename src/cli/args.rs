@@ -132,6 +132,10 @@ pub enum ClientCommand {
         #[arg(long)]
         team: String,
     },
+    /// Central approvals: the requests a team's agents are waiting on, answered
+    /// from here.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Tokens for developers and agents: issued, listed and revoked without
     /// editing the server's configuration.
     #[command(subcommand)]
@@ -294,6 +298,52 @@ pub struct AuditArgs {
     /// At most this many events (list), or per request (tail).
     #[arg(long, default_value_t = 100)]
     pub limit: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Lists the team's approval requests, newest first.
+    List {
+        /// The team (default: the token's own).
+        #[arg(long, default_value = "")]
+        team: String,
+        /// Answered and expired requests too.
+        #[arg(long)]
+        all: bool,
+        /// At most this many (at most 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Prints the pending requests, then each request as it is made, answered or
+    /// expires, until interrupted.
+    Watch {
+        #[arg(long, default_value = "")]
+        team: String,
+    },
+    /// Approves a pending request: once (default), for the rest of its session, for
+    /// a time, or by adding the entry it needs to the allowlist.
+    Approve {
+        request_id: String,
+        /// Also approve the same call again by the same user for this long (e.g. 1h).
+        #[arg(long = "for", value_name = "DURATION", conflicts_with_all = ["session", "add_to_allowlist"])]
+        duration: Option<String>,
+        /// Also approve the same call again in the same session.
+        #[arg(long, conflicts_with = "add_to_allowlist")]
+        session: bool,
+        /// Add the entry the call needs to the allowlist (the team's when its admin
+        /// controls decide, else the user's own).
+        #[arg(long)]
+        add_to_allowlist: bool,
+        /// A note kept with the answer and shown to the agent.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Denies a pending request; the reason reaches the agent.
+    Deny {
+        request_id: String,
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -48,6 +48,10 @@ impl Clients {
         self.client.user_settings_service()
     }
 
+    pub(super) fn approvals(&self) -> pb::approval_service_client::ApprovalServiceClient<Authed> {
+        self.client.approval_service()
+    }
+
     pub(super) fn tokens(&self) -> pb::token_service_client::TokenServiceClient<Authed> {
         self.client.token_service()
     }

@@ -9,6 +9,7 @@
 mod admin;
 pub mod agent;
 mod allowlist;
+mod approvals;
 mod args;
 mod audit;
 mod client;
@@ -32,6 +33,7 @@ pub use proxy::{ProxyArgs, run_proxy};
 
 use admin::{admin, kill_switch};
 use allowlist::allowlist;
+use approvals::approvals;
 use audit::audit;
 use client::Clients;
 use evaluate::evaluate;
@@ -60,6 +62,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
     match command {
         ClientCommand::Admin(cmd) => admin(&c, cmd).await,
         ClientCommand::Allowlist(cmd) => allowlist(&c, cmd).await,
+        ClientCommand::Approvals(cmd) => approvals(&c, cmd).await,
         ClientCommand::Evaluate(args) => evaluate(&c, *args).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,

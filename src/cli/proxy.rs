@@ -32,6 +32,14 @@ pub struct ProxyArgs {
     /// Keep showing the last known tools this long while toolgate is unreachable.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
     max_staleness: Duration,
+    /// With central approvals on: how long a call may wait for a person's answer to
+    /// an ASK the team sends to its approvers (e.g. 5m); 0s never waits.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    approval_wait: Duration,
+    /// Nobody at the MCP client can answer an ASK (a headless agent): with a team's
+    /// `headless` approval mode, its ASKs go to the approvers.
+    #[arg(long)]
+    headless: bool,
     /// The upstream command and its arguments, after `--`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -80,6 +88,10 @@ pub async fn run_proxy(
             .map(proxy::ClientTokens::load)
             .transpose()?,
         max_staleness: args.max_staleness,
+        approvals: proxy::ApprovalWait {
+            wait: args.approval_wait,
+            headless: args.headless,
+        },
     };
     match config.listen {
         Some(addr) => {

@@ -92,6 +92,9 @@ pub struct Gate {
     /// Each principal's policy as last known, compiled, kept only with a staleness
     /// allowance: what calls are decided by while toolgate is unreachable.
     last: DashMap<Who, Arc<LastPolicy>>,
+    approvals: super::ApprovalWait,
+    /// This proxy's session id for "approve for the session" grants: one per process.
+    session: String,
 }
 
 /// A principal's effective policy, compiled for local decisions.
@@ -137,7 +140,29 @@ impl Gate {
             upstream,
             views: DashMap::new(),
             last: DashMap::new(),
+            approvals: super::ApprovalWait::default(),
+            session: format!("proxy-{}", std::process::id()),
         })
+    }
+
+    /// Takes part in central approvals as `approvals` says.
+    #[must_use]
+    pub fn with_approvals(self: Arc<Self>, approvals: super::ApprovalWait) -> Arc<Self> {
+        let mut gate = Arc::try_unwrap(self).unwrap_or_else(|_| unreachable!("not shared yet"));
+        gate.approvals = approvals;
+        Arc::new(gate)
+    }
+
+    /// Waits (within the proxy's approval wait) for the answer to an ASK that went to
+    /// the team's approvers; the decision as it was otherwise.
+    pub async fn settle(&self, decision: RemoteDecision) -> RemoteDecision {
+        match &decision.approval {
+            Some(ticket) => {
+                let give_up = tokio::time::Instant::now() + self.approvals.wait;
+                self.client.await_answer(ticket, give_up).await
+            }
+            None => decision,
+        }
     }
 
     /// The MCP server id the proxied tools belong to.
@@ -182,7 +207,19 @@ impl Gate {
                 tool: tool.to_owned(),
             },
         };
-        let error = match self.client.evaluate_as(&who.team, &who.user, &call).await {
+        let asked = if self.approvals.wait.is_zero() {
+            self.client.evaluate_as(&who.team, &who.user, &call).await
+        } else {
+            let ask = crate::grpc::client::ApprovalAsk {
+                interactive: self.approvals.headless.then_some(false),
+                client: "proxy".into(),
+                session_id: self.session.clone(),
+            };
+            self.client
+                .evaluate_waiting(&who.team, &who.user, &call, None, &ask)
+                .await
+        };
+        let error = match asked {
             Ok(d) => return Ok(d),
             Err(e @ (ClientError::Unreachable { .. } | ClientError::Timeout { .. })) => e,
             Err(e) => return Err(e),
@@ -207,6 +244,7 @@ impl Gate {
                 last.revision
             ),
             revision: last.revision,
+            approval: None,
         })
     }
 

@@ -58,6 +58,18 @@ pub struct ProxyConfig {
     /// How long the last known tool list is kept while toolgate is unreachable (zero:
     /// fail closed at once).
     pub max_staleness: Duration,
+    /// Central approvals: whether and how long a call waits for a person's answer.
+    pub approvals: ApprovalWait,
+}
+
+/// How the proxy takes part in central approvals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApprovalWait {
+    /// How long a `tools/call` may wait for a person's answer to an ASK the team
+    /// sends to its approvers; zero: never (the ASK is handled as before).
+    pub wait: Duration,
+    /// Nobody at the MCP client can answer an ASK (a headless agent).
+    pub headless: bool,
 }
 
 fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, ProxyError> {
@@ -77,7 +89,8 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
         config.server_id.clone(),
         config.max_staleness,
         upstream.tools(),
-    );
+    )
+    .with_approvals(config.approvals);
     Ok(Arc::new(Shared {
         gate,
         upstream,

@@ -305,7 +305,8 @@ impl ServerHandler for Session {
             .and_then(|a| a.get("action"))
             .and_then(|a| a.as_str());
         let decision = match self.shared.gate.evaluate(&who, &tool, action).await {
-            Ok(d) => d,
+            // an ASK the team's approvers answer: ALLOW or DENY once they have
+            Ok(d) => self.shared.gate.settle(d).await,
             Err(e) => {
                 let text = match e {
                     ClientError::Unreachable { .. } | ClientError::Timeout { .. } => format!(

@@ -99,6 +99,7 @@ async fn evaluate_answers_with_the_same_advice() {
         let d = server
             .policy("operator-token")
             .evaluate(pb::EvaluateRequest {
+                approval: None,
                 team_id: team,
                 user_id: "u".into(),
                 call: Some(call),

@@ -24,6 +24,7 @@ async fn decide(server: &TestServer, tool: &str) -> (pb::Outcome, pb::Reason, St
     let d = server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             call: Some(mcp("builtin", tool)),
             ..Default::default()
         })

@@ -21,7 +21,7 @@ use toolgate::proto::v1 as pb;
 
 const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fakes");
 
-fn claude_binary() -> Option<PathBuf> {
+pub(crate) fn claude_binary() -> Option<PathBuf> {
     match std::env::var_os("TOOLGATE_TEST_CLAUDE") {
         Some(p) => Some(PathBuf::from(p)),
         None if std::env::var("CI").as_deref() == Ok("true") => {
@@ -107,9 +107,9 @@ impl Drop for FakeModel {
     }
 }
 
-struct Session {
-    result: Value,
-    tool_results: Vec<Value>,
+pub(crate) struct Session {
+    pub(crate) result: Value,
+    pub(crate) tool_results: Vec<Value>,
     /// The tool names offered to the model, per request.
     offered: Vec<Vec<String>>,
 }
@@ -121,7 +121,7 @@ fn markers_direct() -> Value {
 }
 
 /// One `claude -p` run whose model makes the scripted call.
-async fn run_claude(
+pub(crate) async fn run_claude(
     claude: &Path,
     dir: &Path,
     server: &str,

@@ -49,6 +49,7 @@ async fn decide(server: &TestServer) -> pb::Decision {
     server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: "alice".into(),
             call: Some(mcp("jira", "create")),
@@ -553,6 +554,7 @@ impl TestClient {
     async fn decide(&self) -> pb::Decision {
         PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new("alice-token"))
             .evaluate(pb::EvaluateRequest {
+                approval: None,
                 team_id: TEAM.into(),
                 user_id: "alice".into(),
                 call: Some(mcp("jira", "create")),

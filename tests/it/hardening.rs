@@ -236,6 +236,7 @@ async fn ids_are_nfc_without_invisible_characters() {
         let e = server
             .policy("admin-token")
             .evaluate(pb::EvaluateRequest {
+                approval: None,
                 team_id: TEAM.into(),
                 user_id: user.into(),
                 call: Some(mcp("jira", "get_issue")),

@@ -88,6 +88,7 @@ async fn evaluate(server: &TestServer, token: &str, user: &str) -> Result<(), to
     server
         .policy(token)
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: user.into(),
             call: Some(mcp("github", "get_issue")),

@@ -22,6 +22,7 @@ fn shell(line: String) -> pb::ToolCall {
 
 fn evaluate(call: pb::ToolCall) -> pb::EvaluateRequest {
     pb::EvaluateRequest {
+        approval: None,
         team_id: TEAM.into(),
         user_id: "alice".into(),
         call: Some(call),

@@ -9,6 +9,7 @@
 mod support;
 
 mod advice;
+mod approvals;
 mod atomic_writes;
 mod boundaries;
 mod categories;

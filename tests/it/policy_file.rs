@@ -97,6 +97,7 @@ async fn evaluate(server: &TestServer, call: pb::ToolCall) -> pb::Decision {
     server
         .policy("admin-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: "alice".into(),
             call: Some(call),

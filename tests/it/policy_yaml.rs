@@ -95,6 +95,15 @@ fn every_field_round_trips_through_yaml() {
                 "defaultContext": "default"
             }))
             .unwrap(),
+            approvals: Some(Box::new(toolgate::policy::approvals::ApprovalSettings {
+                mode: toolgate::policy::approvals::ApprovalMode::Headless,
+                deadline_seconds: 120,
+                approver_users: vec!["carol".into()],
+                approver_role: toolgate::policy::approvals::ApproverRole::Member,
+                allow_self_approval: true,
+                webhook_url: "https://hooks.example.com/toolgate".into(),
+                max_grant_seconds: 3600,
+            })),
             default_user_settings: Some(Box::new(toolgate::policy::UserSettings {
                 use_yolo_mode: true,
                 command_allowlist: vec!["git status".into()],

@@ -232,6 +232,7 @@ async fn http(mode: &str) {
         listen: None,
         clients: Some(clients),
         max_staleness: Duration::ZERO,
+        approvals: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());

@@ -157,6 +157,7 @@ async fn connect(
         listen: None,
         clients: None,
         max_staleness,
+        approvals: Default::default(),
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);
@@ -369,6 +370,7 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
         listen: None,
         clients: None,
         max_staleness: Duration::ZERO,
+        approvals: Default::default(),
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);

@@ -46,6 +46,7 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         listen: None,
         clients: None,
         max_staleness: Duration::ZERO,
+        approvals: Default::default(),
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);

@@ -90,6 +90,7 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
     let d = b
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: "alice".into(),
             call: Some(mcp("slack", "post")),
@@ -155,6 +156,7 @@ async fn postgres_restart_under_a_running_replica() {
         Some(Event::Snapshot(_))
     ));
     let evaluate = pb::EvaluateRequest {
+        approval: None,
         team_id: TEAM.into(),
         user_id: "alice".into(),
         call: Some(mcp("jira", "create")),
@@ -225,6 +227,7 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
     .await;
     let mut policy = a.policy("alice-token");
     let deny = || pb::EvaluateRequest {
+        approval: None,
         team_id: TEAM.into(),
         user_id: "alice".into(),
         call: Some(mcp("jira", "create")),

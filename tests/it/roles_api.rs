@@ -86,6 +86,7 @@ async fn evaluate(
     server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             call: Some(call),
             agent,
             ..Default::default()
@@ -443,6 +444,7 @@ async fn session_quotas_are_per_user_and_only_an_allow_counts() {
             server
                 .policy(token)
                 .evaluate(pb::EvaluateRequest {
+                    approval: None,
                     call: Some(create()),
                     agent: Some(pb::AgentContext {
                         agent_id: "A".into(),
@@ -519,6 +521,7 @@ async fn session_quotas_are_per_user_and_only_an_allow_counts() {
     let refused = server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             call: Some(create()),
             agent: Some(pb::AgentContext {
                 agent_id: "A".into(),

@@ -45,6 +45,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         sandboxing_controls: None,
         roles: None,
         default_user_settings: None,
+        approvals: None,
     }
 }
 
@@ -140,6 +141,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
             .unwrap_or_else(|e| panic!("{name}: user settings: {e}"));
         let d = policy
             .evaluate(pb::EvaluateRequest {
+                approval: None,
                 team_id: team.clone(),
                 user_id: "u".into(),
                 call: Some(call_from_json(&case["call"])),
@@ -475,6 +477,7 @@ async fn invalid_entries_name_field_entry_and_rule() {
     let err = server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: "alice".into(),
             call: None,
@@ -603,6 +606,7 @@ async fn deny_decisions_and_changes_are_audited() {
     let d = server
         .policy("alice-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: "alice".into(),
             call: Some(mcp("fs", "read")),
@@ -897,6 +901,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
         "Evaluate" => server
             .policy(token)
             .evaluate(pb::EvaluateRequest {
+                approval: None,
                 team_id: team(),
                 user_id: alice(),
                 call: Some(mcp("github", "create_issue")),

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use support::pg;
 use toolgate::policy::{AdminControls, UserSettings};
 use toolgate::store::{
-    AuditFilter, ChangeDoc, History, NewAuditEvent, PostgresStore, QuotaKey, SqliteStore, Store,
-    StoreError,
+    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, History, NewApproval, NewAuditEvent,
+    NewGrant, PostgresStore, QuotaKey, SqliteStore, Store, StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -465,6 +465,153 @@ async fn issued_tokens_create_list_revoke(reopen: Reopen) {
     assert_eq!(audit[2].actor, "admin");
 }
 
+fn approval(id: &str, created: i64, deadline: i64) -> NewApproval {
+    NewApproval {
+        request_id: id.into(),
+        team_id: "t".into(),
+        user_id: "alice".into(),
+        principal: "alice".into(),
+        agent_id: String::new(),
+        client: "claude-code".into(),
+        session_id: "s1".into(),
+        call: serde_json::json!({"kind": "shell", "command": "make"}),
+        call_key: "shell:make".into(),
+        summary: "shell: make".into(),
+        decision: serde_json::json!({"outcome": "ASK", "reason": "AUTO_RUN_OFF", "revision": 0}),
+        created_at_ms: created,
+        deadline_ms: deadline,
+    }
+}
+
+fn answer(state: ApprovalState, at_ms: i64, grant: Option<NewGrant>) -> Answer {
+    Answer {
+        state,
+        by: "admin".into(),
+        at_ms,
+        scope: grant.as_ref().map(|_| "session".to_owned()),
+        grant,
+        reason: None,
+        allowlist_entry: None,
+        allowlist_revision: None,
+    }
+}
+
+/// Requests are answered once (before their deadline; expired only from it) and a
+/// grant covers its call up to the millisecond it ends, at explicit times.
+async fn approvals_answer_once_and_grants_end_exactly(reopen: Reopen) {
+    let store = reopen(100).await;
+    store
+        .create_approval(&approval("a1", 1_000, 5_000))
+        .await
+        .unwrap();
+    let grant = NewGrant {
+        session_id: Some("s1".into()),
+        expires_at_ms: 3_000,
+    };
+    let won = store
+        .answer_approval("a1", &answer(ApprovalState::Approved, 2_000, Some(grant)))
+        .await
+        .unwrap();
+    assert!(
+        matches!(won, Answered::Now(ref r) if r.state == ApprovalState::Approved),
+        "{won:?}"
+    );
+    let late = store
+        .answer_approval("a1", &answer(ApprovalState::Denied, 2_500, None))
+        .await
+        .unwrap();
+    assert!(
+        matches!(late, Answered::Already(ref r) if r.state == ApprovalState::Approved && r.answered_by.as_deref() == Some("admin")),
+        "{late:?}"
+    );
+    let covers = |session: &'static str, user: &'static str, at: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .find_grant("t", user, Some(session), "shell:make", at)
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+    assert!(covers("s1", "alice", 2_999).await);
+    assert!(!covers("s1", "alice", 3_000).await, "a grant ends exactly");
+    assert!(!covers("s2", "alice", 2_000).await, "another session");
+    assert!(!covers("s1", "bob", 2_000).await, "another user");
+    assert!(
+        store
+            .find_grant("t", "alice", Some("s1"), "shell:other", 2_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // at the deadline: no approval, only the expiry
+    store
+        .create_approval(&approval("a2", 1_000, 5_000))
+        .await
+        .unwrap();
+    let early = store
+        .answer_approval("a2", &answer(ApprovalState::Expired, 4_999, None))
+        .await
+        .unwrap();
+    assert!(matches!(early, Answered::Already(ref r) if r.state == ApprovalState::Pending));
+    let past = store
+        .answer_approval("a2", &answer(ApprovalState::Approved, 5_000, None))
+        .await
+        .unwrap();
+    assert!(matches!(past, Answered::Already(ref r) if r.state == ApprovalState::Pending));
+    let expired = store
+        .answer_approval("a2", &answer(ApprovalState::Expired, 5_000, None))
+        .await
+        .unwrap();
+    assert!(matches!(expired, Answered::Now(ref r) if r.state == ApprovalState::Expired));
+    assert_eq!(
+        store
+            .answer_approval("nope", &answer(ApprovalState::Approved, 1, None))
+            .await
+            .unwrap(),
+        Answered::Missing
+    );
+
+    store
+        .create_approval(&approval("a3", 2_000, 9_000))
+        .await
+        .unwrap();
+    let pending: Vec<String> = store
+        .list_approvals("t", true, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.new.request_id)
+        .collect();
+    assert_eq!(pending, ["a3"]);
+    assert_eq!(store.list_approvals("t", false, 10).await.unwrap().len(), 3);
+    let stored = store.get_approval("a3").await.unwrap().unwrap();
+    assert_eq!(stored.new, approval("a3", 2_000, 9_000));
+    let kinds: Vec<String> = store
+        .list_audit(&AuditFilter {
+            team_id: Some("t".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "approval_requested",
+            "approval_approved",
+            "approval_requested",
+            "approval_expired",
+            "approval_requested"
+        ]
+    );
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite_backend {
@@ -494,6 +641,7 @@ suite!(
     reopening_keeps_everything,
     session_quotas_count_and_survive,
     issued_tokens_create_list_revoke,
+    approvals_answer_once_and_grants_end_exactly,
 );
 
 /// A PostgreSQL database made before quotas were counted per user opens: its quota
@@ -516,6 +664,8 @@ async fn postgres_old_quota_table_is_migrated() {
              PRIMARY KEY (team_id, session_id, operation));
          INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
          DROP TABLE issued_tokens;
+         DROP TABLE approvals;
+         DROP TABLE approval_grants;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)

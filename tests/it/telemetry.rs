@@ -83,6 +83,7 @@ async fn spans_reach_the_collector_and_sigterm_flushes_them() {
     let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let caller_span = "00f067aa0ba902b7";
     let mut request = tonic::Request::new(pb::EvaluateRequest {
+        approval: None,
         team_id: TEAM.into(),
         user_id: "alice".into(),
         call: Some(mcp("github", "create_issue")),

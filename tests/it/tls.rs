@@ -74,6 +74,7 @@ const EVALUATE: &str = "/toolgate.v1.PolicyService/Evaluate";
 fn evaluate_for(user: &str) -> String {
     hex::encode(
         pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: user.into(),
             call: Some(mcp("github", "get_issue")),

@@ -69,6 +69,7 @@ async fn an_issued_token_works_at_once_and_stops_at_once_when_revoked() {
     let d = server
         .policy(&created.secret)
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             call: Some(mcp("github", "get_issue")),
             ..Default::default()
         })

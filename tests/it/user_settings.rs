@@ -249,6 +249,7 @@ async fn decide(server: &TestServer, user: &str) -> (pb::Outcome, pb::Reason) {
     let d = server
         .policy("service-token")
         .evaluate(pb::EvaluateRequest {
+            approval: None,
             team_id: TEAM.into(),
             user_id: user.into(),
             call: Some(mcp("github", "get_issue")),

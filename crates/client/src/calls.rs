@@ -9,7 +9,7 @@ use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{Call, Outcome};
 use crate::proto::v1 as pb;
 use std::time::Duration;
-use toolgate_proto::convert::{controls_from_pb, user_from_pb};
+use toolgate_proto::convert::{call_to_pb, controls_from_pb, user_from_pb};
 
 impl Client {
     /// One decision for the configured team and user.
@@ -25,7 +25,7 @@ impl Client {
         user: &str,
         call: &Call,
     ) -> Result<RemoteDecision, ClientError> {
-        self.decide(team, user, call, None).await
+        self.decide(team, user, call, None, None).await
     }
 
     /// One decision for the configured team and user on a call made by a seed 004
@@ -35,16 +35,30 @@ impl Client {
         call: &Call,
         agent: Option<&(AgentSpec, CallArgs)>,
     ) -> Result<RemoteDecision, ClientError> {
-        self.decide(&self.config.team, &self.config.user, call, agent)
+        self.decide(&self.config.team, &self.config.user, call, agent, None)
             .await
     }
 
-    async fn decide(
+    /// One decision that may go to the team's approvers: an ASK that does comes back
+    /// with [`RemoteDecision::approval`] set, to wait on with [`Client::await_answer`].
+    pub async fn evaluate_waiting(
         &self,
         team: &str,
         user: &str,
         call: &Call,
         agent: Option<&(AgentSpec, CallArgs)>,
+        ask: &super::ApprovalAsk,
+    ) -> Result<RemoteDecision, ClientError> {
+        self.decide(team, user, call, agent, Some(ask)).await
+    }
+
+    pub(super) async fn decide(
+        &self,
+        team: &str,
+        user: &str,
+        call: &Call,
+        agent: Option<&(AgentSpec, CallArgs)>,
+        ask: Option<&super::ApprovalAsk>,
     ) -> Result<RemoteDecision, ClientError> {
         let mut pb_call = call_to_pb(call);
         pb_call.arguments = agent.map(|(_, args)| pb::CallArguments {
@@ -70,6 +84,12 @@ impl Client {
                 role: a.role.clone().unwrap_or_default(),
                 context_type: a.context.clone().unwrap_or_default(),
                 session_id: a.session.clone().unwrap_or_default(),
+            }),
+            approval: ask.map(|a| pb::ApprovalCapability {
+                can_wait: true,
+                interactive: a.interactive,
+                client: a.client.clone(),
+                session_id: a.session_id.clone(),
             }),
         };
         let d = self
@@ -101,6 +121,13 @@ impl Client {
             reason,
             message: d.message,
             revision: d.revision,
+            approval: d.approval.map(|t| super::ApprovalTicket {
+                deadline: t
+                    .deadline
+                    .and_then(|d| std::time::SystemTime::try_from(d).ok())
+                    .unwrap_or(std::time::UNIX_EPOCH),
+                request_id: t.request_id,
+            }),
         })
     }
 
@@ -245,38 +272,5 @@ impl PolicyWatch {
                 None => continue,
             }));
         }
-    }
-}
-
-fn call_to_pb(call: &Call) -> pb::ToolCall {
-    use pb::tool_call::Kind;
-    let kind = match call.clone() {
-        Call::Mcp { server, tool } => Kind::Mcp(pb::McpCall {
-            server,
-            tool,
-            action: String::new(),
-        }),
-        Call::McpAction {
-            server,
-            tool,
-            action,
-        } => Kind::Mcp(pb::McpCall {
-            server,
-            tool,
-            action,
-        }),
-        Call::McpInternal {
-            name,
-            fallback_server,
-        } => Kind::McpInternal(pb::McpInternalCall {
-            name,
-            fallback_server,
-        }),
-        Call::Shell(line) => Kind::Shell(line),
-        Call::DeleteFile(path) => Kind::DeleteFile(path),
-    };
-    pb::ToolCall {
-        kind: Some(kind),
-        arguments: None,
     }
 }

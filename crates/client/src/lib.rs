@@ -5,12 +5,14 @@
 //! The rooms: where the server is, TLS and the token in `connect`, the calls and
 //! their conversions in `calls`.
 
+mod approvals;
 mod calls;
 mod connect;
 
 use toolgate_core::policy;
 use toolgate_proto as proto;
 
+pub use approvals::{ApprovalAsk, ApprovalTicket};
 pub use calls::PolicyWatch;
 pub use connect::{Authed, Bearer, ClientConfig, TlsOptions};
 
@@ -41,6 +43,8 @@ pub struct RemoteDecision {
     /// The server's sentence for people.
     pub message: String,
     pub revision: u64,
+    /// Set when the ASK went to the team's approvers: the request to wait on.
+    pub approval: Option<ApprovalTicket>,
 }
 
 /// The effective policy of one user, as the server computes it.

@@ -2,6 +2,7 @@
 
 use crate::v1 as pb;
 use std::time::{Duration, UNIX_EPOCH};
+use toolgate_core::policy::approvals::{ApprovalMode, ApprovalSettings, ApproverRole};
 use toolgate_core::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
@@ -79,7 +80,58 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
             None => Default::default(),
         },
         default_user_settings: c.default_user_settings.map(|s| Box::new(user_from_pb(s))),
+        approvals: c
+            .approvals
+            .map(|a| approvals_from_pb(a).map(Box::new))
+            .transpose()?,
     })
+}
+
+fn approvals_from_pb(a: pb::ApprovalSettings) -> Result<ApprovalSettings, ConvertError> {
+    let mode = match pb::ApprovalMode::try_from(a.mode) {
+        Ok(pb::ApprovalMode::Unspecified | pb::ApprovalMode::Off) => ApprovalMode::Off,
+        Ok(pb::ApprovalMode::Headless) => ApprovalMode::Headless,
+        Ok(pb::ApprovalMode::Always) => ApprovalMode::Always,
+        Err(_) => return Err(unknown_enum("auto_run_controls.approvals.mode", a.mode)),
+    };
+    let approver_role = match pb::ApproverRole::try_from(a.approver_role) {
+        Ok(pb::ApproverRole::Unspecified | pb::ApproverRole::Admin) => ApproverRole::Admin,
+        Ok(pb::ApproverRole::Member) => ApproverRole::Member,
+        Err(_) => {
+            return Err(unknown_enum(
+                "auto_run_controls.approvals.approver_role",
+                a.approver_role,
+            ));
+        }
+    };
+    Ok(ApprovalSettings {
+        mode,
+        deadline_seconds: a.deadline_seconds,
+        approver_users: a.approver_users,
+        approver_role,
+        allow_self_approval: a.allow_self_approval,
+        webhook_url: a.webhook_url,
+        max_grant_seconds: a.max_grant_seconds,
+    })
+}
+
+pub fn approvals_to_pb(a: &ApprovalSettings) -> pb::ApprovalSettings {
+    pb::ApprovalSettings {
+        mode: match a.mode {
+            ApprovalMode::Off => pb::ApprovalMode::Off,
+            ApprovalMode::Headless => pb::ApprovalMode::Headless,
+            ApprovalMode::Always => pb::ApprovalMode::Always,
+        } as i32,
+        deadline_seconds: a.deadline_seconds,
+        approver_users: a.approver_users.clone(),
+        approver_role: match a.approver_role {
+            ApproverRole::Admin => pb::ApproverRole::Admin,
+            ApproverRole::Member => pb::ApproverRole::Member,
+        } as i32,
+        allow_self_approval: a.allow_self_approval,
+        webhook_url: a.webhook_url.clone(),
+        max_grant_seconds: a.max_grant_seconds,
+    }
 }
 
 fn unknown_enum(field: &str, value: i32) -> ConvertError {
@@ -118,6 +170,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
         denied: c.denied.clone(),
         roles: crate::roles::roles_to_pb(&c.roles),
         default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
+        approvals: c.approvals.as_deref().map(approvals_to_pb),
     }
 }
 
@@ -211,6 +264,40 @@ pub fn call_from_pb(
     }
 }
 
+/// A call as its message (no arguments).
+pub fn call_to_pb(call: &Call) -> pb::ToolCall {
+    use pb::tool_call::Kind;
+    let kind = match call.clone() {
+        Call::Mcp { server, tool } => Kind::Mcp(pb::McpCall {
+            server,
+            tool,
+            action: String::new(),
+        }),
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => Kind::Mcp(pb::McpCall {
+            server,
+            tool,
+            action,
+        }),
+        Call::McpInternal {
+            name,
+            fallback_server,
+        } => Kind::McpInternal(pb::McpInternalCall {
+            name,
+            fallback_server,
+        }),
+        Call::Shell(line) => Kind::Shell(line),
+        Call::DeleteFile(path) => Kind::DeleteFile(path),
+    };
+    pb::ToolCall {
+        kind: Some(kind),
+        arguments: None,
+    }
+}
+
 pub fn outcome_to_pb(o: Outcome) -> pb::Outcome {
     match o {
         Outcome::Allow => pb::Outcome::Allow,
@@ -243,6 +330,9 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
         Reason::NotInRoleAllowlist => pb::Reason::NotInRoleAllowlist,
         Reason::Restricted => pb::Reason::Restricted,
         Reason::CommandDenied => pb::Reason::CommandDenied,
+        Reason::Approved => pb::Reason::Approved,
+        Reason::ApprovalDenied => pb::Reason::ApprovalDenied,
+        Reason::ApprovalExpired => pb::Reason::ApprovalExpired,
     }
 }
 
@@ -285,6 +375,7 @@ pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
                 value: o.value.clone(),
             })
             .collect(),
+        approval: None,
     }
 }
 

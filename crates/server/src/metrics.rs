@@ -82,7 +82,7 @@ pub const ALL: [(&str, &str); 17] = [
 
 /// Every reason, for the decision handles (a reason missing here is still counted,
 /// through a handle made on the spot).
-const REASONS: [Reason; 22] = Reason::ALL;
+const REASONS: [Reason; Reason::ALL.len()] = Reason::ALL;
 
 const OUTCOMES: [Outcome; 3] = [Outcome::Allow, Outcome::Ask, Outcome::Deny];
 

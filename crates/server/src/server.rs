@@ -4,8 +4,8 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, PolicyRouter, PrincipalServiceServer, ServerInfoServiceServer,
-    TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, ApprovalServiceServer, PolicyRouter, PrincipalServiceServer,
+    ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -188,13 +188,20 @@ impl App {
                 }
             });
         }
-        let service = Arc::new(Service::new(
-            hub,
-            config.limits.clone(),
-            Duration::from_secs(config.watch.heartbeat_secs),
-            shutdown.clone(),
-            Some(config.data_dir.join(crate::service::SPILL_FILE)),
-        ));
+        let service = Arc::new(
+            Service::new(
+                hub,
+                config.limits.clone(),
+                Duration::from_secs(config.watch.heartbeat_secs),
+                shutdown.clone(),
+                Some(config.data_dir.join(crate::service::SPILL_FILE)),
+            )
+            .with_webhook(crate::service::WebhookLimits {
+                queue: config.approvals.webhook_queue,
+                attempts: config.approvals.webhook_attempts,
+                timeout: Duration::from_secs(config.approvals.webhook_timeout_secs),
+            }),
+        );
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         let policy_file = match &config.policy_file {
             // before anything serves: a bad file stops the start, and clients never
@@ -600,6 +607,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             PrincipalServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            ApprovalServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

@@ -40,7 +40,7 @@ pub fn matcher(client: Client) -> String {
 pub const GEMINI_MATCHER: &str = ".*";
 
 /// Seconds Claude Code and Codex give the hook before they give up on it.
-const TIMEOUT_SECS: u64 = 10;
+pub const TIMEOUT_SECS: u64 = 10;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InstallError {
@@ -77,8 +77,22 @@ pub fn merge(
     existing: Option<&str>,
     command: &str,
 ) -> Result<String, InstallError> {
+    merge_with_timeout(client, scope, path, existing, command, TIMEOUT_SECS)
+}
+
+/// [`merge`] with the client's hook timeout set to `timeout_secs` (where the client
+/// takes one): longer than the hook may wait for a person's answer to an ASK the team
+/// sends to its approvers, since a client whose hook times out runs the call.
+pub fn merge_with_timeout(
+    client: Client,
+    scope: Scope,
+    path: &Path,
+    existing: Option<&str>,
+    command: &str,
+    timeout_secs: u64,
+) -> Result<String, InstallError> {
     if client == Client::Codex && scope == Scope::Managed {
-        return merge_codex_requirements(path, existing, command);
+        return merge_codex_requirements(path, existing, command, timeout_secs);
     }
     let mut doc = match existing.map(str::trim).filter(|t| !t.is_empty()) {
         None => json!({}),
@@ -94,7 +108,7 @@ pub fn merge(
     match client {
         Client::ClaudeCode | Client::Codex => {
             let entry = json!({"matcher": matcher(client), "hooks": [
-                {"type": "command", "command": command, "timeout": TIMEOUT_SECS}]});
+                {"type": "command", "command": command, "timeout": timeout_secs}]});
             put_entry(&mut doc, "PreToolUse", entry, command);
             if client == Client::ClaudeCode && scope == Scope::Managed {
                 // no user or project hook (nor a project's disableAllHooks) displaces it
@@ -118,7 +132,7 @@ pub fn merge(
             }
             doc["hooksConfig"]["enabled"] = json!(true);
             let entry = json!({"matcher": GEMINI_MATCHER, "hooks": [
-                {"type": "command", "command": command, "timeout": TIMEOUT_SECS * 1000}]});
+                {"type": "command", "command": command, "timeout": timeout_secs * 1000}]});
             put_entry(&mut doc, "BeforeTool", entry, command);
         }
     }
@@ -184,6 +198,7 @@ fn merge_codex_requirements(
     path: &Path,
     existing: Option<&str>,
     command: &str,
+    timeout_secs: u64,
 ) -> Result<String, InstallError> {
     let mut doc: toml::Table = match existing {
         None => toml::Table::new(),
@@ -207,7 +222,7 @@ fn merge_codex_requirements(
     }
     let entry: toml::Value =
         toml::Value::try_from(json!({"matcher": matcher(Client::Codex), "hooks": [
-        {"type": "command", "command": command, "timeout": TIMEOUT_SECS}]}))
+        {"type": "command", "command": command, "timeout": timeout_secs}]}))
         .unwrap_or(toml::Value::Table(toml::Table::new()));
     if let Some(hooks) = hooks.as_table_mut() {
         let list = hooks

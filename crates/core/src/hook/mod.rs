@@ -98,6 +98,9 @@ pub struct Parsed {
     pub agent: AgentSpec,
     /// What the call touches: its working directory and arguments.
     pub args: CallArgs,
+    /// The client's session (`session_id`; Cursor's `conversation_id`), which a
+    /// central approval "for the session" is bound to.
+    pub session: Option<String>,
 }
 
 impl Parsed {
@@ -108,6 +111,7 @@ impl Parsed {
             also: Vec::new(),
             agent: AgentSpec::default(),
             args: CallArgs::default(),
+            session: None,
         }
     }
 }
@@ -196,12 +200,23 @@ pub fn parse(client: Client, input: &[u8], mcp: &McpDirectory) -> Result<Parsed,
     if !value.is_object() {
         return Err(HookError::NotJson("expected an object".into()));
     }
-    match client {
+    let mut parsed = match client {
         Client::ClaudeCode => claude::parse(&value),
         Client::Codex => codex::parse(&value),
         Client::Cursor => cursor::parse(&value, mcp),
         Client::Gemini => gemini::parse(&value),
-    }
+    }?;
+    let key = if client == Client::Cursor {
+        "conversation_id"
+    } else {
+        "session_id"
+    };
+    parsed.session = value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 256)
+        .map(str::to_owned);
+    Ok(parsed)
 }
 
 /// What to answer for `verdict` under `options`.

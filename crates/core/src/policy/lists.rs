@@ -286,6 +286,9 @@ impl CompiledAdmin {
                 });
             }
         }
+        if let Some(approvals) = &controls.approvals {
+            problems.extend(approvals.problems());
+        }
         let browser_server_ids = if controls.browser_server_ids.is_empty() {
             settings::default_browser_server_ids()
         } else {

@@ -4,6 +4,7 @@
 //! tonic, protobuf or storage. The server, the CLI and embedded clients all
 //! decide with this module.
 
+pub mod approvals;
 mod builtin;
 mod decide;
 mod entry;
@@ -87,6 +88,12 @@ pub enum Reason {
     Restricted,
     /// A part of the command line matches a denied prefix: it must not run.
     CommandDenied,
+    /// A person approved the call (or a grant of theirs covers it). ALLOW.
+    Approved,
+    /// An approver denied the call, with a reason. DENY.
+    ApprovalDenied,
+    /// Nobody answered the approval request before its deadline. DENY.
+    ApprovalExpired,
 }
 
 /// A call to decide on.
@@ -187,7 +194,7 @@ impl Decision {
 
 impl Reason {
     /// Every reason, in declaration order (metrics make a handle for each).
-    pub const ALL: [Reason; 22] = [
+    pub const ALL: [Reason; 25] = [
         Self::KillSwitch,
         Self::InvalidName,
         Self::BlockedByAdmin,
@@ -210,6 +217,9 @@ impl Reason {
         Self::NotInRoleAllowlist,
         Self::Restricted,
         Self::CommandDenied,
+        Self::Approved,
+        Self::ApprovalDenied,
+        Self::ApprovalExpired,
     ];
 
     /// The stable name, e.g. `KILL_SWITCH`.
@@ -237,6 +247,9 @@ impl Reason {
             Self::NotInRoleAllowlist => "NOT_IN_ROLE_ALLOWLIST",
             Self::Restricted => "RESTRICTED",
             Self::CommandDenied => "COMMAND_DENIED",
+            Self::Approved => "APPROVED",
+            Self::ApprovalDenied => "APPROVAL_DENIED",
+            Self::ApprovalExpired => "APPROVAL_EXPIRED",
         }
     }
 }

@@ -80,6 +80,10 @@ pub struct AdminControls {
     #[serde(skip_serializing_if = "Option::is_none")]
     /// Boxed: most teams have none, and the settings are large beside the controls.
     pub default_user_settings: Option<Box<UserSettings>>,
+    /// Central approvals (who answers an ASK when the client cannot): none is off.
+    // boxed, as the default user settings are: most teams have none
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<Box<super::approvals::ApprovalSettings>>,
 }
 
 impl Default for AdminControls {
@@ -103,6 +107,7 @@ impl Default for AdminControls {
             denied: Vec::new(),
             roles: RolesDocument::default(),
             default_user_settings: None,
+            approvals: None,
         }
     }
 }

@@ -58,6 +58,31 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
     pub console: ConsoleConfig,
+    /// Central approvals: the outgoing webhook's client.
+    pub approvals: ApprovalsConfig,
+}
+
+/// How the server posts new approval requests to a team's webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Posts waiting to be sent; past it new ones are dropped (and logged): the
+    /// requests themselves are in the store, listed and streamed.
+    pub webhook_queue: usize,
+    /// Tries per post, the first included, with jittered backoff between them.
+    pub webhook_attempts: u32,
+    /// Seconds one try may take.
+    pub webhook_timeout_secs: u64,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            webhook_queue: 1000,
+            webhook_attempts: 5,
+            webhook_timeout_secs: 5,
+        }
+    }
 }
 
 /// Which decisions the audit trail records.
@@ -97,6 +122,7 @@ impl Default for Config {
             policy_file: None,
             audit: AuditConfig::default(),
             console: ConsoleConfig::default(),
+            approvals: ApprovalsConfig::default(),
         }
     }
 }
@@ -276,6 +302,7 @@ fn extract_every_section(
         policy_file,
         audit,
         console,
+        approvals,
     );
     // a key added to Config but not above is still read: the whole tree at once
     if known.iter().any(|k| !handled.contains(&k.as_str())) {

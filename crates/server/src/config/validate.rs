@@ -40,6 +40,25 @@ impl Config {
                 "store.url: {url:?} is not supported: use postgres://USER@HOST/DB, sqlite://PATH, or leave it unset for <data_dir>/toolgate.db"
             ));
         }
+        let a = &self.approvals;
+        if !(1..=100_000).contains(&a.webhook_queue) {
+            problems.push(format!(
+                "approvals.webhook_queue: {} is not within 1 to 100000: give the number of posts that may wait",
+                a.webhook_queue
+            ));
+        }
+        if !(1..=20).contains(&a.webhook_attempts) {
+            problems.push(format!(
+                "approvals.webhook_attempts: {} is not within 1 to 20: give how often a post is tried",
+                a.webhook_attempts
+            ));
+        }
+        if !(1..=60).contains(&a.webhook_timeout_secs) {
+            problems.push(format!(
+                "approvals.webhook_timeout_secs: {} is not within 1 to 60: give the seconds one try may take",
+                a.webhook_timeout_secs
+            ));
+        }
         let mut names = std::collections::HashSet::new();
         for (i, t) in self.auth.tokens.iter().enumerate() {
             let at = format!("auth.tokens[{i}] ({:?})", t.name);

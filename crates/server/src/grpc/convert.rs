@@ -108,7 +108,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Wat
 }
 
 /// The audit trail's kinds as the store writes them, beside their enum values.
-const AUDIT_KINDS: [(pb::AuditEventKind, &str); 9] = [
+const AUDIT_KINDS: [(pb::AuditEventKind, &str); 13] = [
     (
         pb::AuditEventKind::AdminSettingsUpdated,
         "admin_settings_updated",
@@ -135,6 +135,22 @@ const AUDIT_KINDS: [(pb::AuditEventKind, &str); 9] = [
     (
         pb::AuditEventKind::DecisionMade,
         crate::service::AUDIT_DECISION_MADE,
+    ),
+    (
+        pb::AuditEventKind::ApprovalRequested,
+        crate::service::AUDIT_APPROVAL_REQUESTED,
+    ),
+    (
+        pb::AuditEventKind::ApprovalApproved,
+        crate::service::AUDIT_APPROVAL_APPROVED,
+    ),
+    (
+        pb::AuditEventKind::ApprovalDenied,
+        crate::service::AUDIT_APPROVAL_DENIED,
+    ),
+    (
+        pb::AuditEventKind::ApprovalExpired,
+        crate::service::AUDIT_APPROVAL_EXPIRED,
     ),
 ];
 

@@ -34,6 +34,7 @@ impl From<ServiceError> for Status {
             }
             ServiceError::Unauthenticated(m) => Status::unauthenticated(m),
             ServiceError::PermissionDenied(m) => Status::permission_denied(m),
+            ServiceError::NotFound(m) => Status::not_found(m),
             e @ ServiceError::Conflict { .. } => Status::aborted(e.to_string()),
             ServiceError::FailedPrecondition(m) => Status::failed_precondition(m),
             ServiceError::Unavailable(m) => Status::unavailable(m),

@@ -1,6 +1,7 @@
 //! The gRPC layer: tonic services over the domain [`Service`]. The only code that
 //! sees protobuf and tonic types.
 
+mod approvals;
 pub mod convert;
 mod error;
 pub mod limits;
@@ -25,6 +26,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
+pub use approvals::ApprovalServiceServer;
 pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
@@ -332,6 +334,7 @@ impl PolicyService for Api {
             convert::arguments_from_pb(call.as_mut().and_then(|c| c.arguments.take()), &"call")
                 .map_err(ServiceError::from)?;
         let call = call_from_pb(&"call", call).map_err(ServiceError::from)?;
+        let agent = convert::agent_from_pb(r.agent);
         let (mut decisions, revision) = self
             .service
             .evaluate_as(
@@ -340,16 +343,43 @@ impl PolicyService for Api {
                 &r.user_id,
                 std::slice::from_ref(&call),
                 r.explain,
-                &convert::agent_from_pb(r.agent),
+                &agent,
                 std::slice::from_ref(&args),
             )
             .await?;
-        count_decisions(&decisions);
         let decision = decisions
             .pop()
             .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
+        // an ASK may be covered by a grant, or go to the team's approvers
+        let ask = r.approval.map(|a| crate::service::ApprovalAsk {
+            can_wait: a.can_wait,
+            interactive: a.interactive,
+            client: a.client,
+            session_id: Some(a.session_id)
+                .filter(|s| !s.is_empty())
+                .or(agent.session.clone()),
+        });
+        let (decision, ticket) = self
+            .service
+            .settle_ask(
+                &p,
+                &r.team_id,
+                &r.user_id,
+                &call,
+                decision,
+                revision,
+                agent.id.as_deref(),
+                &ask.unwrap_or_default(),
+            )
+            .await?;
+        count_decisions(std::slice::from_ref(&decision));
+        let mut reply = decision_to_pb(decision, &call, revision);
+        reply.approval = ticket.map(|t| pb::ApprovalTicket {
+            request_id: t.request_id,
+            deadline: toolgate_proto::convert::timestamp(t.deadline_ms),
+        });
         Ok(Response::new(pb::EvaluateResponse {
-            decision: Some(decision_to_pb(decision, &call, revision)),
+            decision: Some(reply),
         }))
     }
 

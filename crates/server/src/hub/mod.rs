@@ -111,7 +111,21 @@ pub struct Hub {
     /// A re-read of the issued tokens failed: retried by the monitor until it reads,
     /// so a revocation another replica made is not missed for good.
     tokens_stale: std::sync::atomic::AtomicBool,
+    /// Which team's approval requests changed, here or on another replica: watchers
+    /// and waiters re-read the store when told (a lagging receiver reads everything).
+    approvals: tokio::sync::broadcast::Sender<ApprovalsChanged>,
 }
+
+/// Word that approval requests changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalsChanged {
+    Team(Arc<str>),
+    /// Notices may have been missed (a reconnect): every team's.
+    All,
+}
+
+/// How many approval notices a slow receiver may fall behind before it re-reads.
+const APPROVAL_NOTICES: usize = 1024;
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -180,7 +194,18 @@ impl Hub {
             health: watch::Sender::new(HubHealth::default()),
             issued: Arc::default(),
             tokens_stale: std::sync::atomic::AtomicBool::new(false),
+            approvals: tokio::sync::broadcast::Sender::new(APPROVAL_NOTICES),
         }
+    }
+
+    /// Tells this replica's approval watchers and waiters that `team`'s changed.
+    pub fn approvals_changed(&self, team: &str) {
+        // no receiver is not an error: nobody is waiting
+        let _ = self.approvals.send(ApprovalsChanged::Team(Arc::from(team)));
+    }
+
+    pub fn approval_notices(&self) -> tokio::sync::broadcast::Receiver<ApprovalsChanged> {
+        self.approvals.subscribe()
     }
 
     /// Bounds the bytes of changes queued per team for subscribers that lag.
@@ -436,9 +461,16 @@ impl Hub {
             if matches!(notice, Notice::Tokens | Notice::Reconnected) {
                 let _ = self.reload_tokens_or_mark().await;
             }
+            if matches!(notice, Notice::Reconnected) {
+                let _ = self.approvals.send(ApprovalsChanged::All);
+            }
             let teams: Vec<String> = match notice {
                 // a team nobody has read yet loads fresh on first use
                 Notice::Team(team) if self.teams.contains_key(&team) => vec![team],
+                Notice::Approvals(team) => {
+                    self.approvals_changed(&team);
+                    continue;
+                }
                 Notice::Team(_) | Notice::Tokens => continue,
                 Notice::Reconnected => self.teams.iter().map(|t| t.key().clone()).collect(),
             };

@@ -6,6 +6,7 @@
 //! writer the service owns), `roles` (seed 004's roles on calls that name an agent,
 //! session quotas, `allow_list_updated` and `audit.decisions: all` records); here the errors, the id checks and the `Service` itself.
 
+mod approvals;
 mod audit_sink;
 mod decide;
 mod principal;
@@ -13,18 +14,28 @@ mod roles;
 mod settings;
 mod tokens;
 mod watch;
+mod webhook;
 
 /// The domain types the service's API speaks, whichever layer defines them: its
 /// callers (`grpc`, `managed`) name them from here, never from the hub or the store.
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
+pub use crate::store::{
+    AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED,
+    AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+};
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
+pub use approvals::{
+    ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
+    call_from_json as approval_call,
+};
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
 pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
 pub use watch::WatchEvent;
+pub use webhook::WebhookLimits;
 
 use crate::auth::{AuthError, Principal};
 use crate::config::LimitsConfig;
@@ -50,6 +61,9 @@ pub enum ServiceError {
     Unauthenticated(&'static str),
     #[error("{0}")]
     PermissionDenied(String),
+    /// What the request names does not exist (an approval request id).
+    #[error("{0}")]
+    NotFound(String),
     #[error(
         "expected revision {expected} but the settings are at revision {actual}: read them again and retry"
     )]
@@ -156,6 +170,8 @@ pub struct Service {
     managed: std::sync::RwLock<Option<Arc<ManagedTeams>>>,
     /// `audit.decisions: all`: ALLOW and ASK are recorded too.
     log_all_decisions: std::sync::atomic::AtomicBool,
+    /// The approvals' outgoing webhook (never waited on).
+    webhook: webhook::Webhook,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -203,7 +219,15 @@ impl Service {
             shutdown,
             managed: std::sync::RwLock::default(),
             log_all_decisions: std::sync::atomic::AtomicBool::new(false),
+            webhook: webhook::Webhook::start(WebhookLimits::default()),
         }
+    }
+
+    /// Replaces the approvals' webhook client with one of these limits.
+    #[must_use]
+    pub fn with_webhook(mut self, limits: WebhookLimits) -> Self {
+        self.webhook = webhook::Webhook::start(limits);
+        self
     }
 
     pub fn hub(&self) -> &Arc<Hub> {

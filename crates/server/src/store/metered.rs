@@ -134,6 +134,55 @@ impl Store for Metered<dyn Store> {
         observed("active_tokens", self.0.active_tokens(now_ms)).await
     }
 
+    async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
+        observed("create_approval", self.0.create_approval(approval)).await
+    }
+
+    async fn answer_approval(
+        &self,
+        request_id: &str,
+        answer: &Answer,
+    ) -> Result<Answered, StoreError> {
+        observed(
+            "answer_approval",
+            self.0.answer_approval(request_id, answer),
+        )
+        .await
+    }
+
+    async fn get_approval(&self, request_id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        observed("get_approval", self.0.get_approval(request_id)).await
+    }
+
+    async fn list_approvals(
+        &self,
+        team_id: &str,
+        pending_only: bool,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        observed(
+            "list_approvals",
+            self.0.list_approvals(team_id, pending_only, limit),
+        )
+        .await
+    }
+
+    async fn find_grant(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        session_id: Option<&str>,
+        call_key: &str,
+        now_ms: i64,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        observed(
+            "find_grant",
+            self.0
+                .find_grant(team_id, user_id, session_id, call_key, now_ms),
+        )
+        .await
+    }
+
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         self.0.notices().await
     }

@@ -7,6 +7,7 @@
 //! document, the team revision, the change record and the audit record of one write
 //! commit in one transaction.
 
+mod approvals;
 mod backend;
 mod errors;
 mod metered;
@@ -17,6 +18,11 @@ mod sql;
 mod sqlite;
 mod tokens;
 
+pub use approvals::{
+    APPROVALS_NOTICE_PREFIX, AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED,
+    AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, Answer, Answered, ApprovalRecord,
+    ApprovalState, NewApproval, NewGrant,
+};
 pub use backend::Backend;
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
@@ -156,6 +162,8 @@ pub enum Notice {
     Team(String),
     /// The issued tokens changed (one was created or revoked).
     Tokens,
+    /// The team's approval requests changed (one was created or answered).
+    Approvals(String),
     /// Notices may have been missed: everything must be re-read.
     Reconnected,
 }
@@ -267,6 +275,50 @@ pub trait Store: Send + Sync + 'static {
     /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
     async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Stores an approval request with its audit record.
+    async fn create_approval(&self, _approval: &NewApproval) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no approval requests".into(),
+        ))
+    }
+
+    /// Answers a pending request (once; with its grant and audit record).
+    async fn answer_approval(
+        &self,
+        _request_id: &str,
+        _answer: &Answer,
+    ) -> Result<Answered, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no approval requests".into(),
+        ))
+    }
+
+    async fn get_approval(&self, _request_id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        Ok(None)
+    }
+
+    /// A team's requests, newest first, at most `limit`.
+    async fn list_approvals(
+        &self,
+        _team_id: &str,
+        _pending_only: bool,
+        _limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Who granted, and until when, the latest grant covering this call at `now_ms`.
+    async fn find_grant(
+        &self,
+        _team_id: &str,
+        _user_id: &str,
+        _session_id: Option<&str>,
+        _call_key: &str,
+        _now_ms: i64,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        Ok(None)
     }
 
     /// Commits made by other processes, for backends shared between replicas;

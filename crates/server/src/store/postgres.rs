@@ -130,6 +130,10 @@ impl Backend for PostgresBackend {
                 };
                 match current.try_recv().await {
                     Ok(Some(n)) if n.payload() == super::TOKENS_NOTICE => yield Notice::Tokens,
+                    Ok(Some(n)) if n.payload().starts_with(super::APPROVALS_NOTICE_PREFIX) => {
+                        let team = &n.payload()[super::APPROVALS_NOTICE_PREFIX.len_utf8()..];
+                        yield Notice::Approvals(team.to_owned());
+                    }
                     Ok(Some(n)) => yield Notice::Team(n.payload().to_owned()),
                     Ok(None) | Err(_) => {
                         tracing::warn!("postgresql listener: connection lost");

@@ -88,6 +88,45 @@ CREATE TABLE issued_tokens (
 );
 CREATE INDEX issued_tokens_team ON issued_tokens (team_id, created_at);
 ",
+    // central approvals: the requests and the grants their answers leave (the
+    // allocation calls this migration 6: the decision log's comes before it)
+    r"
+CREATE TABLE approvals (
+    request_id TEXT PRIMARY KEY,
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    client TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    call TEXT NOT NULL,
+    call_key TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    created_at {int} NOT NULL,
+    deadline {int} NOT NULL,
+    state TEXT NOT NULL,
+    answered_by TEXT,
+    answered_at {int},
+    scope TEXT,
+    grant_expires_at {int},
+    answer_reason TEXT,
+    allowlist_entry TEXT,
+    allowlist_revision {int}
+);
+CREATE INDEX approvals_team ON approvals (team_id, created_at);
+CREATE TABLE approval_grants (
+    request_id TEXT PRIMARY KEY,
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT,
+    call_key TEXT NOT NULL,
+    expires_at {int} NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at {int} NOT NULL
+);
+CREATE INDEX approval_grants_call ON approval_grants (team_id, user_id, call_key);
+",
 ];
 
 /// The migrations a schema at `version` still needs, each with the version it sets,

@@ -7,9 +7,9 @@
 use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
-    AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, AuditEvent, AuditFilter, ChangeDoc, History,
-    IssuedToken, NewAuditEvent, NewToken, NoticeStream, QuotaKey, Store, StoreError, Versioned,
-    now_ms, to_i64, to_json, to_u64,
+    AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, Answer, Answered, ApprovalRecord, AuditEvent,
+    AuditFilter, ChangeDoc, History, IssuedToken, NewApproval, NewAuditEvent, NewToken,
+    NoticeStream, QuotaKey, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -488,6 +488,43 @@ where
 
     async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
         self.select_active_tokens(now_ms).await
+    }
+
+    async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
+        self.insert_approval(approval).await
+    }
+
+    async fn answer_approval(
+        &self,
+        request_id: &str,
+        answer: &Answer,
+    ) -> Result<Answered, StoreError> {
+        self.update_approval(request_id, answer).await
+    }
+
+    async fn get_approval(&self, request_id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        self.select_approval(request_id).await
+    }
+
+    async fn list_approvals(
+        &self,
+        team_id: &str,
+        pending_only: bool,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        self.select_approvals(team_id, pending_only, limit).await
+    }
+
+    async fn find_grant(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        session_id: Option<&str>,
+        call_key: &str,
+        now_ms: i64,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        self.select_grant(team_id, user_id, session_id, call_key, now_ms)
+            .await
     }
 
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {

@@ -80,6 +80,12 @@ pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
         }
         Reason::NotInRoleAllowlist => "is denied: not in the agent's allow-list".to_owned(),
         Reason::Restricted => "is restricted for the agent in this context".to_owned(),
+        // written when the approval is answered (Decision::detail); these stand in without one
+        Reason::Approved => "may run: a person approved it".to_owned(),
+        Reason::ApprovalDenied => "is denied: an approver refused it".to_owned(),
+        Reason::ApprovalExpired => {
+            "is denied: nobody answered the approval request before its deadline".to_owned()
+        }
     };
     match advice(d, call) {
         Some(advice) => format!("{subject} {why}; {advice}"),
