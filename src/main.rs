@@ -7,7 +7,7 @@ use toolgate::cli::agent as agent_cli;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-use toolgate::config::{CliOverrides, Config};
+use toolgate::config::{CliOverrides, Config, ConsoleConfig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -75,6 +75,10 @@ struct ServeArgs {
     /// File-managed policy YAML (teams, MCP `tool.action` lists), reloaded on change.
     #[arg(long)]
     policy_file: Option<PathBuf>,
+    /// Serves the browser console (and the HTTP API it calls) on this address, e.g.
+    /// 127.0.0.1:7071 (also `console.listen`); off unless given.
+    #[arg(long, value_name = "ADDR")]
+    console: Option<String>,
 }
 
 impl ServeArgs {
@@ -83,6 +87,9 @@ impl ServeArgs {
             listen: self.listen.clone(),
             data_dir: self.data_dir.clone(),
             policy_file: self.policy_file.clone(),
+            console: self.console.clone().map(|listen| ConsoleConfig {
+                listen: Some(listen),
+            }),
         }
     }
 

@@ -16,6 +16,7 @@ mod categories;
 mod categories_api;
 mod claude_code;
 mod cli;
+mod console;
 mod crash;
 mod decisions;
 mod export;

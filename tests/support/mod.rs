@@ -61,6 +61,8 @@ pub fn test_config(data_dir: &Path) -> Config {
 /// A running server; dropping it without `stop` aborts it.
 pub struct TestServer {
     pub addr: std::net::SocketAddr,
+    /// The console's address, when `console.listen` was set.
+    pub console: Option<std::net::SocketAddr>,
     pub channel: Channel,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -70,6 +72,7 @@ impl TestServer {
     /// Starts a server with `config`.
     pub async fn start(config: Config) -> Self {
         let app = App::build(config).await.expect("build app");
+        let console = app.console_addr;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -91,6 +94,7 @@ impl TestServer {
             .expect("connect");
         Self {
             addr,
+            console,
             channel,
             stop: Some(stop),
             task: Some(task),

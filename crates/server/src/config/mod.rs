@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, HttpConfig, LimitsConfig, LogConfig, LogFormat, MetricsConfig, StoreConfig,
-    TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, ConsoleConfig, HttpConfig, LimitsConfig, LogConfig, LogFormat,
+    MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -57,6 +57,7 @@ pub struct Config {
     /// `tool.action` lists), applied at start and reloaded when it changes.
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
+    pub console: ConsoleConfig,
     /// Central approvals: the outgoing webhook's client.
     pub approvals: ApprovalsConfig,
 }
@@ -120,6 +121,7 @@ impl Default for Config {
             shutdown_grace_secs: 10,
             policy_file: None,
             audit: AuditConfig::default(),
+            console: ConsoleConfig::default(),
             approvals: ApprovalsConfig::default(),
         }
     }
@@ -134,6 +136,8 @@ pub struct CliOverrides {
     pub data_dir: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub console: Option<ConsoleConfig>,
 }
 
 /// Every problem found in a configuration.
@@ -297,6 +301,7 @@ fn extract_every_section(
         shutdown_grace_secs,
         policy_file,
         audit,
+        console,
         approvals,
     );
     // a key added to Config but not above is still read: the whole tree at once

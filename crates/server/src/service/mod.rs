@@ -9,6 +9,7 @@
 mod approvals;
 mod audit_sink;
 mod decide;
+mod principal;
 mod roles;
 mod settings;
 mod tokens;
@@ -29,6 +30,7 @@ pub use approvals::{
     call_from_json as approval_call,
 };
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
+pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
