@@ -6,12 +6,12 @@
 pub mod cli;
 pub mod proxy;
 
-pub use toolgate_core::{export, hook, ids, policy};
+pub use toolgate_core::{examples, export, hook, ids, policy};
 pub use toolgate_proto as proto;
 pub use toolgate_server::auth::jwt;
 pub use toolgate_server::{
-    auth, config, connections, files, http, hub, managed, metrics, policy_file, server, service,
-    store, telemetry, tls,
+    auth, config, connections, console, files, http, hub, managed, metrics, policy_file, server,
+    service, store, telemetry, tls,
 };
 
 /// The gRPC layer's services and conversions, and the client.

@@ -7,7 +7,7 @@ use toolgate::cli::agent as agent_cli;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-use toolgate::config::{CliOverrides, Config};
+use toolgate::config::{CliOverrides, Config, ConsoleConfig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -46,6 +46,10 @@ enum Command {
     Proxy(cli::ProxyArgs),
     /// Writes a starter server configuration, policy file and team policy.
     Init(cli::init::InitArgs),
+    /// Runs policy test files offline, with no server: each case's call is decided
+    /// under the team policy the file names and compared with the answer it expects.
+    /// Exits 0 when all pass, 1 when one fails, 2 when a file cannot be run.
+    Test(cli::test::TestArgs),
     /// Prints a shell completion script: `toolgate completion bash > /etc/bash_completion.d/toolgate`.
     Completion {
         #[arg(value_enum)]
@@ -71,6 +75,10 @@ struct ServeArgs {
     /// File-managed policy YAML (teams, MCP `tool.action` lists), reloaded on change.
     #[arg(long)]
     policy_file: Option<PathBuf>,
+    /// Serves the browser console (and the HTTP API it calls) on this address, e.g.
+    /// 127.0.0.1:7071 (also `console.listen`); off unless given.
+    #[arg(long, value_name = "ADDR")]
+    console: Option<String>,
 }
 
 impl ServeArgs {
@@ -79,6 +87,9 @@ impl ServeArgs {
             listen: self.listen.clone(),
             data_dir: self.data_dir.clone(),
             policy_file: self.policy_file.clone(),
+            console: self.console.clone().map(|listen| ConsoleConfig {
+                listen: Some(listen),
+            }),
         }
     }
 
@@ -135,6 +146,16 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    // policy tests are offline: no server, no runtime
+    if let Command::Test(args) = parsed.command {
+        return match cli::test::test(args) {
+            Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -147,7 +168,7 @@ fn main() -> std::process::ExitCode {
 #[tokio::main]
 async fn run(parsed: Cli) -> anyhow::Result<()> {
     match parsed.command {
-        Command::Hook(_) | Command::Login(_) => {
+        Command::Hook(_) | Command::Login(_) | Command::Test(_) => {
             unreachable!("answered before the runtime starts")
         }
         Command::Export(args) => {
@@ -180,6 +201,9 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             problems.extend(toolgate::server::preflight(&config));
             if !problems.is_empty() {
                 anyhow::bail!("invalid configuration:\n  - {}", problems.join("\n  - "));
+            }
+            for warning in toolgate::server::preflight_warnings(&config) {
+                eprintln!("warning: {warning}");
             }
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
         }

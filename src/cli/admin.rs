@@ -31,8 +31,14 @@ async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u6
 fn read_policy(file: &std::path::Path) -> anyhow::Result<TeamPolicy> {
     let text =
         policy_file::read_file(file).with_context(|| format!("reading {}", file.display()))?;
-    policy_file::parse_team_policy(&file.display().to_string(), &text)
-        .map_err(|errors| anyhow::anyhow!(policy_file::format_errors(&errors)))
+    let name = file.display().to_string();
+    let policy = policy_file::parse_team_policy(&name, &text)
+        .map_err(|errors| anyhow::anyhow!(policy_file::format_errors(&errors)))?;
+    // valid, but maybe not what the admin means: said, not refused
+    for warning in policy_file::team_policy_warnings(&name, &text, &policy) {
+        eprintln!("warning: {warning}");
+    }
+    Ok(policy)
 }
 
 /// One change to one field of the admin controls.
@@ -228,6 +234,8 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
                     // so that applying an edited copy fails if someone else wrote meanwhile
                     revision: Some(revision),
                     auto_run_controls: controls,
+                    // kept in git, not on the server
+                    examples: Vec::new(),
                 },
             });
             Ok(0)

@@ -20,6 +20,7 @@ pub mod login;
 mod output;
 pub mod profile;
 mod proxy;
+pub mod test;
 mod token;
 mod user;
 mod watch;

@@ -205,6 +205,7 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
         ),
         "GetEffectivePolicy" | "WatchPolicy" => ("PolicyService", who),
         "GetServerConfig" => ("ServerInfoService", json!({})),
+        "GetPrincipal" => ("PrincipalService", json!({})),
         other => panic!("no HTTP request for {other}: add it here"),
     }
 }

@@ -590,3 +590,40 @@ async fn jwks_refreshes_reuse_one_client() {
     stop.cancel();
     server.abort();
 }
+
+/// The console signs in with whatever bearer token it is given: an identity
+/// provider's JWT, pasted, is asked about on the console's own origin as an API token
+/// is, and the answer names its team, user and role.
+#[tokio::test]
+async fn a_jwt_signs_in_to_the_console_as_a_token_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let key = Key::new("k1");
+    write_jwks(&jwks, &[&key]);
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(jwt_config(&jwks, 0));
+    config.console.listen = Some("127.0.0.1:0".into());
+    let server = TestServer::start(config).await;
+    let console = server.console.expect("the console's address");
+    let http = reqwest::Client::new();
+    let ask = |token: String| {
+        http.post(format!(
+            "http://{console}/toolgate.v1.PrincipalService/GetPrincipal"
+        ))
+        .header("content-type", "application/json")
+        .bearer_auth(token)
+        .body("{}")
+        .send()
+    };
+    let jwt = key.sign(claims_of(TEAM, "alice", serde_json::json!({})));
+    let answer = ask(jwt).await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let who: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(who["name"], "jwt:acme/alice@https://idp.test", "{who}");
+    assert_eq!(who["role"], "PRINCIPAL_ROLE_MEMBER", "{who}");
+    assert_eq!(who["teamId"], TEAM, "{who}");
+    assert_eq!(who["userId"], "alice", "{who}");
+    let stranger = Key::new("k1").sign(claims_of(TEAM, "alice", serde_json::json!({})));
+    assert_eq!(ask(stranger).await.unwrap().status().as_u16(), 401);
+    server.stop().await;
+}

@@ -110,6 +110,17 @@ fn every_field_round_trips_through_yaml() {
                 ..Default::default()
             })),
         },
+        // the kill switch is on: every call is denied
+        examples: serde_json::from_value(serde_json::json!([
+            {"name": "the kill switch stops jira", "mcp": "jira:search", "expect": "DENY",
+             "reason": "KILL_SWITCH"},
+            {"builtin": "Bash", "client": "claude-code", "input": {"command": "git status"},
+             "cwd": "/repo", "agent": {"role": "Explore"}, "expect": "DENY"},
+            {"shell": "rm x", "user": {"use_yolo_mode": false}, "expect": "DENY",
+             "matched_entry": null},
+            {"delete_file": "a.txt", "expect": "DENY"}
+        ]))
+        .unwrap(),
     };
     let yaml = policy_file::to_yaml(&policy);
     let golden = data().join("admin_get.golden");

@@ -829,6 +829,7 @@ pub(crate) const ROLE_MATRIX: &[(&str, [Code; 8])] = &[
     ("GetEffectivePolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("WatchPolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("GetServerConfig", [OK, OK, OK, OK, OK, OK, UA, UA]),
+    ("GetPrincipal", [OK, OK, OK, OK, OK, OK, UA, UA]),
 ];
 
 #[tokio::test]
@@ -963,6 +964,13 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
             .get_server_config(pb::GetServerConfigRequest {})
             .await
             .map(drop),
+        "GetPrincipal" => pb::principal_service_client::PrincipalServiceClient::with_interceptor(
+            server.channel.clone(),
+            Auth::new(token),
+        )
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .map(drop),
         other => panic!("unknown rpc {other}"),
     };
     match result {

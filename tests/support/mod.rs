@@ -62,6 +62,8 @@ pub fn test_config(data_dir: &Path) -> Config {
 /// A running server; dropping it without `stop` aborts it.
 pub struct TestServer {
     pub addr: std::net::SocketAddr,
+    /// The console's address, when `console.listen` was set.
+    pub console: Option<std::net::SocketAddr>,
     pub channel: Channel,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -71,6 +73,7 @@ impl TestServer {
     /// Starts a server with `config`.
     pub async fn start(config: Config) -> Self {
         let app = App::build(config).await.expect("build app");
+        let console = app.console_addr;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -92,6 +95,7 @@ impl TestServer {
             .expect("connect");
         Self {
             addr,
+            console,
             channel,
             stop: Some(stop),
             task: Some(task),

@@ -5,7 +5,8 @@ use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
     AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PolicyRouter,
-    ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
+    PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer,
+    auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -55,6 +56,11 @@ pub enum ServerError {
     Tls(#[from] crate::tls::TlsError),
     #[error(transparent)]
     Jwt(#[from] crate::auth::jwt::JwtError),
+    #[error("console.listen: cannot listen on {addr}: {source}: give a free HOST:PORT")]
+    Console {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Http(#[from] crate::http::HttpError),
     #[error("http.listen: cannot listen on {addr}: {source}")]
@@ -75,6 +81,9 @@ pub struct App {
     /// Where `GET /metrics` is served, when `metrics.listen` is set.
     pub metrics_addr: Option<std::net::SocketAddr>,
     metrics: Option<(TcpListener, metrics_exporter_prometheus::PrometheusHandle)>,
+    /// Where the console is served, when `console.listen` is set.
+    pub console_addr: Option<std::net::SocketAddr>,
+    console: Option<TcpListener>,
     /// Where the API is served a second time, when `http.listen` is set.
     pub http_addr: Option<std::net::SocketAddr>,
     http_listener: Option<TcpListener>,
@@ -117,6 +126,20 @@ impl App {
         let metrics_addr = metrics
             .as_ref()
             .and_then(|(listener, _)| listener.local_addr().ok());
+        let console = match &config.console.listen {
+            Some(addr) => {
+                Some(
+                    TcpListener::bind(addr)
+                        .await
+                        .map_err(|source| ServerError::Console {
+                            addr: addr.clone(),
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let console_addr = console.as_ref().and_then(|l| l.local_addr().ok());
         let http_listener =
             match (&config.http.listen, config.http.enabled) {
                 (Some(addr), true) => Some(TcpListener::bind(addr).await.map_err(|source| {
@@ -231,6 +254,8 @@ impl App {
             bootstrap_token_path,
             metrics_addr,
             metrics,
+            console_addr,
+            console,
             http_addr,
             http_listener,
             policy_file,
@@ -238,6 +263,21 @@ impl App {
             data_lock,
         })
     }
+}
+
+/// What `check-config` warns about without refusing: the policy file's teams that
+/// allow a code runner (each located by file and line).
+pub fn preflight_warnings(config: &Config) -> Vec<String> {
+    let Some(path) = &config.policy_file else {
+        return Vec::new();
+    };
+    let Ok(text) = crate::policy_file::read_file(path) else {
+        return Vec::new();
+    };
+    crate::policy_file::managed_policy_warnings(&path.display().to_string(), &text)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 /// Every check a start makes on the configuration's files before it binds, without
@@ -444,6 +484,7 @@ pub async fn run(
         auth,
         config,
         metrics,
+        console,
         http_listener,
         shutdown: stop_streams,
         policy_file,
@@ -558,7 +599,11 @@ pub async fn run(
             connections.keepalive_timeout_secs,
         )))
         .trace_fn(move |req| crate::grpc::observe::rpc_span(req, exporting))
-        // outermost: an HTTP call enters the stack below as a gRPC call
+        // the console's files on its listener; its API calls go on below
+        .layer(crate::console::ConsoleLayer::new(
+            console.as_ref().and_then(|l| l.local_addr().ok()),
+        ))
+        // an HTTP call enters the stack below as a gRPC call
         .layer(http)
         .layer(crate::grpc::observe::RpcMetricsLayer)
         .layer(crate::grpc::limits::LimitsLayer::new(&config.limits))
@@ -582,6 +627,10 @@ pub async fn run(
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(
+            PrincipalServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
             ApprovalServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
@@ -595,6 +644,12 @@ pub async fn run(
         ));
     if let Some(listener) = http_listener {
         serve_http_listener(listener, router.clone(), &config, stop_http.clone())?;
+    }
+    if let Some(listener) = console {
+        if let Ok(addr) = listener.local_addr() {
+            info!(%addr, url = %format!("http://{addr}/"), "console");
+        }
+        serve_also(listener, router.clone(), &config, stop_http.clone())?;
     }
     let serve = router.serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
@@ -644,6 +699,29 @@ where
     if let Ok(addr) = listener.local_addr() {
         info!(%addr, "serving the API on http.listen too");
     }
+    serve_also(listener, router, config, stop)
+}
+
+/// Serves the same server (`router`, its layers included) on `listener` too, with the
+/// same TLS and connection limits, until `stop`: `http.listen` and `console.listen`.
+fn serve_also<L>(
+    listener: TcpListener,
+    router: tonic::transport::server::Router<L>,
+    config: &Config,
+    stop: CancellationToken,
+) -> Result<(), ServerError>
+where
+    L: tower::Layer<tonic::service::Routes> + Clone + Send + 'static,
+    L::Service: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
+{
+    let local = listener.local_addr().ok();
     let tls = match config.tls.files() {
         Some(_) => Some(crate::tls::Acceptor::start(&config.tls, stop.clone())?),
         None => None,
@@ -663,7 +741,7 @@ where
             .serve_with_incoming_shutdown(incoming, stopped.cancelled_owned())
             .await
         {
-            warn!(error = %e, "the http.listen server stopped");
+            warn!(error = %e, addr = ?local, "a second listener stopped");
         }
     });
     Ok(())

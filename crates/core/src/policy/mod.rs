@@ -8,6 +8,7 @@ pub mod approvals;
 mod builtin;
 mod decide;
 mod entry;
+mod lint;
 mod lists;
 mod matcher;
 pub mod roles;
@@ -27,6 +28,7 @@ pub use entry::{
     Entry, Glob, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name,
     validate_call_name, validate_name,
 };
+pub use lint::{Warning, warnings};
 pub use lists::{
     AddOutcome, CompiledAdmin, CompiledUser, MAX_LIST_ENTRIES, MAX_PREFIX_LEN, add_mcp_entry,
     normalise, remove_entry,
@@ -46,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// What a decision lets happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Outcome {
     /// Runs without approval.
@@ -58,7 +60,7 @@ pub enum Outcome {
 }
 
 /// Why a decision came out as it did. Stable names: never rename one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Reason {
     KillSwitch,

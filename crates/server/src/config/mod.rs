@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig, LogFormat,
-    MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, ConsoleConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig,
+    LogFormat, MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -58,6 +58,7 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
     pub decision_log: DecisionLogConfig,
+    pub console: ConsoleConfig,
     /// Central approvals: the outgoing webhook's client.
     pub approvals: ApprovalsConfig,
 }
@@ -122,6 +123,7 @@ impl Default for Config {
             policy_file: None,
             audit: AuditConfig::default(),
             decision_log: DecisionLogConfig::default(),
+            console: ConsoleConfig::default(),
             approvals: ApprovalsConfig::default(),
         }
     }
@@ -136,6 +138,8 @@ pub struct CliOverrides {
     pub data_dir: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub console: Option<ConsoleConfig>,
 }
 
 /// Every problem found in a configuration.
@@ -300,6 +304,7 @@ fn extract_every_section(
         policy_file,
         audit,
         decision_log,
+        console,
         approvals,
     );
     // a key added to Config but not above is still read: the whole tree at once

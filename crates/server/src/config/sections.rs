@@ -200,6 +200,15 @@ pub struct MetricsConfig {
     pub listen: Option<String>,
 }
 
+/// The browser console, off unless `listen` is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// Where to serve the console and, beside it on the same origin, the HTTP API it
+    /// calls, e.g. `127.0.0.1:7071`; unset serves no console.
+    pub listen: Option<String>,
+}
+
 /// Every RPC over HTTP: gRPC-Web and the Connect protocol's JSON, on the gRPC port
 /// (and on `listen` too, when set).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,6 +21,7 @@ fn env_overrides_nested_keys_and_cli_overrides_env() {
         listen: Some("127.0.0.1:9999".into()),
         data_dir: None,
         policy_file: Some("/etc/toolgate/policy.yaml".into()),
+        ..Default::default()
     };
     let c = Config::load(
         None,
@@ -42,6 +43,43 @@ fn env_overrides_nested_keys_and_cli_overrides_env() {
         c.policy_file,
         Some(PathBuf::from("/etc/toolgate/policy.yaml"))
     );
+}
+
+#[test]
+fn the_console_is_off_until_a_flag_or_key_turns_it_on() {
+    assert_eq!(Config::default().console.listen, None);
+    let cli = CliOverrides {
+        console: Some(ConsoleConfig {
+            listen: Some("127.0.0.1:7071".into()),
+        }),
+        ..Default::default()
+    };
+    let c = Config::load(
+        None,
+        env(&[("TOOLGATE_CONSOLE__LISTEN", "127.0.0.1:1")]),
+        &cli,
+    )
+    .unwrap();
+    assert_eq!(c.console.listen.as_deref(), Some("127.0.0.1:7071"));
+    let from_env = Config::load(
+        None,
+        env(&[("TOOLGATE_CONSOLE__LISTEN", "127.0.0.1:7072")]),
+        &CliOverrides::default(),
+    )
+    .unwrap();
+    assert_eq!(from_env.console.listen.as_deref(), Some("127.0.0.1:7072"));
+    for (bad, says) in [
+        ("nowhere", "is not an address"),
+        ("127.0.0.1:7070", "a port of its own"),
+    ] {
+        let err = Config::load(
+            None,
+            env(&[("TOOLGATE_CONSOLE__LISTEN", bad)]),
+            &CliOverrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains(says), "{bad}: {err}");
+    }
 }
 
 #[test]

@@ -300,6 +300,25 @@ impl Config {
                 Ok(_) => {}
             }
         }
+        if let Some(addr) = &self.console.listen {
+            match addr.parse::<SocketAddr>() {
+                Err(e) => problems.push(format!(
+                    "console.listen: {addr:?} is not an address ({e}): use HOST:PORT such as 127.0.0.1:7071, or leave it unset for no console"
+                )),
+                Ok(c) if c.port() != 0
+                    && (listen.as_ref().is_ok_and(|l| *l == c)
+                        || [&self.metrics.listen, &self.http.listen].into_iter().flatten().any(|other| other.parse::<SocketAddr>().ok() == Some(c))) =>
+                {
+                    problems.push(format!(
+                        "console.listen: {addr} is already the gRPC, HTTP or metrics address: give the console a port of its own"
+                    ))
+                }
+                Ok(_) if !self.http.enabled => problems.push(
+                    "console.listen: set while http.enabled is false: the console calls the API over HTTP, so set http.enabled: true or remove console.listen".into(),
+                ),
+                Ok(_) => {}
+            }
+        }
         if let Some(addr) = &self.http.listen {
             match addr.parse::<SocketAddr>() {
                 Err(e) => problems.push(format!(

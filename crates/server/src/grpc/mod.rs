@@ -7,6 +7,7 @@ mod decisions;
 mod error;
 pub mod limits;
 pub mod observe;
+mod principal;
 mod tokens;
 mod watch;
 
@@ -32,6 +33,7 @@ pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
 pub use pb::user_settings_service_server::UserSettingsServiceServer;
+pub use principal::PrincipalServiceServer;
 pub use tokens::TokenServiceServer;
 pub use watch::PolicyRouter;
 

@@ -75,6 +75,10 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
                 Some('"') if c == '\\' => {
                     chars.next();
                 }
+                // `''` is a quote inside a single-quoted scalar, which goes on
+                Some('\'') if c == '\'' && chars.peek().is_some_and(|(_, n)| *n == '\'') => {
+                    chars.next();
+                }
                 Some(q) if c == q => {
                     quote = None;
                     token_start = false;
@@ -85,10 +89,15 @@ pub fn nesting_depth(text: &str) -> Option<usize> {
                         end = at;
                         break;
                     }
-                    '"' | '\'' if token_start => quote = Some(c),
+                    // content: a `- `, `? ` or `: ` after it opens no block level
+                    '"' | '\'' if token_start => {
+                        quote = Some(c);
+                        at_start = false;
+                    }
                     '[' | '{' if flow > 0 || token_start || property => {
                         flow += 1;
                         token_start = true;
+                        at_start = false;
                         // checked as it opens: the line may close it again
                         if flow + indents.len() + inline_levels > MAX_NESTING {
                             return Some(n + 1);
@@ -174,4 +183,55 @@ fn block_scalar_base(line: &str) -> Option<usize> {
         rest = next;
     }
     Some(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_NESTING, nesting_depth};
+
+    /// `''` inside a single-quoted scalar is a quote that does not end it: the
+    /// brackets after it are text (a fuzz finding: `to_yaml` prints `it's: [x` as
+    /// `'it''s: [x'`, and the scan took the `[` for a flow collection left open,
+    /// counting every later `{` of a plain entry as a level).
+    #[test]
+    fn a_doubled_single_quote_stays_inside_the_scalar() {
+        let braces = "{".repeat(MAX_NESTING + 8);
+        let text = format!("allowed:\n- 'it''s: [x'\n- cargo t{braces}\n");
+        assert_eq!(nesting_depth(&text), None);
+        let policy = format!(
+            "team: t\nauto_run_controls:\n  allowed:\n  - \"it's: [x\"\n  - cargo t{braces}\n"
+        );
+        let parsed = crate::policy_file::parse_team_policy("t.yaml", &policy).unwrap();
+        let printed = crate::policy_file::to_yaml(&parsed);
+        assert_eq!(nesting_depth(&printed), None, "{printed}");
+        // real nesting after such a scalar is still counted
+        let deep = "[".repeat(MAX_NESTING + 1);
+        assert_eq!(nesting_depth(&format!("a: 'it''s'\nb: {deep}\n")), Some(2));
+        assert_eq!(nesting_depth(&format!("a: ['it''s', {deep}\n")), Some(1));
+    }
+
+    /// A document written as JSON on one line (valid YAML) is as deep as its
+    /// brackets: each `": "` after a quoted key is no block indicator.
+    #[test]
+    fn one_line_json_counts_its_brackets_only() {
+        let keys: Vec<String> = (0..MAX_NESTING + 8)
+            .map(|i| format!("\"k{i}\": 1"))
+            .collect();
+        let map = format!("{{{}}}", keys.join(", "));
+        assert_eq!(nesting_depth(&map), None);
+        let list = format!(
+            "[{}]",
+            vec![r#"{"shell": "x", "expect": "ALLOW"}"#; 40].join(", ")
+        );
+        assert_eq!(nesting_depth(&list), None);
+        let deep = format!(
+            "{}{}",
+            r#"{"a": "#.repeat(MAX_NESTING + 1),
+            "}".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(nesting_depth(&deep), Some(1));
+        // block indicators at the start of a line still count
+        let block = format!("{}x\n", "- ".repeat(MAX_NESTING + 1));
+        assert_eq!(nesting_depth(&block), Some(1));
+    }
 }

@@ -25,18 +25,27 @@
 //! `auto_run_controls` takes every field of `AutoRunControls` and its extensions by
 //! its protobuf name (README.md, "For org admins", lists them); unknown keys are errors.
 //!
+//! Both may carry `examples:` (calls and the answers they must get); a failing one
+//! refuses the policy. `toolgate test` files name a team policy and cases of the same
+//! form.
+//!
 //! The rooms: the safe read of a file in `read`, the limits checked before any
-//! parser in `limits`, parsing and validation in `parse`, and finding a path's line
-//! in `locate`.
+//! parser in `limits`, parsing and validation in `parse`, the examples and test
+//! files in `examples`, and finding a path's line in `locate`.
 
+mod examples;
 mod limits;
 mod locate;
 mod parse;
 mod read;
 
+pub use examples::{ExampleResult, PolicyTest, parse_policy_test, run_examples};
 pub use limits::nesting_depth;
 pub use locate::line_at;
-pub use parse::{parse_managed_policy, parse_team_policy};
+pub use parse::{
+    managed_policy_warnings, parse_managed_policy, parse_team_policy, parse_team_policy_untested,
+    team_policy_warnings,
+};
 pub use read::{ReadError, read_file};
 
 use crate::policy::{AdminControls, ToolActionLists, roles::RolesDocument};
@@ -63,6 +72,11 @@ pub struct TeamPolicy {
     pub revision: Option<u64>,
     #[serde(default)]
     pub auto_run_controls: AdminControls,
+    /// Calls and the answers they must get under this policy: `admin apply` and
+    /// `admin diff` refuse the policy when one does not (they stay in git: the
+    /// server does not keep them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<toolgate_core::examples::Example>,
 }
 
 /// The JSON Schemas of the policy documents, generated from their types, by the
@@ -77,6 +91,10 @@ pub fn json_schemas() -> Vec<(&'static str, String)> {
         (
             "roles.schema.json",
             pretty(schemars::schema_for!(RolesDocument)),
+        ),
+        (
+            "policy-test.schema.json",
+            pretty(schemars::schema_for!(PolicyTest)),
         ),
         (
             "team-policy.schema.json",

@@ -1,6 +1,7 @@
 //! Parsing and validating the team policy and the server's policy file, with every
 //! problem located by line.
 
+use super::examples::{check_answers, check_shapes};
 use super::limits::check_limits;
 use super::locate::line_at;
 use super::{ManagedPolicy, PolicyFileError, TeamPolicy};
@@ -10,6 +11,7 @@ use crate::policy::{
 };
 use serde::Deserialize;
 use std::collections::HashSet;
+use toolgate_core::examples::Example;
 
 /// The server's policy file: teams whose admin settings it manages, and seed 000's
 /// `tool.action` lists per MCP server. Each key optional, but not both: a file that
@@ -29,6 +31,9 @@ struct ManagedTeam {
     team: String,
     #[serde(default)]
     auto_run_controls: AdminControls,
+    /// Calls and the answers they must get: a failing one refuses the file.
+    #[serde(default)]
+    examples: Vec<Example>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -40,7 +45,7 @@ struct McpServerList {
 }
 
 /// A YAML syntax or shape error (unknown key, wrong type), located by the parser.
-fn yaml_error(file: &str, e: &serde_norway::Error) -> PolicyFileError {
+pub(super) fn yaml_error(file: &str, e: &serde_norway::Error) -> PolicyFileError {
     let line = e.location().map_or(0, |l| l.line());
     let mut message = e.to_string();
     // the parser appends "at line L column C"; the line is already in front
@@ -95,14 +100,14 @@ fn entry_error(file: &str, text: &str, prefix: &str, p: &EntryProblem) -> Policy
 
 /// Empty `browser_server_ids` means the defaults, as the API stores them, so a file
 /// that leaves them out never differs from what the server holds.
-fn normalise(controls: &mut AdminControls) {
+pub(super) fn normalise(controls: &mut AdminControls) {
     if controls.browser_server_ids.is_empty() {
         controls.browser_server_ids = default_browser_server_ids();
     }
 }
 
 /// Checks every entry of `controls` found at `prefix` (e.g. `auto_run_controls.`).
-fn check_controls(
+pub(super) fn check_controls(
     file: &str,
     text: &str,
     prefix: &str,
@@ -123,7 +128,7 @@ fn check_controls(
 }
 
 /// The team id at `path`, checked and normalised by the one id check.
-fn check_team_id(
+pub(super) fn check_team_id(
     file: &str,
     text: &str,
     path: &str,
@@ -145,8 +150,33 @@ fn check_team_id(
         })
 }
 
-/// Parses and validates a team policy; every invalid entry is reported.
+/// Parses and validates a team policy; every invalid entry is reported, and every
+/// example that does not get the answer it expects.
 pub fn parse_team_policy(file: &str, text: &str) -> Result<TeamPolicy, Vec<PolicyFileError>> {
+    let policy = parse_team_policy_untested(file, text)?;
+    let mut errors = Vec::new();
+    check_answers(
+        file,
+        text,
+        "examples",
+        &ToolActionLists::default(),
+        &policy.auto_run_controls,
+        &policy.examples,
+        &mut errors,
+    );
+    if errors.is_empty() {
+        Ok(policy)
+    } else {
+        Err(errors)
+    }
+}
+
+/// [`parse_team_policy`] but for the examples' answers (their shapes are checked):
+/// `toolgate test` runs them as cases and reports each.
+pub fn parse_team_policy_untested(
+    file: &str,
+    text: &str,
+) -> Result<TeamPolicy, Vec<PolicyFileError>> {
     check_limits(file, text)?;
     let mut policy: TeamPolicy =
         serde_norway::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
@@ -162,6 +192,7 @@ pub fn parse_team_policy(file: &str, text: &str) -> Result<TeamPolicy, Vec<Polic
         &policy.auto_run_controls,
         &mut errors,
     );
+    check_shapes(file, text, "examples", &policy.examples, &mut errors);
     if !errors.is_empty() {
         return Err(sorted(errors));
     }
@@ -190,6 +221,7 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
     let mut teams = Vec::with_capacity(parsed.teams.len());
+    let mut examples = Vec::with_capacity(parsed.teams.len());
     for (i, t) in parsed.teams.into_iter().enumerate() {
         let at = format!("teams[{i}]");
         let team = match check_team_id(file, text, &format!("{at}.team"), &t.team) {
@@ -217,8 +249,16 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
             &t.auto_run_controls,
             &mut errors,
         );
+        check_shapes(
+            file,
+            text,
+            &format!("{at}.examples"),
+            &t.examples,
+            &mut errors,
+        );
         let mut controls = t.auto_run_controls;
         normalise(&mut controls);
+        examples.push((at, t.examples));
         teams.push((team, controls));
     }
     let mut lists = Vec::with_capacity(parsed.mcp_servers.len());
@@ -242,6 +282,20 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
     } else {
         ToolActionLists::default()
     };
+    // decided last, under the file's tool.action lists as the server will decide
+    if errors.is_empty() {
+        for ((at, examples), (_, controls)) in examples.iter().zip(&teams) {
+            check_answers(
+                file,
+                text,
+                &format!("{at}.examples"),
+                &tool_actions,
+                controls,
+                examples,
+                &mut errors,
+            );
+        }
+    }
     if errors.is_empty() {
         Ok(ManagedPolicy {
             teams,
@@ -250,4 +304,48 @@ pub fn parse_managed_policy(file: &str, text: &str) -> Result<ManagedPolicy, Vec
     } else {
         Err(sorted(errors))
     }
+}
+
+/// The warnings about a valid team policy (an allowed code runner), located.
+pub fn team_policy_warnings(file: &str, text: &str, policy: &TeamPolicy) -> Vec<PolicyFileError> {
+    located_warnings(file, text, "auto_run_controls.", &policy.auto_run_controls)
+}
+
+/// The warnings about each team of a valid server policy file, located.
+pub fn managed_policy_warnings(file: &str, text: &str) -> Vec<PolicyFileError> {
+    let Ok(parsed) = serde_norway::from_str::<ManagedFile>(text) else {
+        return Vec::new();
+    };
+    parsed
+        .teams
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| {
+            located_warnings(
+                file,
+                text,
+                &format!("teams[{i}].auto_run_controls."),
+                &t.auto_run_controls,
+            )
+        })
+        .collect()
+}
+
+fn located_warnings(
+    file: &str,
+    text: &str,
+    prefix: &str,
+    controls: &AdminControls,
+) -> Vec<PolicyFileError> {
+    crate::policy::warnings(controls)
+        .into_iter()
+        .map(|w| {
+            let path = format!("{prefix}{}", w.field);
+            PolicyFileError {
+                file: file.to_owned(),
+                line: line_at(text, &path).unwrap_or(0),
+                message: format!("{path}: {}", w.message),
+            }
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@ mod approvals;
 mod audit_sink;
 mod decide;
 mod decisions;
+mod principal;
 mod roles;
 mod settings;
 mod tokens;
@@ -37,6 +38,7 @@ pub use decisions::{
     DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
     ImpactExample, ImpactGroup, Origin, check_client, outcome_name, parse_outcome, parse_reason,
 };
+pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};

@@ -103,6 +103,7 @@ fn merge(mut into: Touches, from: Touches) -> Touches {
     into.paths.extend(from.paths);
     into.directories.extend(from.directories);
     into.loose_paths.extend(from.loose_paths);
+    into.names.extend(from.names);
     into.targets.extend(from.targets);
     if into.unreadable.is_none() {
         into.unreadable = from.unreadable;

@@ -136,7 +136,11 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
             );
         }
     }
-    if !t.paths.is_empty() || !t.directories.is_empty() || !t.loose_paths.is_empty() {
+    if !t.paths.is_empty()
+        || !t.directories.is_empty()
+        || !t.loose_paths.is_empty()
+        || !t.names.is_empty()
+    {
         let placed_cwd = call.cwd.map(|c| locate(c, None));
         let cwd = Cwd {
             raw: call.cwd,
@@ -153,6 +157,9 @@ fn restrictions(ctx: &CompiledContext, call: &RoleCall<'_>) -> RoleVerdict {
         }
         for path in &t.loose_paths {
             check_loose_path(ctx, path, cwd, &mut out);
+        }
+        for name in &t.names {
+            check_path(ctx, name, PathKind::Name, cwd, &mut out);
         }
     }
     let mut extra: Vec<Obligation> = Vec::new();
@@ -241,6 +248,8 @@ struct Cwd<'c> {
 enum PathKind {
     File,
     Directory,
+    /// A word that may name a file: only `forbiddenFiles` applies.
+    Name,
 }
 
 fn check_path(ctx: &CompiledContext, path: &str, kind: PathKind, cwd: Cwd<'_>, out: &mut Outcome) {
@@ -280,7 +289,7 @@ fn check_path(ctx: &CompiledContext, path: &str, kind: PathKind, cwd: Cwd<'_>, o
             out.deny("allowedFileTypes", format!("File type {ext} not allowed"));
         }
     }
-    let Some(dirs) = &ctx.directories else {
+    let Some(dirs) = ctx.directories.as_ref().filter(|_| kind != PathKind::Name) else {
         return;
     };
     match placement(dirs, &located, cwd) {

@@ -65,6 +65,9 @@ pub struct Touches {
     /// Strings that look like paths under argument keys that do not say they are:
     /// read against `allowedDirectories` only, and outside them the call asks.
     pub loose_paths: Vec<String>,
+    /// Other words of a shell line that may name a file (`base64 server.key`,
+    /// `xxd .env`): read against `forbiddenFiles` only, since most are not files.
+    pub names: Vec<String>,
     /// URLs or `host:port` as written.
     pub targets: Vec<String>,
     pub protocols: Vec<String>,

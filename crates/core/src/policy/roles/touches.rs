@@ -340,6 +340,9 @@ fn merge(into: &mut Touches, from: Touches) {
     for p in from.loose_paths {
         add(&mut into.loose_paths, &p, &mut into.unreadable);
     }
+    for n in from.names {
+        add(&mut into.names, &n, &mut into.unreadable);
+    }
     for u in from.targets {
         add(&mut into.targets, &u, &mut into.unreadable);
     }
@@ -368,6 +371,7 @@ fn touches_of_line(line: &CommandLine) -> Touches {
             continue;
         }
         let mut paths = Vec::new();
+        let mut names = Vec::new();
         for target in &command.redirects {
             if !matches!(target.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
                 paths.push(target.clone());
@@ -416,6 +420,11 @@ fn touches_of_line(line: &CommandLine) -> Touches {
                 Some((option, value)) if option.starts_with('-') || option.len() <= 3 => value,
                 _ => w.as_str(),
             };
+            // a short option glued to its value: `-o/etc/x`, `-C/etc`, `-f~/.env`
+            if let Some(glued) = glued_path(w) {
+                paths.push(glued.to_owned());
+                continue;
+            }
             let kind = match kind[i] {
                 Kind::Unknown if value.contains("://") => Kind::Url,
                 // any word that looks like a path counts, whatever reads it
@@ -445,6 +454,11 @@ fn touches_of_line(line: &CommandLine) -> Touches {
                             &mut t.unreadable,
                         );
                     }
+                }
+                // any other word may name a file in the directory: forbiddenFiles
+                // sees it (`base64 server.key`)
+                Kind::Unknown if !value.is_empty() && !value.starts_with('-') => {
+                    names.push(value.to_owned());
                 }
                 Kind::Unknown => {}
             }
@@ -482,6 +496,14 @@ fn touches_of_line(line: &CommandLine) -> Touches {
             };
             add(&mut t.paths, &joined, &mut t.unreadable);
         }
+        for name in names {
+            // a name seen from an unknown directory is still matched by its own parts
+            let joined = match &dir {
+                Ok(Some(d)) => format!("{d}/{name}"),
+                _ => name,
+            };
+            add(&mut t.names, &joined, &mut t.unreadable);
+        }
         dir = match (&command.effects.cd, dir) {
             (None, dir) => dir,
             (Some(Cd::Unknown), _) => Err(format!(
@@ -495,6 +517,20 @@ fn touches_of_line(line: &CommandLine) -> Touches {
         };
     }
     t
+}
+
+/// The value of a short option glued to it when the value is a path (`-o/etc/x`,
+/// `-C/etc`, `-f~/.env`, `-I../include`): one dash, one letter, then a value that
+/// starts or goes on like a path.
+fn glued_path(word: &str) -> Option<&str> {
+    let rest = word.strip_prefix('-')?;
+    let mut chars = rest.chars();
+    if !chars.next()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let value = chars.as_str();
+    let pathy = value.starts_with(['/', '~', '.']) && value.len() > 1 || value.contains('/');
+    (pathy && !value.contains('=') && !value.contains("://")).then_some(value)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -548,6 +584,28 @@ mod tests {
             assert_eq!(t.paths, paths.to_vec(), "{line}");
             assert_eq!(t.targets, targets.to_vec(), "{line}");
             assert_eq!(t.unreadable.is_some(), unreadable, "{line}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn glued_options_are_paths_and_other_words_are_names() {
+        let cases: [(&str, &[&str], &[&str]); 7] = [
+            ("git -C/etc status", &["/etc"], &["status"]),
+            ("grep -f/etc/shadow x", &["/etc/shadow"], &["x"]),
+            (
+                "gcc -I../include -o out main.c",
+                &["../include"],
+                &["out", "main.c"],
+            ),
+            ("base64 server.key", &[], &["server.key"]),
+            ("cd design && xxd .env", &[], &["design", "design/.env"]),
+            ("ls -la", &[], &[]),
+            ("rm -rf build", &["build"], &[]),
+        ];
+        for (line, paths, names) in cases {
+            let t = touches_of_command(line);
+            assert_eq!(t.paths, paths.to_vec(), "{line}");
+            assert_eq!(t.names, names.to_vec(), "{line}");
         }
     }
 

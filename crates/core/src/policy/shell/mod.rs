@@ -17,7 +17,7 @@ mod words;
 
 pub use places::{Place, Touch, touches};
 pub use prefixes::{Prefix, PrefixList};
-pub use programs::program_name;
+pub use programs::{program_name, runs_unseen_code};
 
 /// The entry of a command list that stands for the curated read-only commands.
 pub const READONLY: &str = "@readonly";

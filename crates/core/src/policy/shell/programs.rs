@@ -196,6 +196,29 @@ impl Programs {
     }
 }
 
+/// Whether an allowed prefix lets code run that the line does not show: its program
+/// (or the subcommand it names) is a code runner of the table (`python`, `node`,
+/// `make`, `npm run`, `npx`, `cargo run`), or a shell given a script (`bash`).
+pub fn runs_unseen_code(prefix: &str) -> bool {
+    let mut words = prefix.split_whitespace();
+    let Some(first) = words.next() else {
+        return false;
+    };
+    if super::rules::SHELLS.contains(&program_name(first).as_str()) {
+        return true;
+    }
+    let Some(row) = table().get(first) else {
+        return false;
+    };
+    if row.code_runner {
+        return true;
+    }
+    words
+        .next()
+        .and_then(|sub| row.subcommands.get(sub))
+        .is_some_and(|sub| sub.code_runner)
+}
+
 /// The program a command word runs, as blocked and denied prefixes compare it: the
 /// file name (either slash), lowercased (`RM` runs `rm` on macOS and Windows file
 /// systems), without a trailing `.exe`.

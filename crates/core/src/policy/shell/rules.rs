@@ -6,7 +6,7 @@ use super::read::{MAX_NESTED_READS, MAX_NESTING, Reader};
 use super::{Effects, Origin, SimpleCommand, base_name};
 
 /// Shells whose `-c` string is read as a command line.
-const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+pub(super) const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
 
 /// Commands that run other commands from their arguments: any later word may be the
 /// command that really runs.
@@ -105,6 +105,19 @@ impl Reader {
             if EVALUATORS.contains(&w) && (i == command_at || w != "." || wrapper_runs_builtins) {
                 self.out
                     .push(fail(format!("{w} runs code that is not on the line")));
+                // `eval 'reboot'`: the line it runs is known, so a denied or blocked
+                // command in it is seen (the eval itself stays opaque, so it never
+                // auto-runs: reading it only makes the answer stricter)
+                let args = &words[i + 1..];
+                if w == "eval"
+                    && !args.is_empty()
+                    && !args.iter().any(|a| a.contains(super::words::UNKNOWN))
+                {
+                    self.nested_reads += 1;
+                    if depth < MAX_NESTING && self.nested_reads <= MAX_NESTED_READS {
+                        self.read_as(&args.join(" "), depth + 1, origin);
+                    }
+                }
                 return;
             }
             if w == "git"

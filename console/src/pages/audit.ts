@@ -1,0 +1,110 @@
+// The audit trail: every settings change and every denial, with who, when and the revision.
+
+import { call } from "../api";
+import { fill, h, showError, statusLine } from "../dom";
+import type { AuditEvent } from "../types";
+import { num } from "../types";
+
+const KINDS = [
+  "ADMIN_SETTINGS_UPDATED",
+  "USER_SETTINGS_UPDATED",
+  "DECISION_DENIED",
+  "DECISION_MADE",
+  "TOKEN_CREATED",
+  "TOKEN_REVOKED",
+  "ALLOW_LIST_UPDATED",
+  "POLICY_FILE_RELOADED",
+  "POLICY_FILE_REJECTED",
+];
+
+/** `AUDIT_EVENT_KIND_ADMIN_SETTINGS_UPDATED` → `admin_settings_updated` (older servers sent the latter). */
+function kindName(kind: unknown): string {
+  return String(kind ?? "").replace(/^AUDIT_EVENT_KIND_/, "").toLowerCase();
+}
+
+function detail(e: AuditEvent): string {
+  if (e.detail !== undefined) return JSON.stringify(e.detail, null, 2);
+  if (!e.detailJson) return "";
+  try {
+    return JSON.stringify(JSON.parse(e.detailJson), null, 2);
+  } catch {
+    return e.detailJson;
+  }
+}
+
+export async function auditPage(root: HTMLElement, team: string): Promise<void> {
+  const status = statusLine();
+  const tbody = h("tbody", { id: "audit-rows" });
+  const kind = h("select", { id: "a-kind" }, h("option", { value: "" }, "any"), KINDS.map((k) => h("option", { value: `AUDIT_EVENT_KIND_${k}` }, k.toLowerCase().replace(/_/g, " "))));
+  const actor = h("input", { id: "a-actor", type: "text", autocapitalize: "off", spellcheck: "false" });
+  let after = 0;
+  let events: AuditEvent[] = [];
+
+  // the API pages forward (after_id): up to 20 pages of 1000 are read, shown newest first
+  const load = async () => {
+    events = [];
+    after = 0;
+    try {
+      for (let pages = 0; pages < 20; pages++) {
+        const page = await call<{ events?: AuditEvent[]; nextAfterId?: string }>("AdminService", "ListAuditEvents", {
+          teamId: team,
+          afterId: String(after),
+          limit: 1000,
+          ...(kind.value ? { kind: kind.value } : {}),
+          actor: actor.value.trim(),
+        });
+        events.push(...(page.events ?? []));
+        after = num(page.nextAfterId);
+        if (after === 0) break;
+      }
+      events.reverse();
+      fill(
+        tbody,
+        events.map((e) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, e.at ? new Date(e.at).toLocaleString() : ""),
+            h("td", {}, h("code", {}, kindName(e.kind))),
+            h("td", {}, e.actor ?? ""),
+            h("td", {}, String(num(e.revision))),
+            h("td", {}, h("details", {}, h("summary", {}, "Detail"), h("pre", {}, detail(e)))),
+          ),
+        ),
+      );
+      status.textContent = `${events.length} events, newest first.`;
+    } catch (e) {
+      showError(status, e instanceof Error ? e.message : String(e));
+    }
+  };
+
+  fill(
+    root,
+    h("h2", {}, `Audit trail of team ${team}`),
+    h(
+      "form",
+      {
+        class: "filters",
+        "aria-label": "Filter audit events",
+        onsubmit: (ev: Event) => {
+          ev.preventDefault();
+          void load();
+        },
+      },
+      h("label", { for: "a-kind" }, "Kind"),
+      kind,
+      h("label", { for: "a-actor" }, "Actor"),
+      actor,
+      h("button", { type: "submit" }, "Apply filters"),
+    ),
+    status,
+    h(
+      "table",
+      {},
+      h("caption", {}, "Audit events, newest first"),
+      h("thead", {}, h("tr", {}, ["Time", "Kind", "Actor", "Revision", "Detail"].map((c) => h("th", { scope: "col" }, c)))),
+      tbody,
+    ),
+  );
+  await load();
+}

@@ -1,0 +1,224 @@
+// A team's policy: every AutoRunControls field, the changes against the stored
+// revision, the impact preview, and apply with the expected revision.
+
+import { ApiError, call, getTeamSettings, problems, putTeamSettings } from "../api";
+import { diff, renderDiff } from "../diff";
+import { fill, h, showError, showOk, statusLine } from "../dom";
+import { APPROVAL_FIELDS, CONTROL_FIELDS, USER_FIELDS } from "../fields";
+import { settingsForm } from "../form";
+import { outcomeName, reasonName } from "../reasons";
+import { session } from "../session";
+import type { AutoRunControls, Preview, TeamAdminSettings } from "../types";
+import { num } from "../types";
+import { describeCall } from "./decisions";
+
+type Doc = Record<string, unknown>;
+
+export async function policyPage(root: HTMLElement, team: string): Promise<void> {
+  const admin = session.isAdmin();
+  let base: TeamAdminSettings = await getTeamSettings(team);
+  const status = statusLine();
+  const summary = h("div", { class: "summary", role: "alert" });
+  const changes = h("section", { "aria-label": "Changes" });
+  const impact = h("section", { "aria-label": "Impact preview" });
+  const conflict = h("section", { "aria-label": "Conflict" });
+  const revisionLine = h("p", { class: "muted", id: "policy-revision" });
+
+  const controls = settingsForm(CONTROL_FIELDS, base.autoRunControls as Doc, { readOnly: !admin, idPrefix: "ctl" });
+  const approvals = settingsForm(APPROVAL_FIELDS, base.autoRunControls?.approvals as Doc, {
+    readOnly: !admin,
+    prefix: "approvals.",
+    idPrefix: "appr",
+  });
+  const defaults = settingsForm(USER_FIELDS, base.autoRunControls?.defaultUserSettings as Doc, {
+    readOnly: !admin,
+    prefix: "default_user_settings.",
+    idPrefix: "def",
+  });
+
+  const showRevision = () => {
+    revisionLine.textContent = `Stored revision ${num(base.revision)}${base.updatedBy ? `, by ${base.updatedBy}` : ""}${base.updatedAt ? ` at ${new Date(base.updatedAt).toLocaleString()}` : ""}. Kill switch ${base.autoRunControls?.killSwitch ? "ON" : "off"}.`;
+  };
+  showRevision();
+
+  /** The controls the form describes, on top of the stored ones (the kill switch kept). */
+  const proposed = (): AutoRunControls => {
+    const stored = (base.autoRunControls ?? {}) as Doc;
+    const out = controls.read(stored);
+    // a message the server may not know (approvals) is sent only when set or changed
+    const approvalsBefore = stored.approvals as Doc | undefined;
+    const approvalsAfter = approvals.read(approvalsBefore);
+    if (approvalsBefore !== undefined || diff(APPROVAL_FIELDS, approvalsBefore, approvalsAfter).length > 0) {
+      out.approvals = approvalsAfter;
+    } else {
+      delete out.approvals;
+    }
+    const defaultsBefore = stored.defaultUserSettings as Doc | undefined;
+    const defaultsAfter = defaults.read(defaultsBefore);
+    // unset stays unset (toolgate's defaults) unless a field was changed
+    if (defaultsBefore !== undefined || diff(USER_FIELDS, defaultsBefore, defaultsAfter).length > 0) {
+      out.defaultUserSettings = defaultsAfter;
+    } else {
+      delete out.defaultUserSettings;
+    }
+    return out as AutoRunControls;
+  };
+
+  const changesOf = (before: AutoRunControls | undefined, after: AutoRunControls | undefined) => [
+    ...diff(CONTROL_FIELDS, before as Doc, after as Doc),
+    ...diff(APPROVAL_FIELDS, before?.approvals as Doc, after?.approvals as Doc).map((c) => ({
+      ...c,
+      field: { ...c.field, label: `Approvals: ${c.field.label}`, proto: `approvals.${c.field.proto}` },
+    })),
+    ...diff(USER_FIELDS, before?.defaultUserSettings as Doc, after?.defaultUserSettings as Doc).map((c) => ({
+      ...c,
+      field: { ...c.field, label: `Default for users: ${c.field.label}`, proto: `default_user_settings.${c.field.proto}` },
+    })),
+  ];
+
+  const clear = () => {
+    controls.clearProblems();
+    approvals.clearProblems();
+    defaults.clearProblems();
+    summary.replaceChildren();
+  };
+
+  const showChanges = () => {
+    fill(changes, h("h3", {}, `Changes against revision ${num(base.revision)}`), renderDiff(changesOf(base.autoRunControls, proposed()), "No changes."));
+  };
+
+  const refused = (e: unknown, what: string) => {
+    if (e instanceof ApiError && e.code === "invalid_argument") {
+      const found = problems(e.message);
+      const unclaimed = defaults.showProblems(approvals.showProblems(controls.showProblems(found)));
+      fill(
+        summary,
+        h("p", { class: "error" }, `The server refused the policy: nothing was ${what}. Fix the fields marked below.`),
+        h("ul", {}, found.map((p) => h("li", {}, p.field ? `${p.field}: ${p.text}` : p.text))),
+        unclaimed.length ? h("p", { class: "muted" }, "Some problems name no field of this form; they are listed above.") : null,
+      );
+      showError(status, `Refused: ${e.message}`);
+      const first = root.querySelector<HTMLElement>(".invalid textarea, .invalid input, .invalid select");
+      first?.focus();
+    } else {
+      showError(status, e instanceof Error ? e.message : String(e));
+    }
+  };
+
+  const apply = async () => {
+    clear();
+    conflict.replaceChildren();
+    showOk(status, "Applying…");
+    const doc = proposed();
+    try {
+      const applied = await putTeamSettings(team, doc, num(base.revision));
+      base = applied;
+      showRevision();
+      changes.replaceChildren();
+      showOk(status, `Applied: the team is at revision ${num(applied.revision)}.`);
+    } catch (e) {
+      if (e instanceof ApiError && e.code === "aborted") {
+        const current = await getTeamSettings(team);
+        fill(
+          conflict,
+          h("h3", {}, `Someone applied revision ${num(current.revision)} since you loaded revision ${num(base.revision)}`),
+          h("p", {}, "Nothing was applied. What they changed:"),
+          renderDiff(changesOf(base.autoRunControls, current.autoRunControls), "No field differs (only the revision)."),
+          h("p", {}, "Your edits are still in the form. Apply again to put them on top of their revision, or reload the page to start from theirs."),
+        );
+        base = current;
+        showRevision();
+        showError(status, e.message);
+      } else {
+        refused(e, "applied");
+      }
+    }
+  };
+
+  const preview = async () => {
+    clear();
+    showOk(status, "Deciding the logged calls again…");
+    try {
+      const p = await call<Preview>("DecisionLogService", "PreviewTeamAdminSettings", { teamId: team, autoRunControls: proposed() });
+      renderPreview(impact, p);
+      showOk(status, "Impact preview ready.");
+    } catch (e) {
+      if (e instanceof ApiError && e.code === "unimplemented") {
+        fill(impact, h("p", { class: "muted" }, "This server has no decision log to preview against."));
+        status.textContent = "";
+      } else {
+        refused(e, "previewed");
+      }
+    }
+  };
+
+  fill(
+    root,
+    h("h2", {}, `Policy of team ${team}`),
+    revisionLine,
+    admin ? null : h("p", { class: "note" }, "You may read this policy; only the team's admins may change it."),
+    summary,
+    h(
+      "form",
+      {
+        id: "policy-form",
+        "aria-label": "Team policy",
+        onsubmit: (ev: Event) => {
+          ev.preventDefault();
+          if (admin) void apply();
+        },
+      },
+      h("fieldset", {}, h("legend", {}, "Admin controls"), controls.element),
+      h("fieldset", {}, h("legend", {}, "Central approvals"), approvals.element),
+      h("fieldset", {}, h("legend", {}, "Defaults for users who set nothing themselves"), defaults.element),
+      admin
+        ? h(
+            "div",
+            { class: "actions" },
+            h("button", { type: "button", id: "show-changes", onclick: showChanges }, "Show changes"),
+            h("button", { type: "button", id: "preview-impact", onclick: () => void preview() }, "Preview impact"),
+            h("button", { type: "submit", id: "apply", class: "primary" }, "Apply"),
+          )
+        : null,
+    ),
+    status,
+    conflict,
+    changes,
+    impact,
+  );
+}
+
+function renderPreview(el: HTMLElement, p: Preview): void {
+  fill(
+    el,
+    h("h3", {}, "Impact preview"),
+    h(
+      "p",
+      { id: "impact-summary" },
+      `${num(p.decided)} logged calls decided again: ${num(p.changed)} would change outcome, ${num(p.unchanged)} would not, ${num(p.unknown)} cannot be decided again.`,
+    ),
+    (p.groups ?? []).length === 0
+      ? null
+      : h(
+          "table",
+          {},
+          h("caption", {}, "Calls whose outcome changes, by tool or command"),
+          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "From"), h("th", { scope: "col" }, "To"), h("th", { scope: "col" }, "Tool or command"), h("th", { scope: "col" }, "Calls"), h("th", { scope: "col" }, "Examples"))),
+          h(
+            "tbody",
+            {},
+            (p.groups ?? []).map((g) =>
+              h(
+                "tr",
+                {},
+                h("td", {}, outcomeName(g.from)),
+                h("td", {}, outcomeName(g.to)),
+                h("td", {}, h("code", {}, g.key ?? "")),
+                h("td", {}, String(num(g.count))),
+                h("td", {}, (g.examples ?? []).map((x) => h("div", {}, `${describeCall(x.record?.call)} (${x.record?.userId ?? ""}) → ${reasonName(x.newReason)}`))),
+              ),
+            ),
+          ),
+        ),
+  );
+}
