@@ -70,6 +70,7 @@ async fn ask(policy: &mut Policy, n: usize) -> String {
                 client: "bench".into(),
                 session_id: "bench".into(),
             }),
+            client: String::new(),
         })
         .await
         .expect("evaluate")

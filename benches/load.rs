@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
-//! [--tls] [--evaluate-only] [--http]`
+//! [--tls] [--evaluate-only] [--http] [--no-decision-log]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -20,6 +20,9 @@
 //! without a flag to compare on a busy machine. `--http` with `--evaluate-only` runs
 //! the same `Evaluate` as JSON over HTTP/1.1 (the Connect protocol, one keep-alive
 //! connection per worker) after the gRPC run: what the transcoding costs.
+//! The decision log is on, as by default; `--no-decision-log` turns it off (what
+//! recording every decision costs). With it on, `--evaluate-only` then counts the
+//! records the log holds against the decisions made: the difference is what was shed.
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/support/mod.rs"]
@@ -48,6 +51,7 @@ struct Args {
     metrics: bool,
     tls: bool,
     evaluate_only: bool,
+    decision_log: bool,
     http: bool,
 }
 
@@ -65,6 +69,7 @@ impl Args {
             metrics: false,
             tls: false,
             evaluate_only: false,
+            decision_log: true,
             http: false,
         };
         let mut it = std::env::args().skip(1);
@@ -85,6 +90,7 @@ impl Args {
                 "--metrics" => args.metrics = true,
                 "--tls" => args.tls = true,
                 "--evaluate-only" => args.evaluate_only = true,
+                "--no-decision-log" => args.decision_log = false,
                 "--http" => args.http = true,
                 "--rates" => {
                     args.rates = it
@@ -211,6 +217,7 @@ impl Caller {
                     call: Some(mcp("jira", "create_ticket")),
                     explain: false,
                     agent: None,
+                    client: String::new(),
                 })
                 .await
                 .is_ok_and(|r| {
@@ -420,6 +427,49 @@ fn batch_request(n: usize) -> pb::EvaluateBatchRequest {
             .collect(),
         explain: false,
         agent: None,
+        client: String::new(),
+    }
+}
+
+/// The records the decision log holds for the team, once the writer has caught up
+/// with `decided` (or has stopped growing for a while: what is missing was shed).
+async fn logged_records(channel: &Channel, decided: u64) -> u64 {
+    let mut log =
+        DecisionLogServiceClient::with_interceptor(channel.clone(), Auth::new("admin-token"));
+    let count = |log: &mut DecisionLogServiceClient<_>| {
+        let mut log = log.clone();
+        async move {
+            let mut n = 0u64;
+            let mut page_token = String::new();
+            loop {
+                let page = log
+                    .list_decisions(pb::ListDecisionsRequest {
+                        filter: Some(pb::DecisionFilter {
+                            team_id: TEAM.into(),
+                            ..Default::default()
+                        }),
+                        page_size: 1000,
+                        page_token,
+                    })
+                    .await
+                    .expect("list decisions")
+                    .into_inner();
+                n += page.decisions.len() as u64;
+                if page.next_page_token.is_empty() {
+                    return n;
+                }
+                page_token = page.next_page_token;
+            }
+        }
+    };
+    let mut last = 0;
+    loop {
+        let n = count(&mut log).await;
+        if n >= decided || (n == last && n > 0) {
+            return n;
+        }
+        last = n;
+        tokio::time::sleep(Duration::from_secs(2)).await;
     }
 }
 
@@ -439,6 +489,7 @@ async fn main() {
     if args.metrics {
         config.metrics.listen = Some("127.0.0.1:0".into());
     }
+    config.decision_log.enabled = args.decision_log;
     let ca = args.tls.then(|| serve_tls(&mut config, dir.path()));
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
@@ -471,7 +522,7 @@ async fn main() {
     let batch = Arc::new(batch_request(args.batch));
 
     println!(
-        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries{}{}{}",
+        "load: {} connections, {} concurrent requests, {:?} per run, store {}, {} admin allowlist entries{}{}{}{}",
         args.connections,
         args.concurrency,
         args.duration,
@@ -488,6 +539,11 @@ async fn main() {
         },
         if args.metrics { ", metrics on" } else { "" },
         if args.tls { ", TLS" } else { "" },
+        if args.decision_log {
+            ", decision log on"
+        } else {
+            ", decision log off"
+        },
     );
     // a short warm-up so connections, caches and the allocator are settled
     let server_pid = child.id();
@@ -496,7 +552,7 @@ async fn main() {
         !(args.http && args.tls),
         "--http measures plaintext HTTP: leave out --tls"
     );
-    drive(
+    let warm_up = drive(
         &base,
         server_pid,
         &channels,
@@ -529,9 +585,23 @@ async fn main() {
         } else {
             None
         };
+        let log = if args.decision_log {
+            let decided = warm_up.requests + m.requests;
+            let logged = logged_records(&channels[0], decided).await;
+            println!(
+                "decision log: {logged} of {decided} decisions recorded ({} shed), {:.0} records/s during the run",
+                decided - logged,
+                m.requests as f64 / m.elapsed.as_secs_f64()
+            );
+            json!({"decided": decided, "logged": logged, "shed": decided - logged})
+        } else {
+            serde_json::Value::Null
+        };
         println!(
             "{}",
-            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "evaluate": m.json(), "evaluate_json": json_run})
+            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls,
+                   "decision_log": args.decision_log, "evaluate": m.json(),
+                   "evaluate_json": json_run, "log": log})
         );
         child.kill().ok();
         child.wait().ok();

@@ -47,6 +47,7 @@ async fn decide(channel: &Channel, team: &str) {
             call: Some(mcp("srv1", "tool_0_1")),
             explain: false,
             agent: None,
+            client: String::new(),
             approval: None,
         })
         .await

@@ -152,6 +152,7 @@ async fn decider(addr: String, teams: usize, stop: Arc<AtomicBool>, counters: Ar
                 calls,
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .expect("decision");

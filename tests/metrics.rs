@@ -111,6 +111,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
                 call: Some(mcp("github", tool)),
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .unwrap()
@@ -127,6 +128,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
             call: Some(mcp("github", "x")),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap_err();
@@ -138,6 +140,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
             calls: vec![mcp("jira", "a"), mcp("jira", "b")],
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap()

@@ -19,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 PathBuf::from("proto/toolgate/v1/settings.proto"),
                 PathBuf::from("proto/toolgate/v1/service.proto"),
                 PathBuf::from("proto/toolgate/v1/tokens.proto"),
+                PathBuf::from("proto/toolgate/v1/decisions.proto"),
                 PathBuf::from("proto/toolgate/v1/principal.proto"),
                 PathBuf::from("proto/toolgate/v1/approvals.proto"),
             ],

@@ -135,18 +135,25 @@ pub struct DiffReport {
     pub team: String,
     pub revision: u64,
     pub changes: Vec<Change>,
+    /// With `--impact`: the logged calls whose outcome the file would change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impact: Option<super::decisions::ImpactReport>,
 }
 
 impl Render for DiffReport {
     fn human(&self) -> String {
         let (team, revision) = (&self.team, self.revision);
-        if self.changes.is_empty() {
-            return format!("team {team} (revision {revision}): no changes\n");
-        }
-        let mut out = format!("team {team} (revision {revision}):\n");
+        let mut out = if self.changes.is_empty() {
+            format!("team {team} (revision {revision}): no changes\n")
+        } else {
+            format!("team {team} (revision {revision}):\n")
+        };
         for change in &self.changes {
             out.push_str(&change.line());
             out.push('\n');
+        }
+        if let Some(impact) = &self.impact {
+            out.push_str(&impact.human());
         }
         out
     }
@@ -233,13 +240,21 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             });
             Ok(0)
         }
-        AdminCommand::Diff { file } => {
+        AdminCommand::Diff { file, impact } => {
             let policy = read_policy(&file)?;
             let (current, revision) = get_admin(c, &policy.team).await?;
+            let impact = match impact {
+                Some(window) => Some(
+                    super::decisions::impact(c, &policy.team, &policy.auto_run_controls, &window)
+                        .await?,
+                ),
+                None => None,
+            };
             let report = DiffReport {
                 changes: diff(&current, &policy.auto_run_controls),
                 team: policy.team,
                 revision,
+                impact,
             };
             c.out.print(&report);
             Ok(if report.changes.is_empty() {
@@ -252,15 +267,24 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             file,
             dry_run,
             expected_revision,
+            impact,
         } => {
             let policy = read_policy(&file)?;
             let (current, revision) = get_admin(c, &policy.team).await?;
             let expected = expected_revision.or(policy.revision).unwrap_or(revision);
+            let impact = match impact {
+                Some(window) => Some(
+                    super::decisions::impact(c, &policy.team, &policy.auto_run_controls, &window)
+                        .await?,
+                ),
+                None => None,
+            };
             let mut report = ApplyReport {
                 diff: DiffReport {
                     team: policy.team.clone(),
                     revision,
                     changes: diff(&current, &policy.auto_run_controls),
+                    impact,
                 },
                 expected_revision: expected,
                 applied: false,
@@ -432,6 +456,7 @@ mod tests {
                     field: "mcp_tool_allowlist".into(),
                     value: json!("jira:*"),
                 }],
+                impact: None,
             },
             expected_revision: 1,
             applied,
@@ -469,6 +494,7 @@ mod tests {
             team: "acme".into(),
             revision: 0,
             changes: Vec::new(),
+            impact: None,
         };
         assert_eq!(report.human(), "team acme (revision 0): no changes\n");
     }

@@ -239,6 +239,7 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
         // the whole call is bounded below; the client's own step deadlines are wider,
         // so the answer says which deadline passed the same way every time
         deadline: Duration::from_millis(args.timeout_ms.max(1)) * 2,
+        client_kind: client.name().to_owned(),
     };
     // one call: a single-threaded runtime starts in microseconds
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -963,6 +964,7 @@ pub async fn run_export(args: ExportArgs, conn: &Connection) -> anyhow::Result<i
         token: conn.token,
         token_file: conn.token_file,
         deadline: Duration::from_secs(10),
+        client_kind: String::new(),
     })
     .await
     .map_err(hinted)?;

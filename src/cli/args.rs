@@ -125,6 +125,9 @@ pub enum ClientCommand {
     /// The audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// The decision log: every ALLOW, ASK and DENY, who asked and why.
+    #[command(subcommand)]
+    Decisions(DecisionsCommand),
     /// Turns a team's kill switch on or off (every call DENIED while on).
     KillSwitch {
         #[arg(value_parser = ["on", "off"])]
@@ -168,6 +171,10 @@ pub enum AdminCommand {
         /// The team policy YAML (deploy/examples/team.yaml shows every key).
         #[arg(long, short)]
         file: PathBuf,
+        /// Also decide the team's logged calls of this window again (`7d`, `24h`)
+        /// under the file and print which change outcome.
+        #[arg(long, value_name = "WINDOW")]
+        impact: Option<String>,
     },
     /// Shows the diff and applies it, only if the team is still at the expected
     /// revision: `--expected-revision`, else the file's `revision:`, else the one the
@@ -182,6 +189,10 @@ pub enum AdminCommand {
         /// Apply only if the team is still at this revision.
         #[arg(long)]
         expected_revision: Option<u64>,
+        /// Also decide the team's logged calls of this window again (`7d`, `24h`)
+        /// under the file and print which change outcome.
+        #[arg(long, value_name = "WINDOW")]
+        impact: Option<String>,
     },
 }
 
@@ -269,6 +280,56 @@ pub struct EvaluateArgs {
     /// Exit 10 for ASK and 11 for DENY.
     #[arg(long)]
     pub exit_code: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DecisionsCommand {
+    /// Prints the decisions that match, newest first, at most --limit.
+    List(DecisionsArgs),
+    /// Prints decisions as they are made.
+    Tail(DecisionsArgs),
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OutcomeArg {
+    Allow,
+    Ask,
+    Deny,
+}
+
+#[derive(Debug, Args)]
+pub struct DecisionsArgs {
+    /// The team (default: the token's own; an operator names one). A member sees
+    /// only its own calls.
+    #[arg(long)]
+    pub team: Option<String>,
+    #[arg(long)]
+    pub user: Option<String>,
+    #[arg(long)]
+    pub agent: Option<String>,
+    #[arg(long, value_enum)]
+    pub outcome: Option<OutcomeArg>,
+    /// A reason such as COMMAND_BLOCKED or NOT_ALLOWLISTED.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// MCP calls whose `server:tool` starts with this (`github:` for a server).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Shell commands (or deleted paths) that start with this.
+    #[arg(long)]
+    pub command: Option<String>,
+    /// Only decisions since: an RFC 3339 time or a duration ago (`1h`, `7d`).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only decisions before: an RFC 3339 time or a duration ago.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// At most this many decisions (list).
+    #[arg(long, default_value_t = 100)]
+    pub limit: u32,
+    /// Continue a listing where the previous one stopped.
+    #[arg(long)]
+    pub page_token: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

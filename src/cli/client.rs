@@ -56,6 +56,12 @@ impl Clients {
         self.client.token_service()
     }
 
+    pub(super) fn decisions(
+        &self,
+    ) -> pb::decision_log_service_client::DecisionLogServiceClient<Authed> {
+        self.client.decision_log_service()
+    }
+
     pub(super) fn policy(&self) -> pb::policy_service_client::PolicyServiceClient<Authed> {
         self.client.policy_service()
     }

@@ -97,6 +97,8 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
             }),
             explain: true,
             agent,
+            // asked by a person at the command line, not an agent
+            client: "cli".into(),
             // a person at the terminal reads the answer: no request is made
             approval: None,
         })

@@ -13,6 +13,7 @@ mod approvals;
 mod args;
 mod audit;
 mod client;
+mod decisions;
 mod evaluate;
 pub mod init;
 pub mod login;
@@ -27,7 +28,7 @@ mod watch;
 pub use admin::{Change, diff};
 pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
-    EvaluateArgs, Output, Resolved,
+    DecisionsArgs, DecisionsCommand, EvaluateArgs, Output, Resolved,
 };
 pub use output::{Printer, Render};
 pub use proxy::{ProxyArgs, run_proxy};
@@ -37,6 +38,7 @@ use allowlist::allowlist;
 use approvals::approvals;
 use audit::audit;
 use client::Clients;
+use decisions::decisions;
 use evaluate::evaluate;
 use token::token;
 use user::user;
@@ -66,6 +68,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::Approvals(cmd) => approvals(&c, cmd).await,
         ClientCommand::Evaluate(args) => evaluate(&c, *args).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
+        ClientCommand::Decisions(cmd) => decisions(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
         ClientCommand::Token(cmd) => token(&c, cmd).await,
         ClientCommand::User(cmd) => user(&c, cmd).await,

@@ -79,6 +79,10 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
         ));
     }
     let mut toolgate = config.toolgate.clone();
+    if toolgate.client_kind.is_empty() {
+        // the decision log names the proxy as the client of the calls it gates
+        toolgate.client_kind = "mcp-proxy".into();
+    }
     if toolgate.deadline.is_zero() {
         toolgate.deadline = CALL_DEADLINE;
     }

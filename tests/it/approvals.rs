@@ -84,6 +84,7 @@ async fn evaluate(
             explain: false,
             agent: None,
             approval,
+            client: String::new(),
         })
         .await
         .expect("evaluate")

@@ -55,6 +55,7 @@ async fn decide(server: &TestServer) -> pb::Decision {
             call: Some(mcp("jira", "create")),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .expect("decisions keep serving")
@@ -560,6 +561,7 @@ impl TestClient {
                 call: Some(mcp("jira", "create")),
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .expect("decisions keep serving")

@@ -242,6 +242,7 @@ async fn ids_are_nfc_without_invisible_characters() {
                 call: Some(mcp("jira", "get_issue")),
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .unwrap_err();

@@ -94,6 +94,7 @@ async fn evaluate(server: &TestServer, token: &str, user: &str) -> Result<(), to
             call: Some(mcp("github", "get_issue")),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .map(drop)

@@ -28,6 +28,7 @@ fn evaluate(call: pb::ToolCall) -> pb::EvaluateRequest {
         call: Some(call),
         explain: false,
         agent: None,
+        client: String::new(),
     }
 }
 
@@ -66,6 +67,7 @@ async fn command_past_the_limit_is_invalid_argument_naming_field_and_limit() {
             calls: vec![mcp("a", "b"), shell("y".repeat(2_000))],
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap_err();
@@ -98,6 +100,7 @@ async fn command_past_the_limit_is_invalid_argument_naming_field_and_limit() {
                 calls,
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .unwrap_err();
@@ -356,6 +359,7 @@ async fn deny(addr: &str, n: usize) {
                 calls: vec![mcp("jira", "create"); k],
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .unwrap()

@@ -18,6 +18,7 @@ mod claude_code;
 mod cli;
 mod console;
 mod crash;
+mod decision_log;
 mod decisions;
 mod export;
 mod faults;

@@ -103,6 +103,7 @@ async fn evaluate(server: &TestServer, call: pb::ToolCall) -> pb::Decision {
             call: Some(call),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -192,6 +193,7 @@ async fn applied_at_start_through_the_store() {
             user_id: "carol".into(),
             server: "gasoline".into(),
             tools: Some(pb_value(&serde_json::json!({"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}))),
+            client: String::new(),
         })
         .await;
     assert_eq!(filtered.unwrap_err().code(), Code::PermissionDenied);
@@ -202,6 +204,7 @@ async fn applied_at_start_through_the_store() {
             user_id: "alice".into(),
             server: "gasoline".into(),
             tools: Some(pb_value(&serde_json::json!({"tools":[{"name":"observe"},{"name":"interact"},{"name":"execute"}]}))),
+            client: String::new(),
         })
         .await
         .unwrap()

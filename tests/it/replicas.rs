@@ -96,6 +96,7 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
             call: Some(mcp("slack", "post")),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -162,6 +163,7 @@ async fn postgres_restart_under_a_running_replica() {
         call: Some(mcp("jira", "create")),
         explain: false,
         agent: None,
+        client: String::new(),
     };
 
     cluster.ctl("stop");
@@ -233,6 +235,7 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
         call: Some(mcp("jira", "create")),
         explain: false,
         agent: None,
+        client: String::new(),
     };
     // one decision before the outage puts the team and alice in the replica's cache
     let d = policy

@@ -147,6 +147,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
                 call: Some(call_from_json(&case["call"])),
                 explain: true,
                 agent: None,
+                client: String::new(),
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: evaluate: {e}"))
@@ -483,6 +484,7 @@ async fn invalid_entries_name_field_entry_and_rule() {
             call: None,
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap_err();
@@ -520,6 +522,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
             user_id: "alice".into(),
             server: "github".into(),
             tools: Some(pb_value(&serde_json::from_str(tools).unwrap())),
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -536,6 +539,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
             user_id: "alice".into(),
             server: "github".into(),
             tools: Some(pb_value(&serde_json::json!("not a list"))),
+            client: String::new(),
         })
         .await
         .unwrap_err();
@@ -553,6 +557,7 @@ async fn filter_tools_hides_denied_and_skips_malformed() {
                 user_id: "alice".into(),
                 server: bad.into(),
                 tools: Some(pb_value(&serde_json::from_str(tools).unwrap())),
+                client: String::new(),
             })
             .await
             .unwrap_err();
@@ -582,6 +587,7 @@ async fn filter_tools_hides_malformed_names_of_a_blocked_server() {
                     user_id: "alice".into(),
                     server: s.into(),
                     tools: Some(pb_value(&serde_json::from_str(tools).unwrap())),
+                    client: String::new(),
                 })
                 .await
                 .unwrap()
@@ -612,6 +618,7 @@ async fn deny_decisions_and_changes_are_audited() {
             call: Some(mcp("fs", "read")),
             explain: false,
             agent: None,
+            client: String::new(),
         })
         .await
         .unwrap()
@@ -675,6 +682,7 @@ async fn a_flood_of_denials_loses_no_audit_record() {
                     calls: (0..CALLS).map(|i| mcp("x", &format!("t{b}_{i}"))).collect(),
                     explain: false,
                     agent: None,
+                    client: String::new(),
                 })
                 .await
                 .unwrap()
@@ -907,6 +915,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 call: Some(mcp("github", "create_issue")),
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .map(drop),
@@ -918,6 +927,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 calls: vec![mcp("github", "create_issue")],
                 explain: false,
                 agent: None,
+                client: String::new(),
             })
             .await
             .map(drop),
@@ -928,6 +938,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 user_id: alice(),
                 server: "github".into(),
                 tools: Some(pb_value(&serde_json::json!([]))),
+                client: String::new(),
             })
             .await
             .map(drop),

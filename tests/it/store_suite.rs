@@ -664,6 +664,7 @@ async fn postgres_old_quota_table_is_migrated() {
              PRIMARY KEY (team_id, session_id, operation));
          INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
          DROP TABLE issued_tokens;
+         DROP TABLE decisions;
          DROP TABLE approvals;
          DROP TABLE approval_grants;
          DELETE FROM toolgate_schema WHERE version > 2;",

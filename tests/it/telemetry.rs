@@ -89,6 +89,7 @@ async fn spans_reach_the_collector_and_sigterm_flushes_them() {
         call: Some(mcp("github", "create_issue")),
         explain: false,
         agent: None,
+        client: String::new(),
     });
     request.metadata_mut().insert(
         "traceparent",

@@ -80,6 +80,7 @@ fn evaluate_for(user: &str) -> String {
             call: Some(mcp("github", "get_issue")),
             explain: false,
             agent: None,
+            client: String::new(),
         }
         .encode_to_vec(),
     )

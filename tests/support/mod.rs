@@ -19,6 +19,7 @@ use toolgate::proto::v1 as pb;
 use toolgate::server::{App, run};
 
 pub use pb::admin_service_client::AdminServiceClient;
+pub use pb::decision_log_service_client::DecisionLogServiceClient;
 pub use pb::policy_service_client::PolicyServiceClient;
 pub use pb::server_info_service_client::ServerInfoServiceClient;
 pub use pb::token_service_client::TokenServiceClient;
@@ -128,6 +129,13 @@ impl TestServer {
 
     pub fn tokens(&self, token: &str) -> TokenServiceClient<InterceptedService<Channel, Auth>> {
         TokenServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
+    }
+
+    pub fn decisions(
+        &self,
+        token: &str,
+    ) -> DecisionLogServiceClient<InterceptedService<Channel, Auth>> {
+        DecisionLogServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
     pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {

@@ -85,6 +85,7 @@ impl Client {
                 context_type: a.context.clone().unwrap_or_default(),
                 session_id: a.session.clone().unwrap_or_default(),
             }),
+            client: self.config.client_kind.clone(),
             approval: ask.map(|a| pb::ApprovalCapability {
                 can_wait: true,
                 interactive: a.interactive,
@@ -145,6 +146,7 @@ impl Client {
             user_id: user.to_owned(),
             server: server.to_owned(),
             tools: Some(toolgate_proto::json::value_to_pb(tools)),
+            client: self.config.client_kind.clone(),
         };
         let r = self
             .within(|mut c| async move { c.filter_tools(request).await })

@@ -22,6 +22,9 @@ pub struct ClientConfig {
     /// For connecting and for each unary call (streams are not bounded by it).
     pub deadline: Duration,
     pub tls: TlsOptions,
+    /// The agent client this one speaks for (`claude-code`, `mcp-proxy`…), sent with
+    /// each decision for the server's decision log; empty when unknown.
+    pub client_kind: String,
 }
 
 /// TLS towards the server (`--ca`, `--cert`, `--key`): any of them, or an

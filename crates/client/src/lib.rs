@@ -3,11 +3,12 @@
 //! address, the bearer token, deadlines, and domain types in and out.
 //!
 //! The rooms: where the server is, TLS and the token in `connect`, the calls and
-//! their conversions in `calls`.
+//! their conversions in `calls`, the decision log's service in `decisions`.
 
 mod approvals;
 mod calls;
 mod connect;
+mod decisions;
 
 use toolgate_core::policy;
 use toolgate_proto as proto;

@@ -28,6 +28,8 @@ pub enum Action<'a> {
     ReadServerInfo,
     /// Issue, list and revoke the team's tokens.
     ManageTokens,
+    /// List and follow the decision log: the team's (`None`) or one user's records.
+    ReadDecisions(Option<&'a str>),
 }
 
 /// Resolves `authorization` headers and client certificates to principals.
@@ -182,6 +184,8 @@ pub fn authorize(p: &Principal, team: &str, action: Action<'_>) -> Result<(), Au
         (Role::Member, Action::ReadUser(u) | Action::WriteUser(u) | Action::Evaluate(u)) => {
             p.user.as_deref() == Some(u)
         }
+        // a member sees the records of its own calls, nothing of the rest of the team
+        (Role::Member, Action::ReadDecisions(Some(u))) => p.user.as_deref() == Some(u),
         _ => false,
     };
     if allowed {
@@ -206,6 +210,8 @@ fn describe(action: Action<'_>) -> String {
         Action::Evaluate(u) => format!("evaluate or watch for user {u:?}"),
         Action::ReadServerInfo => "read the server configuration".into(),
         Action::ManageTokens => "issue, list or revoke the team's tokens".into(),
+        Action::ReadDecisions(None) => "read the team's decision log".into(),
+        Action::ReadDecisions(Some(u)) => format!("read the decision log of user {u:?}"),
     }
 }
 
@@ -264,6 +270,20 @@ mod tests {
             (&admin, "other", Action::ManageTokens, false),
             (&member, "t", Action::ManageTokens, false),
             (&service, "t", Action::ManageTokens, false),
+            (&member, "t", Action::ReadDecisions(Some("alice")), true),
+            (&member, "t", Action::ReadDecisions(Some("bob")), false),
+            (&member, "t", Action::ReadDecisions(None), false),
+            (
+                &member,
+                "other",
+                Action::ReadDecisions(Some("alice")),
+                false,
+            ),
+            (&admin, "t", Action::ReadDecisions(None), true),
+            (&admin, "other", Action::ReadDecisions(None), false),
+            (&service, "t", Action::ReadDecisions(None), false),
+            (&service, "t", Action::ReadDecisions(Some("bob")), false),
+            (&operator, "any", Action::ReadDecisions(None), true),
         ];
         for (principal, team, action, want) in table {
             assert_eq!(

@@ -20,6 +20,8 @@ pub const RESYNCS: &str = "toolgate_watch_resyncs_total";
 pub const AUDIT_QUEUE: &str = "toolgate_audit_queue_depth";
 pub const AUDIT_WRITTEN: &str = "toolgate_audit_records_written_total";
 pub const AUDIT_DROPPED: &str = "toolgate_audit_records_dropped_total";
+pub const DECISION_LOG_WRITTEN: &str = "toolgate_decision_log_records_written_total";
+pub const DECISION_LOG_SHED: &str = "toolgate_decision_log_records_shed_total";
 pub const STORE_DURATION: &str = "toolgate_store_duration_seconds";
 pub const STORE_ERRORS: &str = "toolgate_store_errors_total";
 pub const POLICY_FILE_RELOADS: &str = "toolgate_policy_file_reloads_total";
@@ -33,7 +35,7 @@ pub const TEAMS_BEHIND: &str = "toolgate_replica_teams_behind";
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 17] = [
+pub const ALL: [(&str, &str); 19] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -52,9 +54,20 @@ pub const ALL: [(&str, &str); 17] = [
         RESYNCS,
         "snapshots sent to watchers that fell behind or lost track",
     ),
-    (AUDIT_QUEUE, "deny audit records waiting for the writer"),
+    (
+        AUDIT_QUEUE,
+        "deny audit and decision log records waiting for the writer",
+    ),
     (AUDIT_WRITTEN, "deny audit records written to the store"),
     (AUDIT_DROPPED, "deny audit records given up on"),
+    (
+        DECISION_LOG_WRITTEN,
+        "decision log records written to the store",
+    ),
+    (
+        DECISION_LOG_SHED,
+        "ALLOW and ASK decision log records shed because the writer's queue was full",
+    ),
     (
         STORE_DURATION,
         "seconds a store operation took, by operation",
@@ -290,6 +303,15 @@ pub fn resync() {
 /// Deny audit records written, or given up on.
 pub fn audit_written(n: usize) {
     counter!(AUDIT_WRITTEN).increment(n as u64);
+}
+
+/// Decision log records written, or shed (never a DENY's).
+pub fn decision_log_written(n: usize) {
+    counter!(DECISION_LOG_WRITTEN).increment(n as u64);
+}
+
+pub fn decision_log_shed(n: usize) {
+    counter!(DECISION_LOG_SHED).increment(n as u64);
 }
 
 pub fn audit_dropped(n: usize) {

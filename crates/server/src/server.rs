@@ -4,8 +4,9 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, ApprovalServiceServer, PolicyRouter, PrincipalServiceServer,
-    ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer, auth_interceptor,
+    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PolicyRouter,
+    PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer,
+    auth_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -189,12 +190,13 @@ impl App {
             });
         }
         let service = Arc::new(
-            Service::new(
+            Service::with_decision_log(
                 hub,
                 config.limits.clone(),
                 Duration::from_secs(config.watch.heartbeat_secs),
                 shutdown.clone(),
                 Some(config.data_dir.join(crate::service::SPILL_FILE)),
+                config.decision_log.clone(),
             )
             .with_webhook(crate::service::WebhookLimits {
                 queue: config.approvals.webhook_queue,
@@ -618,6 +620,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            DecisionLogServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

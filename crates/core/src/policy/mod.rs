@@ -21,8 +21,8 @@ pub use builtin::{
     canonical as canonical_builtin, cli_name as builtin_cli_name,
 };
 pub use decide::{
-    FilteredTools, decide, decide_at, decide_in, explain, explain_at, explain_in, filter_tools,
-    filter_tools_in,
+    FilteredTools, ListedTool, decide, decide_at, decide_in, decide_listing, explain, explain_at,
+    explain_in, filter_tools, filter_tools_in,
 };
 pub use entry::{
     Entry, Glob, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name,

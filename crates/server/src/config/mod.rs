@@ -19,8 +19,8 @@ use env::EnvMap;
 pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, ConsoleConfig, HttpConfig, LimitsConfig, LogConfig, LogFormat,
-    MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, ConsoleConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig,
+    LogFormat, MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -57,6 +57,7 @@ pub struct Config {
     /// `tool.action` lists), applied at start and reloaded when it changes.
     pub policy_file: Option<PathBuf>,
     pub audit: AuditConfig,
+    pub decision_log: DecisionLogConfig,
     pub console: ConsoleConfig,
     /// Central approvals: the outgoing webhook's client.
     pub approvals: ApprovalsConfig,
@@ -121,6 +122,7 @@ impl Default for Config {
             shutdown_grace_secs: 10,
             policy_file: None,
             audit: AuditConfig::default(),
+            decision_log: DecisionLogConfig::default(),
             console: ConsoleConfig::default(),
             approvals: ApprovalsConfig::default(),
         }
@@ -301,6 +303,7 @@ fn extract_every_section(
         shutdown_grace_secs,
         policy_file,
         audit,
+        decision_log,
         console,
         approvals,
     );

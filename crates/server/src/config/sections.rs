@@ -271,3 +271,77 @@ impl TlsConfig {
         Some((self.cert.as_deref()?, self.key.as_deref()?))
     }
 }
+
+/// The decision log: every decision recorded off the decision path, kept for a while.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecisionLogConfig {
+    /// Records decisions at all; off, only the audit trail's DENY records are kept.
+    pub enabled: bool,
+    /// Days a record is kept.
+    pub max_age_days: u64,
+    /// Most records kept per team; past it, the oldest go first.
+    pub max_records_per_team: u64,
+    /// The share of ALLOW decisions recorded, from 0.0 (none) to 1.0 (all). ASK and
+    /// DENY are always recorded.
+    pub allow_sample_rate: f64,
+    /// ALLOW and ASK records waiting for the writer before further ones are shed
+    /// (and counted); DENY records wait for room instead.
+    pub queue_size: usize,
+    /// Longest command line or path kept whole (the impact preview decides a call
+    /// again from it); a longer one keeps only its first bytes, length and SHA-256.
+    pub max_stored_command_bytes: usize,
+    /// Seconds between passes that remove records past the age and size limits.
+    pub prune_interval_secs: u64,
+    /// Records a `WatchDecisions` subscriber may fall behind before it is told it
+    /// lagged.
+    pub watch_buffer: usize,
+}
+
+impl Default for DecisionLogConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_age_days: 30,
+            max_records_per_team: 1_000_000,
+            allow_sample_rate: 1.0,
+            queue_size: 65_536,
+            max_stored_command_bytes: 16 * 1024,
+            prune_interval_secs: 300,
+            watch_buffer: 1024,
+        }
+    }
+}
+
+impl DecisionLogConfig {
+    /// Every problem of the section, each naming its key and the fix.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !(0.0..=1.0).contains(&self.allow_sample_rate) {
+            problems.push(format!(
+                "decision_log.allow_sample_rate: {} is outside 0.0 to 1.0: give the share of ALLOW decisions to record, e.g. 0.1",
+                self.allow_sample_rate
+            ));
+        }
+        for (key, value) in [
+            ("max_age_days", self.max_age_days),
+            ("max_records_per_team", self.max_records_per_team),
+            ("prune_interval_secs", self.prune_interval_secs),
+            ("queue_size", self.queue_size as u64),
+            ("watch_buffer", self.watch_buffer as u64),
+        ] {
+            if value == 0 {
+                problems.push(format!(
+                    "decision_log.{key}: must be at least 1 (set decision_log.enabled: false to keep no log)"
+                ));
+            }
+        }
+        if self.max_stored_command_bytes < 256 {
+            problems.push(
+                "decision_log.max_stored_command_bytes: must be at least 256, so a record keeps enough of a command to show"
+                    .into(),
+            );
+        }
+        problems
+    }
+}

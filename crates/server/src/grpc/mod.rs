@@ -3,6 +3,7 @@
 
 mod approvals;
 pub mod convert;
+mod decisions;
 mod error;
 pub mod limits;
 pub mod observe;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 pub use approvals::ApprovalServiceServer;
+pub use decisions::DecisionLogServiceServer;
 pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
 pub use pb::server_info_service_server::ServerInfoServiceServer;
@@ -334,10 +336,14 @@ impl PolicyService for Api {
             convert::arguments_from_pb(call.as_mut().and_then(|c| c.arguments.take()), &"call")
                 .map_err(ServiceError::from)?;
         let call = call_from_pb(&"call", call).map_err(ServiceError::from)?;
+        let origin = crate::service::Origin {
+            source: crate::service::DecisionSource::Evaluate,
+            client: r.client,
+        };
         let agent = convert::agent_from_pb(r.agent);
         let (mut decisions, revision) = self
             .service
-            .evaluate_as(
+            .evaluate_from(
                 &p,
                 &r.team_id,
                 &r.user_id,
@@ -345,6 +351,7 @@ impl PolicyService for Api {
                 r.explain,
                 &agent,
                 std::slice::from_ref(&args),
+                &origin,
             )
             .await?;
         let decision = decisions
@@ -400,9 +407,13 @@ impl PolicyService for Api {
             );
             calls.push(call_from_pb(&field, Some(c)).map_err(ServiceError::from)?);
         }
+        let origin = crate::service::Origin {
+            source: crate::service::DecisionSource::EvaluateBatch,
+            client: r.client,
+        };
         let (decisions, revision) = self
             .service
-            .evaluate_as(
+            .evaluate_from(
                 &p,
                 &r.team_id,
                 &r.user_id,
@@ -410,6 +421,7 @@ impl PolicyService for Api {
                 r.explain,
                 &convert::agent_from_pb(r.agent),
                 &args,
+                &origin,
             )
             .await?;
         count_decisions(&decisions);
@@ -440,7 +452,7 @@ impl PolicyService for Api {
             .to_string();
         let (filtered, revision) = self
             .service
-            .filter_tools(&p, &r.team_id, &r.user_id, &r.server, &tools)
+            .filter_tools_from(&p, &r.team_id, &r.user_id, &r.server, &tools, &r.client)
             .await?;
         Ok(Response::new(pb::FilterToolsResponse {
             tools: Some(toolgate_proto::json::value_to_pb(&filtered.tools)),

@@ -1,6 +1,12 @@
-//! The DENY audit sink the service owns: each denial becomes a bounded record, and
-//! records go through a bounded queue to one task that writes them in batches, keeps them through a store outage (in memory and in a spill file
-//! in the data directory), and is drained within the shutdown grace.
+//! The DENY audit sink the service owns, which is the decision log's writer too: each
+//! denial becomes a bounded record, and records go through a bounded queue to one task
+//! that writes them in batches, keeps them through a store outage (in memory and in a
+//! spill file in the data directory), and is drained within the shutdown grace.
+//!
+//! Decision-log records of DENYs take the same queue as the audit records (they wait
+//! for room, never shed). ALLOW and ASK records take a second queue that is offered to,
+//! never waited on: when it is full, or while the store is away, they are shed and
+//! counted, so recording them never slows a decision.
 //!
 //! The spill file holds JSON lines, appended and fsync'd before the writer waits on a
 //! failed store, mode 0600, bounded by [`SPILL_MAX_BYTES`]. It always holds exactly the
@@ -11,7 +17,8 @@ use super::Service;
 use crate::auth::Principal;
 use crate::hub::Hub;
 use crate::policy::{Call, Decision};
-use crate::store::{NewAuditEvent, StoreError};
+use crate::store::{NewAuditEvent, NewDecision, StoreError, StoredDecision};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,8 +34,8 @@ use tracing::{error, info, warn};
 pub const SPILL_FILE: &str = "audit-spill.jsonl";
 /// Pending DENY audit records before a denying call waits for room.
 const QUEUE: usize = 8_192;
-/// DENY records written in one transaction.
-const BATCH: usize = 256;
+/// Records written in one transaction.
+const BATCH: usize = 1024;
 /// DENY records kept in memory while the store fails, before the oldest are dropped.
 const MAX_PENDING: usize = 100_000;
 /// The spill file's bound; records past it wait in memory only.
@@ -39,10 +46,24 @@ const RETRY_MAX: Duration = Duration::from_secs(5);
 /// Tries of a batch that fails for another reason than an unreachable store.
 const REJECTED_TRIES: u32 = 5;
 
+/// One record the writer keeps: an audit record or a decision-log record. A spill
+/// file written before the decision log existed holds audit records only, which
+/// still read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Record {
+    Decision { decision: Box<NewDecision> },
+    Audit(NewAuditEvent),
+}
+
 /// The sending side, held by the service.
 #[derive(Debug)]
 pub struct AuditWriter {
-    tx: mpsc::Sender<NewAuditEvent>,
+    tx: mpsc::Sender<Record>,
+    /// ALLOW and ASK decision-log records: offered, shed when full.
+    log_tx: mpsc::Sender<NewDecision>,
+    /// Decision-log records as they are written, for `WatchDecisions`.
+    published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     /// Records the writer holds, not yet written (the metrics' queue depth).
     held: Arc<std::sync::atomic::AtomicUsize>,
     stop: CancellationToken,
@@ -51,8 +72,15 @@ pub struct AuditWriter {
 
 impl AuditWriter {
     /// Starts the writer, first replaying what a previous run left in `spill`.
-    pub fn start(hub: Arc<Hub>, spill: Option<PathBuf>) -> Self {
+    pub fn start(
+        hub: Arc<Hub>,
+        spill: Option<PathBuf>,
+        log_queue: usize,
+        watch_buffer: usize,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
+        let (log_tx, log_rx) = mpsc::channel(log_queue.max(1));
+        let (published, _) = tokio::sync::broadcast::channel(watch_buffer.max(1));
         let stop = CancellationToken::new();
         let pending = spill.as_deref().map(replay).unwrap_or_default();
         let spilled = pending.len();
@@ -62,6 +90,7 @@ impl AuditWriter {
             .map_or(0, |m| m.len());
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(pending.len()));
         let writer = Writer {
+            published: published.clone(),
             held: held.clone(),
             hub,
             spill,
@@ -69,9 +98,11 @@ impl AuditWriter {
             spilled,
             spilled_bytes,
         };
-        let task = tokio::spawn(writer.run(rx, stop.clone()));
+        let task = tokio::spawn(writer.run(rx, log_rx, stop.clone()));
         Self {
             tx,
+            log_tx,
+            published,
             held,
             stop,
             task: std::sync::Mutex::new(Some(task)),
@@ -80,16 +111,35 @@ impl AuditWriter {
 
     /// Queues a record; a full queue makes the caller wait for room rather than lose it.
     pub async fn send(&self, event: NewAuditEvent) {
-        if self.tx.send(event).await.is_err() {
+        self.send_record(Record::Audit(event)).await;
+    }
+
+    /// Queues a record that must not be lost (a DENY's), waiting for room.
+    pub(super) async fn send_record(&self, record: Record) {
+        if self.tx.send(record).await.is_err() {
             // only once the writer is gone, after the drain at shutdown
             warn!("audit writer stopped: a deny record was dropped");
         }
     }
 
+    /// Offers an ALLOW or ASK decision-log record: when the queue is full it is shed
+    /// (and counted) rather than waited for.
+    pub(super) fn offer(&self, decision: NewDecision) {
+        if self.log_tx.try_send(decision).is_err() {
+            crate::metrics::decision_log_shed(1);
+        }
+    }
+
+    /// Decision-log records from now on, as they are written.
+    pub(super) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<StoredDecision>> {
+        self.published.subscribe()
+    }
+
     /// Records waiting to be written: queued for the writer or held by it.
     pub fn waiting(&self) -> usize {
         let queued = self.tx.max_capacity() - self.tx.capacity();
-        queued + self.held.load(std::sync::atomic::Ordering::Relaxed)
+        let offered = self.log_tx.max_capacity() - self.log_tx.capacity();
+        queued + offered + self.held.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Writes what is queued, within `grace`; what the store does not take by then is
@@ -114,33 +164,60 @@ impl AuditWriter {
 }
 
 struct Writer {
+    published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     held: Arc<std::sync::atomic::AtomicUsize>,
     hub: Arc<Hub>,
     spill: Option<PathBuf>,
     /// Records not yet written, oldest first.
-    pending: VecDeque<NewAuditEvent>,
+    pending: VecDeque<Record>,
     /// How many of the oldest pending records the spill file holds.
     spilled: usize,
     spilled_bytes: u64,
 }
 
 impl Writer {
-    async fn run(mut self, mut rx: mpsc::Receiver<NewAuditEvent>, stop: CancellationToken) {
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Record>,
+        mut log_rx: mpsc::Receiver<NewDecision>,
+        stop: CancellationToken,
+    ) {
         let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         // failures of the batch at the head that were not the store being away
         let mut rejected = 0;
         loop {
             if self.pending.is_empty() {
                 let mut batch = Vec::with_capacity(BATCH);
+                let mut offered = Vec::new();
                 tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return self.finish(rx, log_rx).await,
                     received = rx.recv_many(&mut batch, BATCH) => {
                         if received == 0 {
                             return;
                         }
                     }
-                    () = stop.cancelled() => return self.finish(rx).await,
+                    received = log_rx.recv_many(&mut offered, BATCH) => {
+                        if received == 0 {
+                            return;
+                        }
+                    }
+                }
+                // whatever else is waiting joins the batch, without waiting for more
+                while batch.len() + offered.len() < BATCH {
+                    if let Ok(record) = rx.try_recv() {
+                        batch.push(record);
+                    } else if let Ok(decision) = log_rx.try_recv() {
+                        offered.push(decision);
+                    } else {
+                        break;
+                    }
                 }
                 self.pending.extend(batch);
+                self.pending
+                    .extend(offered.into_iter().map(|decision| Record::Decision {
+                        decision: Box::new(decision),
+                    }));
                 self.held_now();
             }
             let n = self.pending.len().min(BATCH);
@@ -161,7 +238,7 @@ impl Writer {
                     if !matches!(e, StoreError::Unavailable(_))
                         && rejected + 1 >= REJECTED_TRIES =>
                 {
-                    error!(error = %e, records = n, "deny audit records refused by the store: dropped");
+                    error!(error = %e, records = n, "deny audit and decision records refused by the store: dropped");
                     crate::metrics::audit_dropped(n);
                     self.written(n);
                     rejected = 0;
@@ -173,14 +250,15 @@ impl Writer {
                     let wait = backoff.next_wait();
                     warn!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
                     self.spill_pending();
-                    // keep taking records while waiting, so denying calls never wait on an outage
+                    // keep taking records while waiting, so denying calls never wait on an
+                    // outage; ALLOW and ASK records are left to be shed where offered
                     let retry = tokio::time::sleep(wait);
                     tokio::pin!(retry);
                     loop {
                         let mut more = Vec::new();
                         tokio::select! {
                             () = &mut retry => break,
-                            () = stop.cancelled() => return self.finish(rx).await,
+                            () = stop.cancelled() => return self.finish(rx, log_rx).await,
                             received = rx.recv_many(&mut more, BATCH) => {
                                 if received == 0 {
                                     break;
@@ -199,10 +277,20 @@ impl Writer {
 
     /// At shutdown: takes what is queued, tries the store once more, and leaves what it
     /// does not take in the spill file.
-    async fn finish(mut self, mut rx: mpsc::Receiver<NewAuditEvent>) {
+    async fn finish(
+        mut self,
+        mut rx: mpsc::Receiver<Record>,
+        mut log_rx: mpsc::Receiver<NewDecision>,
+    ) {
         rx.close();
-        while let Some(event) = rx.recv().await {
-            self.pending.push_back(event);
+        log_rx.close();
+        while let Some(record) = rx.recv().await {
+            self.pending.push_back(record);
+        }
+        while let Some(decision) = log_rx.recv().await {
+            self.pending.push_back(Record::Decision {
+                decision: Box::new(decision),
+            });
         }
         self.spill_pending();
         while !self.pending.is_empty() {
@@ -221,11 +309,30 @@ impl Writer {
     }
 
     async fn write(&mut self, n: usize) -> Result<(), StoreError> {
-        self.hub
-            .store()
-            .append_audit(&self.pending.make_contiguous()[..n])
-            .await?;
-        crate::metrics::audit_written(n);
+        let mut audit = Vec::new();
+        let mut decisions = Vec::new();
+        for record in self.pending.iter().take(n) {
+            match record {
+                Record::Audit(event) => audit.push(event.clone()),
+                Record::Decision { decision } => decisions.push((**decision).clone()),
+            }
+        }
+        let store = self.hub.store();
+        if decisions.is_empty() {
+            store.append_audit(&audit).await?;
+        } else {
+            let ids = store.append_records(&audit, &decisions).await?;
+            crate::metrics::decision_log_written(decisions.len());
+            // nobody listening is the usual case, and not an error
+            if self.published.receiver_count() > 0 {
+                for (id, decision) in ids.into_iter().zip(decisions) {
+                    let _ = self
+                        .published
+                        .send(Arc::new(StoredDecision { id, decision }));
+                }
+            }
+        }
+        crate::metrics::audit_written(audit.len());
         self.written(n);
         Ok(())
     }
@@ -336,7 +443,7 @@ fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// The records a previous run left in the spill file. A last line cut short by a
 /// crash is skipped.
-fn replay(path: &Path) -> VecDeque<NewAuditEvent> {
+fn replay(path: &Path) -> VecDeque<Record> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return VecDeque::new(),
@@ -383,6 +490,7 @@ impl Service {
     /// Queues the DENY record for the audit writer. A full queue makes the caller
     /// wait for room rather than lose the record: a flood of denials is slowed to
     /// what the store can write.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn audit_deny(
         &self,
         p: &Principal,
@@ -391,6 +499,7 @@ impl Service {
         revision: u64,
         call: &Call,
         d: &Decision,
+        logged: Option<NewDecision>,
     ) {
         let event = NewAuditEvent {
             team_id: team.to_owned(),
@@ -400,6 +509,13 @@ impl Service {
             detail: deny_detail(user, call, d),
         };
         self.audit.send(event).await;
+        if let Some(decision) = logged {
+            self.audit
+                .send_record(Record::Decision {
+                    decision: Box::new(decision),
+                })
+                .await;
+        }
     }
 }
 
@@ -427,7 +543,7 @@ pub(super) fn deny_detail(user: &str, call: &Call, d: &Decision) -> serde_json::
 
 /// The first [`AUDIT_EXCERPT`] bytes of `text` (cut at a character boundary), marked
 /// when cut.
-fn excerpt(text: &str) -> String {
+pub(super) fn excerpt(text: &str) -> String {
     if text.len() <= AUDIT_EXCERPT {
         return text.to_owned();
     }
@@ -436,4 +552,46 @@ fn excerpt(text: &str) -> String {
         .find(|&n| text.is_char_boundary(n))
         .unwrap_or(0);
     format!("{}…", &text[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spill file from before the decision log holds bare audit records; they still
+    /// read, and decision records read back as written.
+    #[test]
+    fn spill_lines_of_both_kinds_read_back() {
+        let audit = r#"{"team_id":"t","revision":1,"actor":"a","kind":"decision_denied","detail":{"user_id":"u"}}"#;
+        let Record::Audit(event) = serde_json::from_str::<Record>(audit).unwrap() else {
+            panic!("an old audit line reads as an audit record")
+        };
+        assert_eq!(event.kind, "decision_denied");
+        let decision = NewDecision {
+            at_ms: 1,
+            team_id: "t".into(),
+            user_id: "u".into(),
+            principal: "p".into(),
+            agent_id: String::new(),
+            role: String::new(),
+            client: "codex".into(),
+            source: "evaluate".into(),
+            kind: "shell".into(),
+            server: String::new(),
+            tool: String::new(),
+            action: String::new(),
+            subject: "rm -rf /".into(),
+            subject_bytes: 8,
+            subject_sha256: "ab".into(),
+            outcome: "DENY".into(),
+            reason: "COMMAND_DENIED".into(),
+            matched_entry: "rm".into(),
+            revision: 3,
+        };
+        let record = Record::Decision {
+            decision: Box::new(decision),
+        };
+        let line = serde_json::to_string(&record).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);
+    }
 }

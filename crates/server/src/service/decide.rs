@@ -2,6 +2,7 @@
 //! seed 004's roles when it names an agent; DENYs to the audit trail), and
 //! `tools/list` filtering.
 
+use super::decisions::{DecisionSource, Origin, check_client};
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
@@ -48,6 +49,34 @@ impl Service {
         agent: &AgentSpec,
         args: &[CallArgs],
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        let source = if calls.len() == 1 {
+            DecisionSource::Evaluate
+        } else {
+            DecisionSource::EvaluateBatch
+        };
+        let origin = Origin {
+            source,
+            client: String::new(),
+        };
+        self.evaluate_from(p, team, user, calls, explain, agent, args, &origin)
+            .await
+    }
+
+    /// [`Service::evaluate_as`] for a request from `origin`, which the decision log
+    /// records with each decision.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn evaluate_from(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        calls: &[Call],
+        explain: bool,
+        agent: &AgentSpec,
+        args: &[CallArgs],
+        origin: &Origin,
+    ) -> Result<(Vec<Decision>, u64), ServiceError> {
+        check_client(&origin.client)?;
         let (team, user) = own_subject(p, team, user);
         // normalised here too: the audit records below name them
         let team: &str = &check_id("team_id", team)?;
@@ -101,11 +130,18 @@ impl Service {
             )
             .await?;
         for (call, d) in calls.iter().zip(&decisions) {
+            let decided = (d.outcome, d.reason, d.matched_entry.as_deref());
+            let logged =
+                self.decision_record(p, team, user, agent, origin, eff.revision, call, decided);
             if d.outcome == Outcome::Deny {
-                self.audit_deny(p, team, user, eff.revision, call, d).await;
+                self.audit_deny(p, team, user, eff.revision, call, d, logged)
+                    .await;
             } else {
                 self.audit_decision(p, team, user, eff.revision, call, d)
                     .await;
+                if let Some(record) = logged {
+                    self.log_decision(record, false).await;
+                }
             }
         }
         Ok((decisions, eff.revision))
@@ -144,6 +180,22 @@ impl Service {
         server: &str,
         tools_json: &str,
     ) -> Result<(FilteredTools, u64), ServiceError> {
+        self.filter_tools_from(p, team, user, server, tools_json, "")
+            .await
+    }
+
+    /// [`Service::filter_tools`] for a request from the agent client `client`; each
+    /// tool decided is recorded in the decision log.
+    pub async fn filter_tools_from(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        server: &str,
+        tools_json: &str,
+        client: &str,
+    ) -> Result<(FilteredTools, u64), ServiceError> {
+        check_client(client)?;
         let eff = self.effective(p, team, user).await?;
         let value: serde_json::Value = serde_json::from_str(tools_json).map_err(|e| {
             ServiceError::invalid(
@@ -162,6 +214,24 @@ impl Service {
             PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
             other => ServiceError::entries("", other),
         })?;
+        // normalised as the effective policy's lookup was: the records name them
+        let (team, user) = own_subject(p, team, user);
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        let origin = Origin {
+            source: DecisionSource::FilterTools,
+            client: client.to_owned(),
+        };
+        self.log_listing(
+            p,
+            team,
+            user,
+            &origin,
+            eff.revision,
+            server,
+            &filtered.decided,
+        )
+        .await;
         Ok((filtered, eff.revision))
     }
 }

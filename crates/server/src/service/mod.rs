@@ -4,11 +4,14 @@
 //! with its retry loop, the catch-up after a commit), `decide` (decisions and
 //! `tools/list` filtering), `watch` (the watch stream), `audit_sink` (the DENY audit
 //! writer the service owns), `roles` (seed 004's roles on calls that name an agent,
-//! session quotas, `allow_list_updated` and `audit.decisions: all` records); here the errors, the id checks and the `Service` itself.
+//! session quotas, `allow_list_updated` and `audit.decisions: all` records),
+//! `decisions` (the decision log's records, listing, watch and the impact preview);
+//! here the errors, the id checks and the `Service` itself.
 
 mod approvals;
 mod audit_sink;
 mod decide;
+mod decisions;
 mod principal;
 mod roles;
 mod settings;
@@ -25,11 +28,16 @@ pub use crate::store::{
     AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
 };
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
+pub use crate::store::{NewDecision, StoredDecision};
 pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
     call_from_json as approval_call,
 };
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
+pub use decisions::{
+    DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
+    ImpactExample, ImpactGroup, Origin, check_client, outcome_name, parse_outcome, parse_reason,
+};
 pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
@@ -170,6 +178,7 @@ pub struct Service {
     managed: std::sync::RwLock<Option<Arc<ManagedTeams>>>,
     /// `audit.decisions: all`: ALLOW and ASK are recorded too.
     log_all_decisions: std::sync::atomic::AtomicBool,
+    decision_log: crate::config::DecisionLogConfig,
     /// The approvals' outgoing webhook (never waited on).
     webhook: webhook::Webhook,
 }
@@ -209,7 +218,39 @@ impl Service {
         shutdown: CancellationToken,
         audit_spill: Option<std::path::PathBuf>,
     ) -> Self {
-        let audit = AuditWriter::start(hub.clone(), audit_spill);
+        Self::with_decision_log(
+            hub,
+            limits,
+            heartbeat,
+            shutdown,
+            audit_spill,
+            crate::config::DecisionLogConfig::default(),
+        )
+    }
+
+    /// [`Service::new`] with the decision log's settings; starts the log's retention
+    /// passes when it is on.
+    pub fn with_decision_log(
+        hub: Arc<Hub>,
+        limits: LimitsConfig,
+        heartbeat: Duration,
+        shutdown: CancellationToken,
+        audit_spill: Option<std::path::PathBuf>,
+        decision_log: crate::config::DecisionLogConfig,
+    ) -> Self {
+        let audit = AuditWriter::start(
+            hub.clone(),
+            audit_spill,
+            decision_log.queue_size,
+            decision_log.watch_buffer,
+        );
+        if decision_log.enabled {
+            tokio::spawn(decisions::prune(
+                hub.store().clone(),
+                decision_log.clone(),
+                shutdown.clone(),
+            ));
+        }
         Self {
             store: hub.store().clone(),
             hub,
@@ -219,6 +260,7 @@ impl Service {
             shutdown,
             managed: std::sync::RwLock::default(),
             log_all_decisions: std::sync::atomic::AtomicBool::new(false),
+            decision_log,
             webhook: webhook::Webhook::start(WebhookLimits::default()),
         }
     }

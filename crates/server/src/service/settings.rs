@@ -35,7 +35,7 @@ pub struct AllowlistChange {
 impl Service {
     /// Refuses a document with a list past the limit, then one that does not compile,
     /// naming each field under `prefix`: nothing is stored that would not decide.
-    fn check_doc(
+    pub(super) fn check_doc(
         &self,
         prefix: &str,
         lists: &[(&str, &Vec<String>)],

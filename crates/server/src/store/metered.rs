@@ -97,6 +97,33 @@ impl Store for Metered<dyn Store> {
         observed("list_audit", self.0.list_audit(filter)).await
     }
 
+    async fn append_records(
+        &self,
+        audit: &[NewAuditEvent],
+        decisions: &[NewDecision],
+    ) -> Result<Vec<u64>, StoreError> {
+        observed("append_records", self.0.append_records(audit, decisions)).await
+    }
+
+    async fn list_decisions(
+        &self,
+        query: &DecisionQuery,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        observed("list_decisions", self.0.list_decisions(query)).await
+    }
+
+    async fn prune_decisions(
+        &self,
+        older_than_ms: i64,
+        max_per_team: u64,
+    ) -> Result<u64, StoreError> {
+        observed(
+            "prune_decisions",
+            self.0.prune_decisions(older_than_ms, max_per_team),
+        )
+        .await
+    }
+
     async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {
         observed("create_token", self.0.create_token(token, actor)).await
     }

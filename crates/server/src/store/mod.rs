@@ -9,6 +9,7 @@
 
 mod approvals;
 mod backend;
+mod decisions;
 mod errors;
 mod metered;
 mod postgres;
@@ -24,6 +25,7 @@ pub use approvals::{
     ApprovalState, NewApproval, NewGrant,
 };
 pub use backend::Backend;
+pub use decisions::{DecisionQuery, NewDecision, StoredDecision};
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::SqlStore;
@@ -275,6 +277,36 @@ pub trait Store: Send + Sync + 'static {
     /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
     async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Appends audit records and decision-log records in one transaction; the
+    /// decisions' ids in the order given. A store that keeps no decision log writes
+    /// the audit records alone.
+    async fn append_records(
+        &self,
+        audit: &[NewAuditEvent],
+        _decisions: &[NewDecision],
+    ) -> Result<Vec<u64>, StoreError> {
+        self.append_audit(audit).await?;
+        Ok(Vec::new())
+    }
+
+    /// One page of the decision log, newest first.
+    async fn list_decisions(
+        &self,
+        _query: &DecisionQuery,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Removes decision-log records older than `older_than_ms`, then each team's
+    /// oldest past `max_per_team`; how many were removed.
+    async fn prune_decisions(
+        &self,
+        _older_than_ms: i64,
+        _max_per_team: u64,
+    ) -> Result<u64, StoreError> {
+        Ok(0)
     }
 
     /// Stores an approval request with its audit record.

@@ -88,6 +88,34 @@ CREATE TABLE issued_tokens (
 );
 CREATE INDEX issued_tokens_team ON issued_tokens (team_id, created_at);
 ",
+    // the decision log: one row per decision, kept by age and count per team
+    // (store/decisions.rs); `subject` is `server:tool`, a command line or a path
+    r"
+CREATE TABLE decisions (
+    {id},
+    at {int} NOT NULL,
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    client TEXT NOT NULL,
+    source TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    action TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    subject_bytes {int} NOT NULL,
+    subject_sha256 TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    matched_entry TEXT NOT NULL,
+    revision {int} NOT NULL
+);
+CREATE INDEX decisions_team_at ON decisions (team_id, at, id);
+CREATE INDEX decisions_at ON decisions (at);
+",
     // central approvals: the requests and the grants their answers leave (the
     // allocation calls this migration 6: the decision log's comes before it)
     r"

@@ -8,8 +8,9 @@ use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, Answer, Answered, ApprovalRecord, AuditEvent,
-    AuditFilter, ChangeDoc, History, IssuedToken, NewApproval, NewAuditEvent, NewToken,
-    NoticeStream, QuotaKey, Store, StoreError, Versioned, now_ms, to_i64, to_json, to_u64,
+    AuditFilter, ChangeDoc, DecisionQuery, History, IssuedToken, NewApproval, NewAuditEvent,
+    NewDecision, NewToken, NoticeStream, QuotaKey, Store, StoreError, StoredDecision, Versioned,
+    now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -455,6 +456,32 @@ where
         .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(audit_event).collect()
+    }
+
+    async fn append_records(
+        &self,
+        audit: &[NewAuditEvent],
+        decisions: &[NewDecision],
+    ) -> Result<Vec<u64>, StoreError> {
+        if audit.is_empty() && decisions.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.insert_records(audit, decisions).await
+    }
+
+    async fn list_decisions(
+        &self,
+        query: &DecisionQuery,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        self.select_decisions(query).await
+    }
+
+    async fn prune_decisions(
+        &self,
+        older_than_ms: i64,
+        max_per_team: u64,
+    ) -> Result<u64, StoreError> {
+        self.delete_old_decisions(older_than_ms, max_per_team).await
     }
 
     async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {

@@ -249,4 +249,4 @@ use command_line::command_line;
 use deletion::delete;
 use mcp::mcp;
 pub(super) use message::{advice, message};
-pub use tools_list::{FilteredTools, filter_tools, filter_tools_in};
+pub use tools_list::{FilteredTools, ListedTool, decide_listing, filter_tools, filter_tools_in};

@@ -5,7 +5,8 @@ use super::{Action, Quiet};
 use crate::policy::entry::validate_call_name;
 use crate::policy::lists::{CompiledAdmin, CompiledUser};
 use crate::policy::tool_actions::ToolActionLists;
-use crate::policy::{Outcome, PolicyError};
+use crate::policy::{Outcome, PolicyError, Reason};
+use std::sync::Arc;
 
 /// A `tools/list` result with the denied tools removed.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +17,39 @@ pub struct FilteredTools {
     pub removed: Vec<String>,
     /// Entries skipped because they are not an object with a string `name`.
     pub malformed_skipped: usize,
+    /// Each well-formed tool's listing decision, in the order given (the decision log
+    /// records one per tool).
+    pub decided: Vec<ListedTool>,
+}
+
+/// One tool of a `tools/list` result and how it was decided for listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    pub name: String,
+    pub outcome: Outcome,
+    pub reason: Reason,
+    pub matched_entry: Option<Arc<str>>,
+}
+
+/// Whether `tool` of `server` is listed: DENY hides it (seed 003). The decision
+/// `filter_tools_in` makes for each tool, for callers that decide one again.
+pub fn decide_listing(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    server: &str,
+    tool: &str,
+) -> (Outcome, Reason, Option<Arc<str>>) {
+    let mut unused = None;
+    let (outcome, reason, matched, _) = mcp(
+        files,
+        admin,
+        user,
+        (server, tool, Action::Listing),
+        &mut unused,
+        &mut Quiet,
+    );
+    (outcome, reason, matched)
 }
 
 /// Keeps only the tools of `server` that are not DENIED (seed 003), skipping malformed
@@ -71,6 +105,7 @@ pub fn filter_tools_in(
     let mut kept = Vec::with_capacity(list.len());
     let mut removed = Vec::new();
     let mut malformed_skipped = 0;
+    let mut decided = Vec::with_capacity(list.len());
     for tool in list {
         let Some(name) = tool
             .as_object()
@@ -80,15 +115,13 @@ pub fn filter_tools_in(
             malformed_skipped += 1;
             continue;
         };
-        let mut unused = None;
-        let (outcome, ..) = mcp(
-            files,
-            admin,
-            user,
-            (server, name, Action::Listing),
-            &mut unused,
-            &mut Quiet,
-        );
+        let (outcome, reason, matched_entry) = decide_listing(files, admin, user, server, name);
+        decided.push(ListedTool {
+            name: name.to_owned(),
+            outcome,
+            reason,
+            matched_entry,
+        });
         if outcome == Outcome::Deny {
             removed.push(name.to_owned());
         } else {
@@ -107,5 +140,6 @@ pub fn filter_tools_in(
         tools,
         removed,
         malformed_skipped,
+        decided,
     })
 }

@@ -1,0 +1,899 @@
+//! The decision log in the service: each decision becomes a record (sampled for
+//! ALLOW, handed to the writer off the decision path), records are listed and followed
+//! within the caller's scope, and a team's logged calls are decided again under
+//! proposed controls (the impact preview).
+//!
+//! A record keeps a command line or path whole up to
+//! `decision_log.max_stored_command_bytes`, because the impact preview must decide the
+//! call again; it hands out only an excerpt with the length and SHA-256, as the DENY
+//! audit records do, to admins as to members: the whole text stays in the store.
+
+use super::audit_sink::{Record, excerpt};
+use super::{Service, ServiceError, check_id};
+use crate::auth::{Action, Principal, Role, authorize};
+use crate::config::DecisionLogConfig;
+use crate::policy::roles::{self, AgentSpec, CallArgs};
+use crate::policy::{
+    self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
+};
+use crate::store::{DecisionQuery, NewDecision, Store, StoredDecision};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+/// Records one page holds when the caller names no size, and at most.
+pub const DEFAULT_PAGE: u32 = 100;
+pub const MAX_PAGE: u32 = 1000;
+/// The longest tool or command prefix a filter may give.
+pub const MAX_PREFIX_BYTES: usize = 1024;
+/// The longest client name a request may give.
+pub const MAX_CLIENT_BYTES: usize = 32;
+/// The impact preview's window when none is given, and the longest.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const MAX_WINDOW: Duration = Duration::from_secs(90 * 24 * 3600);
+/// Examples per group when none is asked for, and the most.
+pub const DEFAULT_EXAMPLES: usize = 3;
+pub const MAX_EXAMPLES: usize = 20;
+/// Records the impact preview decides again at most (the newest of the window).
+pub const PREVIEW_MAX_RECORDS: usize = 200_000;
+
+/// Where a decision was asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DecisionSource {
+    #[default]
+    Evaluate,
+    EvaluateBatch,
+    FilterTools,
+}
+
+impl DecisionSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Evaluate => "evaluate",
+            Self::EvaluateBatch => "evaluate_batch",
+            Self::FilterTools => "filter_tools",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Evaluate, Self::EvaluateBatch, Self::FilterTools]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// Where a request came from, for its records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub source: DecisionSource,
+    /// The agent client, as the request named it (checked by [`check_client`]).
+    pub client: String,
+}
+
+/// A request's `client`: empty, or lowercase letters, digits and `-`, at most
+/// `MAX_CLIENT_BYTES` (32).
+pub fn check_client(client: &str) -> Result<(), ServiceError> {
+    let ok = client.len() <= MAX_CLIENT_BYTES
+        && client
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ServiceError::invalid(
+            "client",
+            format!(
+                "{:?} is not a client name: use lowercase letters, digits and `-`, at most {MAX_CLIENT_BYTES} bytes (e.g. claude-code), or leave it empty",
+                excerpt(client)
+            ),
+        ))
+    }
+}
+
+/// The stable name of an outcome, as records keep it.
+pub fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Allow => "ALLOW",
+        Outcome::Ask => "ASK",
+        Outcome::Deny => "DENY",
+    }
+}
+
+pub fn parse_outcome(s: &str) -> Option<Outcome> {
+    [Outcome::Allow, Outcome::Ask, Outcome::Deny]
+        .into_iter()
+        .find(|o| outcome_name(*o) == s)
+}
+
+pub fn parse_reason(s: &str) -> Option<Reason> {
+    Reason::ALL.iter().copied().find(|r| r.as_str() == s)
+}
+
+/// What a filter selects, before the caller's scope is applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecisionFilter {
+    pub team_id: String,
+    pub user_id: String,
+    pub agent_id: String,
+    pub outcome: Option<Outcome>,
+    pub reason: Option<Reason>,
+    pub tool_prefix: String,
+    pub command_prefix: String,
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+}
+
+/// One page of records and the token of the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionPage {
+    pub decisions: Vec<StoredDecision>,
+    /// Empty when there is no further page.
+    pub next_page_token: String,
+}
+
+/// An item of a decision watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionEvent {
+    Decision(Box<StoredDecision>),
+    /// This many records were not sent: the subscriber fell behind.
+    Lagged(u64),
+}
+
+/// A live stream of records matching a filter, within the caller's scope.
+#[derive(Debug)]
+pub struct DecisionWatch {
+    query: DecisionQuery,
+    rx: broadcast::Receiver<Arc<StoredDecision>>,
+    shutdown: CancellationToken,
+}
+
+impl DecisionWatch {
+    /// The next matching record, word of a lag, or `None` once the server stops.
+    pub async fn next(&mut self) -> Option<DecisionEvent> {
+        loop {
+            let received = tokio::select! {
+                () = self.shutdown.cancelled() => return None,
+                received = self.rx.recv() => received,
+            };
+            match received {
+                Ok(record) if matches(&self.query, &record.decision) => {
+                    return Some(DecisionEvent::Decision(Box::new(handed_out(&record))));
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    return Some(DecisionEvent::Lagged(n));
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+/// How many calls change from one outcome to another, in one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImpactGroup {
+    pub from: Outcome,
+    pub to: Outcome,
+    /// `server:tool`, a command's first words, or `delete_file`; empty for the
+    /// from→to total.
+    pub key: String,
+    pub count: u64,
+    pub examples: Vec<ImpactExample>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImpactExample {
+    pub record: StoredDecision,
+    pub new_reason: Reason,
+    pub new_matched_entry: Option<String>,
+}
+
+/// What proposed controls would change among a team's logged calls.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Impact {
+    pub decided: u64,
+    pub unchanged: u64,
+    pub changed: u64,
+    /// Records that cannot be decided again (their command was kept cut short).
+    pub unknown: u64,
+    pub transitions: Vec<ImpactGroup>,
+    pub groups: Vec<ImpactGroup>,
+    pub revision: u64,
+    pub window_start_ms: i64,
+    pub window_end_ms: i64,
+    /// The window held more than `PREVIEW_MAX_RECORDS` (200,000): only the newest were decided again.
+    pub truncated: bool,
+}
+
+impl Service {
+    /// The decision log's settings.
+    pub fn decision_log(&self) -> &DecisionLogConfig {
+        &self.decision_log
+    }
+
+    /// The record of one decision, or `None` when the log is off or an ALLOW is not
+    /// sampled.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn decision_record(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        agent: &AgentSpec,
+        origin: &Origin,
+        revision: u64,
+        call: &Call,
+        (outcome, reason, matched): (Outcome, Reason, Option<&str>),
+    ) -> Option<NewDecision> {
+        let log = &self.decision_log;
+        if !log.enabled {
+            return None;
+        }
+        if outcome == Outcome::Allow
+            && log.allow_sample_rate < 1.0
+            && rand::random::<f64>() >= log.allow_sample_rate
+        {
+            return None;
+        }
+        let mut record = NewDecision {
+            at_ms: super::now_ms(),
+            team_id: team.to_owned(),
+            user_id: user.to_owned(),
+            principal: p.name.clone(),
+            agent_id: agent.id.clone().unwrap_or_default(),
+            role: agent.role.clone().unwrap_or_default(),
+            client: origin.client.clone(),
+            source: origin.source.as_str().to_owned(),
+            kind: String::new(),
+            server: String::new(),
+            tool: String::new(),
+            action: String::new(),
+            subject: String::new(),
+            subject_bytes: 0,
+            subject_sha256: String::new(),
+            outcome: outcome_name(outcome).to_owned(),
+            reason: reason.as_str().to_owned(),
+            matched_entry: matched.unwrap_or_default().to_owned(),
+            revision,
+        };
+        describe_call(&mut record, call, log.max_stored_command_bytes);
+        Some(record)
+    }
+
+    /// Hands a decision's record to the writer: a DENY's waits for room with its
+    /// audit record (never shed), an ALLOW's or ASK's is offered and shed when the
+    /// queue is full.
+    pub(super) async fn log_decision(&self, record: NewDecision, deny: bool) {
+        if deny {
+            self.audit
+                .send_record(Record::Decision {
+                    decision: Box::new(record),
+                })
+                .await;
+        } else {
+            self.audit.offer(record);
+        }
+    }
+
+    /// One record per tool a `tools/list` decided.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn log_listing(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        origin: &Origin,
+        revision: u64,
+        server: &str,
+        decided: &[policy::ListedTool],
+    ) {
+        for tool in decided {
+            let call = Call::Mcp {
+                server: server.to_owned(),
+                tool: tool.name.clone(),
+            };
+            let agent = AgentSpec::default();
+            let decided = (tool.outcome, tool.reason, tool.matched_entry.as_deref());
+            if let Some(record) =
+                self.decision_record(p, team, user, &agent, origin, revision, &call, decided)
+            {
+                self.log_decision(record, tool.outcome == Outcome::Deny)
+                    .await;
+            }
+        }
+    }
+
+    /// The team and user a listing or a watch may see, checked: a member only its own
+    /// calls, an admin its team, an operator the team it names.
+    fn decision_scope(
+        &self,
+        p: &Principal,
+        filter: &DecisionFilter,
+    ) -> Result<DecisionQuery, ServiceError> {
+        let team = match (filter.team_id.as_str(), p.team.as_deref()) {
+            ("", Some(own)) => own.to_owned(),
+            ("", None) => {
+                return Err(ServiceError::invalid(
+                    "filter.team_id",
+                    "must be set for an operator: name the team whose decisions to list",
+                ));
+            }
+            (team, _) => team.to_owned(),
+        };
+        let team = check_id("filter.team_id", &team)?.into_owned();
+        let mut user = (!filter.user_id.is_empty())
+            .then(|| check_id("filter.user_id", &filter.user_id).map(|u| u.into_owned()))
+            .transpose()?;
+        if p.role == Role::Member && user.is_none() {
+            // a member's listing is of its own calls
+            user = p.user.clone();
+        }
+        authorize(p, &team, Action::ReadDecisions(user.as_deref()))?;
+        let agent = (!filter.agent_id.is_empty())
+            .then(|| check_id("filter.agent_id", &filter.agent_id).map(|a| a.into_owned()))
+            .transpose()?;
+        for (field, prefix) in [
+            ("filter.tool_prefix", &filter.tool_prefix),
+            ("filter.command_prefix", &filter.command_prefix),
+        ] {
+            if prefix.len() > MAX_PREFIX_BYTES {
+                return Err(ServiceError::invalid(
+                    field,
+                    format!(
+                        "is {} bytes, more than the limit of {MAX_PREFIX_BYTES}: give a shorter prefix",
+                        prefix.len()
+                    ),
+                ));
+            }
+        }
+        if let (Some(since), Some(until)) = (filter.since_ms, filter.until_ms)
+            && since >= until
+        {
+            return Err(ServiceError::invalid(
+                "filter.until",
+                "is not after filter.since: give a time range that is not empty",
+            ));
+        }
+        let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        Ok(DecisionQuery {
+            team_id: Some(team),
+            user_id: user,
+            agent_id: agent,
+            outcome: filter.outcome.map(|o| outcome_name(o).to_owned()),
+            reason: filter.reason.map(|r| r.as_str().to_owned()),
+            tool_prefix: non_empty(&filter.tool_prefix),
+            command_prefix: non_empty(&filter.command_prefix),
+            since_ms: filter.since_ms,
+            until_ms: filter.until_ms,
+            before: None,
+            limit: 0,
+        })
+    }
+
+    /// One page of the log, newest first. The page token is a keyset on (time, id)
+    /// bound to the filter, so records written meanwhile never shift later pages.
+    pub async fn list_decisions(
+        &self,
+        p: &Principal,
+        filter: &DecisionFilter,
+        page_size: u32,
+        page_token: &str,
+    ) -> Result<DecisionPage, ServiceError> {
+        let mut query = self.decision_scope(p, filter)?;
+        if page_size > MAX_PAGE {
+            return Err(ServiceError::invalid(
+                "page_size",
+                format!("{page_size} is more than {MAX_PAGE}: ask for fewer and page"),
+            ));
+        }
+        let size = if page_size == 0 {
+            DEFAULT_PAGE
+        } else {
+            page_size
+        };
+        let fingerprint = fingerprint(&query);
+        if !page_token.is_empty() {
+            query.before = Some(parse_token(page_token, &fingerprint)?);
+        }
+        query.limit = size + 1;
+        let mut records = self.store.list_decisions(&query).await?;
+        let more = records.len() > size as usize;
+        records.truncate(size as usize);
+        let next_page_token = match (more, records.last()) {
+            (true, Some(last)) => make_token(last.decision.at_ms, last.id, &fingerprint),
+            _ => String::new(),
+        };
+        Ok(DecisionPage {
+            decisions: records.iter().map(handed_out).collect(),
+            next_page_token,
+        })
+    }
+
+    /// Records matching `filter` as they are written, within the caller's scope.
+    pub fn watch_decisions(
+        &self,
+        p: &Principal,
+        filter: &DecisionFilter,
+    ) -> Result<DecisionWatch, ServiceError> {
+        let query = self.decision_scope(p, filter)?;
+        Ok(DecisionWatch {
+            query,
+            rx: self.audit.subscribe(),
+            shutdown: self.shutdown.clone(),
+        })
+    }
+
+    /// Decides the team's logged calls of the last `window` again, under the current
+    /// controls and under `proposed`, and counts those whose outcome changes. Admins
+    /// only (it reads every call of the team); changes nothing.
+    pub async fn preview_admin(
+        &self,
+        p: &Principal,
+        team: &str,
+        proposed: AdminControls,
+        window: Option<Duration>,
+        examples: Option<usize>,
+    ) -> Result<Impact, ServiceError> {
+        let team: &str = &check_id("team_id", team)?;
+        authorize(p, team, Action::WriteTeam)?;
+        let window = window.unwrap_or(DEFAULT_WINDOW);
+        if window > MAX_WINDOW || window.is_zero() {
+            return Err(ServiceError::invalid(
+                "window_seconds",
+                format!(
+                    "{} s is outside 1 s to {} s (90 days): give a shorter window",
+                    window.as_secs(),
+                    MAX_WINDOW.as_secs()
+                ),
+            ));
+        }
+        let examples = examples.unwrap_or(DEFAULT_EXAMPLES);
+        if examples > MAX_EXAMPLES {
+            return Err(ServiceError::invalid(
+                "examples_per_group",
+                format!("{examples} is more than {MAX_EXAMPLES}: ask for fewer"),
+            ));
+        }
+        let current = self.hub.admin(team).await?;
+        self.check_doc("auto_run_controls.", &proposed.lists(), || {
+            CompiledAdmin::compile_write(&proposed, &current.stored.doc).map(drop)
+        })?;
+        let proposed_admin = CompiledAdmin::compile_write(&proposed, &current.stored.doc)
+            .map_err(|e| ServiceError::entries("auto_run_controls.", e))?;
+        let proposed_defaults = match &proposed.default_user_settings {
+            Some(defaults) => Some(CompiledUser::compile(defaults).map_err(|e| {
+                ServiceError::entries("auto_run_controls.default_user_settings.", e)
+            })?),
+            None => None,
+        };
+        let end = super::now_ms();
+        let start = end.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+        let mut impact = Impact {
+            revision: current.stored.revision,
+            window_start_ms: start,
+            window_end_ms: end,
+            ..Impact::default()
+        };
+        let mut tally = Tally::new(examples);
+        let mut users: HashMap<String, super::Effective> = HashMap::new();
+        let mut query = DecisionQuery {
+            team_id: Some(team.to_owned()),
+            since_ms: Some(start),
+            until_ms: Some(end),
+            limit: MAX_PAGE,
+            ..DecisionQuery::default()
+        };
+        let mut seen = 0usize;
+        'pages: loop {
+            let page = self.store.list_decisions(&query).await?;
+            let Some(last) = page.last() else { break };
+            query.before = Some((last.decision.at_ms, last.id));
+            let full = page.len() == MAX_PAGE as usize;
+            for record in page {
+                if seen == PREVIEW_MAX_RECORDS {
+                    impact.truncated = true;
+                    break 'pages;
+                }
+                seen += 1;
+                impact.decided += 1;
+                let Some(call) = stored_call(&record.decision) else {
+                    impact.unknown += 1;
+                    continue;
+                };
+                let user = &record.decision.user_id;
+                if !users.contains_key(user) {
+                    let eff = self.hub.effective(team, user).await?;
+                    users.insert(user.clone(), eff);
+                }
+                let eff = &users[user];
+                let user_now = &eff.user.compiled;
+                // a user who never wrote settings of their own decides with the
+                // team's defaults, which the proposal may change too
+                let user_then = match (&proposed_defaults, eff.user.stored.revision) {
+                    (Some(defaults), 0) => defaults,
+                    _ => user_now,
+                };
+                let files = &eff.tool_actions;
+                let before = redecide(files, &eff.admin.compiled, user_now, &record, &call);
+                let after = redecide(files, &proposed_admin, user_then, &record, &call);
+                if before.0 == after.0 {
+                    impact.unchanged += 1;
+                } else {
+                    impact.changed += 1;
+                    tally.add(before.0, after, &record);
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        (impact.transitions, impact.groups) = tally.finish();
+        Ok(impact)
+    }
+}
+
+/// The outcome, reason and matched entry of a logged call under `admin` and `user`:
+/// a listing's as `tools/list` decides it, a call's as `Evaluate` does, with the
+/// roles' verdict when the call named an agent (what it touched was not kept, so a
+/// restriction that needs it asks, under both policies alike).
+fn redecide(
+    files: &ToolActionLists,
+    admin: &CompiledAdmin,
+    user: &CompiledUser,
+    record: &StoredDecision,
+    call: &Call,
+) -> (Outcome, Reason, Option<String>) {
+    let r = &record.decision;
+    if DecisionSource::parse(&r.source) == Some(DecisionSource::FilterTools) {
+        let (o, reason, m) = policy::decide_listing(files, admin, user, &r.server, &r.tool);
+        return (o, reason, m.map(|m| m.to_string()));
+    }
+    let mut d = policy::decide_at(files, admin, user, call, None);
+    let agent = AgentSpec {
+        id: (!r.agent_id.is_empty()).then(|| r.agent_id.clone()),
+        role: (!r.role.is_empty()).then(|| r.role.clone()),
+        context: None,
+        session: None,
+    };
+    let compiled = admin.roles();
+    if agent.is_named() && !compiled.is_empty() && d.outcome != Outcome::Deny {
+        let verdict = roles::judge(compiled, &agent, call, &CallArgs::default());
+        d = roles::apply(d, verdict);
+    }
+    (
+        d.outcome,
+        d.reason,
+        d.matched_entry.as_deref().map(str::to_owned),
+    )
+}
+
+/// Counts changed calls by from→to and by from→to and key, keeping the first
+/// examples of each (the newest: records come newest first).
+struct Tally {
+    examples: usize,
+    transitions: BTreeMap<(u8, u8), ImpactGroup>,
+    groups: BTreeMap<(u8, u8, String), ImpactGroup>,
+}
+
+impl Tally {
+    fn new(examples: usize) -> Self {
+        Self {
+            examples,
+            transitions: BTreeMap::new(),
+            groups: BTreeMap::new(),
+        }
+    }
+
+    fn add(
+        &mut self,
+        from: Outcome,
+        (to, reason, matched): (Outcome, Reason, Option<String>),
+        record: &StoredDecision,
+    ) {
+        let example = ImpactExample {
+            record: handed_out(record),
+            new_reason: reason,
+            new_matched_entry: matched,
+        };
+        let key = group_key(&record.decision);
+        let rank = |o: Outcome| o as u8;
+        let examples = self.examples;
+        let bump = |group: &mut ImpactGroup| {
+            group.count += 1;
+            if group.examples.len() < examples {
+                group.examples.push(example.clone());
+            }
+        };
+        let empty = |key: String| ImpactGroup {
+            from,
+            to,
+            key,
+            count: 0,
+            examples: Vec::new(),
+        };
+        bump(
+            self.transitions
+                .entry((rank(from), rank(to)))
+                .or_insert_with(|| empty(String::new())),
+        );
+        bump(
+            self.groups
+                .entry((rank(from), rank(to), key.clone()))
+                .or_insert_with(|| empty(key)),
+        );
+    }
+
+    /// Biggest first; ties in a stable order.
+    fn finish(self) -> (Vec<ImpactGroup>, Vec<ImpactGroup>) {
+        let sorted = |groups: Vec<ImpactGroup>| {
+            let mut groups = groups;
+            groups.sort_by_key(|g| std::cmp::Reverse(g.count));
+            groups
+        };
+        (
+            sorted(self.transitions.into_values().collect()),
+            sorted(self.groups.into_values().collect()),
+        )
+    }
+}
+
+/// What a change is grouped by: `server:tool`, a command's program (and its
+/// subcommand, a second word of letters: `git push`), or `delete_file`.
+pub fn group_key(r: &NewDecision) -> String {
+    match r.kind.as_str() {
+        "mcp" => format!("{}:{}", r.server, r.tool),
+        "shell" => {
+            let mut words = r.subject.split_whitespace();
+            let first = words.next().unwrap_or_default();
+            match words.next() {
+                Some(second)
+                    if second
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-')
+                        && second.starts_with(|c: char| c.is_ascii_alphabetic()) =>
+                {
+                    format!("{first} {second}")
+                }
+                _ => first.to_owned(),
+            }
+        }
+        other => other.to_owned(),
+    }
+}
+
+/// The call a record keeps, or `None` when it cannot be decided again (a command or
+/// path kept cut short).
+pub fn stored_call(r: &NewDecision) -> Option<Call> {
+    match r.kind.as_str() {
+        "mcp" if r.action.is_empty() => Some(Call::Mcp {
+            server: r.server.clone(),
+            tool: r.tool.clone(),
+        }),
+        "mcp" => Some(Call::McpAction {
+            server: r.server.clone(),
+            tool: r.tool.clone(),
+            action: r.action.clone(),
+        }),
+        "shell" if r.complete() => Some(Call::Shell(r.subject.clone())),
+        "delete_file" if r.complete() => Some(Call::DeleteFile(r.subject.clone())),
+        _ => None,
+    }
+}
+
+/// Fills in the call's part of a record: MCP calls by server and tool, a command line
+/// or path whole up to `max_stored` bytes (else cut), with its length and SHA-256.
+fn describe_call(record: &mut NewDecision, call: &Call, max_stored: usize) {
+    let (kind, text) = match call {
+        Call::Mcp { server, tool } => {
+            mcp(record, server, tool, "");
+            return;
+        }
+        Call::McpAction {
+            server,
+            tool,
+            action,
+        } => {
+            mcp(record, server, tool, action);
+            return;
+        }
+        Call::McpInternal {
+            name,
+            fallback_server,
+        } => {
+            let (server, tool) = policy::split_internal_name(name, fallback_server);
+            mcp(record, server, tool, "");
+            return;
+        }
+        Call::Shell(line) => ("shell", line),
+        Call::DeleteFile(path) => ("delete_file", path),
+    };
+    use sha2::Digest as _;
+    record.kind = kind.into();
+    record.subject = cut(text, max_stored).to_owned();
+    record.subject_bytes = text.len() as u64;
+    record.subject_sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+}
+
+fn mcp(record: &mut NewDecision, server: &str, tool: &str, action: &str) {
+    record.kind = "mcp".into();
+    record.server = server.to_owned();
+    record.tool = tool.to_owned();
+    record.action = action.to_owned();
+    record.subject = format!("{server}:{tool}");
+    record.subject_bytes = record.subject.len() as u64;
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let end = (0..=max)
+        .rev()
+        .find(|&n| text.is_char_boundary(n))
+        .unwrap_or(0);
+    &text[..end]
+}
+
+/// A record as the API hands it out: a command line or path as an excerpt only.
+fn handed_out(record: &StoredDecision) -> StoredDecision {
+    let mut out = record.clone();
+    if out.decision.kind != "mcp" {
+        out.decision.subject = excerpt(&out.decision.subject);
+    }
+    out
+}
+
+/// Whether a record matches a scoped query (the watch's filter; the store applies
+/// the same for listings).
+fn matches(q: &DecisionQuery, d: &NewDecision) -> bool {
+    let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+    let prefix = |want: &Option<String>, mcp: bool| {
+        want.as_deref()
+            .is_none_or(|w| (d.kind == "mcp") == mcp && d.subject.starts_with(w))
+    };
+    eq(&q.team_id, &d.team_id)
+        && eq(&q.user_id, &d.user_id)
+        && eq(&q.agent_id, &d.agent_id)
+        && eq(&q.outcome, &d.outcome)
+        && eq(&q.reason, &d.reason)
+        && prefix(&q.tool_prefix, true)
+        && prefix(&q.command_prefix, false)
+        && q.since_ms.is_none_or(|s| d.at_ms >= s)
+        && q.until_ms.is_none_or(|u| d.at_ms < u)
+}
+
+/// What a page token is bound to: the scoped filter, without the keyset and size.
+fn fingerprint(q: &DecisionQuery) -> String {
+    use sha2::Digest as _;
+    let mut q = q.clone();
+    q.before = None;
+    q.limit = 0;
+    hex::encode(&sha2::Sha256::digest(format!("{q:?}").as_bytes())[..8])
+}
+
+fn make_token(at_ms: i64, id: u64, fingerprint: &str) -> String {
+    hex::encode(format!("{at_ms}.{id}.{fingerprint}"))
+}
+
+fn parse_token(token: &str, fingerprint: &str) -> Result<(i64, u64), ServiceError> {
+    let bad = |why: &str| {
+        ServiceError::invalid(
+            "page_token",
+            format!(
+                "{why}: pass the next_page_token of the previous page with the same filter, or none to start again"
+            ),
+        )
+    };
+    let text = hex::decode(token)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| bad("is not a page token"))?;
+    let mut parts = text.split('.');
+    let (Some(at), Some(id), Some(fp), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad("is not a page token"));
+    };
+    if fp != fingerprint {
+        return Err(bad("was made for another filter"));
+    }
+    match (at.parse(), id.parse()) {
+        (Ok(at), Ok(id)) => Ok((at, id)),
+        _ => Err(bad("is not a page token")),
+    }
+}
+
+/// Removes records past the age and size limits every `prune_interval_secs`, until
+/// the server stops.
+pub(super) async fn prune(store: Arc<dyn Store>, log: DecisionLogConfig, stop: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(log.prune_interval_secs));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let max_age = i64::try_from(log.max_age_days.saturating_mul(86_400_000)).unwrap_or(i64::MAX);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let older_than = super::now_ms().saturating_sub(max_age);
+        match store
+            .prune_decisions(older_than, log.max_records_per_team)
+            .await
+        {
+            Ok(0) => {}
+            Ok(removed) => debug!(removed, "decision log records past the retention removed"),
+            Err(e) => {
+                warn!(error = %e, "cannot remove old decision log records: retrying at the next pass")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_tokens_round_trip_and_are_bound_to_their_filter() {
+        let token = make_token(1_700_000_000_000, 42, "abcd");
+        assert_eq!(
+            parse_token(&token, "abcd").unwrap(),
+            (1_700_000_000_000, 42)
+        );
+        assert!(parse_token(&token, "other").is_err());
+        for bad in ["", "zz", &hex::encode("1.2"), &hex::encode("a.b.abcd")] {
+            assert!(parse_token(bad, "abcd").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn clients_are_short_plain_names() {
+        for good in ["", "claude-code", "codex", "mcp-proxy", "gemini2"] {
+            assert!(check_client(good).is_ok(), "{good}");
+        }
+        for bad in ["Claude", "a b", "x".repeat(33).as_str(), "é", "a\n"] {
+            assert!(check_client(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn long_commands_keep_a_cut_subject_and_cannot_be_decided_again() {
+        let mut r = NewDecision {
+            at_ms: 0,
+            team_id: "t".into(),
+            user_id: "u".into(),
+            principal: "p".into(),
+            agent_id: String::new(),
+            role: String::new(),
+            client: String::new(),
+            source: "evaluate".into(),
+            kind: String::new(),
+            server: String::new(),
+            tool: String::new(),
+            action: String::new(),
+            subject: String::new(),
+            subject_bytes: 0,
+            subject_sha256: String::new(),
+            outcome: "ASK".into(),
+            reason: "COMMAND_NOT_ALLOWLISTED".into(),
+            matched_entry: String::new(),
+            revision: 1,
+        };
+        describe_call(&mut r, &Call::Shell("échoé ".repeat(100)), 256);
+        assert!(r.subject.len() <= 256 && !r.complete());
+        assert_eq!(r.subject_bytes, 800);
+        assert_eq!(stored_call(&r), None);
+        describe_call(&mut r, &Call::Shell("git push origin main".into()), 256);
+        assert!(r.complete());
+        assert_eq!(group_key(&r), "git push");
+        assert_eq!(
+            stored_call(&r),
+            Some(Call::Shell("git push origin main".into()))
+        );
+        describe_call(&mut r, &Call::Shell("rm -rf /tmp/x".into()), 256);
+        assert_eq!(group_key(&r), "rm");
+    }
+}

@@ -1,0 +1,454 @@
+//! `decisions list|tail`: the decision log; and the impact report `admin diff` and
+//! `admin apply` print with `--impact`.
+
+use super::args::{DecisionsArgs, DecisionsCommand, OutcomeArg};
+use super::client::{Clients, rpc_error};
+use super::output::Render;
+use super::usage;
+use crate::grpc::convert::controls_to_pb;
+use crate::policy::AdminControls;
+use crate::proto::v1 as pb;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// An RFC 3339 time or a duration ago (`1h`, `7d`), for `--since` and `--until`.
+fn parse_time(flag: &str, s: &str) -> anyhow::Result<prost_types::Timestamp> {
+    let at = match humantime::parse_rfc3339_weak(s) {
+        Ok(t) => t,
+        Err(_) => {
+            let ago = humantime::parse_duration(s).map_err(|_| {
+                usage(format!(
+                    "{flag} {s:?}: give an RFC 3339 time or a duration ago such as 1h or 7d"
+                ))
+            })?;
+            std::time::SystemTime::now() - ago
+        }
+    };
+    Ok(at.into())
+}
+
+/// `--impact 7d`: the window of logged calls to decide again.
+pub(super) fn parse_window(s: &str) -> anyhow::Result<std::time::Duration> {
+    humantime::parse_duration(s).map_err(|_| {
+        usage(format!(
+            "--impact {s:?}: give a duration such as 7d, 24h or 30m (at most 90d)"
+        ))
+    })
+}
+
+fn rfc3339(t: Option<prost_types::Timestamp>) -> String {
+    t.and_then(|t| std::time::SystemTime::try_from(t).ok())
+        .map(|when| humantime::format_rfc3339_millis(when).to_string())
+        .unwrap_or_default()
+}
+
+/// A `Reason` or `Outcome` value's name without its enum's prefix.
+fn short(name: &str, prefix: &str) -> String {
+    name.strip_prefix(prefix).unwrap_or(name).to_owned()
+}
+
+fn filter(args: &DecisionsArgs) -> anyhow::Result<pb::DecisionFilter> {
+    let reason = match &args.reason {
+        Some(r) => {
+            let name = format!("REASON_{}", r.to_ascii_uppercase());
+            pb::Reason::from_str_name(&name)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--reason {r:?} is not a reason: use one such as COMMAND_BLOCKED or NOT_ALLOWLISTED"
+                    ))
+                })? as i32
+        }
+        None => 0,
+    };
+    let outcome = match args.outcome {
+        Some(OutcomeArg::Allow) => pb::Outcome::Allow,
+        Some(OutcomeArg::Ask) => pb::Outcome::Ask,
+        Some(OutcomeArg::Deny) => pb::Outcome::Deny,
+        None => pb::Outcome::Unspecified,
+    };
+    Ok(pb::DecisionFilter {
+        team_id: args.team.clone().unwrap_or_default(),
+        user_id: args.user.clone().unwrap_or_default(),
+        agent_id: args.agent.clone().unwrap_or_default(),
+        outcome: outcome as i32,
+        reason,
+        tool_prefix: args.tool.clone().unwrap_or_default(),
+        command_prefix: args.command.clone().unwrap_or_default(),
+        since: args
+            .since
+            .as_deref()
+            .map(|s| parse_time("--since", s))
+            .transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|s| parse_time("--until", s))
+            .transpose()?,
+    })
+}
+
+/// One decision as the commands print it.
+#[derive(Debug, Serialize)]
+pub struct DecisionRow {
+    pub id: String,
+    /// RFC 3339 with milliseconds.
+    pub at: String,
+    pub team: String,
+    pub user: String,
+    pub principal: String,
+    pub agent: String,
+    pub role: String,
+    pub client: String,
+    /// evaluate, evaluate_batch or filter_tools.
+    pub source: String,
+    /// `server:tool`, `$ command excerpt` or `delete path excerpt`.
+    pub call: String,
+    /// The whole command's length and SHA-256, for a command or a path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub command_sha256: String,
+    pub outcome: String,
+    pub reason: String,
+    pub matched_entry: String,
+    pub revision: u64,
+}
+
+impl From<&pb::DecisionRecord> for DecisionRow {
+    fn from(r: &pb::DecisionRecord) -> Self {
+        use pb::decided_call::Kind;
+        let call = r.call.clone().unwrap_or_default();
+        let (text, bytes) = match call.kind {
+            Some(Kind::Mcp(m)) if m.action.is_empty() => (format!("{}:{}", m.server, m.tool), None),
+            Some(Kind::Mcp(m)) => (format!("{}:{}.{}", m.server, m.tool, m.action), None),
+            Some(Kind::ShellExcerpt(line)) => (format!("$ {line}"), Some(call.command_bytes)),
+            Some(Kind::DeleteFileExcerpt(path)) => {
+                (format!("delete {path}"), Some(call.command_bytes))
+            }
+            None => (String::new(), None),
+        };
+        Self {
+            id: r.id.clone(),
+            at: rfc3339(r.at),
+            team: r.team_id.clone(),
+            user: r.user_id.clone(),
+            principal: r.principal.clone(),
+            agent: r.agent_id.clone(),
+            role: r.role.clone(),
+            client: r.client.clone(),
+            source: short(r.source().as_str_name(), "DECISION_SOURCE_").to_ascii_lowercase(),
+            call: text,
+            command_bytes: bytes,
+            command_sha256: call.command_sha256,
+            outcome: short(r.outcome().as_str_name(), "OUTCOME_"),
+            reason: short(r.reason().as_str_name(), "REASON_"),
+            matched_entry: r.matched_entry.clone(),
+            revision: r.revision,
+        }
+    }
+}
+
+/// At most `max` characters of `text`, one line, marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    let line = text.replace(['\n', '\r', '\t'], " ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let kept: String = line.chars().take(max.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+impl Render for DecisionRow {
+    fn human(&self) -> String {
+        let who = if self.agent.is_empty() {
+            self.user.clone()
+        } else {
+            format!("{}/{}", self.user, self.agent)
+        };
+        format!(
+            "{}  {:<5} {:<24} {:<16} {:<12} {}\n",
+            self.at,
+            self.outcome,
+            self.reason,
+            clip(&who, 16),
+            clip(&self.client, 12),
+            clip(&self.call, 80)
+        )
+    }
+}
+
+/// `decisions list`: the records, newest first.
+#[derive(Debug, Serialize)]
+pub struct DecisionList {
+    pub decisions: Vec<DecisionRow>,
+    /// Pass as `--page-token` for the records after these; empty when there are none.
+    pub next_page_token: String,
+}
+
+impl Render for DecisionList {
+    fn human(&self) -> String {
+        let mut out: String = self.decisions.iter().map(DecisionRow::human).collect();
+        if !self.next_page_token.is_empty() {
+            let _ = writeln!(
+                out,
+                "(more: --page-token {} or a larger --limit)",
+                self.next_page_token
+            );
+        }
+        out
+    }
+}
+
+/// Word that a tail missed records.
+#[derive(Debug, Serialize)]
+struct Lagged {
+    lagged: u64,
+}
+
+impl Render for Lagged {
+    fn human(&self) -> String {
+        format!(
+            "… {} records were not shown (this tail fell behind): list them with `toolgate decisions list`\n",
+            self.lagged
+        )
+    }
+}
+
+pub(super) async fn decisions(c: &Clients, cmd: DecisionsCommand) -> anyhow::Result<i32> {
+    match cmd {
+        DecisionsCommand::List(args) => list(c, &args).await,
+        DecisionsCommand::Tail(args) => tail(c, &args).await,
+    }
+}
+
+async fn list(c: &Clients, args: &DecisionsArgs) -> anyhow::Result<i32> {
+    let filter = filter(args)?;
+    let mut rows = Vec::new();
+    let mut page_token = args.page_token.clone().unwrap_or_default();
+    let limit = args.limit.max(1) as usize;
+    loop {
+        let want = (limit - rows.len()).min(1000);
+        let page = c
+            .decisions()
+            .list_decisions(pb::ListDecisionsRequest {
+                filter: Some(filter.clone()),
+                page_size: want as u32,
+                page_token,
+            })
+            .await
+            .map_err(rpc_error)?
+            .into_inner();
+        rows.extend(page.decisions.iter().map(DecisionRow::from));
+        page_token = page.next_page_token;
+        if page_token.is_empty() || rows.len() >= limit {
+            break;
+        }
+    }
+    c.out.print(&DecisionList {
+        decisions: rows,
+        next_page_token: page_token,
+    });
+    Ok(0)
+}
+
+async fn tail(c: &Clients, args: &DecisionsArgs) -> anyhow::Result<i32> {
+    let mut stream = c
+        .decisions()
+        .watch_decisions(pb::WatchDecisionsRequest {
+            filter: Some(filter(args)?),
+        })
+        .await
+        .map_err(rpc_error)?
+        .into_inner();
+    while let Some(message) = stream.message().await.map_err(rpc_error)? {
+        match message.event {
+            Some(pb::watch_decisions_response::Event::Decision(r)) => {
+                c.out.print(&DecisionRow::from(&r));
+            }
+            Some(pb::watch_decisions_response::Event::Lagged(n)) => {
+                c.out.print(&Lagged { lagged: n });
+            }
+            None => {}
+        }
+    }
+    Ok(0)
+}
+
+/// Calls whose outcome changes, in one group.
+#[derive(Debug, Serialize)]
+pub struct ImpactGroupRow {
+    pub from: String,
+    pub to: String,
+    /// `server:tool`, a command's first words or `delete_file`; absent for a total.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    pub count: u64,
+    pub examples: Vec<ImpactExampleRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ImpactExampleRow {
+    #[serde(flatten)]
+    pub record: DecisionRow,
+    /// The reason under the proposed policy.
+    pub new_reason: String,
+    pub new_matched_entry: String,
+}
+
+/// What applying the file would change among the team's logged calls.
+#[derive(Debug, Serialize)]
+pub struct ImpactReport {
+    pub window: String,
+    pub window_start: String,
+    pub window_end: String,
+    pub decided: u64,
+    pub unchanged: u64,
+    pub changed: u64,
+    /// Calls that cannot be decided again (their command was kept cut short).
+    pub unknown: u64,
+    pub truncated: bool,
+    pub transitions: Vec<ImpactGroupRow>,
+    pub groups: Vec<ImpactGroupRow>,
+}
+
+fn group_row(g: &pb::ImpactGroup) -> ImpactGroupRow {
+    ImpactGroupRow {
+        from: short(g.from().as_str_name(), "OUTCOME_"),
+        to: short(g.to().as_str_name(), "OUTCOME_"),
+        key: g.key.clone(),
+        count: g.count,
+        examples: g
+            .examples
+            .iter()
+            .map(|e| ImpactExampleRow {
+                record: DecisionRow::from(&e.record.clone().unwrap_or_default()),
+                new_reason: short(e.new_reason().as_str_name(), "REASON_"),
+                new_matched_entry: e.new_matched_entry.clone(),
+            })
+            .collect(),
+    }
+}
+
+impl Render for ImpactReport {
+    fn human(&self) -> String {
+        let mut out = format!(
+            "impact on the logged calls of the last {} ({} to {}):\n  {} decided again: {} change outcome, {} unchanged, {} unknown (command kept cut short)\n",
+            self.window,
+            self.window_start,
+            self.window_end,
+            self.decided,
+            self.changed,
+            self.unchanged,
+            self.unknown
+        );
+        if self.truncated {
+            out.push_str("  (only the newest calls of the window were decided again)\n");
+        }
+        for t in &self.transitions {
+            let _ = writeln!(out, "  {} -> {}: {}", t.from, t.to, t.count);
+            for g in self
+                .groups
+                .iter()
+                .filter(|g| (g.from.as_str(), g.to.as_str()) == (t.from.as_str(), t.to.as_str()))
+            {
+                let _ = writeln!(out, "    {:<32} {:>8}", clip(&g.key, 32), g.count);
+                for e in &g.examples {
+                    let who = &e.record.user;
+                    let _ = writeln!(
+                        out,
+                        "      e.g. {} {}: {} (now {}{})",
+                        e.record.at,
+                        who,
+                        clip(&e.record.call, 60),
+                        e.new_reason,
+                        if e.new_matched_entry.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {}", e.new_matched_entry)
+                        }
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Decides the team's logged calls of `window` again under `proposed` (the server's
+/// `PreviewTeamAdminSettings`).
+pub(super) async fn impact(
+    c: &Clients,
+    team: &str,
+    proposed: &AdminControls,
+    window: &str,
+) -> anyhow::Result<ImpactReport> {
+    let duration = parse_window(window)?;
+    let r = c
+        .decisions()
+        .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+            team_id: team.to_owned(),
+            auto_run_controls: Some(controls_to_pb(proposed)),
+            window_seconds: duration.as_secs().max(1),
+            examples_per_group: 3,
+        })
+        .await
+        .map_err(rpc_error)?
+        .into_inner();
+    Ok(ImpactReport {
+        window: window.to_owned(),
+        window_start: rfc3339(r.window_start),
+        window_end: rfc3339(r.window_end),
+        decided: r.decided,
+        unchanged: r.unchanged,
+        changed: r.changed,
+        unknown: r.unknown,
+        truncated: r.truncated,
+        transitions: r.transitions.iter().map(group_row).collect(),
+        groups: r.groups.iter().map(group_row).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_renders_as_one_line() {
+        let r = pb::DecisionRecord {
+            id: "7".into(),
+            at: Some(prost_types::Timestamp {
+                seconds: 1_700_000_000,
+                nanos: 5_000_000,
+            }),
+            team_id: "acme".into(),
+            user_id: "alice".into(),
+            client: "claude-code".into(),
+            call: Some(pb::DecidedCall {
+                kind: Some(pb::decided_call::Kind::ShellExcerpt(
+                    "git push\norigin".into(),
+                )),
+                command_bytes: 15,
+                command_sha256: "ab".into(),
+            }),
+            outcome: pb::Outcome::Ask as i32,
+            reason: pb::Reason::CommandNotAllowlisted as i32,
+            ..Default::default()
+        };
+        let row = DecisionRow::from(&r);
+        assert_eq!(
+            row.human(),
+            "2023-11-14T22:13:20.005Z  ASK   COMMAND_NOT_ALLOWLISTED  alice            claude-code  $ git push origin\n"
+        );
+        assert_eq!(row.command_bytes, Some(15));
+        assert_eq!(row.source, "unspecified");
+    }
+
+    #[test]
+    fn windows_and_times_take_durations() {
+        assert_eq!(parse_window("7d").unwrap().as_secs(), 7 * 86_400);
+        assert!(parse_window("a week").is_err());
+        assert!(parse_time("--since", "1h").is_ok());
+        assert!(parse_time("--since", "2023-11-14T22:13:20Z").is_ok());
+        assert!(parse_time("--since", "yesterday").is_err());
+    }
+}

@@ -1,0 +1,1140 @@
+//! The decision log, on every store backend (SQLite, and PostgreSQL when
+//! `TOOLGATE_TEST_POSTGRES_URL` is set): every kind of decision recorded with its
+//! fields, retention by age and count, ALLOW sampling, a member's scope, paging that
+//! stays put under concurrent writes, and the impact preview's exact counts on a
+//! recorded week of synthetic traffic. (Decision vectors are `decisions.rs`; shedding
+//! is counted in `tests/decision_log_shedding.rs`, which needs the metrics recorder.)
+
+use crate::support::{self, *};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::Code;
+use toolgate::config::Config;
+use toolgate::proto::v1 as pb;
+use toolgate::store::{NewDecision, PostgresStore, SqliteStore, Store};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The backends to run on: SQLite always, PostgreSQL when configured.
+async fn backends(test: &str) -> Vec<Option<String>> {
+    let mut all = vec![None];
+    if let Some(url) = support::pg::fresh_database(test).await {
+        all.push(Some(url));
+    }
+    all
+}
+
+fn config(dir: &std::path::Path, url: &Option<String>) -> Config {
+    let mut config = test_config(dir);
+    config.store.url = url.clone();
+    config
+}
+
+/// The store a server with `config` uses, opened beside it.
+async fn open_store(config: &Config) -> Arc<dyn Store> {
+    match config.postgres_url() {
+        Some(url) => Arc::new(PostgresStore::connect(url, 100).await.unwrap()),
+        None => Arc::new(SqliteStore::open(&config.sqlite_path(), 100).await.unwrap()),
+    }
+}
+
+fn shell(line: &str) -> pb::ToolCall {
+    pb::ToolCall {
+        kind: Some(pb::tool_call::Kind::Shell(line.into())),
+        arguments: None,
+    }
+}
+
+fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest {
+    pb::EvaluateRequest {
+        team_id: TEAM.into(),
+        user_id: "alice".into(),
+        call: Some(call),
+        explain: false,
+        agent: None,
+        client: client.into(),
+        approval: None,
+    }
+}
+
+fn team_filter() -> pb::DecisionFilter {
+    pb::DecisionFilter {
+        team_id: TEAM.into(),
+        ..Default::default()
+    }
+}
+
+/// Controls under which alice (yolo) gets each outcome: github allowlisted, the
+/// `evil` server blocked, `git status` an allowed command.
+fn controls() -> pb::AutoRunControls {
+    pb::AutoRunControls {
+        enabled: true,
+        mcp_tool_allowlist: vec!["github:*".into(), "slack:*".into()],
+        mcp_tool_blocklist: vec!["evil:*".into()],
+        allowed: vec!["git status".into(), "git push".into(), "ls".into()],
+        ..Default::default()
+    }
+}
+
+type Watch = tonic::Streaming<pb::WatchDecisionsResponse>;
+
+async fn watch(server: &TestServer, token: &str, filter: pb::DecisionFilter) -> Watch {
+    server
+        .decisions(token)
+        .watch_decisions(pb::WatchDecisionsRequest {
+            filter: Some(filter),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// The next `n` records of a watch, within the deadline.
+async fn next_records(watch: &mut Watch, n: usize) -> Vec<pb::DecisionRecord> {
+    let mut out = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        while out.len() < n {
+            let message = watch.message().await.unwrap().expect("the watch goes on");
+            match message.event {
+                Some(pb::watch_decisions_response::Event::Decision(d)) => out.push(d),
+                other => panic!("unexpected watch event {other:?}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{n} records within {DEADLINE:?}, got {}", out.len()));
+    out
+}
+
+/// Every page of a listing, newest first.
+async fn list_all(
+    server: &TestServer,
+    token: &str,
+    filter: pb::DecisionFilter,
+) -> Vec<pb::DecisionRecord> {
+    let mut out = Vec::new();
+    let mut token_next = String::new();
+    loop {
+        let page = server
+            .decisions(token)
+            .list_decisions(pb::ListDecisionsRequest {
+                filter: Some(filter.clone()),
+                page_size: 1000,
+                page_token: token_next,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        out.extend(page.decisions);
+        if page.next_page_token.is_empty() {
+            return out;
+        }
+        token_next = page.next_page_token;
+    }
+}
+
+/// Waits until `count` records of the team are listed, within the deadline.
+async fn wait_for_count(server: &TestServer, want: impl Fn(usize) -> bool) -> usize {
+    let start = tokio::time::Instant::now();
+    loop {
+        let n = list_all(server, "admin-token", team_filter()).await.len();
+        if want(n) {
+            return n;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the log did not reach the expected size within {DEADLINE:?}: {n}"
+        );
+        // the retention pass runs on its own timer: look again shortly
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn every_kind_of_decision_is_logged_with_its_fields() {
+    for url in backends("decision log fields").await {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(config(dir.path(), &url)).await;
+        let revision = server.set_controls(controls()).await;
+        server.yolo("alice").await;
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+
+        let mut policy = server.policy("alice-token");
+        let allow = policy
+            .evaluate(evaluate(mcp("github", "get_issue"), "claude-code"))
+            .await
+            .unwrap()
+            .into_inner()
+            .decision
+            .unwrap();
+        let long = format!("echo {}", "x".repeat(10_000));
+        let batch = policy
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                calls: vec![mcp("evil", "wipe"), shell("git status"), shell(&long)],
+                explain: false,
+                agent: Some(pb::AgentContext {
+                    agent_id: "reviewer-1".into(),
+                    ..Default::default()
+                }),
+                client: "codex".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let listed = policy
+            .filter_tools(pb::FilterToolsRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                server: "evil".into(),
+                tools: Some(pb_value(
+                    &serde_json::json!({"tools": [{"name": "a"}, {"name": "b"}]}),
+                )),
+                client: "mcp-proxy".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(listed.removed, ["a", "b"]);
+        let bad = policy
+            .evaluate(evaluate(mcp("github", "x"), "Not A Client"))
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), Code::InvalidArgument);
+        assert!(bad.message().starts_with("client:"), "{}", bad.message());
+
+        let mut got = next_records(&mut all, 6).await;
+        got.sort_by_key(|r| r.id.parse::<u64>().unwrap());
+        let stored = list_all(&server, "admin-token", team_filter()).await;
+        assert_eq!(stored.len(), 6, "{stored:#?}");
+        let ids: HashSet<_> = stored.iter().map(|r| r.id.clone()).collect();
+        assert!(got.iter().all(|r| ids.contains(&r.id)));
+
+        for r in &got {
+            assert_eq!((r.team_id.as_str(), r.user_id.as_str()), (TEAM, "alice"));
+            assert_eq!(r.principal, "alice");
+            // the user's settings were written after the controls
+            assert_eq!(r.revision, revision + 1);
+            assert_eq!(r.revision, allow.revision);
+            assert!(r.at.is_some());
+        }
+        // Evaluate
+        let first = got
+            .iter()
+            .find(|r| r.source() == pb::DecisionSource::Evaluate)
+            .unwrap();
+        assert_eq!(first.client, "claude-code");
+        assert_eq!(first.outcome, allow.outcome);
+        assert_eq!(first.outcome(), pb::Outcome::Allow);
+        assert_eq!(first.reason, allow.reason);
+        assert_eq!(first.matched_entry, allow.matched_entry);
+        assert_eq!(
+            first.call.as_ref().unwrap().kind,
+            Some(pb::decided_call::Kind::Mcp(pb::McpCall {
+                server: "github".into(),
+                tool: "get_issue".into(),
+                action: String::new(),
+            }))
+        );
+        // EvaluateBatch: one record per call, in order, with the agent
+        let batched: Vec<_> = got
+            .iter()
+            .filter(|r| r.source() == pb::DecisionSource::EvaluateBatch)
+            .collect();
+        assert_eq!(batched.len(), 3);
+        for (r, d) in batched.iter().zip(&batch.decisions) {
+            assert_eq!((r.outcome, r.reason), (d.outcome, d.reason));
+            assert_eq!(r.matched_entry, d.matched_entry);
+            assert_eq!(
+                (r.client.as_str(), r.agent_id.as_str()),
+                ("codex", "reviewer-1")
+            );
+        }
+        assert_eq!(batched[0].outcome(), pb::Outcome::Deny);
+        assert_eq!(batched[0].matched_entry, "evil:*");
+        let status = batched[1].call.as_ref().unwrap();
+        assert_eq!(
+            status.kind,
+            Some(pb::decided_call::Kind::ShellExcerpt("git status".into()))
+        );
+        assert_eq!(status.command_bytes, 10);
+        // a long command: an excerpt, its length and SHA-256
+        let long_call = batched[2].call.as_ref().unwrap();
+        let Some(pb::decided_call::Kind::ShellExcerpt(excerpt)) = &long_call.kind else {
+            panic!("{long_call:?}")
+        };
+        assert!(excerpt.len() < 4200 && long.starts_with(excerpt.trim_end_matches('…')));
+        assert_eq!(long_call.command_bytes, long.len() as u64);
+        {
+            use sha2::Digest as _;
+            assert_eq!(
+                long_call.command_sha256,
+                hex::encode(sha2::Sha256::digest(long.as_bytes()))
+            );
+        }
+        // FilterTools: one record per tool
+        let tools: Vec<_> = got
+            .iter()
+            .filter(|r| r.source() == pb::DecisionSource::FilterTools)
+            .collect();
+        assert_eq!(tools.len(), 2);
+        assert!(tools.iter().all(|r| r.outcome() == pb::Outcome::Deny
+            && r.client == "mcp-proxy"
+            && r.matched_entry == "evil:*"));
+
+        // filters: outcome, reason, tool and command prefixes, agent, time range
+        let count = |filter: pb::DecisionFilter| {
+            let server = &server;
+            async move { list_all(server, "admin-token", filter).await.len() }
+        };
+        let with = |f: fn(&mut pb::DecisionFilter)| {
+            let mut filter = team_filter();
+            f(&mut filter);
+            filter
+        };
+        assert_eq!(
+            count(with(|f| f.outcome = pb::Outcome::Deny as i32)).await,
+            3
+        );
+        assert_eq!(count(with(|f| f.tool_prefix = "evil:".into())).await, 3);
+        assert_eq!(count(with(|f| f.tool_prefix = "git".into())).await, 1);
+        assert_eq!(count(with(|f| f.command_prefix = "git st".into())).await, 1);
+        assert_eq!(
+            count(with(|f| f.command_prefix = "echo xx".into())).await,
+            1
+        );
+        assert_eq!(count(with(|f| f.agent_id = "reviewer-1".into())).await, 3);
+        assert_eq!(
+            count(with(|f| f.reason = pb::Reason::BlockedByAdmin as i32)).await,
+            stored
+                .iter()
+                .filter(|r| r.reason() == pb::Reason::BlockedByAdmin)
+                .count()
+        );
+        assert_eq!(
+            count(with(|f| f.since = Some(prost_types::Timestamp {
+                seconds: 4_000_000_000,
+                nanos: 0,
+            })))
+            .await,
+            0
+        );
+        assert_eq!(
+            count(with(|f| f.until = Some(prost_types::Timestamp {
+                seconds: 4_000_000_000,
+                nanos: 0,
+            })))
+            .await,
+            6
+        );
+        server.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
+    let (server, _dir) = start().await;
+    server.set_controls(controls()).await;
+    let mut all = watch(&server, "admin-token", team_filter()).await;
+    for token in ["alice-token", "bob-token"] {
+        server
+            .policy(token)
+            .evaluate(pb::EvaluateRequest {
+                team_id: String::new(),
+                user_id: String::new(),
+                call: Some(mcp("github", "get_issue")),
+                explain: false,
+                agent: None,
+                client: String::new(),
+                approval: None,
+            })
+            .await
+            .unwrap();
+    }
+    next_records(&mut all, 2).await;
+    let own = list_all(&server, "alice-token", pb::DecisionFilter::default()).await;
+    assert_eq!(own.len(), 1);
+    assert_eq!(own[0].user_id, "alice");
+    assert_eq!(
+        list_all(&server, "admin-token", team_filter()).await.len(),
+        2
+    );
+    assert_eq!(
+        list_all(&server, "operator-token", team_filter())
+            .await
+            .len(),
+        2
+    );
+    // a member's watch is of its own calls too
+    let mut alice_watch = watch(&server, "alice-token", pb::DecisionFilter::default()).await;
+    for token in ["bob-token", "alice-token"] {
+        server
+            .policy(token)
+            .evaluate(pb::EvaluateRequest {
+                team_id: String::new(),
+                user_id: String::new(),
+                call: Some(mcp("github", "list")),
+                explain: false,
+                agent: None,
+                client: String::new(),
+                approval: None,
+            })
+            .await
+            .unwrap();
+    }
+    let seen = next_records(&mut alice_watch, 1).await;
+    assert_eq!(seen[0].user_id, "alice");
+
+    let refused = [
+        ("alice-token", TEAM, "bob"),
+        ("alice-token", TEAM, ""),
+        ("service-token", TEAM, ""),
+        ("service-token", TEAM, "bob"),
+        ("other-admin-token", TEAM, ""),
+        ("admin-token", OTHER_TEAM, ""),
+    ];
+    for (token, team, user) in refused {
+        let filter = pb::DecisionFilter {
+            team_id: team.into(),
+            user_id: user.into(),
+            ..Default::default()
+        };
+        let err = server
+            .decisions(token)
+            .list_decisions(pb::ListDecisionsRequest {
+                filter: Some(filter.clone()),
+                ..Default::default()
+            })
+            .await;
+        // alice naming no user lists her own; every other row is refused
+        if (token, user) == ("alice-token", "") {
+            assert_eq!(err.unwrap().into_inner().decisions.len(), 2);
+            continue;
+        }
+        let err = err.unwrap_err();
+        assert_eq!(err.code(), Code::PermissionDenied, "{token} {team} {user}");
+        let err = server
+            .decisions(token)
+            .watch_decisions(pb::WatchDecisionsRequest {
+                filter: Some(filter),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::PermissionDenied, "{token} {team} {user}");
+    }
+    // the preview reads every call of the team: admins only
+    for token in ["alice-token", "service-token", "other-admin-token"] {
+        let err = server
+            .decisions(token)
+            .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(controls()),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::PermissionDenied, "{token}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_filters_and_tokens_name_the_field() {
+    let (server, _dir) = start().await;
+    let cases: Vec<(pb::ListDecisionsRequest, &str)> = vec![
+        (
+            pb::ListDecisionsRequest {
+                page_size: 1001,
+                ..Default::default()
+            },
+            "page_size:",
+        ),
+        (
+            pb::ListDecisionsRequest {
+                page_token: "not-a-token".into(),
+                ..Default::default()
+            },
+            "page_token:",
+        ),
+        (
+            pb::ListDecisionsRequest {
+                filter: Some(pb::DecisionFilter {
+                    command_prefix: "x".repeat(2000),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            "filter.command_prefix:",
+        ),
+        (
+            pb::ListDecisionsRequest {
+                filter: Some(pb::DecisionFilter {
+                    outcome: 99,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            "filter.outcome:",
+        ),
+        (
+            pb::ListDecisionsRequest {
+                filter: Some(pb::DecisionFilter {
+                    user_id: "bad id\n".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            "filter.user_id:",
+        ),
+        (
+            pb::ListDecisionsRequest {
+                filter: Some(pb::DecisionFilter {
+                    since: Some(prost_types::Timestamp {
+                        seconds: 20,
+                        nanos: 0,
+                    }),
+                    until: Some(prost_types::Timestamp {
+                        seconds: 10,
+                        nanos: 0,
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            "filter.until:",
+        ),
+    ];
+    for (request, field) in cases {
+        let err = server
+            .decisions("admin-token")
+            .list_decisions(request)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{field}");
+        assert!(
+            err.message().starts_with(field),
+            "{field}: {}",
+            err.message()
+        );
+    }
+    // a page token is bound to its filter
+    server.set_controls(controls()).await;
+    let mut all = watch(&server, "admin-token", team_filter()).await;
+    let calls = (0..3).map(|i| mcp("github", &format!("t{i}"))).collect();
+    server
+        .policy("alice-token")
+        .evaluate_batch(pb::EvaluateBatchRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            calls,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    next_records(&mut all, 3).await;
+    let page = server
+        .decisions("admin-token")
+        .list_decisions(pb::ListDecisionsRequest {
+            filter: Some(team_filter()),
+            page_size: 1,
+            page_token: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!page.next_page_token.is_empty());
+    let err = server
+        .decisions("admin-token")
+        .list_decisions(pb::ListDecisionsRequest {
+            filter: Some(pb::DecisionFilter {
+                tool_prefix: "github:".into(),
+                ..team_filter()
+            }),
+            page_size: 1,
+            page_token: page.next_page_token,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().contains("another filter"),
+        "{}",
+        err.message()
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn pages_stay_put_while_records_are_written() {
+    for url in backends("decision log paging").await {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(config(dir.path(), &url)).await;
+        server.set_controls(controls()).await;
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+        let batch = |n: usize, prefix: &str| pb::EvaluateBatchRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            calls: (0..n)
+                .map(|i| mcp("github", &format!("{prefix}{i}")))
+                .collect(),
+            ..Default::default()
+        };
+        let mut policy = server.policy("alice-token");
+        policy.evaluate_batch(batch(250, "old")).await.unwrap();
+        let before: HashSet<String> = next_records(&mut all, 250)
+            .await
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+
+        // page through while another task keeps writing
+        let writer = {
+            let mut policy = server.policy("alice-token");
+            tokio::spawn(async move {
+                for round in 0..20 {
+                    policy
+                        .evaluate_batch(batch(10, &format!("new{round}-")))
+                        .await
+                        .unwrap();
+                }
+            })
+        };
+        let mut seen = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let page = server
+                .decisions("admin-token")
+                .list_decisions(pb::ListDecisionsRequest {
+                    filter: Some(team_filter()),
+                    page_size: 17,
+                    page_token,
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            seen.extend(page.decisions.into_iter().map(|r| r.id));
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            page_token = page.next_page_token;
+            tokio::task::yield_now().await;
+        }
+        writer.await.unwrap();
+        let unique: HashSet<_> = seen.iter().cloned().collect();
+        assert_eq!(unique.len(), seen.len(), "no record twice");
+        let missing: Vec<_> = before.difference(&unique).collect();
+        assert!(
+            missing.is_empty(),
+            "records older than the first page missed: {missing:?}"
+        );
+        server.stop().await;
+    }
+}
+
+fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecision {
+    let (server, tool) = match kind {
+        "mcp" => {
+            let (s, t) = subject.split_once(':').unwrap();
+            (s.to_owned(), t.to_owned())
+        }
+        _ => (String::new(), String::new()),
+    };
+    NewDecision {
+        at_ms,
+        team_id: TEAM.into(),
+        user_id: "alice".into(),
+        principal: "alice".into(),
+        agent_id: String::new(),
+        role: String::new(),
+        client: "claude-code".into(),
+        source: "evaluate".into(),
+        kind: kind.into(),
+        server,
+        tool,
+        action: String::new(),
+        subject: subject.into(),
+        subject_bytes: subject.len() as u64,
+        subject_sha256: String::new(),
+        outcome: outcome.into(),
+        reason: "ALLOWLISTED".into(),
+        matched_entry: String::new(),
+        revision: 1,
+    }
+}
+
+#[tokio::test]
+async fn retention_removes_old_records_and_keeps_each_team_within_its_count() {
+    for url in backends("decision log retention").await {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), &url);
+        config.decision_log.max_records_per_team = 20;
+        config.decision_log.max_age_days = 30;
+        config.decision_log.prune_interval_secs = 1;
+        // records from before the server starts: 40 and 10 days old
+        let day = 86_400_000;
+        let now = toolgate::service::now_ms();
+        {
+            let store = open_store(&config).await;
+            let old: Vec<_> = (0..5)
+                .map(|i| synthetic(now - 40 * day - i, "mcp", "github:old", "ALLOW"))
+                .chain(
+                    (0..5).map(|i| synthetic(now - 10 * day - i, "mcp", "github:recent", "ALLOW")),
+                )
+                .collect();
+            store.append_records(&[], &old).await.unwrap();
+        }
+        let server = TestServer::start(config).await;
+        server.set_controls(controls()).await;
+        wait_for_count(&server, |n| n == 5).await;
+        let kept = list_all(&server, "admin-token", team_filter()).await;
+        assert!(kept.iter().all(|r| matches!(
+            &r.call.as_ref().unwrap().kind,
+            Some(pb::decided_call::Kind::Mcp(m)) if m.tool == "recent"
+        )));
+        // past the count, the oldest go first
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+        server
+            .policy("alice-token")
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                calls: (0..30).map(|i| mcp("github", &format!("new{i}"))).collect(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        next_records(&mut all, 30).await;
+        wait_for_count(&server, |n| n == 20).await;
+        let kept = list_all(&server, "admin-token", team_filter()).await;
+        let names: Vec<_> = kept
+            .iter()
+            .map(|r| match &r.call.as_ref().unwrap().kind {
+                Some(pb::decided_call::Kind::Mcp(m)) => m.tool.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(names.iter().all(|n| n.starts_with("new")), "{names:?}");
+        server.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn allow_sampling_keeps_asks_and_denies() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.decision_log.allow_sample_rate = 0.0;
+    let server = TestServer::start(config).await;
+    server.set_controls(controls()).await;
+    server.yolo("alice").await;
+    let mut all = watch(&server, "admin-token", team_filter()).await;
+    let decisions = server
+        .policy("alice-token")
+        .evaluate_batch(pb::EvaluateBatchRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            calls: vec![
+                mcp("github", "a"),
+                mcp("github", "b"),
+                mcp("evil", "c"),
+                mcp("jira", "d"),
+            ],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .decisions;
+    let outcomes: Vec<_> = decisions.iter().map(|d| d.outcome()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            pb::Outcome::Allow,
+            pb::Outcome::Allow,
+            pb::Outcome::Deny,
+            pb::Outcome::Ask
+        ]
+    );
+    let got = next_records(&mut all, 2).await;
+    let mut kept: Vec<_> = got.iter().map(|r| r.outcome()).collect();
+    kept.sort_by_key(|o| *o as i32);
+    assert_eq!(kept, [pb::Outcome::Ask, pb::Outcome::Deny]);
+    // the ALLOWs were never queued: the listing holds the two alone
+    assert_eq!(
+        list_all(&server, "admin-token", team_filter()).await.len(),
+        2
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
+    for url in backends("decision log impact").await {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path(), &url);
+        let hour = 3_600_000;
+        let now = toolgate::service::now_ms();
+        // a week of traffic, one burst a day: 10 github, 4 slack, 3 `git push`, 2
+        // `ls`, 1 command too long to decide again; and one burst from 8 days ago
+        // (outside the window)
+        let mut week = Vec::new();
+        for day in 0..8 {
+            let at = now - (day * 24 + 1) * hour;
+            let mut burst = Vec::new();
+            burst.extend((0..10).map(|i| synthetic(at - i, "mcp", "github:get_issue", "ALLOW")));
+            burst.extend((0..4).map(|i| synthetic(at - 100 - i, "mcp", "slack:post", "ALLOW")));
+            burst.extend(
+                (0..3).map(|i| synthetic(at - 200 - i, "shell", "git push origin main", "ALLOW")),
+            );
+            burst.extend((0..2).map(|i| synthetic(at - 300 - i, "shell", "ls -la", "ALLOW")));
+            let mut long = synthetic(at - 400, "shell", "echo cut", "ASK");
+            long.subject_bytes = 100_000;
+            burst.push(long);
+            if day == 7 {
+                burst.truncate(5);
+            }
+            week.extend(burst);
+        }
+        open_store(&config)
+            .await
+            .append_records(&[], &week)
+            .await
+            .unwrap();
+        let server = TestServer::start(config).await;
+        let revision = server.set_controls(controls()).await;
+        server.yolo("alice").await;
+        // the change: slack is no longer allowlisted, `git push` is blocked
+        let proposed = pb::AutoRunControls {
+            mcp_tool_allowlist: vec!["github:*".into()],
+            allowed: vec!["git status".into(), "ls".into()],
+            blocked: vec!["git push".into()],
+            ..controls()
+        };
+        let impact = server
+            .decisions("admin-token")
+            .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(proposed.clone()),
+                window_seconds: 7 * 24 * 3600,
+                examples_per_group: 2,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(impact.decided, 7 * 20, "{impact:#?}");
+        assert_eq!(impact.unknown, 7);
+        assert_eq!(impact.changed, 7 * (4 + 3));
+        assert_eq!(impact.unchanged, 7 * (10 + 2));
+        assert!(!impact.truncated);
+        let groups: Vec<_> = impact
+            .groups
+            .iter()
+            .map(|g| (g.from(), g.to(), g.key.as_str(), g.count, g.examples.len()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (pb::Outcome::Allow, pb::Outcome::Ask, "slack:post", 28, 2),
+                (pb::Outcome::Allow, pb::Outcome::Ask, "git push", 21, 2),
+            ],
+            "{impact:#?}"
+        );
+        let transitions: Vec<_> = impact
+            .transitions
+            .iter()
+            .map(|g| (g.from(), g.to(), g.key.as_str(), g.count))
+            .collect();
+        assert_eq!(
+            transitions,
+            [(pb::Outcome::Allow, pb::Outcome::Ask, "", 49)]
+        );
+        let example = &impact.groups[1].examples[0];
+        assert_eq!(example.new_reason(), pb::Reason::CommandBlocked);
+        assert_eq!(example.new_matched_entry, "git push");
+        // the preview changed nothing
+        let now_controls = server
+            .admin("admin-token")
+            .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(now_controls.settings.unwrap().revision, revision);
+        assert_eq!(impact.revision, revision);
+        // bad proposals name the field
+        let err = server
+            .decisions("admin-token")
+            .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(pb::AutoRunControls {
+                    mcp_tool_allowlist: vec!["no colon".into()],
+                    ..controls()
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("auto_run_controls.mcp_tool_allowlist"),
+            "{}",
+            err.message()
+        );
+        let err = server
+            .decisions("admin-token")
+            .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(proposed),
+                window_seconds: 91 * 24 * 3600,
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            err.message().starts_with("window_seconds:"),
+            "{}",
+            err.message()
+        );
+        server.stop().await;
+    }
+}
+
+/// The binary, with no `TOOLGATE_*` variable of ours leaking in from the test's env.
+async fn toolgate(
+    server: &TestServer,
+    token: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (i32, String) {
+    use tokio::io::AsyncWriteExt as _;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        cmd.env_remove(key);
+    }
+    let mut child = cmd
+        .args(args)
+        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
+        .env("TOOLGATE_TOKEN", token)
+        .env("HOME", "/nonexistent")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run toolgate");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).await.unwrap();
+    }
+    drop(input);
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output())
+        .await
+        .expect("toolgate finished in time")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some(),
+        "toolgate {args:?} was killed: {stderr}"
+    );
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &stderr,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_call_is_logged_and_the_cli_lists_it_and_previews_a_change() {
+    let (server, dir) = start().await;
+    server.set_controls(controls()).await;
+    server.yolo("alice").await;
+    let mut all = watch(&server, "admin-token", team_filter()).await;
+    let payload = serde_json::json!({
+        "session_id": "s1", "cwd": "/home/dev/proj", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push origin main"}
+    })
+    .to_string();
+    let (code, out) = toolgate(
+        &server,
+        "alice-token",
+        &["hook", "claude-code"],
+        Some(&payload),
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    let got = next_records(&mut all, 1).await;
+    assert_eq!(got[0].client, "claude-code");
+    assert_eq!(
+        got[0].call.as_ref().unwrap().kind,
+        Some(pb::decided_call::Kind::ShellExcerpt(
+            "git push origin main".into()
+        ))
+    );
+    assert_eq!(got[0].outcome(), pb::Outcome::Allow);
+
+    // the CLI: a table, and JSON
+    let (code, out) = toolgate(&server, "admin-token", &["decisions", "list"], None).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ALLOW") && out.contains("claude-code") && out.contains("$ git push"),
+        "{out}"
+    );
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &["--output", "json", "decisions", "list", "--command", "git"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    let listed: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(listed["decisions"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(listed["decisions"][0]["client"], "claude-code");
+    assert_eq!(listed["decisions"][0]["outcome"], "ALLOW");
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &["decisions", "list", "--reason", "nonsense"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 2, "{out}");
+
+    // the preview of a file that blocks `git push`
+    let file = dir.path().join("team.yaml");
+    std::fs::write(
+        &file,
+        "team: acme\nauto_run_controls:\n  enabled: true\n  mcp_tool_allowlist: [\"github:*\", \"slack:*\"]\n  mcp_tool_blocklist: [\"evil:*\"]\n  allowed: [\"git status\", \"ls\"]\n  blocked: [\"git push\"]\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &[
+            "--output", "json", "admin", "diff", "-f", file, "--impact", "7d",
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, 3, "differences: {out}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(report["impact"]["decided"], 1, "{out}");
+    assert_eq!(report["impact"]["changed"], 1, "{out}");
+    assert_eq!(report["impact"]["groups"][0]["key"], "git push", "{out}");
+    assert_eq!(report["impact"]["groups"][0]["from"], "ALLOW", "{out}");
+    assert_eq!(report["impact"]["groups"][0]["to"], "ASK", "{out}");
+    let (code, out) = toolgate(
+        &server,
+        "admin-token",
+        &["admin", "apply", "-f", file, "--dry-run", "--impact", "7d"],
+        None,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ALLOW -> ASK: 1"), "{out}");
+    assert!(out.contains("git push"), "{out}");
+    assert!(out.contains("dry run: nothing applied"), "{out}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn postgres_records_written_on_one_replica_are_listed_on_another() {
+    let Some(url) = support::pg::fresh_database("decision log replicas").await else {
+        return;
+    };
+    let url = Some(url);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = TestServer::start(config(dir_a.path(), &url)).await;
+    let b = TestServer::start(config(dir_b.path(), &url)).await;
+    a.set_controls(controls()).await;
+    let mut on_a = watch(&a, "admin-token", team_filter()).await;
+    a.policy("alice-token")
+        .evaluate(evaluate(mcp("evil", "wipe"), "codex"))
+        .await
+        .unwrap();
+    let written = next_records(&mut on_a, 1).await;
+    let on_b = list_all(&b, "admin-token", team_filter()).await;
+    assert_eq!(on_b.len(), 1);
+    assert_eq!(on_b[0].id, written[0].id);
+    assert_eq!(on_b[0].outcome(), pb::Outcome::Deny);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.decision_log.watch_buffer = 4;
+    let server = TestServer::start(config).await;
+    server.set_controls(controls()).await;
+    // small HTTP/2 windows, so the transport's buffers cannot hold what is written
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut slow = DecisionLogServiceClient::with_interceptor(channel, Auth::new("admin-token"))
+        .watch_decisions(pb::WatchDecisionsRequest {
+            filter: Some(team_filter()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut fast = watch(&server, "admin-token", team_filter()).await;
+    const ROUNDS: usize = 10;
+    const CALLS: usize = 1000;
+    let mut policy = server.policy("alice-token");
+    for round in 0..ROUNDS {
+        // every call is answered while the slow watcher reads nothing
+        policy
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                calls: (0..CALLS)
+                    .map(|i| mcp("github", &format!("r{round}t{i}")))
+                    .collect(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    // a watcher that reads as it goes may lag too with a buffer of 4: it is told so
+    let (mut got, mut missed) = (0u64, 0u64);
+    let total = (ROUNDS * CALLS) as u64;
+    tokio::time::timeout(4 * DEADLINE, async {
+        while got + missed < total {
+            match fast.message().await.unwrap().unwrap().event {
+                Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
+                Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
+                None => {}
+            }
+        }
+    })
+    .await
+    .expect("the fast watcher sees or is told of every record");
+    // the slow one: every record is either sent or counted as missed
+    let (mut got, mut missed) = (0u64, 0u64);
+    tokio::time::timeout(4 * DEADLINE, async {
+        while got + missed < total {
+            match slow.message().await.unwrap().unwrap().event {
+                Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
+                Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
+                None => {}
+            }
+        }
+    })
+    .await
+    .expect("the slow watcher sees or is told of every record");
+    assert!(
+        missed > 0,
+        "a watcher that read nothing for {total} records lagged"
+    );
+    assert_eq!(got + missed, total);
+    server.stop().await;
+}
