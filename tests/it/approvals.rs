@@ -299,6 +299,62 @@ async fn an_ask_goes_to_the_approvers_and_the_waiting_side_gets_each_answer() {
             K::ApprovalDenied
         ]
     );
+
+    // and each answer is a decision in the log: the approver decided the call
+    let answers = tokio::time::timeout(STEP, async {
+        loop {
+            let listed = server
+                .decisions("admin-token")
+                .list_decisions(pb::ListDecisionsRequest {
+                    filter: Some(pb::DecisionFilter {
+                        team_id: TEAM.into(),
+                        ..Default::default()
+                    }),
+                    page_size: 1000,
+                    page_token: String::new(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .decisions;
+            let answers: Vec<(pb::Outcome, pb::Reason, String, String)> = listed
+                .iter()
+                .filter(|r| r.source() == pb::DecisionSource::Approval)
+                .map(|r| {
+                    (
+                        r.outcome(),
+                        r.reason(),
+                        r.principal.clone(),
+                        r.user_id.clone(),
+                    )
+                })
+                .collect();
+            if answers.len() >= 2 {
+                break answers;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("both answers logged");
+    // newest first
+    assert_eq!(
+        answers,
+        [
+            (
+                pb::Outcome::Deny,
+                pb::Reason::ApprovalDenied,
+                "admin".to_owned(),
+                "alice".to_owned()
+            ),
+            (
+                pb::Outcome::Allow,
+                pb::Reason::Approved,
+                "admin".to_owned(),
+                "alice".to_owned()
+            ),
+        ]
+    );
     server.stop().await;
 }
 

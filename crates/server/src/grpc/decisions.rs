@@ -78,6 +78,7 @@ fn source_to_pb(source: &str) -> pb::DecisionSource {
         Some(DecisionSource::Evaluate) => pb::DecisionSource::Evaluate,
         Some(DecisionSource::EvaluateBatch) => pb::DecisionSource::EvaluateBatch,
         Some(DecisionSource::FilterTools) => pb::DecisionSource::FilterTools,
+        Some(DecisionSource::Approval) => pb::DecisionSource::Approval,
         None => pb::DecisionSource::Unspecified,
     }
 }

@@ -6,6 +6,7 @@
 //! replicas cannot both answer; every replica hears of it through the hub's approval
 //! notices (PostgreSQL NOTIFY between replicas) and re-reads the store.
 
+use super::decisions::{DecisionSource, Origin};
 use super::webhook::WebhookEvent;
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, Role, authorize};
@@ -13,6 +14,7 @@ use crate::hub::ApprovalsChanged;
 use crate::policy::approvals::{
     self, AnswerRefusal, Answerer, ApprovalSettings, call_key, call_summary, may_answer,
 };
+use crate::policy::roles::AgentSpec;
 use crate::policy::{AddOutcome, AdminControls, Call, Candidate, Decision, Outcome, Reason};
 use crate::store::{
     Answer, Answered, ApprovalRecord, ApprovalState, NewApproval, NewGrant, now_ms,
@@ -310,6 +312,21 @@ impl Service {
                 candidates: Vec::new(),
                 ..decision
             };
+            // the ASK was logged as decided; the grant that let it run is logged too
+            let agent = AgentSpec {
+                id: agent_id.map(str::to_owned),
+                ..AgentSpec::default()
+            };
+            let origin = Origin {
+                source: DecisionSource::Approval,
+                client: client.clone(),
+            };
+            let decided = (Outcome::Allow, Reason::Approved, Some(by.as_str()));
+            if let Some(record) =
+                self.decision_record(p, team, user, &agent, &origin, revision, call, decided)
+            {
+                self.log_decision(record, false).await;
+            }
             return Ok((granted, None));
         }
         if !ask.can_wait || !settings.goes_central(ask.interactive) {
@@ -351,7 +368,7 @@ impl Service {
                 body: webhook_body(&new),
             });
         }
-        // decision log: when the decision log lands, the request's ASK is recorded there
+        // the ASK itself was logged where it was decided; the answer is logged when given
         let ticket = Ticket {
             request_id: new.request_id,
             deadline_ms: deadline,
@@ -602,7 +619,7 @@ impl Service {
                 answer.allowlist_revision = Some(revision);
             }
         }
-        self.record_answer(&record, answer).await
+        self.record_answer(p, &record, answer).await
     }
 
     pub async fn deny_request(
@@ -630,11 +647,12 @@ impl Service {
             allowlist_entry: None,
             allowlist_revision: None,
         };
-        self.record_answer(&record, answer).await
+        self.record_answer(p, &record, answer).await
     }
 
     async fn record_answer(
         &self,
+        p: &Principal,
         record: &ApprovalRecord,
         answer: Answer,
     ) -> Result<ApprovalView, ServiceError> {
@@ -642,7 +660,7 @@ impl Service {
         match self.store.answer_approval(id, &answer).await? {
             Answered::Now(r) => {
                 self.hub.approvals_changed(&r.new.team_id);
-                // decision log: when the decision log lands, the answer is recorded there
+                self.log_answer(p, &r).await;
                 Ok(ApprovalView::at(r, now_ms()))
             }
             // another approver (or the deadline) was first
@@ -651,6 +669,45 @@ impl Service {
                 .await
                 .map(|r| ApprovalView::at(r, now_ms())),
             Answered::Missing => Err(not_found(id)),
+        }
+    }
+
+    /// An answer is a decision of its own: the approver (the principal) decided the
+    /// requester's call, ALLOW `APPROVED` or DENY `APPROVAL_DENIED`, at the revision
+    /// the ASK saw. A DENY's record is never shed.
+    async fn log_answer(&self, approver: &Principal, r: &ApprovalRecord) {
+        let (Some(call), Some((outcome, reason, _))) =
+            (call_from_json(&r.new.call), answer_of(r, r.state))
+        else {
+            return;
+        };
+        let revision = r
+            .new
+            .decision
+            .get("revision")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let agent = AgentSpec {
+            id: (!r.new.agent_id.is_empty()).then(|| r.new.agent_id.clone()),
+            ..AgentSpec::default()
+        };
+        let origin = Origin {
+            source: DecisionSource::Approval,
+            client: r.new.client.clone(),
+        };
+        let matched = r.allowlist_entry.as_deref();
+        let decided = (outcome, reason, matched);
+        if let Some(record) = self.decision_record(
+            approver,
+            &r.new.team_id,
+            &r.new.user_id,
+            &agent,
+            &origin,
+            revision,
+            &call,
+            decided,
+        ) {
+            self.log_decision(record, outcome == Outcome::Deny).await;
         }
     }
 

@@ -47,6 +47,8 @@ pub enum DecisionSource {
     Evaluate,
     EvaluateBatch,
     FilterTools,
+    /// An approver's answer to an approval request, or a grant that let an ASK run.
+    Approval,
 }
 
 impl DecisionSource {
@@ -55,13 +57,19 @@ impl DecisionSource {
             Self::Evaluate => "evaluate",
             Self::EvaluateBatch => "evaluate_batch",
             Self::FilterTools => "filter_tools",
+            Self::Approval => "approval",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Evaluate, Self::EvaluateBatch, Self::FilterTools]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [
+            Self::Evaluate,
+            Self::EvaluateBatch,
+            Self::FilterTools,
+            Self::Approval,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
     }
 }
 
