@@ -59,7 +59,9 @@ async fn main() {
     let (teams, per_team) = (arg("--teams", 5), arg("--entries", 100_000));
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&dir.path().join("data"));
-    config.log.level = "warn,toolgate::server=info".into();
+    // JSON logs: the harness reads the serving line for the address
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.log.level = "warn,toolgate_server::server=info".into();
     config.limits.max_request_bytes = 16 * 1024 * 1024;
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();

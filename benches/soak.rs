@@ -269,7 +269,7 @@ async fn main() {
     let mut config = test_config(&dir.path().join("data"));
     config.log.format = toolgate::config::LogFormat::Json;
     // warnings, and the "serving" line the harness waits for
-    config.log.level = "warn,toolgate::server=info".into();
+    config.log.level = "warn,toolgate_server::server=info".into();
     config.watch.queue_bytes = 16 * 1024 * 1024;
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
