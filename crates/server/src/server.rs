@@ -643,7 +643,10 @@ pub async fn run(
             intercept,
         ));
     if let Some(listener) = http_listener {
-        serve_http_listener(listener, router.clone(), &config, stop_http.clone())?;
+        if let Ok(addr) = listener.local_addr() {
+            info!(%addr, "serving the API on http.listen too");
+        }
+        serve_also(listener, router.clone(), &config, stop_http.clone())?;
     }
     if let Some(listener) = console {
         if let Ok(addr) = listener.local_addr() {
@@ -676,30 +679,6 @@ pub async fn run(
         .await;
     info!("stopped");
     Ok(())
-}
-
-/// Serves the same API on `http.listen` too, with the same TLS, until `stop`.
-fn serve_http_listener<L>(
-    listener: TcpListener,
-    router: tonic::transport::server::Router<L>,
-    config: &Config,
-    stop: CancellationToken,
-) -> Result<(), ServerError>
-where
-    L: tower::Layer<tonic::service::Routes> + Clone + Send + 'static,
-    L::Service: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send + 'static,
-{
-    if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "serving the API on http.listen too");
-    }
-    serve_also(listener, router, config, stop)
 }
 
 /// Serves the same server (`router`, its layers included) on `listener` too, with the
