@@ -378,7 +378,7 @@ async fn failed_catch_up_is_retried_until_applied() {
         .expect("the team caught up")
         .unwrap();
     assert_eq!(hub.revision(TEAM).await.unwrap(), 1);
-    assert!(hub.admin(TEAM).await.unwrap().stored.doc.kill_switch);
+    assert!(hub.admin(TEAM).await.unwrap().stored().doc.kill_switch);
     assert_eq!(hub.lag().await.unwrap(), Lag::default());
 
     // another replica's commit, announced while reads fail

@@ -320,7 +320,7 @@ async fn slow_subscriber_is_resynced_and_blocks_nobody() {
         Some(Ok(WatchEvent::Snapshot { effective, resync })) => {
             assert!(resync);
             assert_eq!(effective.revision, 20);
-            assert_eq!(effective.admin.stored.doc.mcp_tool_allowlist, ["s20:*"]);
+            assert_eq!(effective.admin.stored().doc.mcp_tool_allowlist, ["s20:*"]);
         }
         other => panic!("slow subscriber: {other:?}"),
     }

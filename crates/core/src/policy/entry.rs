@@ -1,8 +1,8 @@
 //! Names and `server:tool` entries: validation (seed 001 `ihe`), parsing (`vOh`),
 //! formatting (`d4c`), matching (`f4c` plus globs), internal names (`h4c`).
 
+use super::Rule;
 use super::builtin;
-use super::{EntryProblem, Rule};
 
 /// The separator between server and tool (seed 001 `UJt`).
 pub const SEPARATOR: char = ':';
@@ -280,23 +280,6 @@ pub fn hint(rule: Rule) -> &'static str {
         Rule::UnknownName => "no such name in the document: define it or fix the spelling",
         Rule::Malformed => "the value cannot be read: see the field's description",
     }
-}
-
-/// Parses every entry of a list, reporting every bad one.
-pub fn parse_list(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> Vec<Entry> {
-    let mut entries = Vec::with_capacity(list.len());
-    for (i, raw) in list.iter().enumerate() {
-        match Entry::parse(raw) {
-            Ok(e) => entries.push(e),
-            Err(rule) => problems.push(EntryProblem {
-                field: format!("{field}[{i}]"),
-                entry: raw.clone(),
-                rule,
-                hint: hint(rule).to_owned(),
-            }),
-        }
-    }
-    entries
 }
 
 /// Splits an internal tool name into server and tool: `mcp__server__tool` (double

@@ -1,8 +1,8 @@
 //! Settings compiled for decisions, and the list edits of seed 001 (`Yro`) plus
 //! remove and normalise (in `edits.rs`).
 
-use super::entry::{self, Entry, Side, hint, parse_list, validate_call_name};
-use super::matcher::CompiledList;
+use super::entry::{self, Entry, Side, hint, validate_call_name};
+use super::matcher::{CompiledList, ListBuilder};
 use super::roles::RolesDocument;
 use super::shell::{Prefix, PrefixList};
 use super::{AdminControls, EntryProblem, ListMode, PolicyError, Rule, UserSettings, settings};
@@ -29,13 +29,30 @@ fn check_len(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) {
 }
 
 fn compile_mcp(field: &str, list: &[String], problems: &mut Vec<EntryProblem>) -> CompiledList {
+    let found = problems.len();
     check_len(field, list, problems);
-    let entries = parse_list(field, list, problems);
-    if entries.len() == list.len() {
-        CompiledList::new(list, &entries)
-    } else {
-        CompiledList::default()
+    // a list past the limits is never compiled: its text could outgrow the offsets
+    let mut built = (problems.len() == found).then(|| ListBuilder::new(list));
+    for (i, raw) in list.iter().enumerate() {
+        // each entry is added and dropped before the next is parsed (see `ListBuilder`)
+        match Entry::parse(raw) {
+            Ok(e) => {
+                if let Some(b) = &mut built {
+                    b.add(i, &e);
+                }
+            }
+            Err(rule) => {
+                built = None;
+                problems.push(EntryProblem {
+                    field: format!("{field}[{i}]"),
+                    entry: raw.clone(),
+                    rule,
+                    hint: hint(rule).to_owned(),
+                });
+            }
+        }
     }
+    built.map(ListBuilder::finish).unwrap_or_default()
 }
 
 /// How a team's allow-type list reads `@name` entries that are no preset.
@@ -78,13 +95,19 @@ fn compile_team_allowlist(
     categories: Categories<'_>,
     problems: &mut Vec<EntryProblem>,
 ) -> CompiledList {
-    check_len(field, list, problems);
     let found = problems.len();
-    let mut parts = Vec::with_capacity(list.len());
+    check_len(field, list, problems);
+    // a list past the limits is never compiled: its text could outgrow the offsets
+    let mut built = (problems.len() == found).then(|| ListBuilder::new(list));
     for (i, raw) in list.iter().enumerate() {
         let Some(name) = category_name(raw) else {
+            // each entry is added and dropped before the next is parsed (see `ListBuilder`)
             match Entry::parse(raw) {
-                Ok(e) => parts.push((i, e)),
+                Ok(e) => {
+                    if let Some(b) = &mut built {
+                        b.add(i, &e);
+                    }
+                }
                 Err(rule) => problems.push(EntryProblem {
                     field: format!("{field}[{i}]"),
                     entry: raw.clone(),
@@ -98,13 +121,15 @@ fn compile_team_allowlist(
             Some(category) => {
                 for op in &category.tools {
                     for (server, tool) in super::roles::calls_of_operation(op) {
-                        parts.push((
-                            i,
-                            Entry::Pair {
-                                server: Side::Exact(server),
-                                tool: Side::Exact(tool),
-                            },
-                        ));
+                        if let Some(b) = &mut built {
+                            b.add(
+                                i,
+                                &Entry::Pair {
+                                    server: Side::Exact(server),
+                                    tool: Side::Exact(tool),
+                                },
+                            );
+                        }
                     }
                 }
             }
@@ -121,7 +146,7 @@ fn compile_team_allowlist(
         }
     }
     if problems.len() == found {
-        CompiledList::from_parts(list, &parts)
+        built.map(ListBuilder::finish).unwrap_or_default()
     } else {
         CompiledList::default()
     }
@@ -192,6 +217,8 @@ fn result<T>(value: T, problems: Vec<EntryProblem>) -> Result<T, PolicyError> {
 /// Team admin controls compiled for decisions whose cost does not grow with list size.
 #[derive(Debug, Clone)]
 pub struct CompiledAdmin {
+    /// The controls without their three MCP lists, which the compiled lists hold
+    /// (one copy of each entry: [`Self::document`] puts them back).
     pub(super) controls: AdminControls,
     pub(super) allowlist: CompiledList,
     pub(super) blocklist: CompiledList,
@@ -313,7 +340,7 @@ impl CompiledAdmin {
         result(
             Self {
                 roles: std::sync::Arc::new(roles),
-                controls: controls.clone(),
+                controls: without_mcp_lists(controls),
                 allowlist,
                 blocklist,
                 access,
@@ -327,7 +354,22 @@ impl CompiledAdmin {
         )
     }
 
-    pub fn controls(&self) -> &AdminControls {
+    /// The controls this was compiled from, as they were given: the MCP lists are
+    /// read back from their compiled form, in order, duplicates included.
+    pub fn document(&self) -> AdminControls {
+        let list = |l: &CompiledList| l.entries().map(str::to_owned).collect();
+        AdminControls {
+            mcp_tool_allowlist: list(&self.allowlist),
+            mcp_tool_blocklist: list(&self.blocklist),
+            mcp_access_allowlist: list(&self.access),
+            ..without_mcp_lists(&self.controls)
+        }
+    }
+
+    /// The controls this was compiled from, without the MCP lists (empty here): what
+    /// a caller that reads only the switches and modes needs, without a copy of the
+    /// lists.
+    pub fn switches(&self) -> &AdminControls {
         &self.controls
     }
 
@@ -350,9 +392,79 @@ impl CompiledAdmin {
     }
 }
 
+/// A copy of `c` without its three MCP lists, made without copying them (the
+/// pattern names every field, so a new one is not forgotten).
+fn without_mcp_lists(c: &AdminControls) -> AdminControls {
+    let AdminControls {
+        enabled,
+        allowed,
+        blocked,
+        disable_mcp_auto_run,
+        delete_file_protection,
+        enable_run_everything,
+        mcp_tool_allowlist: _,
+        sandboxing_controls,
+        browser_protection,
+        mcp_tool_blocklist: _,
+        kill_switch,
+        browser_server_ids,
+        list_mode,
+        mcp_access_mode,
+        mcp_access_allowlist: _,
+        denied,
+        roles,
+        default_user_settings,
+        approvals,
+    } = c;
+    AdminControls {
+        enabled: *enabled,
+        allowed: allowed.clone(),
+        blocked: blocked.clone(),
+        disable_mcp_auto_run: *disable_mcp_auto_run,
+        delete_file_protection: *delete_file_protection,
+        enable_run_everything: *enable_run_everything,
+        mcp_tool_allowlist: Vec::new(),
+        sandboxing_controls: sandboxing_controls.clone(),
+        browser_protection: *browser_protection,
+        mcp_tool_blocklist: Vec::new(),
+        kill_switch: *kill_switch,
+        browser_server_ids: browser_server_ids.clone(),
+        list_mode: *list_mode,
+        mcp_access_mode: *mcp_access_mode,
+        mcp_access_allowlist: Vec::new(),
+        denied: denied.clone(),
+        roles: roles.clone(),
+        default_user_settings: default_user_settings.clone(),
+        approvals: approvals.clone(),
+    }
+}
+
+/// A copy of `s` without its MCP list, made without copying it.
+fn without_mcp_list(s: &UserSettings) -> UserSettings {
+    let UserSettings {
+        mcp_allowed_tools: _,
+        yolo_mcp_tools_disabled,
+        playwright_protection,
+        use_yolo_mode,
+        yolo_enable_run_everything,
+        command_allowlist,
+        command_denylist,
+    } = s;
+    UserSettings {
+        mcp_allowed_tools: Vec::new(),
+        yolo_mcp_tools_disabled: *yolo_mcp_tools_disabled,
+        playwright_protection: *playwright_protection,
+        use_yolo_mode: *use_yolo_mode,
+        yolo_enable_run_everything: *yolo_enable_run_everything,
+        command_allowlist: command_allowlist.clone(),
+        command_denylist: command_denylist.clone(),
+    }
+}
+
 /// User settings compiled like [`CompiledAdmin`].
 #[derive(Debug, Clone)]
 pub struct CompiledUser {
+    /// The settings without `mcp_allowed_tools`, which the compiled list holds.
     pub(super) settings: UserSettings,
     pub(super) allowlist: CompiledList,
     pub(super) allowed: PrefixList,
@@ -379,7 +491,7 @@ impl CompiledUser {
         );
         result(
             Self {
-                settings: settings.clone(),
+                settings: without_mcp_list(settings),
                 allowlist,
                 allowed,
                 denied,
@@ -388,8 +500,13 @@ impl CompiledUser {
         )
     }
 
-    pub fn settings(&self) -> &UserSettings {
-        &self.settings
+    /// The settings this was compiled from, as they were given (the MCP list read
+    /// back from its compiled form).
+    pub fn document(&self) -> UserSettings {
+        UserSettings {
+            mcp_allowed_tools: self.allowlist.entries().map(str::to_owned).collect(),
+            ..without_mcp_list(&self.settings)
+        }
     }
 }
 

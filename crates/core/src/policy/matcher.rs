@@ -3,23 +3,31 @@
 //! they are grouped by their literal server, and only the globs of the call's server
 //! (and those whose server is a wildcard or a glob) are tried.
 
+use super::arena::{EntryText, Keys, SpanTable};
 use super::builtin;
-use super::entry::{Entry, Side};
+use super::entry::{Entry, SEPARATOR, Side};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// A list's entries, compiled. Lookups answer the index of the first entry in list
 /// order that matches, as seed 001's linear `some` would.
-#[derive(Debug, Clone, Default)]
+///
+/// The entries as written are one text, end to end, and every exact name the tables
+/// look up is a span of it (an entry's own text where it spells the key, else text
+/// appended after the entries): one copy of each entry, in a few allocations.
+#[derive(Debug, Clone)]
 pub struct CompiledList {
-    /// The entries as written, for reporting the one that matched.
-    raw: Vec<Arc<str>>,
+    /// The entries as written, then the keys no entry spells as written (a built-in
+    /// alias's canonical name, a preset's or a category's calls).
+    text: Arc<str>,
+    /// Where entry `i` ends in `text`; it starts where entry `i - 1` ends.
+    ends: Box<[u32]>,
     /// `server:tool` → index.
-    exact: FxHashMap<String, FxHashMap<String, usize>>,
-    /// `server:*` → index.
-    server_any: FxHashMap<String, usize>,
-    /// `*:tool` → index.
-    tool_any: FxHashMap<String, usize>,
+    exact: SpanTable,
+    /// `server:*` → index, keyed by the server.
+    server_any: SpanTable,
+    /// `*:tool` → index, keyed by the tool.
+    tool_any: SpanTable,
     /// `*:*`.
     any: Option<usize>,
     /// Globs under an exact server: server → [(tool side, index)].
@@ -28,75 +36,217 @@ pub struct CompiledList {
     other_globs: Vec<(Entry, usize)>,
 }
 
+impl Default for CompiledList {
+    fn default() -> Self {
+        Self {
+            text: Arc::from(""),
+            ends: Box::default(),
+            exact: SpanTable::new(Keys::Pairs),
+            server_any: SpanTable::new(Keys::Names),
+            tool_any: SpanTable::new(Keys::Names),
+            any: None,
+            server_globs: FxHashMap::default(),
+            other_globs: Vec::new(),
+        }
+    }
+}
+
 fn keep_first(slot: &mut Option<usize>, i: usize) {
     if slot.is_none() {
         *slot = Some(i);
     }
 }
 
+/// A [`CompiledList`] being built, entry by entry: a caller parses an entry, adds it
+/// and drops it before parsing the next, so compiling a long list leaves no trail of
+/// per-entry allocations behind (they would stay in the allocator's arenas as
+/// resident memory long after the compile).
+pub(super) struct ListBuilder<'a> {
+    raw: &'a [String],
+    /// The entries as written, then keys no entry spells as written.
+    text: String,
+    /// Where each entry starts in `text`.
+    starts: Vec<usize>,
+    list: CompiledList,
+}
+
+impl<'a> ListBuilder<'a> {
+    pub(super) fn new(raw: &'a [String]) -> Self {
+        let mut text = String::with_capacity(raw.iter().map(String::len).sum());
+        let mut starts = Vec::with_capacity(raw.len());
+        for entry in raw {
+            starts.push(text.len());
+            text.push_str(entry);
+        }
+        let mut list = CompiledList::default();
+        // most entries of a long list are exact: one table allocation, trimmed at the end
+        list.exact.reserve(&text, raw.len());
+        Self {
+            raw,
+            text,
+            starts,
+            list,
+        }
+    }
+
+    /// Adds (part of) what `raw[i]` matches: an `@category` entry is one exact entry
+    /// per call of the category.
+    pub(super) fn add(&mut self, i: usize, entry: &Entry) {
+        match entry {
+            Entry::Preset(name) => {
+                let tools = builtin::preset(name).map_or(&[][..], |(_, t)| t);
+                for tool in tools {
+                    self.pair(builtin::SERVER, tool, i);
+                }
+            }
+            Entry::Pair { server, tool } => match (server, tool) {
+                // a server with a `:` is no key of the table: only an entry made
+                // without parsing has one, and the linear path serves it
+                (Side::Exact(s), Side::Exact(t)) if !s.contains(SEPARATOR) => {
+                    self.pair(s, t, i);
+                }
+                (Side::Exact(s), Side::Any) => self.name(Which::ServerAny, s, 0, i),
+                (Side::Any, Side::Exact(t)) => {
+                    let at = self.raw[i].len().saturating_sub(t.len());
+                    self.name(Which::ToolAny, t, at, i);
+                }
+                (Side::Any, Side::Any) => keep_first(&mut self.list.any, i),
+                (Side::Exact(s), glob @ Side::Glob(_)) => {
+                    self.list
+                        .server_globs
+                        .entry(s.clone())
+                        .or_default()
+                        .push((glob.clone(), i));
+                }
+                _ => self.list.other_globs.push((entry.clone(), i)),
+            },
+        }
+    }
+
+    /// Stores `server:tool` under `i` unless an earlier entry holds it.
+    fn pair(&mut self, server: &str, tool: &str, i: usize) {
+        if self.list.exact.pair(&self.text, server, tool).is_some() {
+            return;
+        }
+        let written = &self.raw[i];
+        let start = if written.len() == server.len() + 1 + tool.len()
+            && written.starts_with(server)
+            && written[server.len()..].starts_with(SEPARATOR)
+            && written.ends_with(tool)
+        {
+            self.starts[i]
+        } else {
+            let start = self.text.len();
+            self.text.push_str(server);
+            self.text.push(SEPARATOR);
+            self.text.push_str(tool);
+            start
+        };
+        let len = server.len() + 1 + tool.len();
+        self.list.exact.insert(&self.text, start, len, i);
+    }
+
+    /// Stores `name` under `i` unless an earlier entry holds it; `at` is where the
+    /// entry as written would spell it (`0` for `server:*`, the end for `*:tool`).
+    fn name(&mut self, which: Which, name: &str, at: usize, i: usize) {
+        if table(&mut self.list, which)
+            .name(&self.text, name)
+            .is_some()
+        {
+            return;
+        }
+        let start = match self.raw[i].get(at..at + name.len()) {
+            Some(written) if written == name => self.starts[i] + at,
+            _ => {
+                let start = self.text.len();
+                self.text.push_str(name);
+                start
+            }
+        };
+        table(&mut self.list, which).insert(&self.text, start, name.len(), i);
+    }
+
+    pub(super) fn finish(self) -> CompiledList {
+        let Self {
+            raw,
+            text,
+            starts,
+            mut list,
+        } = self;
+        list.exact.shrink_to_fit(&text);
+        list.ends = raw
+            .iter()
+            .zip(&starts)
+            .map(|(entry, start)| arena_offset(start + entry.len()))
+            .collect();
+        list.text = Arc::from(text);
+        list
+    }
+}
+
+/// The tables keyed by a name.
+#[derive(Clone, Copy)]
+enum Which {
+    ServerAny,
+    ToolAny,
+}
+
+fn table(list: &mut CompiledList, which: Which) -> &mut SpanTable {
+    match which {
+        Which::ServerAny => &mut list.server_any,
+        Which::ToolAny => &mut list.tool_any,
+    }
+}
+
 impl CompiledList {
     /// `entries[i]` is the parse of `raw[i]`.
     pub fn new(raw: &[String], entries: &[Entry]) -> Self {
-        let parts: Vec<(usize, Entry)> = entries.iter().cloned().enumerate().collect();
-        Self::from_parts(raw, &parts)
+        let mut b = ListBuilder::new(raw);
+        for (i, entry) in entries.iter().enumerate() {
+            b.add(i, entry);
+        }
+        b.finish()
     }
 
     /// Each `(i, entry)` is (part of) what `raw[i]` matches: an `@category` entry is
     /// one exact entry per call of the category, a `raw[i]` may have none.
     pub fn from_parts(raw: &[String], parts: &[(usize, Entry)]) -> Self {
-        let mut list = Self {
-            raw: raw.iter().map(|s| Arc::from(s.as_str())).collect(),
-            ..Self::default()
-        };
+        let mut b = ListBuilder::new(raw);
         for (i, entry) in parts {
-            let i = *i;
-            match entry {
-                Entry::Preset(name) => {
-                    let tools = builtin::preset(name).map_or(&[][..], |(_, t)| t);
-                    let by_tool = list.exact.entry(builtin::SERVER.to_owned()).or_default();
-                    for tool in tools {
-                        by_tool.entry((*tool).to_owned()).or_insert(i);
-                    }
-                }
-                Entry::Pair { server, tool } => match (server, tool) {
-                    (Side::Exact(s), Side::Exact(t)) => {
-                        list.exact
-                            .entry(s.clone())
-                            .or_default()
-                            .entry(t.clone())
-                            .or_insert(i);
-                    }
-                    (Side::Exact(s), Side::Any) => {
-                        list.server_any.entry(s.clone()).or_insert(i);
-                    }
-                    (Side::Any, Side::Exact(t)) => {
-                        list.tool_any.entry(t.clone()).or_insert(i);
-                    }
-                    (Side::Any, Side::Any) => keep_first(&mut list.any, i),
-                    (Side::Exact(s), glob @ Side::Glob(_)) => {
-                        list.server_globs
-                            .entry(s.clone())
-                            .or_default()
-                            .push((glob.clone(), i));
-                    }
-                    _ => list.other_globs.push((entry.clone(), i)),
-                },
-            }
+            b.add(*i, entry);
         }
-        list
+        b.finish()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.raw.is_empty()
+        self.ends.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.raw.len()
+        self.ends.len()
+    }
+
+    fn span(&self, index: usize) -> (usize, usize) {
+        let end = self.ends[index] as usize;
+        let start = index.checked_sub(1).map_or(0, |i| self.ends[i] as usize);
+        (start, end)
     }
 
     /// The entry as written at `index`.
-    pub fn raw(&self, index: usize) -> &Arc<str> {
-        &self.raw[index]
+    pub fn raw(&self, index: usize) -> &str {
+        let (start, end) = self.span(index);
+        &self.text[start..end]
+    }
+
+    /// The entry as written at `index`, sharing the list's text.
+    pub fn entry(&self, index: usize) -> EntryText {
+        let (start, end) = self.span(index);
+        EntryText::slice(&self.text, start, end).unwrap_or_else(|| self.raw(index).into())
+    }
+
+    /// The entries as written, in list order: the list as it was compiled.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.len()).map(|i| self.raw(i))
     }
 
     /// The first entry (in list order) matching the call, as its index. A built-in
@@ -104,7 +254,7 @@ impl CompiledList {
     /// entry form matches it however either is written.
     pub fn first_match(&self, server: &str, tool: &str) -> Option<usize> {
         // most lists a decision consults are empty (no blocklist, no access list)
-        if self.raw.is_empty() {
+        if self.ends.is_empty() {
             return None;
         }
         let [first, second] = builtin::spellings(server, tool);
@@ -126,9 +276,16 @@ impl CompiledList {
                 best = Some(i);
             }
         };
-        consider(self.exact.get(server).and_then(|m| m.get(tool)).copied());
-        consider(self.server_any.get(server).copied());
-        consider(self.tool_any.get(tool).copied());
+        let text = &*self.text;
+        if !self.exact.is_empty() {
+            consider(self.exact.pair(text, server, tool));
+        }
+        if !self.server_any.is_empty() {
+            consider(self.server_any.name(text, server));
+        }
+        if !self.tool_any.is_empty() {
+            consider(self.tool_any.name(text, tool));
+        }
         if let Some(globs) = self.server_globs.get(server) {
             consider(
                 globs
@@ -147,9 +304,14 @@ impl CompiledList {
     }
 
     /// The first matching entry as written.
-    pub fn matched(&self, server: &str, tool: &str) -> Option<&Arc<str>> {
-        self.first_match(server, tool).map(|i| &self.raw[i])
+    pub fn matched(&self, server: &str, tool: &str) -> Option<EntryText> {
+        self.first_match(server, tool).map(|i| self.entry(i))
     }
+}
+
+fn arena_offset(n: usize) -> u32 {
+    // within the list limits a list's text is far under 4 GiB
+    u32::try_from(n).expect("a compiled list's text is under 4 GiB")
 }
 
 /// Seed 001's matching as written: a linear scan with `f4c` over the list (each entry

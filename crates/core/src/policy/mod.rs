@@ -5,6 +5,7 @@
 //! decide with this module.
 
 pub mod approvals;
+mod arena;
 mod builtin;
 mod decide;
 mod entry;
@@ -16,6 +17,7 @@ mod settings;
 mod shell;
 mod tool_actions;
 
+pub use arena::EntryText;
 pub use builtin::{
     READONLY as READONLY_TOOLS, SERVER as BUILTIN_SERVER, TOOLS as BUILTIN_TOOLS,
     canonical as canonical_builtin, cli_name as builtin_cli_name,
@@ -149,7 +151,7 @@ pub struct Decision {
     pub outcome: Outcome,
     pub reason: Reason,
     /// The entry (as written in its list) that decided, when one did.
-    pub matched_entry: Option<Arc<str>>,
+    pub matched_entry: Option<EntryText>,
     pub candidates: Vec<Candidate>,
     /// Every check made, in order; empty unless the decision came from [`explain`].
     pub explanation: Vec<Check>,

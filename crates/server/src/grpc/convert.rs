@@ -67,7 +67,7 @@ pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> 
 
 pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::EffectivePolicy {
     pb::EffectivePolicy {
-        admin: Some(admin_to_pb(team_id, &e.admin.stored)),
+        admin: Some(admin_to_pb(team_id, &e.admin.stored())),
         user: Some(user_to_pb(team_id, user_id, &e.user.stored)),
         revision: e.revision,
         file_allowlists: e

@@ -166,7 +166,7 @@ impl AdminService for Api {
         let team = req.into_inner().team_id;
         let admin = self.service.get_admin(&p, &team).await?;
         Ok(Response::new(pb::GetTeamAdminSettingsResponse {
-            settings: Some(admin_to_pb(&team, &admin.stored)),
+            settings: Some(admin_to_pb(&team, &admin.stored())),
         }))
     }
 

@@ -64,8 +64,42 @@ pub struct Cached<D, C> {
     pub compiled: C,
 }
 
-pub type CachedAdmin = Cached<AdminControls, CompiledTeam>;
 pub type CachedUser = Cached<UserSettings, CompiledUser>;
+
+/// A team's admin settings compiled, with the stamp of the stored record they came
+/// from. The record itself is not kept beside its compiled form: the compiled lists
+/// hold the MCP lists as one text each and the compiled controls the rest, so a list
+/// of 100,000 entries is held once (issue 23's memory goal).
+#[derive(Debug)]
+pub struct CachedAdmin {
+    /// The stored record's stamp; its document is `compiled`.
+    stamp: Versioned<()>,
+    pub compiled: CompiledTeam,
+}
+
+impl CachedAdmin {
+    pub fn revision(&self) -> u64 {
+        self.stamp.revision
+    }
+
+    /// The stored record whole, its lists read back from the compiled form (in order,
+    /// duplicates kept): for answers and edits, which need the lists. Costs a copy of
+    /// every entry: callers that need no list read [`Self::head`].
+    pub fn stored(&self) -> Versioned<AdminControls> {
+        Versioned {
+            doc: self.compiled.admin.document(),
+            revision: self.stamp.revision,
+            updated_at_ms: self.stamp.updated_at_ms,
+            updated_by: self.stamp.updated_by.clone(),
+        }
+    }
+
+    /// The stored document without its MCP lists (they read empty here): for callers
+    /// that need the switches, modes, roles, approvals or defaults only.
+    pub fn head(&self) -> &AdminControls {
+        self.compiled.admin.switches()
+    }
+}
 
 /// A team's admin controls compiled, with its default user settings compiled beside
 /// them: what a user without a document of their own decides with. Swapped as one,
@@ -135,13 +169,18 @@ impl std::fmt::Debug for Hub {
     }
 }
 
-fn compile_admin(team_id: &str, stored: Versioned<AdminControls>) -> Result<CachedAdmin, HubError> {
-    let admin = CompiledAdmin::compile(&stored.doc).map_err(|source| HubError::Compile {
+/// Compiles `doc`, stored as `stamp` says; the document is read, not kept.
+fn compile_admin(
+    team_id: &str,
+    doc: &AdminControls,
+    stamp: Versioned<()>,
+) -> Result<CachedAdmin, HubError> {
+    let admin = CompiledAdmin::compile(doc).map_err(|source| HubError::Compile {
         team_id: team_id.to_owned(),
         what: "admin settings",
         source,
     })?;
-    let default_user = match &stored.doc.default_user_settings {
+    let default_user = match &doc.default_user_settings {
         Some(defaults) => {
             let compiled = CompiledUser::compile(defaults).map_err(|source| HubError::Compile {
                 team_id: team_id.to_owned(),
@@ -152,21 +191,41 @@ fn compile_admin(team_id: &str, stored: Versioned<AdminControls>) -> Result<Cach
                 stored: Versioned {
                     doc: UserSettings::clone(defaults),
                     revision: 0,
-                    updated_at_ms: stored.updated_at_ms,
-                    updated_by: stored.updated_by.clone(),
+                    updated_at_ms: stamp.updated_at_ms,
+                    updated_by: stamp.updated_by.clone(),
                 },
                 compiled,
             }))
         }
         None => None,
     };
-    Ok(Cached {
-        stored,
+    Ok(CachedAdmin {
+        stamp,
         compiled: CompiledTeam {
             admin,
             default_user,
         },
     })
+}
+
+/// [`compile_admin`] on a record read from the store.
+fn compile_stored_admin(
+    team_id: &str,
+    stored: Versioned<AdminControls>,
+) -> Result<CachedAdmin, HubError> {
+    let Versioned {
+        doc,
+        revision,
+        updated_at_ms,
+        updated_by,
+    } = stored;
+    let stamp = Versioned {
+        doc: (),
+        revision,
+        updated_at_ms,
+        updated_by,
+    };
+    compile_admin(team_id, &doc, stamp)
 }
 
 fn compile_user(team_id: &str, stored: Versioned<UserSettings>) -> Result<CachedUser, HubError> {
@@ -230,7 +289,7 @@ impl Hub {
         }
         // the revision first: documents read after it are at least as new
         let revision = self.store.team_revision(team_id).await?;
-        let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
+        let admin = compile_stored_admin(team_id, self.store.get_admin(team_id).await?)?;
         let team = Arc::new(Team {
             published: AtomicU64::new(revision),
             admin: ArcSwap::from_pointee(admin),
@@ -492,7 +551,8 @@ impl Hub {
         }
         match &change.doc {
             ChangeDoc::Admin { controls } => {
-                let cached = Arc::new(compile_admin(team_id, versioned(change, controls.clone()))?);
+                // compiled from the change itself: the document is not copied to be kept
+                let cached = Arc::new(compile_admin(team_id, controls, versioned(change, ()))?);
                 team.admin.store(cached);
             }
             ChangeDoc::User { user_id, settings } => {
@@ -547,7 +607,7 @@ impl Hub {
     /// Rebuilds the team's cache from the store (the history no longer reaches back).
     async fn reload(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
         let revision = self.store.team_revision(team_id).await?;
-        let admin = compile_admin(team_id, self.store.get_admin(team_id).await?)?;
+        let admin = compile_stored_admin(team_id, self.store.get_admin(team_id).await?)?;
         team.admin.store(Arc::new(admin));
         team.evict(None);
         team.published.store(revision, Ordering::Release);

@@ -286,7 +286,7 @@ impl Service {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
         let admin = self.hub.admin(team).await?;
-        let Some(settings) = Self::approval_settings(&admin.stored.doc) else {
+        let Some(settings) = Self::approval_settings(&admin.head()) else {
             return Ok((decision, None));
         };
         let client = label("approval.client", &ask.client)?;
@@ -408,8 +408,7 @@ impl Service {
         }
         let admin = self.hub.admin(team).await?;
         let settings = admin
-            .stored
-            .doc
+            .head()
             .approvals
             .as_deref()
             .cloned()
@@ -436,8 +435,7 @@ impl Service {
         authorize(p, team, Action::ReadTeam)?;
         let admin = self.hub.admin(team).await?;
         let settings = admin
-            .stored
-            .doc
+            .head()
             .approvals
             .as_deref()
             .cloned()
@@ -562,8 +560,7 @@ impl Service {
             .hub
             .admin(&team)
             .await?
-            .stored
-            .doc
+            .head()
             .approvals
             .as_deref()
             .cloned()
@@ -754,15 +751,15 @@ impl Service {
             _ => None,
         };
         let admin = self.hub.admin(team).await?;
-        let controlled = admin.stored.doc.enabled;
+        let controlled = admin.head().enabled;
         for attempt in 0..3 {
             let admin = if attempt == 0 {
                 admin.clone()
             } else {
                 self.hub.admin(team).await?
             };
-            let mut controls = admin.stored.doc.clone();
-            let revision = expected.unwrap_or(admin.stored.revision);
+            let mut controls = admin.stored().doc;
+            let revision = expected.unwrap_or(admin.revision());
             let entry = if let Some((server, tool)) = admin_mcp
                 .clone()
                 .or_else(|| mcp.clone().filter(|_| controlled))
@@ -773,7 +770,7 @@ impl Service {
                 {
                     AddOutcome::Added(list) => controls.mcp_tool_allowlist = list,
                     AddOutcome::AlreadyPresent | AddOutcome::CoveredBy(_) => {
-                        return Ok((entry, admin.stored.revision));
+                        return Ok((entry, admin.revision()));
                     }
                 }
                 entry

@@ -466,10 +466,11 @@ impl Service {
             ));
         }
         let current = self.hub.admin(team).await?;
+        let current_doc = current.stored().doc;
         self.check_doc("auto_run_controls.", &proposed.lists(), || {
-            CompiledAdmin::compile_write(&proposed, &current.stored.doc).map(drop)
+            CompiledAdmin::compile_write(&proposed, &current_doc).map(drop)
         })?;
-        let proposed_admin = CompiledAdmin::compile_write(&proposed, &current.stored.doc)
+        let proposed_admin = CompiledAdmin::compile_write(&proposed, &current_doc)
             .map_err(|e| ServiceError::entries("auto_run_controls.", e))?;
         let proposed_defaults = match &proposed.default_user_settings {
             Some(defaults) => Some(CompiledUser::compile(defaults).map_err(|e| {
@@ -480,7 +481,7 @@ impl Service {
         let end = super::now_ms();
         let start = end.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
         let mut impact = Impact {
-            revision: current.stored.revision,
+            revision: current.revision(),
             window_start_ms: start,
             window_end_ms: end,
             ..Impact::default()

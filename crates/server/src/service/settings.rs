@@ -127,9 +127,9 @@ impl Service {
         let team: &str = &check_id("team_id", team)?;
         // the document as it was: its allowlists' `@category` entries may outlive their
         // category, and the write's allow_list_updated records name what changed
-        let before = self.hub.admin(team).await?;
+        let before = self.hub.admin(team).await?.stored().doc;
         self.check_doc("auto_run_controls.", &controls.lists(), || {
-            CompiledAdmin::compile_write(&controls, &before.stored.doc).map(drop)
+            CompiledAdmin::compile_write(&controls, &before).map(drop)
         })?;
         if let Some(defaults) = &controls.default_user_settings {
             self.check_doc(
@@ -142,14 +142,8 @@ impl Service {
         let stored = self
             .commit(team, store.put_admin(team, &controls, expected, actor))
             .await?;
-        self.audit_roles_change(
-            actor,
-            team,
-            &before.stored.doc,
-            &stored.doc,
-            stored.revision,
-        )
-        .await;
+        self.audit_roles_change(actor, team, &before, &stored.doc, stored.revision)
+            .await;
         Ok(stored)
     }
 
@@ -229,8 +223,7 @@ impl Service {
             let stored = self.store.get_user(team, user).await?;
             let mut settings = match (stored.revision, self.hub.admin(team).await?) {
                 (0, admin) => admin
-                    .stored
-                    .doc
+                    .head()
                     .default_user_settings
                     .as_deref()
                     .cloned()

@@ -59,7 +59,7 @@ impl Service {
         let mut follows_defaults = {
             let effective = this.hub.effective(&team, &user).await?;
             effective.user.stored.revision == 0
-                && effective.admin.stored.doc.default_user_settings.is_some()
+                && effective.admin.head().default_user_settings.is_some()
         };
         let mut seen = match after {
             Some(after) => match this.history_after(&team, after).await? {
@@ -194,7 +194,7 @@ impl Service {
                     *follows_defaults = false;
                     return Ok(None);
                 }
-                *follows_defaults = effective.admin.stored.doc.default_user_settings.is_some();
+                *follows_defaults = effective.admin.head().default_user_settings.is_some();
                 Ok(Some(WatchEvent::Snapshot {
                     effective,
                     resync: true,

@@ -10,7 +10,7 @@ use super::{Action, Explain, Parts, Quiet, kill_switch, modes};
 use crate::policy::lists::{CompiledAdmin, CompiledUser};
 use crate::policy::shell::{self, Origin, Place, READONLY, SimpleCommand};
 use crate::policy::tool_actions::ToolActionLists;
-use crate::policy::{Candidate, Outcome, Reason, builtin};
+use crate::policy::{Candidate, EntryText, Outcome, Reason, builtin};
 use std::sync::Arc;
 
 /// A decision on a line, and the sentence that names the part and effect behind it.
@@ -166,7 +166,7 @@ pub(super) fn command_line<E: Explain>(
                 (
                     Outcome::Deny,
                     Reason::CommandDenied,
-                    Some(prefix),
+                    Some(prefix.into()),
                     Vec::new(),
                 ),
                 detail,
@@ -186,7 +186,7 @@ pub(super) fn command_line<E: Explain>(
         (
             Outcome::Ask,
             Reason::CommandBlocked,
-            None::<Arc<str>>,
+            None::<EntryText>,
             Vec::new(),
         )
     };
@@ -212,7 +212,7 @@ pub(super) fn command_line<E: Explain>(
                 (
                     Outcome::Ask,
                     Reason::CommandBlocked,
-                    Some(prefix),
+                    Some(prefix.into()),
                     Vec::new(),
                 ),
                 None,
@@ -348,7 +348,7 @@ pub(super) fn command_line<E: Explain>(
             (
                 Outcome::Allow,
                 Reason::CommandAllowed,
-                first_prefix,
+                first_prefix.map(EntryText::from),
                 Vec::new(),
             ),
             None,

@@ -107,12 +107,7 @@ pub(super) fn mcp<E: Explain>(
     };
     if let Some(entry) = matched {
         ex.check("allowlist", || format!("{entry} matches"));
-        return (
-            Outcome::Allow,
-            Reason::Allowlisted,
-            Some(entry.clone()),
-            Vec::new(),
-        );
+        return (Outcome::Allow, Reason::Allowlisted, Some(entry), Vec::new());
     }
     ex.check("allowlist", || {
         let which = match (controlled, admin.union()) {
@@ -152,7 +147,7 @@ fn deny_rules<E: Explain>(
         return Some((
             Outcome::Deny,
             Reason::BlockedByAdmin,
-            Some(entry.clone()),
+            Some(entry),
             Vec::new(),
         ));
     }
@@ -174,7 +169,9 @@ fn deny_rules<E: Explain>(
         });
     }
     if admin.controls.mcp_access_mode == AccessMode::Allowlist {
-        match admin.access.matched(server, tool) {
+        // only named in the explanation: no reference to the list is taken
+        let access = &admin.access;
+        match access.first_match(server, tool).map(|i| access.raw(i)) {
             Some(entry) => ex.check("admin_access_allowlist", || format!("{entry} matches")),
             None => {
                 ex.check("admin_access_allowlist", || {

@@ -7,7 +7,7 @@
 use super::entry::split_internal_name;
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::tool_actions::ToolActionLists;
-use super::{Call, Candidate, Check, Decision, Outcome, Reason, Scope};
+use super::{Call, Candidate, Check, Decision, EntryText, Outcome, Reason, Scope};
 use std::sync::Arc;
 
 /// Records the checks of a decision, or not: the quiet form costs nothing.
@@ -215,7 +215,7 @@ fn decide_with<E: Explain>(
     }
 }
 
-type Parts = (Outcome, Reason, Option<Arc<str>>, Vec<Candidate>);
+type Parts = (Outcome, Reason, Option<EntryText>, Vec<Candidate>);
 
 fn kill_switch<E: Explain>(admin: &CompiledAdmin, ex: &mut E) -> Option<Parts> {
     let on = admin.controls.kill_switch;

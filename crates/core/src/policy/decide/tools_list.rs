@@ -5,8 +5,7 @@ use super::{Action, Quiet};
 use crate::policy::entry::validate_call_name;
 use crate::policy::lists::{CompiledAdmin, CompiledUser};
 use crate::policy::tool_actions::ToolActionLists;
-use crate::policy::{Outcome, PolicyError, Reason};
-use std::sync::Arc;
+use crate::policy::{EntryText, Outcome, PolicyError, Reason};
 
 /// A `tools/list` result with the denied tools removed.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +27,7 @@ pub struct ListedTool {
     pub name: String,
     pub outcome: Outcome,
     pub reason: Reason,
-    pub matched_entry: Option<Arc<str>>,
+    pub matched_entry: Option<EntryText>,
 }
 
 /// Whether `tool` of `server` is listed: DENY hides it (seed 003). The decision
@@ -39,7 +38,7 @@ pub fn decide_listing(
     user: &CompiledUser,
     server: &str,
     tool: &str,
-) -> (Outcome, Reason, Option<Arc<str>>) {
+) -> (Outcome, Reason, Option<EntryText>) {
     let mut unused = None;
     let (outcome, reason, matched, _) = mcp(
         files,

@@ -132,3 +132,55 @@ fn compile_reports_every_problem() {
     assert_eq!(problems[2].rule, Rule::UnknownPreset);
     assert_eq!(problems[3].rule, Rule::EmptyCommand);
 }
+
+mod held_once {
+    //! The compiled lists hold the MCP lists' only copy: what they read back must be
+    //! the lists as given, in order, duplicates and every entry form included.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Entries of every form (exact, wildcards, globs, presets, built-in aliases,
+    /// accented names) from small alphabets, so duplicates are common.
+    fn entry() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ("[ab]{1,2}", "[xyé]{1,2}").prop_map(|(s, t)| format!("{s}:{t}")),
+            "[ab]{1,2}".prop_map(|s| format!("{s}:*")),
+            "[xy]{1,2}".prop_map(|t| format!("*:{t}")),
+            Just("*:*".to_owned()),
+            Just("a:x*".to_owned()),
+            Just("a*:x".to_owned()),
+            Just("@readonly".to_owned()),
+            Just("builtin:Read".to_owned()),
+            Just("builtin:read_file".to_owned()),
+        ]
+    }
+
+    fn lists() -> impl Strategy<Value = Vec<String>> {
+        proptest::collection::vec(entry(), 0..30)
+    }
+
+    proptest! {
+        #[test]
+        fn admin_lists_read_back_as_given(
+            allow in lists(), block in lists(), access in lists(), user in lists(),
+        ) {
+            let controls = AdminControls {
+                enabled: true,
+                mcp_tool_allowlist: allow,
+                mcp_tool_blocklist: block,
+                mcp_access_allowlist: access,
+                allowed: vec!["git status".to_owned()],
+                ..AdminControls::default()
+            };
+            let compiled = CompiledAdmin::compile(&controls).unwrap();
+            prop_assert_eq!(compiled.document(), controls.clone());
+            prop_assert!(compiled.switches().mcp_tool_allowlist.is_empty());
+            let settings = UserSettings {
+                mcp_allowed_tools: user,
+                ..UserSettings::default()
+            };
+            let compiled = CompiledUser::compile(&settings).unwrap();
+            prop_assert_eq!(compiled.document(), settings);
+        }
+    }
+}

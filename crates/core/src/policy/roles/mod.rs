@@ -188,7 +188,7 @@ pub fn apply(mut base: Decision, verdict: RoleVerdict) -> Decision {
     Decision {
         outcome,
         reason,
-        matched_entry: entry,
+        matched_entry: entry.map(Into::into),
         candidates: Vec::new(),
         explanation: base.explanation,
         allowed_tools: None,
