@@ -140,26 +140,26 @@ impl Poller {
     /// Reads every path now (blocking; a start does it once): what is read is what
     /// later polls compare with, so it is not reported again.
     pub fn read_all(&mut self) -> Vec<Result<Content, ReadError>> {
-        let now = SystemTime::now();
+        (0..self.paths.len()).map(|i| self.read(i)).collect()
+    }
+
+    /// [`Poller::read_all`] for the path at `index` alone.
+    pub fn read(&mut self, index: usize) -> Result<Content, ReadError> {
         let Options { settle, max_bytes } = self.options;
-        self.paths
-            .iter()
-            .zip(&mut self.states)
-            .map(|(path, state)| {
-                let read = open_regular(path, max_bytes).and_then(|(file, meta)| {
-                    Ok((Stamp::of(&meta), read_open(file, &meta, max_bytes)?))
-                });
-                let (stamp, bytes) = read.inspect_err(|_| *state = State::default())?;
-                let content = Content::new(bytes);
-                *state = State {
-                    stamp: Some((stamp, stamp.racy(now))),
-                    pending: Some(content.digest),
-                    polls: settle,
-                    reported: Some(content.digest),
-                };
-                Ok(content)
-            })
-            .collect()
+        let state = &mut self.states[index];
+        // taken before the stat, as in a poll (see `Stamp::racy`)
+        let now = SystemTime::now();
+        let read = open_regular(&self.paths[index], max_bytes)
+            .and_then(|(file, meta)| Ok((Stamp::of(&meta), read_open(file, &meta, max_bytes)?)));
+        let (stamp, bytes) = read.inspect_err(|_| *state = State::default())?;
+        let content = Content::new(bytes);
+        *state = State {
+            stamp: Some((stamp, stamp.racy(now))),
+            pending: Some(content.digest),
+            polls: settle,
+            reported: Some(content.digest),
+        };
+        Ok(content)
     }
 
     /// The reports of the next poll that has any: new content at a path (settled
@@ -320,8 +320,9 @@ impl Stamp {
         }
     }
 
-    /// Whether a rewrite after `now` could leave this stamp as it is: the file's
-    /// times are within [`RACY`] of `now` (or in the future, or unknown).
+    /// Whether a rewrite after `now` (taken before the stat) could leave this stamp
+    /// as it is: the file's times are within [`RACY`] of `now` (or in the future, or
+    /// unknown).
     fn racy(&self, now: SystemTime) -> bool {
         let Some(modified) = self.modified else {
             return true;

@@ -209,7 +209,11 @@ fn too_large_and_not_regular_are_failed_reads() {
     let dir = tempfile::tempdir().unwrap();
     let large = dir.path().join("large");
     std::fs::write(&large, [b'x'; 65]).unwrap();
-    let mut p = poller(&[&large, dir.path()], 1, Schedule::new(HOUR, CancellationToken::new()));
+    let mut p = poller(
+        &[&large, dir.path()],
+        1,
+        Schedule::new(HOUR, CancellationToken::new()),
+    );
     let read = p.read_all();
     assert!(matches!(read[0], Err(ReadError::TooLarge(64))), "{read:?}");
     assert!(matches!(read[1], Err(ReadError::NotRegular("a directory"))));
