@@ -19,6 +19,21 @@ fn poller(paths: &[&Path], settle: u32, schedule: Schedule) -> Poller {
     Poller::new(paths, options, schedule)
 }
 
+/// One file holding `text`, followed by a poller that has read it.
+fn started(text: &str, settle: u32, schedule: Schedule) -> (tempfile::TempDir, PathBuf, Poller) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("followed");
+    std::fs::write(&path, text).unwrap();
+    let mut p = poller(&[&path], settle, schedule);
+    assert_eq!(contents(p.read_all()), [text]);
+    (dir, path, p)
+}
+
+/// A schedule never waited on: the test polls synchronously ([`poll`]).
+fn idle() -> Schedule {
+    Schedule::new(HOUR, CancellationToken::new())
+}
+
 fn fast(stop: &CancellationToken) -> Schedule {
     Schedule::new(FAST, stop.clone())
 }
@@ -86,8 +101,7 @@ async fn a_change_is_reported_once_and_the_start_read_is_not() {
 
 #[test]
 fn a_same_size_rewrite_that_keeps_the_modification_time_is_seen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("policy.yaml");
+    let (_dir, path, mut p) = started("aaaa", 1, idle());
     let old = SystemTime::now() - HOUR;
     let write = |text: &str| {
         std::fs::write(&path, text).unwrap();
@@ -95,8 +109,6 @@ fn a_same_size_rewrite_that_keeps_the_modification_time_is_seen() {
         file.set_modified(old).unwrap();
     };
     write("aaaa");
-    let mut p = poller(&[&path], 1, Schedule::new(HOUR, CancellationToken::new()));
-    p.read_all();
     assert!(poll(&mut p).is_empty());
     // either the change time moved or the last read was too recent to trust the
     // stamp: read either way
@@ -106,11 +118,7 @@ fn a_same_size_rewrite_that_keeps_the_modification_time_is_seen() {
 
 #[test]
 fn a_racy_stamp_is_not_trusted_and_an_old_one_is() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("jwks.json");
-    std::fs::write(&path, "old!").unwrap();
-    let mut p = poller(&[&path], 1, Schedule::new(HOUR, CancellationToken::new()));
-    p.read_all();
+    let (_dir, path, mut p) = started("old!", 1, idle());
     // the content changes while the stamp stays (a coarse clock on a rewrite in the
     // same tick): only reading can tell
     std::fs::write(&path, "new!").unwrap();
@@ -146,11 +154,7 @@ fn racy_is_recent_future_or_unknown() {
 
 #[test]
 fn settling_waits_for_the_same_content_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("policy.yaml");
-    std::fs::write(&path, "old").unwrap();
-    let mut p = poller(&[&path], 2, Schedule::new(HOUR, CancellationToken::new()));
-    p.read_all();
+    let (_dir, path, mut p) = started("old", 2, idle());
     std::fs::write(&path, "ha").unwrap();
     assert!(poll(&mut p).is_empty(), "half written, seen once");
     std::fs::write(&path, "half").unwrap();
@@ -167,12 +171,8 @@ fn settling_waits_for_the_same_content_twice() {
 
 #[tokio::test]
 async fn a_removed_file_fails_at_every_poll_and_its_return_is_reported_even_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cert.pem");
-    std::fs::write(&path, "cert").unwrap();
     let stop = CancellationToken::new();
-    let mut p = poller(&[&path], 1, fast(&stop));
-    p.read_all();
+    let (_dir, path, mut p) = started("cert", 1, fast(&stop));
     std::fs::remove_file(&path).unwrap();
     let gone = one(0, "error: NotFound");
     assert_eq!(seen(&next(&mut p).await), gone);
@@ -186,7 +186,7 @@ async fn a_removed_file_fails_at_every_poll_and_its_return_is_reported_even_unch
 fn a_path_missing_at_the_start_is_reported_once_it_appears() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("later.pem");
-    let mut p = poller(&[&path], 1, Schedule::new(HOUR, CancellationToken::new()));
+    let mut p = poller(&[&path], 1, idle());
     assert!(p.read_all()[0].is_err());
     std::fs::write(&path, "here").unwrap();
     assert_eq!(seen(&poll(&mut p)), one(0, "here"));
@@ -194,11 +194,7 @@ fn a_path_missing_at_the_start_is_reported_once_it_appears() {
 
 #[test]
 fn again_reports_the_same_content_at_the_next_poll() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("policy.yaml");
-    std::fs::write(&path, "policy").unwrap();
-    let mut p = poller(&[&path], 2, Schedule::new(HOUR, CancellationToken::new()));
-    p.read_all();
+    let (_dir, _path, mut p) = started("policy", 2, idle());
     p.again(0);
     assert_eq!(seen(&poll(&mut p)), one(0, "policy"), "settled already");
     assert!(poll(&mut p).is_empty());
@@ -209,11 +205,7 @@ fn too_large_and_not_regular_are_failed_reads() {
     let dir = tempfile::tempdir().unwrap();
     let large = dir.path().join("large");
     std::fs::write(&large, [b'x'; 65]).unwrap();
-    let mut p = poller(
-        &[&large, dir.path()],
-        1,
-        Schedule::new(HOUR, CancellationToken::new()),
-    );
+    let mut p = poller(&[&large, dir.path()], 1, idle());
     let read = p.read_all();
     assert!(matches!(read[0], Err(ReadError::TooLarge(64))), "{read:?}");
     assert!(matches!(read[1], Err(ReadError::NotRegular("a directory"))));
@@ -239,12 +231,8 @@ fn a_fifo_is_refused_without_blocking() {
 
 #[tokio::test]
 async fn a_stop_ends_a_waiting_poller_promptly() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cert.pem");
-    std::fs::write(&path, "cert").unwrap();
     let stop = CancellationToken::new();
-    let mut p = poller(&[&path], 1, Schedule::new(HOUR, stop.clone()));
-    p.read_all();
+    let (_dir, _path, mut p) = started("cert", 1, Schedule::new(HOUR, stop.clone()));
     let waiting = tokio::spawn(async move { p.next().await.map(|r| r.len()) });
     stop.cancel();
     let ended = tokio::time::timeout(DEADLINE, waiting).await;
@@ -253,14 +241,9 @@ async fn a_stop_ends_a_waiting_poller_promptly() {
 
 #[tokio::test]
 async fn a_wake_polls_before_the_interval() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("jwks.json");
-    std::fs::write(&path, "one").unwrap();
     let wake = Arc::new(Notify::new());
-    let schedule =
-        Schedule::new(HOUR, CancellationToken::new()).wake_on(wake.clone(), Duration::ZERO);
-    let mut p = poller(&[&path], 1, schedule);
-    p.read_all();
+    let schedule = idle().wake_on(wake.clone(), Duration::ZERO);
+    let (_dir, path, mut p) = started("one", 1, schedule);
     std::fs::write(&path, "two").unwrap();
     wake.notify_one();
     assert_eq!(seen(&next(&mut p).await), one(0, "two"));
@@ -270,7 +253,7 @@ async fn a_wake_polls_before_the_interval() {
 async fn a_wake_waits_out_the_minimum_gap() {
     let wake = Arc::new(Notify::new());
     let gap = Duration::from_secs(10);
-    let mut schedule = Schedule::new(HOUR, CancellationToken::new()).wake_on(wake.clone(), gap);
+    let mut schedule = idle().wake_on(wake.clone(), gap);
     let start = Instant::now();
     wake.notify_one();
     assert!(schedule.wait().await);
