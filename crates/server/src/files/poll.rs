@@ -11,7 +11,8 @@
 //! device and inode), or when the last one was taken within [`RACY`] of the file's
 //! times: a filesystem whose clock is coarse (FAT's 2 s, 1 s on older ones) gives a
 //! rewrite in the same tick the same times, so only the content can tell (git's
-//! "racily clean" rule).
+//! "racily clean" rule). Where the change time is unknown (off Unix), every look
+//! reads, as every caller did before there was one poller.
 
 use super::read::{ReadError, open_regular, read_open};
 use sha2::{Digest as _, Sha256};
@@ -321,14 +322,15 @@ impl Stamp {
     }
 
     /// Whether a rewrite after `now` (taken before the stat) could leave this stamp
-    /// as it is: the file's times are within [`RACY`] of `now` (or in the future, or
-    /// unknown).
+    /// as it is: the file's times are within [`RACY`] of `now`, or in the future, or
+    /// either is unknown (without a change time, as off Unix, a rewrite that sets
+    /// the modification time back would go unseen: every poll reads).
     fn racy(&self, now: SystemTime) -> bool {
-        let Some(modified) = self.modified else {
+        let (Some(modified), Some(changed)) = (self.modified, self.changed) else {
             return true;
         };
-        let latest = self.changed.map_or(modified, |c| c.max(modified));
-        now.duration_since(latest).map_or(true, |age| age < RACY)
+        now.duration_since(modified.max(changed))
+            .map_or(true, |age| age < RACY)
     }
 }
 

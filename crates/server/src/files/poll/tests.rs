@@ -145,7 +145,7 @@ fn racy_is_recent_future_or_unknown() {
     let recent = Some(now - Duration::from_secs(1));
     let future = Some(now + Duration::from_secs(60));
     assert!(!stamp(old, old).racy(now));
-    assert!(!stamp(old, None).racy(now));
+    assert!(stamp(old, None).racy(now), "no change time: always read");
     assert!(stamp(recent, old).racy(now));
     assert!(stamp(old, recent).racy(now), "the change time counts too");
     assert!(stamp(future, old).racy(now));
@@ -261,4 +261,106 @@ async fn a_wake_waits_out_the_minimum_gap() {
     assert_eq!(Instant::now() - start, gap);
     assert!(schedule.wait().await, "no wake: the interval");
     assert_eq!(Instant::now() - start, gap + HOUR);
+}
+
+/// What happens to the followed file between polls.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Truncated and written in place (same inode).
+    Write(usize),
+    /// In place, its modification time set back to one fixed instant.
+    WriteKeepingTime(usize),
+    /// Renamed over the path (another inode).
+    Swap(usize),
+    Remove,
+    Poll,
+}
+
+/// Same-length contents (a rewrite the stamp's length cannot tell) and one other.
+const TEXTS: [&str; 4] = ["aaaa", "bbbb", "cccc", "dd"];
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let text = 0..TEXTS.len();
+    prop_oneof![
+        text.clone().prop_map(Op::Write),
+        text.clone().prop_map(Op::WriteKeepingTime),
+        text.prop_map(Op::Swap),
+        Just(Op::Remove),
+        Just(Op::Poll),
+        Just(Op::Poll),
+    ]
+}
+
+/// The reference: every poll reads; content is reported once it has been read
+/// `settle` polls in a row and differs from what was reported; a missing file is a
+/// failure at every poll and forgets all.
+#[derive(Default)]
+struct Model {
+    reported: Option<&'static str>,
+    last: Option<&'static str>,
+    polls: u32,
+}
+
+impl Model {
+    fn poll(&mut self, file: Option<&'static str>, settle: u32) -> Vec<(usize, String)> {
+        let Some(text) = file else {
+            *self = Self::default();
+            return one(0, "error: NotFound");
+        };
+        self.polls = if self.last == Some(text) {
+            self.polls + 1
+        } else {
+            1
+        };
+        self.last = Some(text);
+        if self.reported == Some(text) || self.polls < settle {
+            return Vec::new();
+        }
+        self.reported = Some(text);
+        one(0, text)
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever is done to the file, however fast (several writes in one tick of
+    /// the filesystem's clock), the stat-first poller reports what the read-always
+    /// reference does.
+    #[test]
+    fn the_poller_reports_what_reading_every_time_would(
+        ops in proptest::collection::vec(op(), 1..40),
+        settle in 1u32..3,
+    ) {
+        let (_dir, path, mut p) = started(TEXTS[0], settle, idle());
+        let mut model = Model { reported: Some(TEXTS[0]), last: Some(TEXTS[0]), polls: settle };
+        let mut file = Some(TEXTS[0]);
+        let kept_time = SystemTime::now() - HOUR;
+        for op in ops {
+            match op {
+                Op::Write(i) => {
+                    std::fs::write(&path, TEXTS[i]).unwrap();
+                    file = Some(TEXTS[i]);
+                }
+                Op::WriteKeepingTime(i) => {
+                    std::fs::write(&path, TEXTS[i]).unwrap();
+                    let handle = std::fs::File::options().write(true).open(&path).unwrap();
+                    handle.set_modified(kept_time).unwrap();
+                    file = Some(TEXTS[i]);
+                }
+                Op::Swap(i) => {
+                    write_atomic(&path, Mode::KeepTarget, TEXTS[i].as_bytes()).unwrap();
+                    file = Some(TEXTS[i]);
+                }
+                Op::Remove => {
+                    let _ = std::fs::remove_file(&path);
+                    file = None;
+                }
+                Op::Poll => {
+                    proptest::prop_assert_eq!(seen(&poll(&mut p)), model.poll(file, settle));
+                }
+            }
+        }
+    }
 }
