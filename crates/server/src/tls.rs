@@ -27,7 +27,7 @@ use tracing::{debug, error, info};
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest certificate, key or CA file read: a bundle of every public root CA is
 /// about 250 KB.
-const MAX_PEM_BYTES: usize = 1024 * 1024;
+pub const MAX_PEM_BYTES: usize = 1024 * 1024;
 /// The files' fields, in the poller's order (`client_ca` only with mTLS).
 const FIELDS: [&str; 3] = ["cert", "key", "client_ca"];
 

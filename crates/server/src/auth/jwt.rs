@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// Largest JWKS document read, in bytes.
-const MAX_JWKS_BYTES: usize = 1024 * 1024;
+pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// Largest token looked at, in bytes.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// A token signed with a key the set does not hold fetches the keys again early, at
