@@ -116,6 +116,32 @@ fn a_same_size_rewrite_that_keeps_the_modification_time_is_seen() {
     assert_eq!(seen(&poll(&mut p)), one(0, "bbbb"));
 }
 
+/// A Kubernetes ConfigMap update: the path is a link through `..data`, swapped to
+/// a new directory whose file has the same size and modification time.
+#[cfg(unix)]
+#[test]
+fn a_link_swapped_to_another_file_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = SystemTime::now() - HOUR;
+    for (version, text) in [("v1", "aaaa"), ("v2", "bbbb")] {
+        std::fs::create_dir(dir.path().join(version)).unwrap();
+        let file = dir.path().join(version).join("policy.yaml");
+        std::fs::write(&file, text).unwrap();
+        let handle = std::fs::File::options().write(true).open(&file).unwrap();
+        handle.set_modified(old).unwrap();
+    }
+    let data = dir.path().join("..data");
+    std::os::unix::fs::symlink("v1", &data).unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::os::unix::fs::symlink("..data/policy.yaml", &path).unwrap();
+    let mut p = poller(&[&path], 1, idle());
+    assert_eq!(contents(p.read_all()), ["aaaa"]);
+    let next = dir.path().join("..data_tmp");
+    std::os::unix::fs::symlink("v2", &next).unwrap();
+    std::fs::rename(&next, &data).unwrap();
+    assert_eq!(seen(&poll(&mut p)), one(0, "bbbb"));
+}
+
 #[test]
 fn a_racy_stamp_is_not_trusted_and_an_old_one_is() {
     let (_dir, path, mut p) = started("old!", 1, idle());
