@@ -33,7 +33,7 @@ const FIELDS: [&str; 3] = ["cert", "key", "client_ca"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("tls.{field}: cannot read {path}: {source}: fix the path or the file's permissions")]
+    #[error("tls.{field}: cannot read {path}: {source}: {}", source.fix())]
     Read {
         field: &'static str,
         path: String,

@@ -17,6 +17,17 @@ pub enum ReadError {
     TooLarge(usize),
 }
 
+impl ReadError {
+    /// How to fix it, for the messages that name the setting.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            Self::Io(_) => "fix the path or the file's permissions",
+            Self::NotRegular(_) => "give the path of a regular file",
+            Self::TooLarge(_) => "give the path of the file itself (is it the right one?)",
+        }
+    }
+}
+
 /// Reads `path`, only if it is a regular file, at most `max` bytes.
 pub fn read_regular(path: &Path, max: usize) -> Result<Vec<u8>, ReadError> {
     let (file, meta) = open_regular(path, max)?;
