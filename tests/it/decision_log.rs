@@ -1040,8 +1040,10 @@ async fn a_hook_call_is_logged_and_the_cli_lists_it_and_previews_a_change() {
     server.stop().await;
 }
 
+/// PostgreSQL: what one replica records, another lists and its watchers see live
+/// (read on the first replica's notice), both ways.
 #[tokio::test]
-async fn postgres_records_written_on_one_replica_are_listed_on_another() {
+async fn postgres_records_written_on_one_replica_are_listed_and_watched_on_another() {
     let Some(url) = support::pg::fresh_database("decision log replicas").await else {
         return;
     };
@@ -1051,17 +1053,52 @@ async fn postgres_records_written_on_one_replica_are_listed_on_another() {
     let b = TestServer::start(config(dir_b.path(), &url)).await;
     a.set_controls(controls()).await;
     let mut on_a = watch(&a, "admin-token", team_filter()).await;
+    let mut on_b = watch(&b, "admin-token", team_filter()).await;
     a.policy("alice-token")
         .evaluate(evaluate(mcp("evil", "wipe"), "codex"))
         .await
         .unwrap();
     let written = next_records(&mut on_a, 1).await;
-    let on_b = list_all(&b, "admin-token", team_filter()).await;
-    assert_eq!(on_b.len(), 1);
-    assert_eq!(on_b[0].id, written[0].id);
-    assert_eq!(on_b[0].outcome(), pb::Outcome::Deny);
+    let relayed = next_records(&mut on_b, 1).await;
+    assert_eq!(relayed, written, "b's watcher sees a's record as a's does");
+    let listed = list_all(&b, "admin-token", team_filter()).await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, written[0].id);
+    assert_eq!(listed[0].outcome(), pb::Outcome::Deny);
+    // a batch on b, seen on a in order, and on b once (its own, not relayed back)
+    let calls = ["ls", "git status", "git push"].map(shell);
+    b.policy("alice-token")
+        .evaluate_batch(pb::EvaluateBatchRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            calls: calls.to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let on_a_batch = next_records(&mut on_a, 3).await;
+    let on_b_batch = next_records(&mut on_b, 3).await;
+    assert_eq!(on_a_batch, on_b_batch);
+    let subjects: Vec<_> = on_a_batch.iter().map(subject).collect();
+    assert_eq!(subjects, ["ls", "git status", "git push"]);
+    // one more on a, and b's next record is that one: nothing was sent to b twice
+    a.policy("alice-token")
+        .evaluate(evaluate(mcp("github", "get_issue"), "codex"))
+        .await
+        .unwrap();
+    let last = next_records(&mut on_b, 1).await;
+    assert_eq!(subject(&last[0]), "github:get_issue");
     a.stop().await;
     b.stop().await;
+}
+
+/// A record's call as text: `server:tool`, or the command's excerpt.
+fn subject(record: &pb::DecisionRecord) -> String {
+    match &record.call.as_ref().unwrap().kind {
+        Some(pb::decided_call::Kind::Mcp(m)) => format!("{}:{}", m.server, m.tool),
+        Some(pb::decided_call::Kind::ShellExcerpt(text)) => text.clone(),
+        other => panic!("unexpected call {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -1032,8 +1032,8 @@ async fn run_app(
     (addr, stop, task)
 }
 
-/// `http.listen` serves the same API (JSON and gRPC) on a second address, and
-/// `http.enabled: false` leaves the port gRPC-only.
+/// `http.listen` serves the same API (JSON and gRPC) on a second address, closed with
+/// the first at shutdown, and `http.enabled: false` leaves the port gRPC-only.
 #[tokio::test]
 async fn a_second_address_and_the_off_switch() {
     let dir = tempfile::tempdir().unwrap();
@@ -1067,6 +1067,11 @@ async fn a_second_address_and_the_off_switch() {
         .expect("gRPC on the second address");
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
+    // the second listener drained and closed before the server's run returned
+    assert!(
+        tokio::net::TcpStream::connect(second).await.is_err(),
+        "http.listen still accepts after the server stopped"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path());

@@ -1,4 +1,4 @@
-//! Server limits seen by a client: watch streams past `limits.max_streams_per_principal`
+//! Server limits seen by a client: streams past `limits.max_streams_per_principal`
 //! are refused with RESOURCE_EXHAUSTED naming the setting, per principal, and a slot
 //! comes back when its stream ends. (The deadline and the concurrency bound are
 //! proven on the layer itself, in crates/server/src/grpc/limits.rs.)
@@ -68,6 +68,60 @@ async fn streams_past_the_bound_per_principal_are_refused_until_one_ends() {
     .await
     .expect("the slot came back within 10 s");
     drop(reopened);
+    server.stop().await;
+}
+
+/// Every kind of stream counts against the one bound: the policy's, the decision
+/// log's, the approvals' and a hook's wait for an answer (refused before the request
+/// it names is even looked up).
+#[tokio::test]
+async fn every_kind_of_stream_counts_against_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.limits.max_streams_per_principal = 2;
+    let server = TestServer::start(config).await;
+    let approvals = || {
+        pb::approval_service_client::ApprovalServiceClient::with_interceptor(
+            server.channel.clone(),
+            Auth::new("admin-token"),
+        )
+    };
+    let exhausted = |status: tonic::Status| {
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    };
+    let _decisions = server
+        .decisions("admin-token")
+        .watch_decisions(pb::WatchDecisionsRequest {
+            filter: Some(pb::DecisionFilter {
+                team_id: TEAM.into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap();
+    let _approvals = approvals()
+        .watch_approvals(pb::WatchApprovalsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .unwrap();
+    exhausted(watch(&server, "admin-token", "alice").await.unwrap_err());
+    exhausted(
+        approvals()
+            .watch_approvals(pb::WatchApprovalsRequest {
+                team_id: TEAM.into(),
+            })
+            .await
+            .unwrap_err(),
+    );
+    exhausted(
+        approvals()
+            .await_approval(pb::AwaitApprovalRequest {
+                request_id: "no-such-request".into(),
+            })
+            .await
+            .unwrap_err(),
+    );
     server.stop().await;
 }
 

@@ -49,7 +49,10 @@ pub const ALL: [(&str, &str); 19] = [
         LIMIT_REFUSALS,
         "calls refused by a server limit (deadline, concurrency, streams)",
     ),
-    (WATCHERS, "WatchPolicy streams open"),
+    (
+        WATCHERS,
+        "streams open: WatchPolicy, WatchDecisions, WatchApprovals, AwaitApproval",
+    ),
     (
         RESYNCS,
         "snapshots sent to watchers that fell behind or lost track",

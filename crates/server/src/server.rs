@@ -642,17 +642,29 @@ pub async fn run(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept,
         ));
+    // the second listeners drain with the first, within the same grace
+    let mut also = Vec::new();
     if let Some(listener) = http_listener {
         if let Ok(addr) = listener.local_addr() {
             info!(%addr, "serving the API on http.listen too");
         }
-        serve_also(listener, router.clone(), &config, stop_http.clone())?;
+        also.push(serve_also(
+            listener,
+            router.clone(),
+            &config,
+            stop_http.clone(),
+        )?);
     }
     if let Some(listener) = console {
         if let Ok(addr) = listener.local_addr() {
             info!(%addr, url = %format!("http://{addr}/"), "console");
         }
-        serve_also(listener, router.clone(), &config, stop_http.clone())?;
+        also.push(serve_also(
+            listener,
+            router.clone(),
+            &config,
+            stop_http.clone(),
+        )?);
     }
     let serve = router.serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serve);
@@ -671,6 +683,15 @@ pub async fn run(
             deadline
         }
     };
+    stop_http.cancel();
+    for task in also {
+        if tokio::time::timeout_at(deadline, task).await.is_err() {
+            warn!(
+                grace_secs = config.shutdown_grace_secs,
+                "drain deadline passed: closing open calls on a second listener"
+            );
+        }
+    }
     // the DENY records of the last calls, within what is left of the grace (at least
     // a moment: they are in the spill file first, so this only saves a replay)
     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -683,12 +704,13 @@ pub async fn run(
 
 /// Serves the same server (`router`, its layers included) on `listener` too, with the
 /// same TLS and connection limits, until `stop`: `http.listen` and `console.listen`.
+/// The task ends once its in-flight calls are answered.
 fn serve_also<L>(
     listener: TcpListener,
     router: tonic::transport::server::Router<L>,
     config: &Config,
     stop: CancellationToken,
-) -> Result<(), ServerError>
+) -> Result<tokio::task::JoinHandle<()>, ServerError>
 where
     L: tower::Layer<tonic::service::Routes> + Clone + Send + 'static,
     L::Service: tower::Service<
@@ -714,7 +736,7 @@ where
         ),
         tls,
     );
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         let stopped = stop.clone();
         if let Err(e) = router
             .serve_with_incoming_shutdown(incoming, stopped.cancelled_owned())
@@ -722,8 +744,7 @@ where
         {
             warn!(error = %e, addr = ?local, "a second listener stopped");
         }
-    });
-    Ok(())
+    }))
 }
 
 /// Follows the hub's health: a store unfit for writes takes the server and the write

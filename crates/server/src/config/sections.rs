@@ -108,8 +108,9 @@ pub struct LimitsConfig {
     /// RESOURCE_EXHAUSTED (health checks are never refused). Open watch streams are
     /// bounded by `max_streams_per_principal` instead.
     pub max_concurrent_requests: usize,
-    /// Most `WatchPolicy` streams one principal may hold open; past it, new ones are
-    /// refused with RESOURCE_EXHAUSTED.
+    /// Most streams (`WatchPolicy`, `WatchDecisions`, `WatchApprovals`,
+    /// `AwaitApproval`) one principal may hold open; past it, new ones are refused with
+    /// RESOURCE_EXHAUSTED.
     pub max_streams_per_principal: usize,
 }
 

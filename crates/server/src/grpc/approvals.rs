@@ -146,8 +146,11 @@ impl ApprovalService for Api {
         use pb::watch_approvals_response::Event;
         let p = principal(&req)?;
         let r = req.into_inner();
+        // counted with the principal's other streams while open
+        let slot = self.open_stream(&p)?;
         let stream = self.service.watch_approvals(&p, &r.team_id).await?;
-        let stream = stream.map(|e| {
+        let stream = stream.map(move |e| {
+            let _held = &slot;
             let event = match e? {
                 WatchApprovalsEvent::Snapshot(pending) => Event::Snapshot(pb::ApprovalSnapshot {
                     pending: pending.into_iter().map(approval_to_pb).collect(),
@@ -181,8 +184,11 @@ impl ApprovalService for Api {
         use pb::await_approval_response::Event;
         let p = principal(&req)?;
         let r = req.into_inner();
+        // counted with the principal's other streams while open
+        let slot = self.open_stream(&p)?;
         let stream = self.service.await_approval(&p, &r.request_id).await?;
-        let stream = stream.map(|e| {
+        let stream = stream.map(move |e| {
+            let _held = &slot;
             let event = match e? {
                 AwaitEvent::Approval(v) => Event::Approval(approval_to_pb(*v)),
                 AwaitEvent::Heartbeat => Event::Heartbeat(heartbeat()),

@@ -148,6 +148,8 @@ pub struct Hub {
     /// Which team's approval requests changed, here or on another replica: watchers
     /// and waiters re-read the store when told (a lagging receiver reads everything).
     approvals: tokio::sync::broadcast::Sender<ApprovalsChanged>,
+    /// Decision-log records other replicas committed, for this one's watchers.
+    decisions: tokio::sync::broadcast::Sender<DecisionsCommitted>,
 }
 
 /// Word that approval requests changed.
@@ -158,8 +160,18 @@ pub enum ApprovalsChanged {
     All,
 }
 
-/// How many approval notices a slow receiver may fall behind before it re-reads.
-const APPROVAL_NOTICES: usize = 1024;
+/// Word that another replica committed decision-log records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionsCommitted {
+    /// The records with these ids.
+    Range { first: u64, last: u64 },
+    /// Notices may have been missed (a reconnect): how many records is not known.
+    Missed,
+}
+
+/// How many notices (of approvals, of decisions) a slow receiver may fall behind
+/// before it re-reads.
+const NOTICE_BACKLOG: usize = 1024;
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -253,7 +265,8 @@ impl Hub {
             health: watch::Sender::new(HubHealth::default()),
             issued: Arc::default(),
             tokens_stale: std::sync::atomic::AtomicBool::new(false),
-            approvals: tokio::sync::broadcast::Sender::new(APPROVAL_NOTICES),
+            approvals: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
+            decisions: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
         }
     }
 
@@ -265,6 +278,11 @@ impl Hub {
 
     pub fn approval_notices(&self) -> tokio::sync::broadcast::Receiver<ApprovalsChanged> {
         self.approvals.subscribe()
+    }
+
+    /// Word of other replicas' decision-log records, as their notices arrive.
+    pub fn decision_notices(&self) -> tokio::sync::broadcast::Receiver<DecisionsCommitted> {
+        self.decisions.subscribe()
     }
 
     /// Bounds the bytes of changes queued per team for subscribers that lag.
@@ -522,12 +540,20 @@ impl Hub {
             }
             if matches!(notice, Notice::Reconnected) {
                 let _ = self.approvals.send(ApprovalsChanged::All);
+                let _ = self.decisions.send(DecisionsCommitted::Missed);
             }
             let teams: Vec<String> = match notice {
                 // a team nobody has read yet loads fresh on first use
                 Notice::Team(team) if self.teams.contains_key(&team) => vec![team],
                 Notice::Approvals(team) => {
                     self.approvals_changed(&team);
+                    continue;
+                }
+                Notice::Decisions { first, last } => {
+                    // nobody listening is the usual case, and not an error
+                    let _ = self
+                        .decisions
+                        .send(DecisionsCommitted::Range { first, last });
                     continue;
                 }
                 Notice::Team(_) | Notice::Tokens => continue,

@@ -12,6 +12,7 @@ use super::audit_sink::{Record, excerpt};
 use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, Principal, Role, authorize};
 use crate::config::DecisionLogConfig;
+use crate::hub::{DecisionsCommitted, Hub};
 use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
@@ -146,7 +147,8 @@ pub struct DecisionPage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecisionEvent {
     Decision(Box<StoredDecision>),
-    /// This many records were not sent: the subscriber fell behind.
+    /// This many records were not sent: the subscriber fell behind, or another
+    /// replica's could not be read (0: how many is not known, its notices were missed).
     Lagged(u64),
 }
 
@@ -154,7 +156,10 @@ pub enum DecisionEvent {
 #[derive(Debug)]
 pub struct DecisionWatch {
     query: DecisionQuery,
+    /// This replica's records, as its writer stores them.
     rx: broadcast::Receiver<Arc<StoredDecision>>,
+    /// Other replicas' records, as [`relay`] reads them.
+    relayed: broadcast::Receiver<Relayed>,
     shutdown: CancellationToken,
 }
 
@@ -164,14 +169,15 @@ impl DecisionWatch {
         loop {
             let received = tokio::select! {
                 () = self.shutdown.cancelled() => return None,
-                received = self.rx.recv() => received,
+                received = self.rx.recv() => received.map(Relayed::Record),
+                received = self.relayed.recv() => received,
             };
             match received {
-                Ok(record) if matches(&self.query, &record.decision) => {
+                Ok(Relayed::Record(record)) if matches(&self.query, &record.decision) => {
                     return Some(DecisionEvent::Decision(Box::new(handed_out(&record))));
                 }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(n)) => {
+                Ok(Relayed::Record(_)) => {}
+                Ok(Relayed::Missed(n)) | Err(broadcast::error::RecvError::Lagged(n)) => {
                     return Some(DecisionEvent::Lagged(n));
                 }
                 Err(broadcast::error::RecvError::Closed) => return None,
@@ -430,6 +436,7 @@ impl Service {
         Ok(DecisionWatch {
             query,
             rx: self.audit.subscribe(),
+            relayed: self.relayed.subscribe(),
             shutdown: self.shutdown.clone(),
         })
     }
@@ -813,6 +820,68 @@ fn parse_token(token: &str, fingerprint: &str) -> Result<(i64, u64), ServiceErro
     match (at.parse(), id.parse()) {
         (Ok(at), Ok(id)) => Ok((at, id)),
         _ => Err(bad("is not a page token")),
+    }
+}
+
+/// What [`relay`] passes to this replica's watchers.
+#[derive(Debug, Clone)]
+pub(super) enum Relayed {
+    /// A record another replica wrote.
+    Record(Arc<StoredDecision>),
+    /// This many records could not be read (0: how many is not known).
+    Missed(u64),
+}
+
+/// Records read per query when a notice names many.
+const RELAY_PAGE: u32 = 1000;
+
+/// Reads the records other replicas announce and passes them to this replica's
+/// watchers (their writers are serialised, so a notice's id range is exactly one
+/// commit's records); reads nothing while nobody here watches.
+pub(super) async fn relay(
+    hub: Arc<Hub>,
+    store: Arc<dyn Store>,
+    tx: broadcast::Sender<Relayed>,
+    stop: CancellationToken,
+) {
+    let mut notices = hub.decision_notices();
+    loop {
+        let notice = tokio::select! {
+            () = stop.cancelled() => return,
+            notice = notices.recv() => notice,
+        };
+        let (first, last) = match notice {
+            Ok(DecisionsCommitted::Range { first, last }) => (first, last),
+            Ok(DecisionsCommitted::Missed) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                let _ = tx.send(Relayed::Missed(0));
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let mut from = first;
+        while from <= last && tx.receiver_count() > 0 {
+            match store.decisions_between(from, last, RELAY_PAGE).await {
+                Ok(page) => {
+                    let Some(end) = page.last().map(|r| r.id) else {
+                        break;
+                    };
+                    let full = page.len() == RELAY_PAGE as usize;
+                    for record in page {
+                        // no receiver left is not an error: the last watcher went
+                        let _ = tx.send(Relayed::Record(Arc::new(record)));
+                    }
+                    if !full {
+                        break;
+                    }
+                    from = end + 1;
+                }
+                Err(e) => {
+                    warn!(error = %e, first = from, last, "cannot read another replica's decision records: this replica's watchers are told they missed them");
+                    let _ = tx.send(Relayed::Missed(last - from + 1));
+                    break;
+                }
+            }
+        }
     }
 }
 

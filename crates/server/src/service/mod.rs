@@ -179,6 +179,8 @@ pub struct Service {
     /// `audit.decisions: all`: ALLOW and ASK are recorded too.
     log_all_decisions: std::sync::atomic::AtomicBool,
     decision_log: crate::config::DecisionLogConfig,
+    /// Other replicas' decision-log records, for this replica's watchers.
+    relayed: tokio::sync::broadcast::Sender<decisions::Relayed>,
     /// The approvals' outgoing webhook (never waited on).
     webhook: webhook::Webhook,
 }
@@ -244,10 +246,17 @@ impl Service {
             decision_log.queue_size,
             decision_log.watch_buffer,
         );
+        let relayed = tokio::sync::broadcast::Sender::new(decision_log.watch_buffer.max(1));
         if decision_log.enabled {
             tokio::spawn(decisions::prune(
                 hub.store().clone(),
                 decision_log.clone(),
+                shutdown.clone(),
+            ));
+            tokio::spawn(decisions::relay(
+                hub.clone(),
+                hub.store().clone(),
+                relayed.clone(),
                 shutdown.clone(),
             ));
         }
@@ -261,6 +270,7 @@ impl Service {
             managed: std::sync::RwLock::default(),
             log_all_decisions: std::sync::atomic::AtomicBool::new(false),
             decision_log,
+            relayed,
             webhook: webhook::Webhook::start(WebhookLimits::default()),
         }
     }

@@ -48,6 +48,26 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Called inside a write transaction that appends decision-log records, before
+    /// the first: where replicas share the table it serialises their writers, so one
+    /// transaction's records take consecutive ids and a notice can name them as a range.
+    async fn lock_decisions(
+        &self,
+        _tx: &mut <Self::Db as Database>::Connection,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Called inside that transaction just before it commits, with the ids it took.
+    async fn announce_decisions(
+        &self,
+        _tx: &mut <Self::Db as Database>::Connection,
+        _first: u64,
+        _last: u64,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// See `Store::notices`.
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         Ok(None)

@@ -10,6 +10,10 @@ use sqlx::{
     ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Row, Type,
 };
 
+/// Starts the payload of a replica's notice that it committed decision-log records:
+/// then the replica's origin (hex), `:`, and the ids as `first-last`.
+pub const DECISIONS_NOTICE_PREFIX: char = '\u{2}';
+
 /// One decision to record. Strings are as the service wrote them: `outcome` is
 /// `ALLOW`, `ASK` or `DENY`, `reason` the stable reason name, `kind` `mcp`, `shell`
 /// or `delete_file`, `source` `evaluate`, `evaluate_batch` or `filter_tools`.
@@ -154,6 +158,9 @@ where
                     .execute(&mut *tx)
                     .await?;
             }
+            if !decisions.is_empty() {
+                self.backend.lock_decisions(&mut tx).await?;
+            }
             let mut ids = Vec::with_capacity(decisions.len());
             for chunk in decisions.chunks(ROWS_PER_STATEMENT) {
                 let sql = insert_sql(chunk.len());
@@ -189,6 +196,11 @@ where
                     .collect::<Result<Vec<_>, _>>()?;
                 chunk_ids.sort_unstable();
                 ids.extend(chunk_ids);
+            }
+            if let (Some(&first), Some(&last)) = (ids.first(), ids.last()) {
+                self.backend
+                    .announce_decisions(&mut tx, first, last)
+                    .await?;
             }
             tx.commit().await?;
             Ok(ids)
@@ -234,6 +246,25 @@ where
         .bind(q.before.map(|(at, _)| at))
         .bind(q.before.map(|(_, id)| to_i64(id)))
         .bind(i64::from(q.limit))
+        .fetch_all(&mut *conn)
+        .await?;
+        rows.iter().map(stored).collect()
+    }
+
+    /// Records with ids from `first` to `last`, oldest first, at most `limit`.
+    pub(super) async fn select_decisions_between(
+        &self,
+        first: u64,
+        last: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let rows = sqlx::query(&format!(
+            "SELECT id, {COLUMNS} FROM decisions WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3"
+        ))
+        .bind(to_i64(first))
+        .bind(to_i64(last))
+        .bind(i64::from(limit))
         .fetch_all(&mut *conn)
         .await?;
         rows.iter().map(stored).collect()

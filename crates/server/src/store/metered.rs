@@ -112,6 +112,19 @@ impl Store for Metered<dyn Store> {
         observed("list_decisions", self.0.list_decisions(query)).await
     }
 
+    async fn decisions_between(
+        &self,
+        first: u64,
+        last: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        observed(
+            "decisions_between",
+            self.0.decisions_between(first, last, limit),
+        )
+        .await
+    }
+
     async fn prune_decisions(
         &self,
         older_than_ms: i64,

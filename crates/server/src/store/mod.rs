@@ -25,7 +25,7 @@ pub use approvals::{
     ApprovalState, NewApproval, NewGrant,
 };
 pub use backend::Backend;
-pub use decisions::{DecisionQuery, NewDecision, StoredDecision};
+pub use decisions::{DECISIONS_NOTICE_PREFIX, DecisionQuery, NewDecision, StoredDecision};
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::SqlStore;
@@ -166,6 +166,9 @@ pub enum Notice {
     Tokens,
     /// The team's approval requests changed (one was created or answered).
     Approvals(String),
+    /// Another replica committed decision-log records with ids `first..=last` (its
+    /// writers are serialised, so one commit's records are the whole range).
+    Decisions { first: u64, last: u64 },
     /// Notices may have been missed: everything must be re-read.
     Reconnected,
 }
@@ -295,6 +298,17 @@ pub trait Store: Send + Sync + 'static {
     async fn list_decisions(
         &self,
         _query: &DecisionQuery,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Decision-log records with ids from `first` to `last`, oldest first, at most
+    /// `limit`: what another replica's notice names.
+    async fn decisions_between(
+        &self,
+        _first: u64,
+        _last: u64,
+        _limit: u32,
     ) -> Result<Vec<StoredDecision>, StoreError> {
         Ok(Vec::new())
     }

@@ -18,6 +18,8 @@ pub const NOTIFY_CHANNEL: &str = "toolgate_changes";
 
 /// An arbitrary constant: the advisory lock that serialises migrations across replicas.
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6761_7465;
+/// Another: the advisory lock that serialises the replicas' decision-log writers.
+const DECISIONS_LOCK: i64 = 0x746f_6f6c_6c6f_6773;
 
 /// The store shared by replicas.
 pub type PostgresStore = SqlStore<PostgresBackend>;
@@ -25,6 +27,9 @@ pub type PostgresStore = SqlStore<PostgresBackend>;
 #[derive(Debug, Clone)]
 pub struct PostgresBackend {
     pool: PgPool,
+    /// Random per process: a replica's notices of its own decision-log records are
+    /// known by it and skipped (it publishes those as it writes them).
+    origin: u64,
 }
 
 impl PostgresStore {
@@ -38,7 +43,10 @@ impl PostgresStore {
             .await?;
         migrate(&pool).await?;
         Ok(Self {
-            backend: PostgresBackend { pool },
+            backend: PostgresBackend {
+                pool,
+                origin: rand::random(),
+            },
             history_limit: history_limit.max(1),
         })
     }
@@ -48,6 +56,14 @@ async fn listen(pool: &PgPool) -> Result<PgListener, StoreError> {
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen(NOTIFY_CHANNEL).await?;
     Ok(listener)
+}
+
+/// A decisions notice's origin and id range, from `origin:first-last`.
+fn decisions_notice(payload: &str) -> Option<(u64, u64, u64)> {
+    let (origin, range) = payload.split_once(':')?;
+    let (first, last) = range.split_once('-')?;
+    let (first, last) = (first.parse().ok()?, last.parse().ok()?);
+    (first <= last).then_some((u64::from_str_radix(origin, 16).ok()?, first, last))
 }
 
 /// `toolgate_schema` holds one row per migration applied.
@@ -107,8 +123,31 @@ impl Backend for PostgresBackend {
         Ok(())
     }
 
+    async fn lock_decisions(&self, tx: &mut PgConnection) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(DECISIONS_LOCK)
+            .execute(tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn announce_decisions(
+        &self,
+        tx: &mut PgConnection,
+        first: u64,
+        last: u64,
+    ) -> Result<(), StoreError> {
+        let payload = format!(
+            "{}{:016x}:{first}-{last}",
+            super::DECISIONS_NOTICE_PREFIX,
+            self.origin
+        );
+        self.announce(tx, &payload).await
+    }
+
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         let pool = self.pool.clone();
+        let origin = self.origin;
         let mut listener = Some(listen(&pool).await?);
         let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
         let stream = async_stream::stream! {
@@ -134,6 +173,14 @@ impl Backend for PostgresBackend {
                         let team = &n.payload()[super::APPROVALS_NOTICE_PREFIX.len_utf8()..];
                         yield Notice::Approvals(team.to_owned());
                     }
+                    Ok(Some(n)) if n.payload().starts_with(super::DECISIONS_NOTICE_PREFIX) => {
+                        let notice = &n.payload()[super::DECISIONS_NOTICE_PREFIX.len_utf8()..];
+                        match decisions_notice(notice) {
+                            Some((from, _, _)) if from == origin => {}
+                            Some((_, first, last)) => yield Notice::Decisions { first, last },
+                            None => tracing::warn!(payload = notice, "postgresql listener: an unreadable decisions notice: skipped"),
+                        }
+                    }
                     Ok(Some(n)) => yield Notice::Team(n.payload().to_owned()),
                     Ok(None) | Err(_) => {
                         tracing::warn!("postgresql listener: connection lost");
@@ -143,5 +190,18 @@ impl Backend for PostgresBackend {
             }
         };
         Ok(Some(Box::pin(stream)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decisions_notice;
+
+    #[test]
+    fn decisions_notices_read_back_and_bad_ones_are_refused() {
+        assert_eq!(decisions_notice("00000000000000ff:3-9"), Some((255, 3, 9)));
+        for bad in ["", "ff", "ff:3", "ff:9-3", "zz:1-2", "ff:1-x", "ff:-1-2"] {
+            assert_eq!(decisions_notice(bad), None, "{bad:?}");
+        }
     }
 }

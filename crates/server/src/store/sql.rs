@@ -476,6 +476,15 @@ where
         self.select_decisions(query).await
     }
 
+    async fn decisions_between(
+        &self,
+        first: u64,
+        last: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredDecision>, StoreError> {
+        self.select_decisions_between(first, last, limit).await
+    }
+
     async fn prune_decisions(
         &self,
         older_than_ms: i64,
