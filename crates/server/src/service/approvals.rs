@@ -286,7 +286,7 @@ impl Service {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
         let admin = self.hub.admin(team).await?;
-        let Some(settings) = Self::approval_settings(&admin.head()) else {
+        let Some(settings) = Self::approval_settings(admin.head()) else {
             return Ok((decision, None));
         };
         let client = label("approval.client", &ask.client)?;
