@@ -22,6 +22,7 @@ mod decision_log;
 mod decisions;
 mod export;
 mod faults;
+mod followed_files;
 mod hardening;
 mod hook;
 mod hook_boundaries;

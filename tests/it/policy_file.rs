@@ -706,3 +706,29 @@ async fn a_file_rewritten_in_steps_keeps_the_old_policy_until_complete() {
     assert_eq!(which_policy(&server).await, "new", "complete");
     server.stop().await;
 }
+
+/// Fault suite: an edit made while the store cannot take writes (its file deleted)
+/// is reported, the old policy stays in force, and the same content is applied once
+/// the store is back, without another edit.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_the_store_could_not_take_is_applied_once_it_can() {
+    let (server, dir, file) = start_with(ACME_JIRA).await;
+    let db = dir.path().join("toolgate.db");
+    // a hard link keeps the inode, to put the very file back afterwards
+    let kept = dir.path().join("kept.db");
+    std::fs::hard_link(&db, &kept).unwrap();
+    std::fs::remove_file(&db).unwrap();
+    std::fs::write(&file, ACME_CONFLUENCE).unwrap();
+    status_until(&server, |s| {
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot apply policy file"))
+    })
+    .await;
+    assert_eq!(which_policy(&server).await, "old");
+
+    std::fs::hard_link(&kept, &db).unwrap();
+    status_until(&server, |s| s["last_error"].is_null()).await;
+    assert_eq!(which_policy(&server).await, "new");
+    server.stop().await;
+}

@@ -5,6 +5,14 @@
 //! Every write that replaces a file the server or the CLI keeps goes through
 //! [`write_atomic`]: the bootstrap token, the audit spill file, the clients' settings
 //! files `toolgate hook install` merges into.
+//!
+//! Beside it, the one bounded read ([`read_regular`]) and the one poller
+//! ([`poll::Poller`]) of the files the server follows.
+
+pub mod poll;
+mod read;
+
+pub use read::{ReadError, read_regular};
 
 use std::fs::File;
 use std::io::{self, Write};

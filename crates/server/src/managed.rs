@@ -9,18 +9,16 @@
 //! revision: a change to them is recorded once in the audit trail under team `*`,
 //! and every subscriber is sent a fresh snapshot (marked resync) that holds them.
 //!
-//! The file is polled rather than watched through inotify: a small read every
-//! [`POLL`] works the same on every filesystem (bind mounts and ConfigMap symlink
-//! swaps included) and needs no extra dependency. A change is applied once two
-//! polls in a row read the same content, so an editor's half-written file is not
-//! taken for an invalid one.
+//! The file is followed by the server's one file poller ([`crate::files::poll`])
+//! every [`POLL`]. A change is applied once two polls in a row read the same
+//! content, so an editor's half-written file is not taken for an invalid one.
 
+use crate::files::{self, poll};
 use crate::policy::AdminControls;
 use crate::policy_file::{self, ManagedPolicy};
 use crate::service::{Service, ServiceError, now_ms};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -106,55 +104,53 @@ pub async fn start(
     shutdown: CancellationToken,
 ) -> Result<StatusCell, ManagedError> {
     let cell = StatusCell::default();
+    let name = path.display().to_string();
     let mut watcher = Watcher {
-        name: path.display().to_string(),
-        path: path.to_owned(),
         service,
         cell: cell.clone(),
         applied: None,
-        seen: None,
-        rejected: None,
         status: PolicyFileStatus {
-            path: path.display().to_string(),
+            path: name.clone(),
             ..PolicyFileStatus::default()
         },
+        name,
     };
-    let text = read(&watcher.path, &watcher.name).await?;
+    let options = poll::Options {
+        settle: 2,
+        max_bytes: policy_file::MAX_POLICY_BYTES,
+    };
+    let mut poller = poll::Poller::new(
+        vec![path.to_owned()],
+        options,
+        poll::Schedule::new(POLL, shutdown),
+    );
+    let (text, digest) = decode(poller.read(0), &watcher.name)?;
     watcher.apply(&text).await?;
-    let hash = Some(digest(&text));
-    watcher.applied = hash;
-    watcher.seen = hash;
-    tokio::spawn(watcher.run(shutdown));
+    watcher.applied = Some(digest);
+    tokio::spawn(watcher.run(poller));
     Ok(cell)
 }
 
-async fn read(path: &Path, name: &str) -> Result<String, ManagedError> {
-    let owned = path.to_owned();
-    tokio::task::spawn_blocking(move || policy_file::read_file(&owned))
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e).into()))
-        .map_err(|error| ManagedError::Read {
-            path: name.to_owned(),
-            error,
-        })
-}
-
-fn digest(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
+/// What the poller read, as the policy file's text.
+fn decode(
+    read: Result<poll::Content, files::ReadError>,
+    name: &str,
+) -> Result<(String, poll::Digest), ManagedError> {
+    let error = |error| ManagedError::Read {
+        path: name.to_owned(),
+        error,
+    };
+    let content = read.map_err(|e| error(e.into()))?;
+    let text = policy_file::decode_text(content.bytes).map_err(error)?;
+    Ok((text, content.digest))
 }
 
 struct Watcher {
-    path: PathBuf,
     name: String,
     service: Arc<Service>,
     cell: StatusCell,
     /// The content in force.
-    applied: Option<[u8; 32]>,
-    /// The content the last poll read.
-    seen: Option<[u8; 32]>,
-    /// Content found invalid and the status reporting it: not tried again while the
-    /// status still says so.
-    rejected: Option<([u8; 32], String)>,
+    applied: Option<poll::Digest>,
     status: PolicyFileStatus,
 }
 
@@ -163,56 +159,42 @@ impl Watcher {
         format!("file:{}", self.name)
     }
 
-    async fn run(mut self, shutdown: CancellationToken) {
-        let mut tick = tokio::time::interval(POLL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = tick.tick() => self.poll().await,
+    async fn run(mut self, mut poller: poll::Poller) {
+        while let Some(reports) = poller.next().await {
+            for report in reports {
+                if !self.take(report.read).await {
+                    poller.again(report.index);
+                }
             }
         }
     }
 
-    async fn poll(&mut self) {
-        let text = match read(&self.path, &self.name).await {
-            Ok(text) => text,
+    /// Applies what a poll read, or reports why not; false when the same content
+    /// should be tried again at the next poll. The poller reports content once, so
+    /// content found invalid is not tried again until the file changes (content
+    /// rejected, replaced, then written back is news again: log, audit, status).
+    async fn take(&mut self, read: Result<poll::Content, files::ReadError>) -> bool {
+        let (text, digest) = match decode(read, &self.name) {
+            Ok(read) => read,
             Err(e) => {
-                self.seen = None;
                 self.fail(format!(
                     "{e}; the last good policy stays in force until the file is back"
                 ));
-                return;
+                return true;
             }
         };
-        let hash = Some(digest(&text));
-        if hash == self.applied {
-            self.seen = hash;
+        if Some(digest) == self.applied {
             if self.status.last_error.take().is_some() {
                 info!(path = %self.name, "policy file is back to the policy in force");
                 self.publish_status();
             }
-            return;
-        }
-        if hash != self.seen {
-            // wait one more poll: the writer may not have finished
-            self.seen = hash;
-            return;
-        }
-        // the same rejected content is skipped only while the status still reports it:
-        // content rejected, replaced, then written back is news again (log, audit,
-        // last_error), not silently ignored
-        if let (Some((at, message)), Some(now)) = (&self.rejected, hash)
-            && *at == now
-            && self.status.last_error.as_ref() == Some(message)
-        {
-            return;
+            return true;
         }
         match self.apply(&text).await {
             Ok(()) => {
                 crate::metrics::policy_file_reload(true);
-                self.applied = hash;
-                self.rejected = None;
+                self.applied = Some(digest);
+                true
             }
             Err(e @ ManagedError::Invalid(_))
             | Err(
@@ -228,12 +210,14 @@ impl Watcher {
                     serde_json::json!({"path": self.name, "error": message}),
                 )
                 .await;
-                let status = format!("{message}\nthe previous policy stays in force");
-                self.rejected = hash.map(|h| (h, status.clone()));
-                self.fail(status);
+                self.fail(format!("{message}\nthe previous policy stays in force"));
+                true
             }
             // the store is unavailable: the next poll tries again
-            Err(e) => self.fail(e.to_string()),
+            Err(e) => {
+                self.fail(e.to_string());
+                false
+            }
         }
     }
 

@@ -1,14 +1,15 @@
 //! TLS for the listener (rustls): the certificate chain, its key and, for mTLS, the
-//! client CA are read from files and read again when they change, so a renewed
-//! certificate is served without a restart. A file that no longer makes a valid
-//! configuration is reported and the one in force stays.
+//! client CA are read from files and followed by the server's one file poller
+//! ([`crate::files::poll`]), so a renewed certificate is served without a restart.
+//! A file that no longer makes a valid configuration is reported and the one in
+//! force stays.
 
 use crate::config::TlsConfig;
 use crate::connections::Connection;
+use crate::files::{self, poll};
 use futures::{Stream, StreamExt};
-use sha2::{Digest, Sha256};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
@@ -24,14 +25,19 @@ use tracing::{debug, error, info};
 
 /// How long a client may take to finish its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest certificate, key or CA file read: a bundle of every public root CA is
+/// about 250 KB.
+pub const MAX_PEM_BYTES: usize = 1024 * 1024;
+/// The files' fields, in the poller's order (`client_ca` only with mTLS).
+const FIELDS: [&str; 3] = ["cert", "key", "client_ca"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("tls.{field}: cannot read {path}: {source}: fix the path or the file's permissions")]
+    #[error("tls.{field}: cannot read {path}: {source}: {}", source.fix())]
     Read {
         field: &'static str,
         path: String,
-        source: io::Error,
+        source: files::ReadError,
     },
     #[error("tls.{field}: {path}: {message}")]
     Invalid {
@@ -118,14 +124,6 @@ impl AsyncWrite for Conn {
     }
 }
 
-fn read(field: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
-        field,
-        path: path.display().to_string(),
-        source,
-    })
-}
-
 fn invalid(field: &'static str, path: &Path, message: impl Into<String>) -> TlsError {
     TlsError::Invalid {
         field,
@@ -134,37 +132,57 @@ fn invalid(field: &'static str, path: &Path, message: impl Into<String>) -> TlsE
     }
 }
 
-/// The files' contents, read once, so what is built is what was hashed.
-struct Files {
-    cert: Vec<u8>,
-    key: Vec<u8>,
-    client_ca: Option<Vec<u8>>,
+/// The poller of the files, in [`FIELDS`] order.
+fn poller(config: &TlsConfig, stop: CancellationToken) -> poll::Poller {
+    let (cert, key) = config.files().expect("validated: cert and key are set");
+    let mut paths: Vec<PathBuf> = vec![cert.to_owned(), key.to_owned()];
+    paths.extend(config.client_ca.clone());
+    let options = poll::Options {
+        settle: 1,
+        max_bytes: MAX_PEM_BYTES,
+    };
+    let every = Duration::from_secs(config.reload_secs);
+    poll::Poller::new(paths, options, poll::Schedule::new(every, stop))
 }
 
+fn read_error(index: usize, path: &Path, source: files::ReadError) -> TlsError {
+    TlsError::Read {
+        field: FIELDS[index],
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// The files' contents as last read, in [`FIELDS`] order, so what is built is what
+/// was read.
+struct Files(Vec<poll::Content>);
+
 impl Files {
-    fn read(config: &TlsConfig) -> Result<Self, TlsError> {
-        let (cert, key) = config.files().expect("validated: cert and key are set");
-        Ok(Self {
-            cert: read("cert", cert)?,
-            key: read("key", key)?,
-            client_ca: config
-                .client_ca
-                .as_deref()
-                .map(|p| read("client_ca", p))
-                .transpose()?,
-        })
+    /// Reads every file, as a start does.
+    fn read(poller: &mut poll::Poller) -> Result<Self, TlsError> {
+        let reads = poller.read_all();
+        let parts = reads
+            .into_iter()
+            .enumerate()
+            .map(|(i, read)| read.map_err(|e| read_error(i, &poller.paths()[i], e)))
+            .collect::<Result<_, _>>()?;
+        Ok(Self(parts))
     }
 
-    fn digest(&self) -> [u8; 32] {
-        let mut hash = Sha256::new();
-        for part in [&self.cert, &self.key] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part);
-        }
-        if let Some(ca) = &self.client_ca {
-            hash.update(ca);
-        }
-        hash.finalize().into()
+    fn cert(&self) -> &[u8] {
+        &self.0[0].bytes
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.0[1].bytes
+    }
+
+    fn client_ca(&self) -> Option<&[u8]> {
+        self.0.get(2).map(|c| c.bytes.as_slice())
+    }
+
+    fn digests(&self) -> Vec<poll::Digest> {
+        self.0.iter().map(|c| c.digest).collect()
     }
 }
 
@@ -195,8 +213,8 @@ fn certs(
 /// A rustls server configuration from the files' contents.
 fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsError> {
     let (cert_path, key_path) = config.files().expect("validated: cert and key are set");
-    let chain = certs("cert", cert_path, &files.cert)?;
-    let key = PrivateKeyDer::from_pem_slice(&files.key).map_err(|e| {
+    let chain = certs("cert", cert_path, files.cert())?;
+    let key = PrivateKeyDer::from_pem_slice(files.key()).map_err(|e| {
         invalid(
             "key",
             key_path,
@@ -211,7 +229,7 @@ fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsErro
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| invalid("cert", cert_path, e.to_string()))?;
-    let builder = match (&config.client_ca, &files.client_ca) {
+    let builder = match (&config.client_ca, files.client_ca()) {
         (Some(ca_path), Some(pem)) => {
             let mut roots = RootCertStore::empty();
             for cert in certs("client_ca", ca_path, pem)? {
@@ -246,7 +264,7 @@ fn build(config: &TlsConfig, files: &Files) -> Result<Arc<ServerConfig>, TlsErro
 
 /// Reads and checks the files as a start would, serving nothing (`check-config`).
 pub fn check(config: &TlsConfig) -> Result<(), TlsError> {
-    let files = Files::read(config)?;
+    let files = Files::read(&mut poller(config, CancellationToken::new()))?;
     build(config, &files).map(|_| ())
 }
 
@@ -260,16 +278,12 @@ impl Acceptor {
     /// Reads the files (a problem stops the start) and follows them every
     /// `tls.reload_secs` until `stop`.
     pub fn start(config: &TlsConfig, stop: CancellationToken) -> Result<Arc<Self>, TlsError> {
-        let files = Files::read(config)?;
+        let mut poller = poller(config, stop);
+        let files = Files::read(&mut poller)?;
         let acceptor = Arc::new(Self {
             current: RwLock::new(build(config, &files)?),
         });
-        tokio::spawn(follow(
-            acceptor.clone(),
-            config.clone(),
-            files.digest(),
-            stop,
-        ));
+        tokio::spawn(follow(acceptor.clone(), config.clone(), files, poller));
         Ok(acceptor)
     }
 
@@ -286,29 +300,30 @@ impl Acceptor {
 async fn follow(
     acceptor: Arc<Acceptor>,
     config: TlsConfig,
-    mut seen: [u8; 32],
-    stop: CancellationToken,
+    mut files: Files,
+    mut poller: poll::Poller,
 ) {
-    let mut every = tokio::time::interval(Duration::from_secs(config.reload_secs));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    every.tick().await;
-    loop {
-        tokio::select! {
-            _ = every.tick() => {}
-            () = stop.cancelled() => return,
-        }
-        let files = match Files::read(&config) {
-            Ok(files) => files,
-            Err(e) => {
-                debug!(error = %e, "tls files not readable: keeping the certificate in force");
-                continue;
+    let mut tried = files.digests();
+    while let Some(reports) = poller.next().await {
+        let mut unreadable = None;
+        for report in reports {
+            match report.read {
+                Ok(content) => files.0[report.index] = content,
+                Err(e) => {
+                    unreadable = Some(read_error(report.index, &poller.paths()[report.index], e))
+                }
             }
-        };
-        let digest = files.digest();
-        if digest == seen {
+        }
+        if let Some(e) = unreadable {
+            debug!(error = %e, "tls files not readable: keeping the certificate in force");
             continue;
         }
-        seen = digest;
+        // a file back after a failed read with the content already tried is no change
+        let digests = files.digests();
+        if digests == tried {
+            continue;
+        }
+        tried = digests;
         match build(&config, &files) {
             Ok(server) => {
                 *acceptor.current.write().unwrap_or_else(|e| e.into_inner()) = server;

@@ -1,7 +1,8 @@
 //! JWT bearer tokens from an identity provider, verified against its published keys
-//! (a JWKS file, or a URL, read again every `auth.jwt.refresh_secs` and, within 10 s,
-//! when a token names a key the set does not hold: a rotated key is taken once the
-//! provider publishes it): signature, issuer, audience, expiry and not-before
+//! (a JWKS file, followed by the server's one file poller, or a URL; looked at again
+//! every `auth.jwt.refresh_secs` and, within 10 s, when a token names a key the set
+//! does not hold: a rotated key is taken once the provider publishes it):
+//! signature, issuer, audience, expiry and not-before
 //! checked, then claims mapped to team, user and role by configuration; the
 //! principal is named by issuer, team and user ([`principal_name`]).
 //!
@@ -9,6 +10,7 @@
 
 use super::principal::{AuthError, Principal, Role};
 use crate::config::JwtConfig;
+use crate::files::{self, poll};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use std::sync::{Arc, RwLock};
@@ -17,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// Largest JWKS document read, in bytes.
-const MAX_JWKS_BYTES: usize = 1024 * 1024;
+pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// Largest token looked at, in bytes.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// A token signed with a key the set does not hold fetches the keys again early, at
@@ -44,64 +46,88 @@ pub struct JwtVerifier {
     config: JwtConfig,
     keys: RwLock<Arc<JwkSet>>,
     /// Woken by a token whose key is unknown: the issuer may have rotated.
-    wake: tokio::sync::Notify,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+/// Where the keys come from, and when they are looked at again.
+enum Source {
+    File(poll::Poller),
+    Url {
+        /// One client for every refresh: its connections and TLS sessions are reused.
+        http: reqwest::Client,
+        schedule: poll::Schedule,
+    },
 }
 
 impl JwtVerifier {
     /// Reads the keys (a failure stops the start) and refreshes them every
     /// `refresh_secs` until `stop`.
     pub async fn start(config: &JwtConfig, stop: CancellationToken) -> Result<Arc<Self>, JwtError> {
-        // one client for every refresh: its connections and TLS sessions are reused
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| JwtError::Keys {
-                source_name: source_name(config),
-                message: e.to_string(),
-            })?;
-        let keys = load(config, &http).await?;
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let schedule = poll::Schedule::new(Duration::from_secs(config.refresh_secs), stop)
+            .wake_on(wake.clone(), MIN_REFRESH_GAP);
+        let (keys, source) = match &config.jwks_file {
+            Some(file) => {
+                let options = poll::Options {
+                    settle: 1,
+                    max_bytes: MAX_JWKS_BYTES,
+                };
+                let mut poller = poll::Poller::new(vec![file.clone()], options, schedule);
+                let keys = parse_file(config, poller.read(0))?;
+                (keys, Source::File(poller))
+            }
+            None => {
+                let http = reqwest::Client::builder()
+                    .timeout(Duration::from_secs(10))
+                    .build()
+                    .map_err(|e| keys_error(config, e.to_string()))?;
+                let keys = fetch(config, &http).await?;
+                (keys, Source::Url { http, schedule })
+            }
+        };
         info!(keys = keys.keys.len(), source = %source_name(config), "jwt keys loaded");
         let verifier = Arc::new(Self {
             config: config.clone(),
             keys: RwLock::new(Arc::new(keys)),
-            wake: tokio::sync::Notify::new(),
+            wake,
         });
-        let refreshing = verifier.clone();
-        tokio::spawn(async move {
-            let every = Duration::from_secs(refreshing.config.refresh_secs);
-            let mut last = tokio::time::Instant::now();
-            loop {
-                let woken = tokio::select! {
-                    () = tokio::time::sleep_until(last + every) => false,
-                    () = refreshing.wake.notified() => true,
-                    () = stop.cancelled() => return,
-                };
-                if woken {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(last + MIN_REFRESH_GAP) => {}
-                        () = stop.cancelled() => return,
-                    }
-                }
-                last = tokio::time::Instant::now();
-                match load(&refreshing.config, &http).await {
-                    Ok(keys) => {
-                        let changed = *refreshing.current() != keys;
-                        if changed {
-                            info!(
-                                keys = keys.keys.len(),
-                                "jwt keys changed: rotated keys in force"
-                            );
-                            *refreshing.keys.write().unwrap_or_else(|e| e.into_inner()) =
-                                Arc::new(keys);
-                        }
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "jwt keys not refreshed: keeping the ones in force")
+        tokio::spawn(verifier.clone().refresh(source));
+        Ok(verifier)
+    }
+
+    /// Takes the keys each look finds until stopped.
+    async fn refresh(self: Arc<Self>, source: Source) {
+        match source {
+            Source::File(mut poller) => {
+                while let Some(reports) = poller.next().await {
+                    for report in reports {
+                        self.take(parse_file(&self.config, report.read));
                     }
                 }
             }
-        });
-        Ok(verifier)
+            Source::Url { http, mut schedule } => {
+                while schedule.wait().await {
+                    self.take(fetch(&self.config, &http).await);
+                }
+            }
+        }
+    }
+
+    /// Puts keys read again in force when they differ; a failure keeps the ones in
+    /// force.
+    fn take(&self, read: Result<JwkSet, JwtError>) {
+        match read {
+            Ok(keys) => {
+                if *self.current() != keys {
+                    info!(
+                        keys = keys.keys.len(),
+                        "jwt keys changed: rotated keys in force"
+                    );
+                    *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+                }
+            }
+            Err(e) => warn!(error = %e, "jwt keys not refreshed: keeping the ones in force"),
+        }
     }
 
     fn current(&self) -> Arc<JwkSet> {
@@ -269,56 +295,64 @@ fn source_name(config: &JwtConfig) -> String {
     }
 }
 
-async fn load(config: &JwtConfig, http: &reqwest::Client) -> Result<JwkSet, JwtError> {
-    let err = |message: String| JwtError::Keys {
+fn keys_error(config: &JwtConfig, message: String) -> JwtError {
+    JwtError::Keys {
         source_name: source_name(config),
         message,
-    };
-    let too_large = || err(format!("larger than {} MiB", MAX_JWKS_BYTES >> 20));
-    let bytes = match (&config.jwks_file, &config.jwks_url) {
-        (Some(file), _) => {
-            let file = tokio::fs::File::open(file)
-                .await
-                .map_err(|e| err(e.to_string()))?;
-            let mut bytes = Vec::new();
-            // one byte past the cap tells a file at the cap from a larger one
-            tokio::io::AsyncReadExt::read_to_end(
-                &mut tokio::io::AsyncReadExt::take(file, MAX_JWKS_BYTES as u64 + 1),
-                &mut bytes,
-            )
-            .await
-            .map_err(|e| err(e.to_string()))?;
-            bytes
-        }
-        (None, Some(url)) => {
-            let mut answer = http
-                .get(url)
-                .send()
-                .await
-                .and_then(|a| a.error_for_status())
-                .map_err(|e| err(e.to_string()))?;
-            if answer.content_length().unwrap_or(0) > MAX_JWKS_BYTES as u64 {
-                return Err(too_large());
-            }
-            // read chunk by chunk and stop at the cap: a body sent without a length
-            // (or with a false one) cannot make the server buffer without bound
-            let mut bytes = Vec::new();
-            while let Some(chunk) = answer.chunk().await.map_err(|e| err(e.to_string()))? {
-                if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
-                    return Err(too_large());
-                }
-                bytes.extend_from_slice(&chunk);
-            }
-            bytes
-        }
-        (None, None) => return Err(err("set auth.jwt.jwks_file or auth.jwt.jwks_url".into())),
-    };
-    if bytes.len() > MAX_JWKS_BYTES {
-        return Err(too_large());
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        err(format!(
-            "not a JWKS document ({e}): give {{\"keys\": [...]}}"
-        ))
+}
+
+fn too_large(config: &JwtConfig) -> JwtError {
+    keys_error(config, format!("larger than {} MiB", MAX_JWKS_BYTES >> 20))
+}
+
+/// The keys of the JWKS file as the poller read it (at most [`MAX_JWKS_BYTES`]).
+fn parse_file(
+    config: &JwtConfig,
+    read: Result<poll::Content, files::ReadError>,
+) -> Result<JwkSet, JwtError> {
+    match read {
+        Ok(content) => parse(config, &content.bytes),
+        Err(files::ReadError::TooLarge(_)) => Err(too_large(config)),
+        Err(e) => Err(keys_error(config, e.to_string())),
+    }
+}
+
+/// The keys at the JWKS URL.
+async fn fetch(config: &JwtConfig, http: &reqwest::Client) -> Result<JwkSet, JwtError> {
+    let err = |e: reqwest::Error| keys_error(config, e.to_string());
+    let Some(url) = &config.jwks_url else {
+        return Err(keys_error(
+            config,
+            "set auth.jwt.jwks_file or auth.jwt.jwks_url".into(),
+        ));
+    };
+    let mut answer = http
+        .get(url)
+        .send()
+        .await
+        .and_then(|a| a.error_for_status())
+        .map_err(err)?;
+    if answer.content_length().unwrap_or(0) > MAX_JWKS_BYTES as u64 {
+        return Err(too_large(config));
+    }
+    // read chunk by chunk and stop at the cap: a body sent without a length (or with
+    // a false one) cannot make the server buffer without bound
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer.chunk().await.map_err(err)? {
+        if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
+            return Err(too_large(config));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    parse(config, &bytes)
+}
+
+fn parse(config: &JwtConfig, bytes: &[u8]) -> Result<JwkSet, JwtError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        keys_error(
+            config,
+            format!("not a JWKS document ({e}): give {{\"keys\": [...]}}"),
+        )
     })
 }

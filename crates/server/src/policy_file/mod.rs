@@ -46,7 +46,7 @@ pub use parse::{
     managed_policy_warnings, parse_managed_policy, parse_team_policy, parse_team_policy_untested,
     team_policy_warnings,
 };
-pub use read::{ReadError, read_file};
+pub use read::{ReadError, decode_text, read_file};
 
 use crate::policy::{AdminControls, ToolActionLists, roles::RolesDocument};
 use serde::{Deserialize, Serialize};
