@@ -22,7 +22,8 @@
 //! connection per worker) after the gRPC run: what the transcoding costs.
 //! The decision log is on, as by default; `--no-decision-log` turns it off (what
 //! recording every decision costs). With it on, `--evaluate-only` then counts the
-//! records the log holds against the decisions made: the difference is what was shed.
+//! records the log holds against the decisions made, and with `--metrics` reads the
+//! server's own counts of records written and shed from its metrics endpoint.
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/support/mod.rs"]
@@ -487,7 +488,10 @@ async fn main() {
     config.store.url = cluster.as_ref().map(support::pg::Cluster::url);
     config.limits.max_batch_calls = config.limits.max_batch_calls.max(args.batch);
     if args.metrics {
-        config.metrics.listen = Some("127.0.0.1:0".into());
+        // a port of its own, so the counts can be read afterwards: a bench may race
+        // for a free port as a test may not
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        config.metrics.listen = Some(free.local_addr().unwrap().to_string());
     }
     config.decision_log.enabled = args.decision_log;
     let ca = args.tls.then(|| serve_tls(&mut config, dir.path()));
@@ -589,11 +593,21 @@ async fn main() {
             let decided = warm_up.requests + m.requests;
             let logged = logged_records(&channels[0], decided).await;
             println!(
-                "decision log: {logged} of {decided} decisions recorded ({} shed), {:.0} records/s during the run",
+                "decision log: {logged} of {decided} decisions recorded ({} missing), {:.0} records/s during the run",
                 decided - logged,
                 m.requests as f64 / m.elapsed.as_secs_f64()
             );
-            json!({"decided": decided, "logged": logged, "shed": decided - logged})
+            let mut figures =
+                json!({"decided": decided, "logged": logged, "missing": decided - logged});
+            if let Some(addr) = &config.metrics.listen {
+                let text = scrape(addr).await;
+                let written = counter(&text, "toolgate_decision_log_records_written_total");
+                let shed = counter(&text, "toolgate_decision_log_records_shed_total");
+                println!("decision log, the server's counts: {written} written, {shed} shed");
+                figures["written"] = json!(written);
+                figures["shed"] = json!(shed);
+            }
+            figures
         } else {
             serde_json::Value::Null
         };
@@ -669,6 +683,24 @@ async fn main() {
     );
     child.kill().ok();
     child.wait().ok();
+}
+
+/// The metrics endpoint's text.
+async fn scrape(addr: &str) -> String {
+    reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("scrape the metrics")
+        .text()
+        .await
+        .expect("the metrics' text")
+}
+
+/// A counter's value in the metrics' text (0 when it is not there: never counted).
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
 }
 
 /// A self-signed certificate for `localhost` served by the listener; returns its PEM

@@ -683,6 +683,7 @@ async fn retention_removes_old_records_and_keeps_each_team_within_its_count() {
                     (0..5).map(|i| synthetic(now - 10 * day - i, "mcp", "github:recent", "ALLOW")),
                 )
                 .collect();
+            let old: Vec<_> = old.iter().collect();
             store.append_records(&[], &old).await.unwrap();
         }
         let server = TestServer::start(config).await;
@@ -717,6 +718,91 @@ async fn retention_removes_old_records_and_keeps_each_team_within_its_count() {
             .collect();
         assert!(names.iter().all(|n| n.starts_with("new")), "{names:?}");
         server.stop().await;
+    }
+}
+
+/// The ids a batch is told are the ones its records are listed with (they are not
+/// read back: one transaction's ids run on from the last), through batches of many
+/// statements, with an audit record in the same transaction; and retention removes
+/// the old records of every team (it goes team by team).
+#[tokio::test]
+async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
+    use toolgate::store::{AuditFilter, DecisionQuery, NewAuditEvent};
+    const TEAMS: [&str; 3] = ["acme", "beta", "gamma"];
+    for url in backends("decision log ids and retention per team").await {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(&config(dir.path(), &url)).await;
+        let day = 86_400_000;
+        let now = toolgate::service::now_ms();
+        let mut given = std::collections::BTreeMap::new();
+        let mut old = 0;
+        for (batch, n) in [1usize, 3, 1500, 2049, 7].into_iter().enumerate() {
+            let records: Vec<NewDecision> = (0..n)
+                .map(|i| {
+                    let age = if (i / 3) % 2 == 1 { 40 * day } else { 0 };
+                    let mut r =
+                        synthetic(now - age, "mcp", &format!("github:t{batch}_{i}"), "ALLOW");
+                    r.team_id = TEAMS[i % 3].into();
+                    r
+                })
+                .collect();
+            old += records.iter().filter(|r| r.at_ms < now).count();
+            let audit = NewAuditEvent {
+                team_id: "acme".into(),
+                revision: 0,
+                actor: "test".into(),
+                kind: format!("batch_{batch}"),
+                detail: serde_json::json!({}),
+            };
+            let ids = store
+                .append_records(&[&audit], &records.iter().collect::<Vec<_>>())
+                .await
+                .unwrap();
+            assert_eq!(ids.len(), n);
+            for (id, r) in ids.into_iter().zip(records) {
+                assert!(given.insert(id, r.tool).is_none(), "id {id} given twice");
+            }
+        }
+        let listed = |team: &str| {
+            let store = store.clone();
+            let query = DecisionQuery {
+                team_id: Some(team.into()),
+                limit: 10_000,
+                ..Default::default()
+            };
+            async move { store.list_decisions(&query).await.unwrap() }
+        };
+        let mut seen = 0;
+        for team in TEAMS {
+            for record in listed(team).await {
+                assert_eq!(given.get(&record.id), Some(&record.decision.tool));
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, given.len());
+        let audit = store
+            .list_audit(&AuditFilter {
+                team_id: Some("acme".into()),
+                after_id: 0,
+                limit: 100,
+                kind: None,
+                actor: Some("test".into()),
+                since_ms: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(audit.len(), 5);
+
+        let removed = store
+            .prune_decisions(now - 30 * day, 1_000_000)
+            .await
+            .unwrap();
+        assert_eq!(removed, old as u64);
+        for team in TEAMS {
+            let kept = listed(team).await;
+            assert!(!kept.is_empty());
+            assert!(kept.iter().all(|r| r.decision.at_ms == now), "{team}");
+        }
     }
 }
 
@@ -798,7 +884,7 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
         }
         open_store(&config)
             .await
-            .append_records(&[], &week)
+            .append_records(&[], &week.iter().collect::<Vec<_>>())
             .await
             .unwrap();
         let server = TestServer::start(config).await;

@@ -34,8 +34,12 @@ use tracing::{error, info, warn};
 pub const SPILL_FILE: &str = "audit-spill.jsonl";
 /// Pending DENY audit records before a denying call waits for room.
 const QUEUE: usize = 8_192;
-/// Records written in one transaction.
-const BATCH: usize = 1024;
+/// Records written in one transaction: one commit (one fsync) each, so under load a
+/// batch is as large as what waits, up to this.
+const BATCH: usize = 4096;
+/// Records waiting at once that make a batch wait for more, and how long at most.
+const LINGER_FROM: usize = 32;
+const LINGER: Duration = Duration::from_millis(50);
 /// DENY records kept in memory while the store fails, before the oldest are dropped.
 const MAX_PENDING: usize = 100_000;
 /// The spill file's bound; records past it wait in memory only.
@@ -61,7 +65,7 @@ pub(super) enum Record {
 pub struct AuditWriter {
     tx: mpsc::Sender<Record>,
     /// ALLOW and ASK decision-log records: offered, shed when full.
-    log_tx: mpsc::Sender<NewDecision>,
+    log_tx: mpsc::Sender<Box<NewDecision>>,
     /// Decision-log records as they are written, for `WatchDecisions`.
     published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     /// Records the writer holds, not yet written (the metrics' queue depth).
@@ -125,7 +129,7 @@ impl AuditWriter {
     /// Offers an ALLOW or ASK decision-log record: when the queue is full it is shed
     /// (and counted) rather than waited for.
     pub(super) fn offer(&self, decision: NewDecision) {
-        if self.log_tx.try_send(decision).is_err() {
+        if self.log_tx.try_send(Box::new(decision)).is_err() {
             crate::metrics::decision_log_shed(1);
         }
     }
@@ -179,7 +183,7 @@ impl Writer {
     async fn run(
         mut self,
         mut rx: mpsc::Receiver<Record>,
-        mut log_rx: mpsc::Receiver<NewDecision>,
+        mut log_rx: mpsc::Receiver<Box<NewDecision>>,
         stop: CancellationToken,
     ) {
         let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
@@ -213,12 +217,46 @@ impl Writer {
                         break;
                     }
                 }
+                // Under load, a commit (an fsync) and each statement cost more than the
+                // rows they hold: the batch waits up to LINGER for more to join, so it
+                // is thousands of rows rather than what one write left behind. A
+                // trickle is written at once.
+                let mut stopping = false;
+                if batch.len() + offered.len() >= LINGER_FROM {
+                    let linger = tokio::time::sleep(LINGER);
+                    tokio::pin!(linger);
+                    while batch.len() + offered.len() < BATCH {
+                        let room = BATCH - batch.len() - offered.len();
+                        tokio::select! {
+                            biased;
+                            () = stop.cancelled() => {
+                                stopping = true;
+                                break;
+                            }
+                            () = &mut linger => break,
+                            received = rx.recv_many(&mut batch, room) => {
+                                if received == 0 {
+                                    break;
+                                }
+                            }
+                            received = log_rx.recv_many(&mut offered, room) => {
+                                if received == 0 {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
                 self.pending.extend(batch);
-                self.pending
-                    .extend(offered.into_iter().map(|decision| Record::Decision {
-                        decision: Box::new(decision),
-                    }));
+                self.pending.extend(
+                    offered
+                        .into_iter()
+                        .map(|decision| Record::Decision { decision }),
+                );
                 self.held_now();
+                if stopping {
+                    return self.finish(rx, log_rx).await;
+                }
             }
             let n = self.pending.len().min(BATCH);
             match self.write(n).await {
@@ -280,7 +318,7 @@ impl Writer {
     async fn finish(
         mut self,
         mut rx: mpsc::Receiver<Record>,
-        mut log_rx: mpsc::Receiver<NewDecision>,
+        mut log_rx: mpsc::Receiver<Box<NewDecision>>,
     ) {
         rx.close();
         log_rx.close();
@@ -288,9 +326,7 @@ impl Writer {
             self.pending.push_back(record);
         }
         while let Some(decision) = log_rx.recv().await {
-            self.pending.push_back(Record::Decision {
-                decision: Box::new(decision),
-            });
+            self.pending.push_back(Record::Decision { decision });
         }
         self.spill_pending();
         while !self.pending.is_empty() {
@@ -309,27 +345,26 @@ impl Writer {
     }
 
     async fn write(&mut self, n: usize) -> Result<(), StoreError> {
+        // by reference: the records stay pending until the store took them
         let mut audit = Vec::new();
         let mut decisions = Vec::new();
         for record in self.pending.iter().take(n) {
             match record {
-                Record::Audit(event) => audit.push(event.clone()),
-                Record::Decision { decision } => decisions.push((**decision).clone()),
+                Record::Audit(event) => audit.push(event),
+                Record::Decision { decision } => decisions.push(&**decision),
             }
         }
-        let store = self.hub.store();
-        if decisions.is_empty() {
-            store.append_audit(&audit).await?;
-        } else {
-            let ids = store.append_records(&audit, &decisions).await?;
+        let ids = self.hub.store().append_records(&audit, &decisions).await?;
+        if !decisions.is_empty() {
             crate::metrics::decision_log_written(decisions.len());
-            // nobody listening is the usual case, and not an error
-            if self.published.receiver_count() > 0 {
-                for (id, decision) in ids.into_iter().zip(decisions) {
-                    let _ = self
-                        .published
-                        .send(Arc::new(StoredDecision { id, decision }));
-                }
+        }
+        // nobody listening is the usual case, and not an error
+        if self.published.receiver_count() > 0 {
+            for (id, &decision) in ids.into_iter().zip(&decisions) {
+                let decision = decision.clone();
+                let _ = self
+                    .published
+                    .send(Arc::new(StoredDecision { id, decision }));
             }
         }
         crate::metrics::audit_written(audit.len());

@@ -15,6 +15,14 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// where it has one.
     const BEGIN_WRITE: &'static str;
 
+    /// Whether a statement's bind parameters are numbered (`$1, $2, …`) or plain `?`.
+    /// SQLite takes `?`: sqlx finds each numbered one by its name, a scan of every
+    /// name, so binding a statement of thousands of them was quadratic.
+    const NUMBERED_PARAMS: bool = true;
+
+    /// Reads the last id the connection's latest INSERT into `decisions` took.
+    const LAST_DECISION_ID: &'static str;
+
     /// A connection for a write transaction.
     async fn write_connection(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
 

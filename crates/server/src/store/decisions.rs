@@ -7,7 +7,8 @@ use super::sql::SqlStore;
 use super::{NewAuditEvent, StoreError, to_i64, to_u64};
 use serde::{Deserialize, Serialize};
 use sqlx::{
-    ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Row, Type,
+    Arguments, ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments,
+    Row, Type,
 };
 
 /// Starts the payload of a replica's notice that it committed decision-log records:
@@ -86,8 +87,21 @@ const COLUMNS: &str = "at, team_id, user_id, principal, agent_id, role, client, 
      server, tool, action, subject, subject_bytes, subject_sha256, outcome, reason,
      matched_entry, revision";
 const COLUMN_COUNT: usize = 19;
-/// Rows per INSERT statement: within SQLite's 32,766 parameters.
-const ROWS_PER_STATEMENT: usize = 500;
+/// Rows per INSERT statement at most: a power of two, within SQLite's 32,766
+/// parameters (PostgreSQL takes 65,535).
+const MAX_ROWS_PER_STATEMENT: usize = 1024;
+const _: () = assert!(
+    MAX_ROWS_PER_STATEMENT.is_power_of_two() && MAX_ROWS_PER_STATEMENT * COLUMN_COUNT <= 32_766
+);
+
+/// The teams with records, each found by a step through the (team, time) index
+/// rather than a scan of every record.
+const LOGGED_TEAMS: &str = "WITH RECURSIVE teams(team_id) AS (
+       SELECT MIN(team_id) FROM decisions
+       UNION ALL
+       SELECT (SELECT MIN(d.team_id) FROM decisions d WHERE d.team_id > teams.team_id)
+       FROM teams WHERE teams.team_id IS NOT NULL)
+     SELECT team_id FROM teams WHERE team_id IS NOT NULL";
 
 const INSERT_AUDIT: &str = "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
      VALUES ($1, $2, $3, $4, $5, $6)";
@@ -140,8 +154,8 @@ where
     /// ids, in the order given.
     pub(super) async fn insert_records(
         &self,
-        audit: &[NewAuditEvent],
-        decisions: &[NewDecision],
+        audit: &[&NewAuditEvent],
+        decisions: &[&NewDecision],
     ) -> Result<Vec<u64>, StoreError> {
         let mut conn = self.begin_write().await?;
         let result = async {
@@ -158,52 +172,45 @@ where
                     .execute(&mut *tx)
                     .await?;
             }
-            if !decisions.is_empty() {
-                self.backend.lock_decisions(&mut tx).await?;
+            if decisions.is_empty() {
+                tx.commit().await?;
+                return Ok(Vec::new());
             }
-            let mut ids = Vec::with_capacity(decisions.len());
-            for chunk in decisions.chunks(ROWS_PER_STATEMENT) {
-                let sql = insert_sql(chunk.len());
-                let mut query = sqlx::query(&sql);
+            self.backend.lock_decisions(&mut tx).await?;
+            let mut rest = decisions;
+            while !rest.is_empty() {
+                let (chunk, tail) = rest.split_at(rows_per_statement(rest.len()));
+                rest = tail;
+                // the arguments sized once: grown by pushes, they were copied a dozen times
+                let mut args = <B::Db as Database>::Arguments::default();
+                args.reserve(chunk.len() * COLUMN_COUNT, 0);
                 for d in chunk {
-                    query = query
-                        .bind(d.at_ms)
-                        .bind(d.team_id.as_str())
-                        .bind(d.user_id.as_str())
-                        .bind(d.principal.as_str())
-                        .bind(d.agent_id.as_str())
-                        .bind(d.role.as_str())
-                        .bind(d.client.as_str())
-                        .bind(d.source.as_str())
-                        .bind(d.kind.as_str())
-                        .bind(d.server.as_str())
-                        .bind(d.tool.as_str())
-                        .bind(d.action.as_str())
-                        .bind(d.subject.as_str())
-                        .bind(to_i64(d.subject_bytes))
-                        .bind(d.subject_sha256.as_str())
-                        .bind(d.outcome.as_str())
-                        .bind(d.reason.as_str())
-                        .bind(d.matched_entry.as_str())
-                        .bind(to_i64(d.revision));
+                    bind_row(&mut args, d)?;
                 }
-                let rows = query.fetch_all(&mut *tx).await?;
-                // one statement's ids are allocated in row order; RETURNING's own order
-                // is not promised, so they are sorted back into it
-                let mut chunk_ids = rows
-                    .iter()
-                    .map(|r| r.try_get::<i64, _>(0usize).map(to_u64))
-                    .collect::<Result<Vec<_>, _>>()?;
-                chunk_ids.sort_unstable();
-                ids.extend(chunk_ids);
-            }
-            if let (Some(&first), Some(&last)) = (ids.first(), ids.last()) {
-                self.backend
-                    .announce_decisions(&mut tx, first, last)
+                sqlx::query_with(insert_sql(chunk.len(), B::NUMBERED_PARAMS), args)
+                    .execute(&mut *tx)
                     .await?;
             }
+            // The writers are serialised (SQLite's one write connection, PostgreSQL's
+            // lock above) and each row's id is the one before plus one, so this
+            // transaction's ids are the run ending at the last: no row read back.
+            let last: i64 = sqlx::query_scalar(B::LAST_DECISION_ID)
+                .fetch_one(&mut *tx)
+                .await?;
+            let last = to_u64(last);
+            let first = (last + 1)
+                .checked_sub(decisions.len() as u64)
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "decision log ids end at {last} after {} rows were inserted",
+                        decisions.len()
+                    ))
+                })?;
+            self.backend
+                .announce_decisions(&mut tx, first, last)
+                .await?;
             tx.commit().await?;
-            Ok(ids)
+            Ok((first..=last).collect())
         }
         .await;
         self.end_write(conn, result)
@@ -279,18 +286,31 @@ where
     ) -> Result<u64, StoreError> {
         let mut conn = self.begin_write().await?;
         let result = async {
-            // counted first: the backends' results share no way to say what a DELETE removed
-            let expired: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM decisions WHERE at < $1")
+            // team by team, through the (team, time) index: an index on time alone
+            // would cost every insert (migration 7 dropped it)
+            let teams: Vec<String> = sqlx::query_scalar(LOGGED_TEAMS)
+                .fetch_all(&mut *conn)
+                .await?;
+            let mut count = 0;
+            for team in &teams {
+                // counted first: the backends' results share no way to say what a
+                // DELETE removed
+                let expired: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM decisions WHERE team_id = $1 AND at < $2",
+                )
+                .bind(team)
                 .bind(older_than_ms)
                 .fetch_one(&mut *conn)
                 .await?;
-            if expired > 0 {
-                sqlx::query("DELETE FROM decisions WHERE at < $1")
-                    .bind(older_than_ms)
-                    .execute(&mut *conn)
-                    .await?;
+                if expired > 0 {
+                    sqlx::query("DELETE FROM decisions WHERE team_id = $1 AND at < $2")
+                        .bind(team)
+                        .bind(older_than_ms)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                count += to_u64(expired);
             }
-            let mut count = to_u64(expired);
             let over = sqlx::query(
                 "SELECT team_id, COUNT(*) AS n FROM decisions GROUP BY team_id HAVING COUNT(*) > $1",
             )
@@ -318,18 +338,113 @@ where
     }
 }
 
-/// `INSERT … VALUES (…), (…) RETURNING id` for `rows` rows.
-fn insert_sql(rows: usize) -> String {
-    use std::fmt::Write as _;
-    let mut sql = format!("INSERT INTO decisions ({COLUMNS}) VALUES ");
-    for r in 0..rows {
-        sql.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..COLUMN_COUNT {
-            let n = r * COLUMN_COUNT + c + 1;
-            let _ = write!(sql, "{}${n}", if c == 0 { "" } else { ", " });
-        }
-        sql.push(')');
+/// Adds one record's values, in [`COLUMNS`] order.
+fn bind_row<'q, A>(args: &mut A, d: &'q NewDecision) -> Result<(), StoreError>
+where
+    A: Arguments<'q>,
+    &'q str: Encode<'q, A::Database> + Type<A::Database>,
+    i64: Encode<'q, A::Database> + Type<A::Database>,
+{
+    let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
+    args.add(d.at_ms).map_err(bad)?;
+    for text in [
+        &d.team_id,
+        &d.user_id,
+        &d.principal,
+        &d.agent_id,
+        &d.role,
+        &d.client,
+        &d.source,
+        &d.kind,
+        &d.server,
+        &d.tool,
+        &d.action,
+        &d.subject,
+    ] {
+        args.add(text.as_str()).map_err(bad)?;
     }
-    sql.push_str(" RETURNING id");
-    sql
+    args.add(to_i64(d.subject_bytes)).map_err(bad)?;
+    for text in [&d.subject_sha256, &d.outcome, &d.reason, &d.matched_entry] {
+        args.add(text.as_str()).map_err(bad)?;
+    }
+    args.add(to_i64(d.revision)).map_err(bad)?;
+    Ok(())
+}
+
+/// Rows of the INSERT statement that starts a batch of `remaining`: the most, or
+/// the largest power of two, so batches of any size take at most 11 distinct
+/// statements, which stay prepared in the connection's cache.
+fn rows_per_statement(remaining: usize) -> usize {
+    if remaining >= MAX_ROWS_PER_STATEMENT {
+        MAX_ROWS_PER_STATEMENT
+    } else {
+        1 << remaining.max(1).ilog2()
+    }
+}
+
+/// `INSERT … VALUES (…), (…)` for `rows` rows (a power of two up to
+/// [`MAX_ROWS_PER_STATEMENT`]), with numbered or plain `?` parameters; each text is
+/// made once.
+fn insert_sql(rows: usize, numbered: bool) -> &'static str {
+    use std::sync::OnceLock;
+    const SIZES: usize = MAX_ROWS_PER_STATEMENT.ilog2() as usize + 1;
+    static NUMBERED: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
+    static PLAIN: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
+    debug_assert!(rows.is_power_of_two() && rows <= MAX_ROWS_PER_STATEMENT);
+    let cache = if numbered { &NUMBERED } else { &PLAIN };
+    cache[rows.ilog2() as usize].get_or_init(|| {
+        use std::fmt::Write as _;
+        let mut sql = format!("INSERT INTO decisions ({COLUMNS}) VALUES ");
+        for r in 0..rows {
+            sql.push_str(if r == 0 { "(" } else { ", (" });
+            for c in 0..COLUMN_COUNT {
+                let separator = if c == 0 { "" } else { ", " };
+                if numbered {
+                    let _ = write!(sql, "{separator}${}", r * COLUMN_COUNT + c + 1);
+                } else {
+                    let _ = write!(sql, "{separator}?");
+                }
+            }
+            sql.push(')');
+        }
+        sql
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_split_into_few_statement_sizes() {
+        for (n, first) in [
+            (1, 1),
+            (2, 2),
+            (3, 2),
+            (1000, 512),
+            (1024, 1024),
+            (5000, 1024),
+        ] {
+            assert_eq!(rows_per_statement(n), first, "{n}");
+        }
+        let mut sizes = std::collections::BTreeSet::new();
+        for n in 1..=3000 {
+            let mut rest = n;
+            while rest > 0 {
+                let rows = rows_per_statement(rest);
+                sizes.insert(rows);
+                rest -= rows;
+            }
+        }
+        assert_eq!(sizes.len(), 11);
+    }
+
+    #[test]
+    fn insert_statements_have_a_parameter_per_column_and_row() {
+        let plain = insert_sql(4, false);
+        assert_eq!(plain.matches('?').count(), 4 * COLUMN_COUNT);
+        assert!(!plain.contains('$'));
+        let numbered = insert_sql(4, true);
+        assert!(numbered.ends_with(&format!("${})", 4 * COLUMN_COUNT)));
+    }
 }

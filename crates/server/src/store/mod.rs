@@ -284,13 +284,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Appends audit records and decision-log records in one transaction; the
     /// decisions' ids in the order given. A store that keeps no decision log writes
-    /// the audit records alone.
+    /// the audit records alone. By reference: the writer keeps its records until the
+    /// store took them.
     async fn append_records(
         &self,
-        audit: &[NewAuditEvent],
-        _decisions: &[NewDecision],
+        audit: &[&NewAuditEvent],
+        _decisions: &[&NewDecision],
     ) -> Result<Vec<u64>, StoreError> {
-        self.append_audit(audit).await?;
+        let audit: Vec<NewAuditEvent> = audit.iter().map(|&e| e.clone()).collect();
+        self.append_audit(&audit).await?;
         Ok(Vec::new())
     }
 

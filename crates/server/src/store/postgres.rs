@@ -96,6 +96,8 @@ impl Backend for PostgresBackend {
     type Db = Postgres;
 
     const BEGIN_WRITE: &'static str = "BEGIN";
+    const LAST_DECISION_ID: &'static str =
+        "SELECT currval(pg_get_serial_sequence('decisions', 'id'))";
 
     async fn write_connection(&self) -> Result<PoolConnection<Postgres>, StoreError> {
         Ok(self.pool.acquire().await?)

@@ -155,6 +155,11 @@ CREATE TABLE approval_grants (
 );
 CREATE INDEX approval_grants_call ON approval_grants (team_id, user_id, call_key);
 ",
+    // every decision-log insert kept an index on time alone, only for retention,
+    // which goes team by team through (team_id, at, id) instead
+    r"
+DROP INDEX decisions_at;
+",
 ];
 
 /// The migrations a schema at `version` still needs, each with the version it sets,

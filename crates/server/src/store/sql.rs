@@ -460,8 +460,8 @@ where
 
     async fn append_records(
         &self,
-        audit: &[NewAuditEvent],
-        decisions: &[NewDecision],
+        audit: &[&NewAuditEvent],
+        decisions: &[&NewDecision],
     ) -> Result<Vec<u64>, StoreError> {
         if audit.is_empty() && decisions.is_empty() {
             return Ok(Vec::new());
