@@ -5,7 +5,7 @@
 //! of it at once.
 
 use super::backend::Backend;
-use super::sql::SqlStore;
+use super::sql::{INSERT_AUDIT, SqlStore};
 use super::{StoreError, to_i64, to_u64};
 use serde_json::json;
 use sqlx::{
@@ -173,9 +173,6 @@ where
         allowlist_revision: revision.map(to_u64),
     })
 }
-
-const INSERT_AUDIT: &str = "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
-     VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// The notice payload announcing a change of `team`'s approvals.
 pub fn approvals_notice(team: &str) -> String {

@@ -3,7 +3,7 @@
 //! stay put while records are written, and pruned by age and by count per team.
 
 use super::backend::Backend;
-use super::sql::SqlStore;
+use super::sql::{INSERT_AUDIT, SqlStore};
 use super::{NewAuditEvent, StoreError, to_i64, to_u64};
 use serde::{Deserialize, Serialize};
 use sqlx::{
@@ -102,9 +102,6 @@ const LOGGED_TEAMS: &str = "WITH RECURSIVE teams(team_id) AS (
        SELECT (SELECT MIN(d.team_id) FROM decisions d WHERE d.team_id > teams.team_id)
        FROM teams WHERE teams.team_id IS NOT NULL)
      SELECT team_id FROM teams WHERE team_id IS NOT NULL";
-
-const INSERT_AUDIT: &str = "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
-     VALUES ($1, $2, $3, $4, $5, $6)";
 
 fn stored<R: Row>(row: &R) -> Result<StoredDecision, StoreError>
 where

@@ -33,7 +33,9 @@ enum DocKey<'a> {
     User(&'a str),
 }
 
-const INSERT_AUDIT: &str = "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
+/// One audit record; the decision log's and the approvals' writes append them too.
+pub(super) const INSERT_AUDIT: &str =
+    "INSERT INTO audit (team_id, revision, actor, kind, at, detail)
      VALUES ($1, $2, $3, $4, $5, $6)";
 
 impl<B: Backend> SqlStore<B>
@@ -369,26 +371,9 @@ where
         if events.is_empty() {
             return Ok(());
         }
-        let mut conn = self.begin_write().await?;
-        let result = async {
-            let now = now_ms();
-            let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
-            for e in events {
-                sqlx::query(INSERT_AUDIT)
-                    .bind(&e.team_id)
-                    .bind(to_i64(e.revision))
-                    .bind(&e.actor)
-                    .bind(&e.kind)
-                    .bind(now)
-                    .bind(e.detail.to_string())
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-            Ok(())
-        }
-        .await;
-        self.end_write(conn, result)
+        // the audit half of the decision log's write: one transaction, no decisions
+        let events: Vec<&NewAuditEvent> = events.iter().collect();
+        self.insert_records(&events, &[]).await.map(drop)
     }
 
     async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
