@@ -3,33 +3,39 @@
 //! no name is owned twice (issue 23's memory goal).
 
 use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
-use std::hash::BuildHasher;
+use rustc_hash::FxHasher;
+use std::hash::Hasher;
 use std::sync::Arc;
 
 /// An entry as written, sharing its list's text: a clone costs a reference count, as
 /// the `Arc<str>` it replaces did, so a decision that names its entry allocates nothing.
+/// Made on every decision an entry decides, so making it checks nothing: the span is
+/// checked when it is read (`as_str`), which few decisions do.
 #[derive(Clone)]
 pub struct EntryText {
     text: Arc<str>,
-    start: usize,
-    end: usize,
+    start: u32,
+    end: u32,
 }
 
 impl EntryText {
-    /// `text[start..end]`; `None` when that is not a slice of `text`.
-    pub(super) fn slice(text: &Arc<str>, start: usize, end: usize) -> Option<Self> {
-        text.get(start..end)?;
-        Some(Self {
+    /// `text[start..end]`, where `start..end` is a whole entry of a compiled list (so on
+    /// character boundaries); anything else reads as empty.
+    #[inline]
+    pub(super) fn span(text: &Arc<str>, start: u32, end: u32) -> Self {
+        Self {
             text: text.clone(),
             start,
             end,
-        })
+        }
     }
 
     pub fn as_str(&self) -> &str {
-        // the span was checked when it was made, and the text never changes
-        self.text.get(self.start..self.end).unwrap_or_default()
+        // a span of a compiled list is a whole entry; the check only keeps a bad span
+        // from panicking
+        self.text
+            .get(self.start as usize..self.end as usize)
+            .unwrap_or_default()
     }
 }
 
@@ -93,7 +99,9 @@ impl std::hash::Hash for EntryText {
 
 impl From<Arc<str>> for EntryText {
     fn from(text: Arc<str>) -> Self {
-        let end = text.len();
+        // longer than a span can say: the text is cut (only a text made outside a
+        // compiled list could be, and entries are limited far below 4 GiB)
+        let end = u32::try_from(text.len()).unwrap_or(u32::MAX);
         Self {
             text,
             start: 0,
@@ -125,7 +133,7 @@ struct Slot {
 }
 
 /// What a [`SpanTable`] is keyed by: a name (`server:*`, `*:tool`), or a pair whose
-/// span spells `server:tool` (the server being everything before the first `:`).
+/// span spells `server:tool` (neither name holding a `:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Keys {
     Names,
@@ -141,33 +149,74 @@ pub(super) struct SpanTable {
     slots: HashTable<Slot>,
 }
 
-fn hash_name(name: &str) -> u64 {
-    FxBuildHasher.hash_one(name)
+// Every lookup of a decision goes through these: a call's two names are hashed once
+// ([`Names`]) and every table probed with those hashes (issue 23: the decision as fast
+// as before the one-text lists).
+
+/// A name's hash in every table.
+#[inline]
+pub(super) fn hash_name(name: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(name);
+    h.finish()
 }
 
-fn hash_pair(server: &str, tool: &str) -> u64 {
-    FxBuildHasher.hash_one((server, tool))
+/// A pair's hash, from its two names' hashes.
+#[inline]
+fn hash_pair(server: u64, tool: u64) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u64(server);
+    h.write_u64(tool);
+    h.finish()
 }
 
-fn span(text: &str, slot: Slot) -> &str {
+/// A call's server and tool with their hashes: made once per lookup of a call, read by
+/// every table.
+#[derive(Clone, Copy)]
+pub(super) struct Names<'a> {
+    server: &'a [u8],
+    tool: &'a [u8],
+    pub(super) server_hash: u64,
+    tool_hash: u64,
+}
+
+impl<'a> Names<'a> {
+    #[inline]
+    pub(super) fn new(server: &'a str, tool: &'a str) -> Self {
+        let (server, tool) = (server.as_bytes(), tool.as_bytes());
+        Self {
+            server,
+            tool,
+            server_hash: hash_name(server),
+            tool_hash: hash_name(tool),
+        }
+    }
+}
+
+/// The key's bytes: compared as bytes, a span needs no check of character boundaries.
+#[inline]
+fn span(text: &[u8], slot: Slot) -> &[u8] {
     let start = slot.start as usize;
     text.get(start..start + slot.len as usize)
         .unwrap_or_default()
 }
 
 /// `server:tool` split at its first `:`.
-fn split_pair(key: &str) -> (&str, &str) {
-    key.split_once(super::entry::SEPARATOR).unwrap_or((key, ""))
+fn split_pair(key: &[u8]) -> (&[u8], &[u8]) {
+    match key.iter().position(|&b| b == b':') {
+        Some(at) => (&key[..at], &key[at + 1..]),
+        None => (key, &[]),
+    }
 }
 
-/// Whether `key` is `server`, `:`, `tool` split at its first `:`, without joining
-/// them (a server with a `:` is no key's server).
-fn spells_pair(key: &str, server: &str, tool: &str) -> bool {
+/// Whether `key` is `server`, `:`, `tool`, without joining them. A key holds one `:`,
+/// so a server or tool with a `:` spells no key.
+#[inline]
+fn spells_pair(key: &[u8], server: &[u8], tool: &[u8]) -> bool {
     key.len() == server.len() + 1 + tool.len()
-        && key.starts_with(server)
-        && key.as_bytes()[server.len()] == b':'
-        && key.ends_with(tool)
-        && !server.contains(super::entry::SEPARATOR)
+        && key[..server.len()] == *server
+        && key[server.len()] == b':'
+        && key[server.len() + 1..] == *tool
 }
 
 fn offset(n: usize) -> u32 {
@@ -197,12 +246,12 @@ impl SpanTable {
     }
 
     fn hash_slot(keys: Keys, text: &str, slot: Slot) -> u64 {
-        let key = span(text, slot);
+        let key = span(text.as_bytes(), slot);
         match keys {
             Keys::Names => hash_name(key),
             Keys::Pairs => {
                 let (server, tool) = split_pair(key);
-                hash_pair(server, tool)
+                hash_pair(hash_name(server), hash_name(tool))
             }
         }
     }
@@ -218,25 +267,50 @@ impl SpanTable {
 
     /// The index stored under `name` (a table of [`Keys::Names`]).
     pub(super) fn name(&self, text: &str, name: &str) -> Option<usize> {
+        self.name_hashed(text, name.as_bytes(), hash_name(name.as_bytes()))
+    }
+
+    /// The index stored under the call's server (a table of [`Keys::Names`]).
+    #[inline]
+    pub(super) fn server(&self, text: &str, names: &Names<'_>) -> Option<usize> {
+        self.name_hashed(text, names.server, names.server_hash)
+    }
+
+    /// The index stored under the call's tool (a table of [`Keys::Names`]).
+    #[inline]
+    pub(super) fn tool(&self, text: &str, names: &Names<'_>) -> Option<usize> {
+        self.name_hashed(text, names.tool, names.tool_hash)
+    }
+
+    #[inline]
+    fn name_hashed(&self, text: &str, name: &[u8], hash: u64) -> Option<usize> {
         debug_assert_eq!(self.keys, Keys::Names);
+        let text = text.as_bytes();
         self.slots
-            .find(hash_name(name), |slot| span(text, *slot) == name)
+            .find(hash, |slot| span(text, *slot) == name)
             .map(|slot| slot.index as usize)
     }
 
     /// The index stored under `server:tool` (a table of [`Keys::Pairs`]).
     pub(super) fn pair(&self, text: &str, server: &str, tool: &str) -> Option<usize> {
+        self.call(text, &Names::new(server, tool))
+    }
+
+    /// The index stored under the call's `server:tool` (a table of [`Keys::Pairs`]).
+    #[inline]
+    pub(super) fn call(&self, text: &str, names: &Names<'_>) -> Option<usize> {
         debug_assert_eq!(self.keys, Keys::Pairs);
+        let text = text.as_bytes();
         self.slots
-            .find(hash_pair(server, tool), |slot| {
-                spells_pair(span(text, *slot), server, tool)
+            .find(hash_pair(names.server_hash, names.tool_hash), |slot| {
+                spells_pair(span(text, *slot), names.server, names.tool)
             })
             .map(|slot| slot.index as usize)
     }
 
     /// Stores `text[start..start + len]` under `index`. The key must not be in the
     /// table yet (look it up first: the first entry in list order wins), and a pair's
-    /// server must hold no `:`.
+    /// server and tool must hold no `:` (the key holds one, between them).
     pub(super) fn insert(&mut self, text: &str, start: usize, len: usize, index: usize) {
         let slot = Slot {
             start: offset(start),
@@ -252,9 +326,10 @@ impl SpanTable {
     /// Every key with its index, in no particular order.
     #[cfg(test)]
     pub(super) fn iter<'a>(&'a self, text: &'a str) -> impl Iterator<Item = (&'a str, usize)> {
-        self.slots
-            .iter()
-            .map(move |slot| (span(text, *slot), slot.index as usize))
+        self.slots.iter().map(move |slot| {
+            let start = slot.start as usize;
+            (&text[start..start + slot.len as usize], slot.index as usize)
+        })
     }
 }
 
@@ -281,7 +356,7 @@ mod tests {
             let mut table = SpanTable::new(Keys::Pairs);
             let mut model: HashMap<(String, String), usize> = HashMap::new();
             for (i, (server, tool)) in keys.iter().enumerate() {
-                if server.contains(':') {
+                if server.contains(':') || tool.contains(':') {
                     continue; // the table's rule: the caller keeps such pairs elsewhere
                 }
                 model.entry((server.clone(), tool.clone())).or_insert(i);
@@ -331,16 +406,21 @@ mod tests {
     #[test]
     fn an_entry_text_reads_as_its_span() {
         let text: Arc<str> = Arc::from("github:*srv:tool");
-        let entry = EntryText::slice(&text, 8, 16).unwrap();
+        let entry = EntryText::span(&text, 8, 16);
         assert_eq!(entry, "srv:tool");
         assert_eq!(entry.to_string(), "srv:tool");
         assert_eq!(format!("{entry:?}"), "\"srv:tool\"");
         assert_eq!(entry, EntryText::from("srv:tool"));
-        assert!(EntryText::slice(&text, 8, 17).is_none(), "past the end");
+        assert_eq!(
+            EntryText::span(&text, 8, 17),
+            "",
+            "past the end reads as empty"
+        );
         let accented: Arc<str> = Arc::from("é:x");
-        assert!(
-            EntryText::slice(&accented, 1, 3).is_none(),
-            "inside a character"
+        assert_eq!(
+            EntryText::span(&accented, 1, 3),
+            "",
+            "inside a character reads as empty"
         );
     }
 }

@@ -3,10 +3,10 @@
 //! they are grouped by their literal server, and only the globs of the call's server
 //! (and those whose server is a wildcard or a glob) are tried.
 
-use super::arena::{EntryText, Keys, SpanTable};
+use super::arena::{EntryText, Keys, Names, SpanTable, hash_name};
 use super::builtin;
 use super::entry::{Entry, SEPARATOR, Side};
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
 use std::sync::Arc;
 
 /// A list's entries, compiled. Lookups answer the index of the first entry in list
@@ -30,9 +30,11 @@ pub struct CompiledList {
     tool_any: SpanTable,
     /// `*:*`.
     any: Option<usize>,
-    /// Globs under an exact server: server → [(tool side, index)].
-    server_globs: FxHashMap<String, Vec<(Side, usize)>>,
-    /// Entries whose server side is a glob, or `*` with a glob tool.
+    /// Globs under an exact server: server → [(tool side, index)], hashed as the
+    /// span tables' names are (a call's server is hashed once for both).
+    server_globs: HashTable<ServerGlobs>,
+    /// Entries whose server side is a glob, or `*` with a glob tool, and exact ones
+    /// with a `:` in a name (only entries made without parsing have one).
     other_globs: Vec<(Entry, usize)>,
 }
 
@@ -45,7 +47,7 @@ impl Default for CompiledList {
             server_any: SpanTable::new(Keys::Names),
             tool_any: SpanTable::new(Keys::Names),
             any: None,
-            server_globs: FxHashMap::default(),
+            server_globs: HashTable::new(),
             other_globs: Vec::new(),
         }
     }
@@ -100,11 +102,7 @@ impl<'a> ListBuilder<'a> {
                 }
             }
             Entry::Pair { server, tool } => match (server, tool) {
-                // a server with a `:` is no key of the table: only an entry made
-                // without parsing has one, and the linear path serves it
-                (Side::Exact(s), Side::Exact(t)) if !s.contains(SEPARATOR) => {
-                    self.pair(s, t, i);
-                }
+                (Side::Exact(s), Side::Exact(t)) => self.pair(s, t, i),
                 (Side::Exact(s), Side::Any) => self.name(Which::ServerAny, s, 0, i),
                 (Side::Any, Side::Exact(t)) => {
                     let at = self.raw[i].len().saturating_sub(t.len());
@@ -112,11 +110,18 @@ impl<'a> ListBuilder<'a> {
                 }
                 (Side::Any, Side::Any) => keep_first(&mut self.list.any, i),
                 (Side::Exact(s), glob @ Side::Glob(_)) => {
-                    self.list
-                        .server_globs
-                        .entry(s.clone())
-                        .or_default()
-                        .push((glob.clone(), i));
+                    let globs = &mut self.list.server_globs;
+                    let hash = hash_name(s.as_bytes());
+                    match globs.find_mut(hash, |g| *g.server == **s) {
+                        Some(g) => g.globs.push((glob.clone(), i)),
+                        None => {
+                            let g = ServerGlobs {
+                                server: s.as_str().into(),
+                                globs: vec![(glob.clone(), i)],
+                            };
+                            globs.insert_unique(hash, g, |g| hash_name(g.server.as_bytes()));
+                        }
+                    }
                 }
                 _ => self.list.other_globs.push((entry.clone(), i)),
             },
@@ -125,6 +130,16 @@ impl<'a> ListBuilder<'a> {
 
     /// Stores `server:tool` under `i` unless an earlier entry holds it.
     fn pair(&mut self, server: &str, tool: &str, i: usize) {
+        if server.contains(SEPARATOR) || tool.contains(SEPARATOR) {
+            // no key of the table: only an entry made without parsing has a `:` in a
+            // name, and the linear path serves it (so a lookup need not look for one)
+            let entry = Entry::Pair {
+                server: Side::Exact(server.to_owned()),
+                tool: Side::Exact(tool.to_owned()),
+            };
+            self.list.other_globs.push((entry, i));
+            return;
+        }
         if self.list.exact.pair(&self.text, server, tool).is_some() {
             return;
         }
@@ -184,6 +199,13 @@ impl<'a> ListBuilder<'a> {
     }
 }
 
+/// The globs of one exact server, in list order.
+#[derive(Debug, Clone)]
+struct ServerGlobs {
+    server: Box<str>,
+    globs: Vec<(Side, usize)>,
+}
+
 /// The tables keyed by a name.
 #[derive(Clone, Copy)]
 enum Which {
@@ -226,22 +248,24 @@ impl CompiledList {
         self.ends.len()
     }
 
-    fn span(&self, index: usize) -> (usize, usize) {
-        let end = self.ends[index] as usize;
-        let start = index.checked_sub(1).map_or(0, |i| self.ends[i] as usize);
+    #[inline]
+    fn span(&self, index: usize) -> (u32, u32) {
+        let end = self.ends[index];
+        let start = index.checked_sub(1).map_or(0, |i| self.ends[i]);
         (start, end)
     }
 
     /// The entry as written at `index`.
     pub fn raw(&self, index: usize) -> &str {
         let (start, end) = self.span(index);
-        &self.text[start..end]
+        &self.text[start as usize..end as usize]
     }
 
     /// The entry as written at `index`, sharing the list's text.
+    #[inline]
     pub fn entry(&self, index: usize) -> EntryText {
         let (start, end) = self.span(index);
-        EntryText::slice(&self.text, start, end).unwrap_or_else(|| self.raw(index).into())
+        EntryText::span(&self.text, start, end)
     }
 
     /// The entries as written, in list order: the list as it was compiled.
@@ -277,18 +301,22 @@ impl CompiledList {
             }
         };
         let text = &*self.text;
+        let names = Names::new(server, tool);
         if !self.exact.is_empty() {
-            consider(self.exact.pair(text, server, tool));
+            consider(self.exact.call(text, &names));
         }
         if !self.server_any.is_empty() {
-            consider(self.server_any.name(text, server));
+            consider(self.server_any.server(text, &names));
         }
         if !self.tool_any.is_empty() {
-            consider(self.tool_any.name(text, tool));
+            consider(self.tool_any.tool(text, &names));
         }
-        if let Some(globs) = self.server_globs.get(server) {
+        if let Some(g) = self
+            .server_globs
+            .find(names.server_hash, |g| *g.server == *server)
+        {
             consider(
-                globs
+                g.globs
                     .iter()
                     .find(|(side, _)| side.matches(tool))
                     .map(|(_, i)| *i),
@@ -319,4 +347,58 @@ fn arena_offset(n: usize) -> u32 {
 /// form is tested and benchmarked against.
 pub fn reference_first_match(entries: &[Entry], server: &str, tool: &str) -> Option<usize> {
     entries.iter().position(|e| e.matches_call(server, tool))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact(server: &str, tool: &str) -> Entry {
+        Entry::Pair {
+            server: Side::Exact(server.to_owned()),
+            tool: Side::Exact(tool.to_owned()),
+        }
+    }
+
+    /// Entries made without parsing may hold a `:` in a name; a call may too (the DENY
+    /// rules look names up before they are validated). Where the `:` falls must never
+    /// make a call match an entry it does not name.
+    #[test]
+    fn a_colon_in_a_name_matches_only_its_own_entry() {
+        let entries = [
+            exact("a", "b:c"),
+            exact("a:b", "c"),
+            exact("x", "y"),
+            exact("p:", "q"),
+            exact("p", ":q"),
+            exact("", ""),
+        ];
+        let raw: Vec<String> = ["a:b:c", "a:b:c", "x:y", "p::q", "p::q", ":"]
+            .map(str::to_owned)
+            .to_vec();
+        let list = CompiledList::new(&raw, &entries);
+        let probes = [
+            ("a", "b:c"),
+            ("a:b", "c"),
+            ("a", "b"),
+            ("a:b:c", ""),
+            ("", "a:b:c"),
+            ("x", "y"),
+            ("x:y", ""),
+            ("", "x:y"),
+            ("x:", "y"),
+            ("p:", "q"),
+            ("p", ":q"),
+            ("p:", ":q"),
+            ("", ""),
+            (":", ""),
+        ];
+        for (server, tool) in probes {
+            assert_eq!(
+                list.first_match(server, tool),
+                reference_first_match(&entries, server, tool),
+                "{server:?} {tool:?}"
+            );
+        }
+    }
 }
