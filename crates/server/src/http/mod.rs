@@ -20,6 +20,7 @@ pub use cors::check_origin;
 
 use crate::config::HttpConfig;
 use bytes::Bytes;
+use futures::future::Either;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response};
 use prost_reflect::DescriptorPool;
@@ -181,7 +182,9 @@ where
 {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = BoxFuture<Response<Body>, Infallible>;
+    /// A gRPC call goes on as the inner future itself: no allocation per call for
+    /// the layer (issue 23: every `Evaluate` passes through it).
+    type Future = Either<S::Future, BoxFuture<Response<Body>, Infallible>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
@@ -198,8 +201,26 @@ where
         let grpc_client =
             req.version() == http::Version::HTTP_2 && !req.headers().contains_key(header::ORIGIN);
         if route == Route::Grpc && (grpc_client || !self.shared.enabled) {
-            return Box::pin(self.inner.call(req));
+            return Either::Left(self.inner.call(req));
         }
+        Either::Right(self.call_http(route, req))
+    }
+}
+
+impl<S> Http<S>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    /// A call from a page or over HTTP/1.1: CORS, then gRPC-Web or Connect.
+    fn call_http(
+        &mut self,
+        route: Route,
+        req: Request<Body>,
+    ) -> BoxFuture<Response<Body>, Infallible> {
         let shared = self.shared.clone();
         let origin = match cors::Origin::of(&req, &shared.origins) {
             Ok(origin) => origin,
