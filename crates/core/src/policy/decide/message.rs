@@ -6,6 +6,7 @@ use crate::policy::{
     Call, Candidate, Decision, ListMode, Outcome, Reason, Scope, qualified_name, shell,
     split_internal_name,
 };
+use std::fmt::Write as _;
 
 /// A sentence for people about `d`, a decision on `call`.
 pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
@@ -22,75 +23,95 @@ pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
         };
         return format!("{name} is not permitted. Allowed: {}", allowed.join(", "));
     }
-    let subject = match call {
-        Call::Mcp { server, tool } => format!("{server}:{tool}"),
+    // one string, written in place: this runs for every decision, and the three
+    // formatted pieces it was made of cost more than the decision itself
+    let mut out = String::with_capacity(128);
+    match call {
+        Call::Mcp { server, tool } => {
+            out.push_str(server);
+            out.push(':');
+            out.push_str(tool);
+        }
         Call::McpAction {
             server,
             tool,
             action,
-        } => format!("{server}:{tool} (action {action})"),
-        Call::McpInternal { name, .. } => name.clone(),
-        Call::Shell(line) => format!("command {line:?}"),
-        Call::DeleteFile(path) => format!("deleting {path:?}"),
-    };
+        } => {
+            let _ = write!(out, "{server}:{tool} (action {action})");
+        }
+        Call::McpInternal { name, .. } => out.push_str(name),
+        Call::Shell(line) => {
+            let _ = write!(out, "command {line:?}");
+        }
+        Call::DeleteFile(path) => {
+            let _ = write!(out, "deleting {path:?}");
+        }
+    }
+    out.push(' ');
     let entry = d.matched_entry.as_deref().unwrap_or("");
-    let why = match d.reason {
-        Reason::KillSwitch => "is denied: the team's kill switch is on".to_owned(),
-        Reason::InvalidName => {
-            "needs approval: its server, tool or path is not a valid name".to_owned()
+    let (why, entry): (&str, &str) = match d.reason {
+        Reason::KillSwitch => ("is denied: the team's kill switch is on", ""),
+        Reason::InvalidName => (
+            "needs approval: its server, tool or path is not a valid name",
+            "",
+        ),
+        Reason::BlockedByAdmin => ("is denied by the admin blocklist entry ", entry),
+        Reason::NotInAccessAllowlist => (
+            "is denied: the admin permits only listed tools, and it is not listed",
+            "",
+        ),
+        Reason::AdminDisabled => ("needs approval: the admin has disabled auto-run", ""),
+        Reason::ProtectionOn => ("needs approval: tool protection is on", ""),
+        Reason::BrowserUnprotected => ("may run: browser protection is off", ""),
+        Reason::RunEverything => ("may run: run-everything mode is on", ""),
+        Reason::AutoRunOff => ("needs approval: auto-run is off", ""),
+        Reason::Allowlisted => ("may run: allowlisted by ", entry),
+        Reason::NotInAdminAllowlist => ("needs approval: it is not in the admin's allowlist", ""),
+        Reason::NotAllowlisted => (
+            "needs approval: it is not in the allowlist (it can be added)",
+            "",
+        ),
+        Reason::CommandAllowed => {
+            let _ = write!(out, "may run: every command is allowed (first by {entry})");
+            ("", "")
         }
-        Reason::BlockedByAdmin => format!("is denied by the admin blocklist entry {entry}"),
-        Reason::NotInAccessAllowlist => {
-            "is denied: the admin permits only listed tools, and it is not listed".to_owned()
-        }
-        Reason::AdminDisabled => "needs approval: the admin has disabled auto-run".to_owned(),
-        Reason::ProtectionOn => "needs approval: tool protection is on".to_owned(),
-        Reason::BrowserUnprotected => "may run: browser protection is off".to_owned(),
-        Reason::RunEverything => "may run: run-everything mode is on".to_owned(),
-        Reason::AutoRunOff => "needs approval: auto-run is off".to_owned(),
-        Reason::Allowlisted => format!("may run: allowlisted by {entry}"),
-        Reason::NotInAdminAllowlist => {
-            "needs approval: it is not in the admin's allowlist".to_owned()
-        }
-        Reason::NotAllowlisted => {
-            "needs approval: it is not in the allowlist (it can be added)".to_owned()
-        }
-        Reason::CommandAllowed => format!("may run: every command is allowed (first by {entry})"),
         Reason::CommandBlocked if entry.is_empty() => {
             let why = match call {
                 Call::Shell(line) => shell::parse_command_line(line).opaque().map(str::to_owned),
                 _ => None,
             };
-            format!(
+            let _ = write!(
+                out,
                 "needs approval: what it runs cannot be read from the line ({}), so it never auto-runs",
                 why.as_deref().unwrap_or("an opaque command")
-            )
+            );
+            ("", "")
         }
-        Reason::CommandBlocked => format!("needs approval: blocked by {entry}"),
-        Reason::CommandDenied => format!("is denied: it matches the denied command {entry}"),
-        Reason::CommandNotAllowlisted => {
-            "needs approval: not every command is allowlisted".to_owned()
-        }
-        Reason::DeleteProtected => "needs approval: the admin protects file deletion".to_owned(),
-        Reason::AutoRunOn => "may run: auto-run is on".to_owned(),
-        Reason::NotInFileAllowlist => "is not permitted by the policy file".to_owned(),
+        Reason::CommandBlocked => ("needs approval: blocked by ", entry),
+        Reason::CommandDenied => ("is denied: it matches the denied command ", entry),
+        Reason::CommandNotAllowlisted => ("needs approval: not every command is allowlisted", ""),
+        Reason::DeleteProtected => ("needs approval: the admin protects file deletion", ""),
+        Reason::AutoRunOn => ("may run: auto-run is on", ""),
+        Reason::NotInFileAllowlist => ("is not permitted by the policy file", ""),
         // written when the roles decide (Decision::detail); these stand in without one
-        Reason::NoRoleAllowlist => {
-            "is denied: no allow-list for the agent in this context".to_owned()
-        }
-        Reason::NotInRoleAllowlist => "is denied: not in the agent's allow-list".to_owned(),
-        Reason::Restricted => "is restricted for the agent in this context".to_owned(),
+        Reason::NoRoleAllowlist => ("is denied: no allow-list for the agent in this context", ""),
+        Reason::NotInRoleAllowlist => ("is denied: not in the agent's allow-list", ""),
+        Reason::Restricted => ("is restricted for the agent in this context", ""),
         // written when the approval is answered (Decision::detail); these stand in without one
-        Reason::Approved => "may run: a person approved it".to_owned(),
-        Reason::ApprovalDenied => "is denied: an approver refused it".to_owned(),
-        Reason::ApprovalExpired => {
-            "is denied: nobody answered the approval request before its deadline".to_owned()
-        }
+        Reason::Approved => ("may run: a person approved it", ""),
+        Reason::ApprovalDenied => ("is denied: an approver refused it", ""),
+        Reason::ApprovalExpired => (
+            "is denied: nobody answered the approval request before its deadline",
+            "",
+        ),
     };
-    match advice(d, call) {
-        Some(advice) => format!("{subject} {why}; {advice}"),
-        None => format!("{subject} {why}"),
+    out.push_str(why);
+    out.push_str(entry);
+    if let Some(advice) = advice(d, call) {
+        out.push_str("; ");
+        out.push_str(&advice);
     }
+    out
 }
 
 /// What would change the answer of a decision that is not ALLOW, in this team's
