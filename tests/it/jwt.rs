@@ -523,6 +523,60 @@ async fn the_jwks_download_is_capped_without_a_length() {
     }
 }
 
+/// A JWKS URL that answers with a redirect is refused, not followed: the URL checked
+/// to be https (or loopback http) is where the keys must come from, and a redirect
+/// could send the fetch to plain http elsewhere, where anyone on the path could put
+/// their own keys.
+#[tokio::test]
+async fn a_jwks_redirect_is_refused_not_followed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = Key::new("k1");
+    // where the redirect points: real keys, so following it would have worked
+    let (keys_url, keys_server) = chunked_jwks_server(
+        serde_json::json!({ "keys": [key.jwk()] })
+            .to_string()
+            .into_bytes(),
+        false,
+    )
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+    let redirects = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let location = keys_url.clone();
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = conn.read(&mut request).await;
+                let answer = format!(
+                    "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n"
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    let config = JwtConfig {
+        jwks_file: None,
+        jwks_url: Some(url),
+        ..jwt_config(Path::new("unused"), 0)
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let started = tokio::time::timeout(
+        Duration::from_secs(30),
+        toolgate::jwt::JwtVerifier::start(&config, stop.clone()),
+    )
+    .await
+    .expect("the fetch ends within 30 s");
+    let err = started.map(drop).expect_err("a redirect is not followed");
+    let text = err.to_string();
+    assert!(
+        text.contains("redirect") && text.contains("auth.jwt.jwks_url"),
+        "{text}"
+    );
+    stop.cancel();
+    redirects.abort();
+    keys_server.abort();
+}
+
 /// Issue 25: the keys are read again with one HTTP client, so the refreshes reuse
 /// its connection rather than opening one each (a client built per refresh would).
 #[tokio::test]

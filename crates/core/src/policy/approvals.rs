@@ -161,7 +161,7 @@ impl ApprovalSettings {
 }
 
 /// A webhook URL must be https, or http to a loopback address (a local relay): a
-/// request's details never cross a network in clear text. Read by the WHATWG rules.
+/// request's details never cross a network in clear text.
 pub fn check_webhook_url(text: &str) -> Result<(), String> {
     if text.is_empty() {
         return Ok(());
@@ -171,29 +171,7 @@ pub fn check_webhook_url(text: &str) -> Result<(), String> {
             "is longer than {MAX_WEBHOOK_URL_LEN} bytes: use a shorter URL"
         ));
     }
-    let url = url::Url::parse(text).map_err(|e| {
-        format!("is not a URL ({e}): write e.g. https://hooks.example.com/toolgate")
-    })?;
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(
-            "carries a user name or password: put the secret in the URL's path or query".into(),
-        );
-    }
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
-    };
-    match url.scheme() {
-        "https" if url.host().is_some() => Ok(()),
-        "http" if loopback => Ok(()),
-        "http" => Err(
-            "is plain http to a host that is not loopback: use https (http is allowed only to 127.0.0.1, ::1 or localhost)"
-                .into(),
-        ),
-        other => Err(format!("has scheme {other:?}: use https")),
-    }
+    crate::secure_url::check_secure_url(text, "https://hooks.example.com/toolgate")
 }
 
 /// What a grant is bound to: the same call, spelt one way whatever the client wrote.

@@ -77,8 +77,11 @@ impl JwtVerifier {
                 (keys, Source::File(poller))
             }
             None => {
+                // no redirects: the URL checked to be https (or loopback http) is
+                // where the keys come from, not wherever it points on
                 let http = reqwest::Client::builder()
                     .timeout(Duration::from_secs(10))
+                    .redirect(reqwest::redirect::Policy::none())
                     .build()
                     .map_err(|e| keys_error(config, e.to_string()))?;
                 let keys = fetch(config, &http).await?;
@@ -333,6 +336,21 @@ async fn fetch(config: &JwtConfig, http: &reqwest::Client) -> Result<JwkSet, Jwt
         .await
         .and_then(|a| a.error_for_status())
         .map_err(err)?;
+    if answer.status().is_redirection() {
+        let to = answer
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or("(no location)");
+        return Err(keys_error(
+            config,
+            format!(
+                "answered {} with a redirect to {:?}, which is not followed: set auth.jwt.jwks_url to where the keys are",
+                answer.status(),
+                crate::config::redact_url(to)
+            ),
+        ));
+    }
     if answer.content_length().unwrap_or(0) > MAX_JWKS_BYTES as u64 {
         return Err(too_large(config));
     }

@@ -159,6 +159,54 @@ default_role = "operator"
     Config::load(Some(&file), env(&[]), &CliOverrides::default()).unwrap();
 }
 
+/// The keys that say who a token is come over https (or from this machine): a
+/// JWKS URL in clear text to another host, or with credentials in it, is refused.
+#[test]
+fn jwks_url_must_be_https_or_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    // (jwks_url, a part of the refusal, or None when accepted)
+    let table: &[(&str, Option<&str>)] = &[
+        ("https://idp.example/.well-known/jwks.json", None),
+        ("http://127.0.0.1:8080/jwks.json", None),
+        ("http://localhost/jwks.json", None),
+        ("http://idp.example/jwks.json", Some("not loopback")),
+        ("ftp://idp.example/jwks.json", Some("scheme \"ftp\"")),
+        ("idp.example/jwks.json", Some("is not a URL")),
+        (
+            "https://u:pw@idp.example/jwks.json",
+            Some("user name or password"),
+        ),
+    ];
+    for (url, want) in table {
+        std::fs::write(
+            &file,
+            format!(
+                "[auth.jwt]\nissuer = \"https://idp.example\"\naudience = \"toolgate\"\njwks_url = {url:?}\n"
+            ),
+        )
+        .unwrap();
+        match (
+            Config::load(Some(&file), env(&[]), &CliOverrides::default()),
+            want,
+        ) {
+            (Ok(_), None) => {}
+            (Err(e), Some(part)) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("auth.jwt.jwks_url") && text.contains(part),
+                    "{url}: {text}"
+                );
+                assert!(
+                    !text.contains(":pw@"),
+                    "{url}: the password is shown: {text}"
+                );
+            }
+            (got, want) => panic!("{url}: wanted {want:?}, got {:?}", got.map(drop)),
+        }
+    }
+}
+
 /// Each mistake names its key, or the variable that set it, and the fix; the client's
 /// variables are not the server's business.
 #[test]

@@ -258,13 +258,17 @@ impl Config {
                     "auth.jwt: give exactly one of jwks_file and jwks_url for the issuer's keys"
                         .into(),
                 ),
-                (None, Some(url)) if !url.starts_with("https://") && !url.starts_with("http://") => {
-                    problems.push(format!(
-                        "auth.jwt.jwks_url: {:?} is not a URL: use https://ISSUER/.well-known/jwks.json",
-                        redact_url(url)
-                    ))
+                (None, Some(url)) => {
+                    // the keys decide who a token is: fetched in clear, anyone on the
+                    // path could sign in as anyone
+                    if let Err(hint) = toolgate_core::secure_url::check_secure_url(
+                        url,
+                        "https://ISSUER/.well-known/jwks.json",
+                    ) {
+                        problems.push(format!("auth.jwt.jwks_url: {:?} {hint}", redact_url(url)));
+                    }
                 }
-                _ => {}
+                (Some(_), None) => {}
             }
             for (field, value) in [
                 ("issuer", &jwt.issuer),
