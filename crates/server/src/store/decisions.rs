@@ -98,7 +98,8 @@ const TEXT_COUNT: usize = 16;
 /// A packed row's parameters: the time, where each text starts and where the last
 /// ends, `subject_bytes` and `revision`.
 const PACKED_PARAMS_PER_ROW: usize = 1 + (TEXT_COUNT + 1) + 2;
-const _: () = assert!(MAX_ROWS_PER_STATEMENT * PACKED_PARAMS_PER_ROW + 1 <= 32_766);
+// the rows' parameters and the packed texts
+const _: () = assert!(MAX_ROWS_PER_STATEMENT * PACKED_PARAMS_PER_ROW < 32_766);
 
 /// The teams with records, each found by a step through the (team, time) index
 /// rather than a scan of every record.
