@@ -721,6 +721,63 @@ async fn retention_removes_old_records_and_keeps_each_team_within_its_count() {
     }
 }
 
+/// A record reads back exactly as written, every field, whatever its texts hold
+/// (SQLite's insert cuts the texts of a batch out of one packed value): empty texts,
+/// multi-byte characters, quotes, the longest texts beside the shortest.
+#[tokio::test]
+async fn records_read_back_exactly_as_written() {
+    use toolgate::store::DecisionQuery;
+    for url in backends("decision log records read back").await {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(&config(dir.path(), &url)).await;
+        let texts = ["", "é", "🦀 crab's \"quoted\" tool", "x", &"ü".repeat(3000)];
+        let records: Vec<NewDecision> = (0..67)
+            .map(|i| {
+                let t = |k: usize| texts[(i + k) % texts.len()].to_owned();
+                NewDecision {
+                    at_ms: 1_700_000_000_000 + i as i64,
+                    team_id: TEAM.into(),
+                    user_id: format!("u{}", t(1)),
+                    principal: t(2),
+                    agent_id: t(3),
+                    role: t(4),
+                    client: t(5),
+                    source: t(6),
+                    kind: t(7),
+                    server: t(8),
+                    tool: t(9),
+                    action: t(10),
+                    subject: t(11),
+                    subject_bytes: i as u64 * 1_000_003,
+                    subject_sha256: t(12),
+                    outcome: t(13),
+                    reason: t(14),
+                    matched_entry: t(15),
+                    revision: u64::MAX >> 2,
+                }
+            })
+            .collect();
+        let ids = store
+            .append_records(&[], &records.iter().collect::<Vec<_>>())
+            .await
+            .unwrap();
+        let mut listed = store
+            .list_decisions(&DecisionQuery {
+                team_id: Some(TEAM.into()),
+                limit: 1000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        listed.reverse();
+        assert_eq!(listed.len(), records.len());
+        for ((id, written), read) in ids.iter().zip(&records).zip(&listed) {
+            assert_eq!(read.id, *id);
+            assert_eq!(&read.decision, written);
+        }
+    }
+}
+
 /// The ids a batch is told are the ones its records are listed with (they are not
 /// read back: one transaction's ids run on from the last), through batches of many
 /// statements, with an audit record in the same transaction; and retention removes

@@ -20,6 +20,12 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// name, so binding a statement of thousands of them was quadratic.
     const NUMBERED_PARAMS: bool = true;
 
+    /// Whether the decision log's INSERT takes a batch's texts packed into one value
+    /// (`store/decisions.rs`): on SQLite every text bound is copied twice (by sqlx for
+    /// its worker thread, then by SQLite) and freed on another thread than allocated
+    /// it, sixteen times per record; packed, a statement binds one value.
+    const PACKED_DECISION_TEXTS: bool = false;
+
     /// Reads the last id the connection's latest INSERT into `decisions` took.
     const LAST_DECISION_ID: &'static str;
 

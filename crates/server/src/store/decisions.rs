@@ -93,6 +93,13 @@ const MAX_ROWS_PER_STATEMENT: usize = 1024;
 const _: () = assert!(
     MAX_ROWS_PER_STATEMENT.is_power_of_two() && MAX_ROWS_PER_STATEMENT * COLUMN_COUNT <= 32_766
 );
+/// The text columns in [`COLUMNS`] order, which a packed INSERT cuts out of one value.
+const TEXT_COUNT: usize = 16;
+/// A packed row's parameters: the time, where each text starts and where the last
+/// ends, `subject_bytes` and `revision`.
+const PACKED_PARAMS_PER_ROW: usize = 1 + (TEXT_COUNT + 1) + 2;
+// the rows' parameters and the packed texts
+const _: () = assert!(MAX_ROWS_PER_STATEMENT * PACKED_PARAMS_PER_ROW < 32_766);
 
 /// The teams with records, each found by a step through the (team, time) index
 /// rather than a scan of every record.
@@ -145,6 +152,7 @@ where
     for<'r> String: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
     for<'r> Option<&'r str>: Encode<'r, B::Db>,
     Option<i64>: for<'r> Encode<'r, B::Db> + for<'r> Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> Vec<u8>: Encode<'r, B::Db> + Type<B::Db>,
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     /// Appends the audit records and the decisions in one transaction; the decisions'
@@ -180,13 +188,18 @@ where
                 rest = tail;
                 // the arguments sized once: grown by pushes, they were copied a dozen times
                 let mut args = <B::Db as Database>::Arguments::default();
-                args.reserve(chunk.len() * COLUMN_COUNT, 0);
-                for d in chunk {
-                    bind_row(&mut args, d)?;
-                }
-                sqlx::query_with(insert_sql(chunk.len(), B::NUMBERED_PARAMS), args)
-                    .execute(&mut *tx)
-                    .await?;
+                let sql = if B::PACKED_DECISION_TEXTS {
+                    args.reserve(chunk.len() * PACKED_PARAMS_PER_ROW + 1, 0);
+                    bind_packed(&mut args, chunk)?;
+                    packed_insert_sql(chunk.len())
+                } else {
+                    args.reserve(chunk.len() * COLUMN_COUNT, 0);
+                    for d in chunk {
+                        bind_row(&mut args, d)?;
+                    }
+                    insert_sql(chunk.len(), B::NUMBERED_PARAMS)
+                };
+                sqlx::query_with(sql, args).execute(&mut *tx).await?;
             }
             // The writers are serialised (SQLite's one write connection, PostgreSQL's
             // lock above) and each row's id is the one before plus one, so this
@@ -366,6 +379,106 @@ where
     }
     args.add(to_i64(d.revision)).map_err(bad)?;
     Ok(())
+}
+
+/// A record's texts, in [`COLUMNS`] order.
+fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
+    [
+        &d.team_id,
+        &d.user_id,
+        &d.principal,
+        &d.agent_id,
+        &d.role,
+        &d.client,
+        &d.source,
+        &d.kind,
+        &d.server,
+        &d.tool,
+        &d.action,
+        &d.subject,
+        &d.subject_sha256,
+        &d.outcome,
+        &d.reason,
+        &d.matched_entry,
+    ]
+}
+
+/// Binds a packed INSERT's values ([`packed_insert_sql`]): first every text of the
+/// rows, one after the other, as one BLOB (owned, so sqlx does not copy it again);
+/// then per row its time, the 1-based byte offsets where each text starts and where
+/// the last ends, `subject_bytes` and `revision`. Numbers cost no allocation to bind;
+/// texts cost two copies and two frees each.
+fn bind_packed<'q, A>(args: &mut A, rows: &[&'q NewDecision]) -> Result<(), StoreError>
+where
+    A: Arguments<'q>,
+    Vec<u8>: Encode<'q, A::Database> + Type<A::Database>,
+    i64: Encode<'q, A::Database> + Type<A::Database>,
+{
+    let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
+    let size = rows
+        .iter()
+        .map(|d| texts(d).iter().map(|t| t.len()).sum::<usize>())
+        .sum::<usize>();
+    // never empty: SQLite reads an empty BLOB as NULL, and no text may be NULL
+    let mut packed = Vec::with_capacity(size + 1);
+    let mut offsets = Vec::with_capacity(rows.len() * (TEXT_COUNT + 1));
+    for d in rows {
+        for text in texts(d) {
+            offsets.push(packed.len() + 1);
+            packed.extend_from_slice(text.as_bytes());
+        }
+        offsets.push(packed.len() + 1);
+    }
+    packed.push(0);
+    args.add(packed).map_err(bad)?;
+    for (d, offsets) in rows.iter().zip(offsets.chunks_exact(TEXT_COUNT + 1)) {
+        args.add(d.at_ms).map_err(bad)?;
+        for &offset in offsets {
+            args.add(to_i64(offset as u64)).map_err(bad)?;
+        }
+        args.add(to_i64(d.subject_bytes)).map_err(bad)?;
+        args.add(to_i64(d.revision)).map_err(bad)?;
+    }
+    Ok(())
+}
+
+/// `INSERT … SELECT … FROM (VALUES …)` for `rows` rows (a power of two up to
+/// [`MAX_ROWS_PER_STATEMENT`]) bound by [`bind_packed`]: each text column is its
+/// slice of the one BLOB, as text. SQLite's `substr` counts bytes in a BLOB, and the
+/// slices are whole UTF-8 strings, so the text is the one given.
+fn packed_insert_sql(rows: usize) -> &'static str {
+    use std::sync::OnceLock;
+    const SIZES: usize = MAX_ROWS_PER_STATEMENT.ilog2() as usize + 1;
+    static PACKED: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
+    debug_assert!(rows.is_power_of_two() && rows <= MAX_ROWS_PER_STATEMENT);
+    PACKED[rows.ilog2() as usize].get_or_init(|| {
+        use std::fmt::Write as _;
+        // VALUES names its columns column1, column2, …: the time, then the offsets
+        let text = |i: usize| {
+            let (start, end) = (i + 2, i + 3);
+            format!(", CAST(substr(packed.texts, column{start}, column{end} - column{start}) AS TEXT)")
+        };
+        let (bytes, revision) = (TEXT_COUNT + 3, TEXT_COUNT + 4);
+        let mut select = String::from("column1");
+        for i in 0..12 {
+            select.push_str(&text(i));
+        }
+        let _ = write!(select, ", column{bytes}");
+        for i in 12..TEXT_COUNT {
+            select.push_str(&text(i));
+        }
+        let _ = write!(select, ", column{revision}");
+        let mut sql = format!(
+            "INSERT INTO decisions ({COLUMNS}) SELECT {select} FROM (SELECT ? AS texts) AS packed, (VALUES "
+        );
+        for r in 0..rows {
+            sql.push_str(if r == 0 { "(?" } else { ", (?" });
+            sql.push_str(&", ?".repeat(PACKED_PARAMS_PER_ROW - 1));
+            sql.push(')');
+        }
+        sql.push(')');
+        sql
+    })
 }
 
 /// Rows of the INSERT statement that starts a batch of `remaining`: the most, or

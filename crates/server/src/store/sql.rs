@@ -265,6 +265,7 @@ where
     for<'r> Option<&'r str>: Encode<'r, B::Db>,
     Option<i64>: for<'r> Encode<'r, B::Db> + for<'r> Decode<'r, B::Db> + Type<B::Db>,
     Option<String>: for<'r> Decode<'r, B::Db> + Type<B::Db>,
+    for<'r> Vec<u8>: Encode<'r, B::Db> + Type<B::Db>,
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     async fn team_revision(&self, team_id: &str) -> Result<u64, StoreError> {

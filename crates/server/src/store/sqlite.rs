@@ -217,6 +217,7 @@ impl Backend for SqliteBackend {
     // IMMEDIATE takes the write lock now, not at the first write: no upgrade deadlock
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const NUMBERED_PARAMS: bool = false;
+    const PACKED_DECISION_TEXTS: bool = true;
     const LAST_DECISION_ID: &'static str = "SELECT last_insert_rowid()";
 
     async fn write_connection(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
