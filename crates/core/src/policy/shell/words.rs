@@ -92,10 +92,31 @@ pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
                 shape.push('x');
             }
             "string" => {
+                // the grammar leaves some literal text in no content node: blanks
+                // before the closing quote are inside its token (`" "` is `"` and
+                // ` "`), and text may lie between children; both are the string's
+                // content, else `" "` would read as ""
+                let mut at = part.start_byte();
                 let mut cursor = part.walk();
                 for child in part.children(&mut cursor) {
+                    let literal = |raw: &str, value: &mut String| {
+                        if raw.contains(['$', '`']) {
+                            return Err(format!("{:?} holds an expansion", text(line, part)));
+                        }
+                        unescape_double(raw, value);
+                        Ok(())
+                    };
+                    literal(&line[at..child.start_byte()], &mut value)?;
+                    at = child.end_byte();
                     match child.kind() {
-                        "\"" => {}
+                        "\"" if child.start_byte() == part.start_byte() => {
+                            let raw = text(line, child);
+                            literal(raw.strip_prefix('"').unwrap_or(raw), &mut value)?;
+                        }
+                        "\"" => {
+                            let raw = text(line, child);
+                            literal(raw.strip_suffix('"').unwrap_or(raw), &mut value)?;
+                        }
                         "string_content" => unescape_double(text(line, child), &mut value),
                         "command_substitution" => {
                             substitutions.push(substitution(line, child)?);

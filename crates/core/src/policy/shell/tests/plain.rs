@@ -51,6 +51,31 @@ fn a_descriptor_redirection_applies_to_its_own_command() {
     assert_eq!(crate::policy::shell::read::read_line(line, false), read);
 }
 
+/// Blanks inside double quotes are the word's text on both paths: tree-sitter-bash
+/// leaves a string of blanks, and the blanks beside a substitution, in no child node,
+/// and the grammar path once read `" "` as an empty word.
+#[test]
+fn blanks_in_double_quotes_are_read_on_both_paths() {
+    // (line, the words of its first command)
+    let table: &[(&str, &[&str])] = &[
+        ("env \" \"", &["env", " "]),
+        ("echo \"  \" x", &["echo", "  ", "x"]),
+        ("echo \"\t\"", &["echo", "\t"]),
+        ("echo \" a \"", &["echo", " a "]),
+        ("rm \" \" -rf", &["rm", " ", "-rf"]),
+    ];
+    for (line, words) in table {
+        for fast in [true, false] {
+            let read = crate::policy::shell::read::read_line(line, fast);
+            assert_eq!(read.opaque(), None, "{line:?} (fast path: {fast})");
+            assert_eq!(
+                read.commands[0].words, *words,
+                "{line:?} (fast path: {fast})"
+            );
+        }
+    }
+}
+
 mod plain_agrees_with_the_grammar {
     use crate::policy::shell::{CommandLine, plain, read::read_line};
     use proptest::prelude::*;
