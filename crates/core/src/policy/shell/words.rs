@@ -119,6 +119,10 @@ pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
                         }
                         "string_content" => unescape_double(text(line, child), &mut value),
                         "command_substitution" => {
+                            // inside quotes the grammar starts the node at the blanks
+                            // before `$(`: they are the string's text
+                            let raw = text(line, child);
+                            value.push_str(&raw[..raw.len() - raw.trim_start().len()]);
                             substitutions.push(substitution(line, child)?);
                             value.push(UNKNOWN);
                         }
@@ -148,7 +152,9 @@ pub(super) fn word(line: &str, node: Node<'_>) -> Result<Word, String> {
 /// The command line inside a substitution: `$(…)`, `<(…)`, `>(…)`, or backticks
 /// holding no backslash (inside them a backslash is read twice).
 fn substitution(line: &str, node: Node<'_>) -> Result<String, String> {
-    let raw = text(line, node);
+    // inside double quotes the node starts at the blanks before `$(` (the grammar's
+    // token holds them): without them, `" $(date)"` ran `(date`
+    let raw = text(line, node).trim_start();
     let inner = if let Some(rest) = raw.strip_prefix('`') {
         let inner = rest.strip_suffix('`').ok_or("an unclosed backtick")?;
         if inner.contains('\\') {

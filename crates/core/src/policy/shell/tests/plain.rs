@@ -74,6 +74,22 @@ fn blanks_in_double_quotes_are_read_on_both_paths() {
             );
         }
     }
+    // the blanks before a substitution are the word's too, and the substitution's
+    // command is read whole (the grammar's node starts at the blanks)
+    for line in ["echo \" $(git status) \"", "echo \"a  $(git status)\""] {
+        let read = parse_command_line(line);
+        assert_eq!(read.opaque(), None, "{line:?}: {read:?}");
+        let words: Vec<_> = read.commands.iter().map(|c| c.words.clone()).collect();
+        assert!(
+            words.contains(&vec!["git".to_owned(), "status".to_owned()]),
+            "{line:?}: {words:?}"
+        );
+    }
+    let read = parse_command_line("echo \" $(date) \"");
+    assert_eq!(
+        read.commands[0].words[1],
+        format!(" {} ", crate::policy::shell::UNKNOWN)
+    );
 }
 
 mod plain_agrees_with_the_grammar {
