@@ -12,31 +12,14 @@
 //! `run_decide` (`run_match`) divided by 20,000 is the instructions per decision (match).
 //! Without arguments it runs every case 10,000 times (a smoke run).
 
+#[path = "common/lists.rs"]
+mod lists;
+
+use lists::{allowlist, last_of};
 use std::hint::black_box;
 use toolgate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, UserSettings, decide,
 };
-
-/// The decision bench's list: per ten entries, seven exact, one `server:*`, one
-/// `*:tool`, one glob.
-fn allowlist(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| match i % 10 {
-            0..=6 => format!("srv{}:tool{i}", i / 10),
-            7 => format!("srvX{i}:*"),
-            8 => format!("*:toolY{i}"),
-            _ => format!("srvG{i}:get_*"),
-        })
-        .collect()
-}
-
-/// The last index below `n` of the given kind (`i % 10 == kind`, or `<= 6` for exact).
-fn last_of(n: usize, exact: bool, kind: usize) -> usize {
-    (0..n)
-        .rev()
-        .find(|i| if exact { i % 10 <= 6 } else { i % 10 == kind })
-        .unwrap()
-}
 
 #[inline(never)]
 fn run_decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call, k: usize) {

@@ -20,12 +20,16 @@
 //! `{"bench":"decision","median_ns":{"toolgate_decide/10/hit_exact":..., ...}}`
 //! (`null` where this run wrote no estimate, e.g. under `--test` or a filter).
 
+#[path = "common/lists.rs"]
+mod lists;
+
 use casbin::prelude::{CoreApi, DefaultModel, Enforcer, MemoryAdapter, MgmtApi};
 use cedar_policy::{
     Authorizer, Context, Decision as CedarDecision, Entities, Entity, EntityUid, PolicySet,
     Request, RestrictedExpression,
 };
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, measurement::WallTime};
+use lists::{allowlist, last_of};
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -45,29 +49,6 @@ const IMPLS: [&str; 5] = [
     "casbin",
 ];
 const CASES: [&str; 3] = ["hit_exact", "hit_glob", "miss"];
-
-/// The allowlist of `n` entries, in a fixed order: per ten entries, seven exact
-/// `srv{i/10}:tool{i}`, one `srvX{i}:*`, one `*:toolY{i}`, one `srvG{i}:get_*`.
-/// Each glob sits under its own server, so toolgate's grouping of globs by literal
-/// server leaves one glob to try; many globs under one server would be tried in turn.
-fn allowlist(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| match i % 10 {
-            0..=6 => format!("srv{}:tool{i}", i / 10),
-            7 => format!("srvX{i}:*"),
-            8 => format!("*:toolY{i}"),
-            _ => format!("srvG{i}:get_*"),
-        })
-        .collect()
-}
-
-/// The last index below `n` of the given kind (`i % 10 == kind`, or `<= 6` for exact).
-fn last_of(n: usize, exact: bool, kind: usize) -> usize {
-    (0..n)
-        .rev()
-        .find(|i| if exact { i % 10 <= 6 } else { i % 10 == kind })
-        .expect("every size holds every kind")
-}
 
 /// The timed calls: an exact entry near the end (the linear scan's worst hit), the
 /// last glob, and a call no entry matches (a full scan). Each with the index the

@@ -95,6 +95,8 @@ const _: () = assert!(
 );
 /// The text columns in [`COLUMNS`] order, which a packed INSERT cuts out of one value.
 const TEXT_COUNT: usize = 16;
+/// The texts [`COLUMNS`] lists before `subject_bytes` (the others come after it).
+const TEXTS_BEFORE_SUBJECT_BYTES: usize = 12;
 /// A packed row's parameters: the time, where each text starts and where the last
 /// ends, `subject_bytes` and `revision`.
 const PACKED_PARAMS_PER_ROW: usize = 1 + (TEXT_COUNT + 1) + 2;
@@ -356,26 +358,15 @@ where
     i64: Encode<'q, A::Database> + Type<A::Database>,
 {
     let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
+    let texts = texts(d);
+    let (before, after) = texts.split_at(TEXTS_BEFORE_SUBJECT_BYTES);
     args.add(d.at_ms).map_err(bad)?;
-    for text in [
-        &d.team_id,
-        &d.user_id,
-        &d.principal,
-        &d.agent_id,
-        &d.role,
-        &d.client,
-        &d.source,
-        &d.kind,
-        &d.server,
-        &d.tool,
-        &d.action,
-        &d.subject,
-    ] {
-        args.add(text.as_str()).map_err(bad)?;
+    for &text in before {
+        args.add(text).map_err(bad)?;
     }
     args.add(to_i64(d.subject_bytes)).map_err(bad)?;
-    for text in [&d.subject_sha256, &d.outcome, &d.reason, &d.matched_entry] {
-        args.add(text.as_str()).map_err(bad)?;
+    for &text in after {
+        args.add(text).map_err(bad)?;
     }
     args.add(to_i64(d.revision)).map_err(bad)?;
     Ok(())
@@ -460,11 +451,11 @@ fn packed_insert_sql(rows: usize) -> &'static str {
         };
         let (bytes, revision) = (TEXT_COUNT + 3, TEXT_COUNT + 4);
         let mut select = String::from("column1");
-        for i in 0..12 {
+        for i in 0..TEXTS_BEFORE_SUBJECT_BYTES {
             select.push_str(&text(i));
         }
         let _ = write!(select, ", column{bytes}");
-        for i in 12..TEXT_COUNT {
+        for i in TEXTS_BEFORE_SUBJECT_BYTES..TEXT_COUNT {
             select.push_str(&text(i));
         }
         let _ = write!(select, ", column{revision}");
