@@ -12,7 +12,7 @@ use std::time::Duration;
 use tonic::Code;
 use toolgate::config::Config;
 use toolgate::proto::v1 as pb;
-use toolgate::store::{NewDecision, PostgresStore, SqliteStore, Store};
+use toolgate::store::{NewDecision, PackedDecision, PostgresStore, SqliteStore, Store};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -683,6 +683,7 @@ async fn retention_removes_old_records_and_keeps_each_team_within_its_count() {
                     (0..5).map(|i| synthetic(now - 10 * day - i, "mcp", "github:recent", "ALLOW")),
                 )
                 .collect();
+            let old: Vec<PackedDecision> = old.iter().map(PackedDecision::from).collect();
             let old: Vec<_> = old.iter().collect();
             store.append_records(&[], &old).await.unwrap();
         }
@@ -757,8 +758,9 @@ async fn records_read_back_exactly_as_written() {
                 }
             })
             .collect();
+        let packed: Vec<PackedDecision> = records.iter().map(PackedDecision::from).collect();
         let ids = store
-            .append_records(&[], &records.iter().collect::<Vec<_>>())
+            .append_records(&[], &packed.iter().collect::<Vec<_>>())
             .await
             .unwrap();
         let mut listed = store
@@ -811,8 +813,9 @@ async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
                 kind: format!("batch_{batch}"),
                 detail: serde_json::json!({}),
             };
+            let packed: Vec<PackedDecision> = records.iter().map(PackedDecision::from).collect();
             let ids = store
-                .append_records(&[&audit], &records.iter().collect::<Vec<_>>())
+                .append_records(&[&audit], &packed.iter().collect::<Vec<_>>())
                 .await
                 .unwrap();
             assert_eq!(ids.len(), n);
@@ -941,7 +944,15 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
         }
         open_store(&config)
             .await
-            .append_records(&[], &week.iter().collect::<Vec<_>>())
+            .append_records(
+                &[],
+                &week
+                    .iter()
+                    .map(PackedDecision::from)
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .collect::<Vec<_>>(),
+            )
             .await
             .unwrap();
         let server = TestServer::start(config).await;

@@ -17,7 +17,7 @@ use super::Service;
 use crate::auth::Principal;
 use crate::hub::Hub;
 use crate::policy::{Call, Decision};
-use crate::store::{NewAuditEvent, NewDecision, StoreError, StoredDecision};
+use crate::store::{NewAuditEvent, PackedDecision, StoreError, StoredDecision};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::Write as _;
@@ -56,7 +56,7 @@ const REJECTED_TRIES: u32 = 5;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(super) enum Record {
-    Decision { decision: Box<NewDecision> },
+    Decision { decision: PackedDecision },
     Audit(NewAuditEvent),
 }
 
@@ -65,7 +65,7 @@ pub(super) enum Record {
 pub struct AuditWriter {
     tx: mpsc::Sender<Record>,
     /// ALLOW and ASK decision-log records: offered, shed when full.
-    log_tx: mpsc::Sender<Box<NewDecision>>,
+    log_tx: mpsc::Sender<PackedDecision>,
     /// Decision-log records as they are written, for `WatchDecisions`.
     published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     /// Records the writer holds, not yet written (the metrics' queue depth).
@@ -128,8 +128,8 @@ impl AuditWriter {
 
     /// Offers an ALLOW or ASK decision-log record: when the queue is full it is shed
     /// (and counted) rather than waited for.
-    pub(super) fn offer(&self, decision: NewDecision) {
-        if self.log_tx.try_send(Box::new(decision)).is_err() {
+    pub(super) fn offer(&self, decision: PackedDecision) {
+        if self.log_tx.try_send(decision).is_err() {
             crate::metrics::decision_log_shed(1);
         }
     }
@@ -183,7 +183,7 @@ impl Writer {
     async fn run(
         mut self,
         mut rx: mpsc::Receiver<Record>,
-        mut log_rx: mpsc::Receiver<Box<NewDecision>>,
+        mut log_rx: mpsc::Receiver<PackedDecision>,
         stop: CancellationToken,
     ) {
         let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
@@ -208,44 +208,22 @@ impl Writer {
                     }
                 }
                 // whatever else is waiting joins the batch, without waiting for more
-                while batch.len() + offered.len() < BATCH {
-                    if let Ok(record) = rx.try_recv() {
-                        batch.push(record);
-                    } else if let Ok(decision) = log_rx.try_recv() {
-                        offered.push(decision);
-                    } else {
-                        break;
-                    }
-                }
+                take_waiting(&mut rx, &mut log_rx, &mut batch, &mut offered);
                 // Under load, a commit (an fsync) and each statement cost more than the
-                // rows they hold: the batch waits up to LINGER for more to join, so it
-                // is thousands of rows rather than what one write left behind. A
-                // trickle is written at once.
+                // rows they hold: a batch not yet full waits up to LINGER for more to
+                // join, so it is thousands of rows rather than what one write left
+                // behind. It sleeps through the wait and then takes what came: taking
+                // records as they came woke the writer for nearly each one. A trickle
+                // is written at once.
                 let mut stopping = false;
-                if batch.len() + offered.len() >= LINGER_FROM {
-                    let linger = tokio::time::sleep(LINGER);
-                    tokio::pin!(linger);
-                    while batch.len() + offered.len() < BATCH {
-                        let room = BATCH - batch.len() - offered.len();
-                        tokio::select! {
-                            biased;
-                            () = stop.cancelled() => {
-                                stopping = true;
-                                break;
-                            }
-                            () = &mut linger => break,
-                            received = rx.recv_many(&mut batch, room) => {
-                                if received == 0 {
-                                    break;
-                                }
-                            }
-                            received = log_rx.recv_many(&mut offered, room) => {
-                                if received == 0 {
-                                    break;
-                                }
-                            }
-                        }
+                let waiting = batch.len() + offered.len();
+                if (LINGER_FROM..BATCH).contains(&waiting) {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => stopping = true,
+                        () = tokio::time::sleep(LINGER) => {}
                     }
+                    take_waiting(&mut rx, &mut log_rx, &mut batch, &mut offered);
                 }
                 self.pending.extend(batch);
                 self.pending.extend(
@@ -318,7 +296,7 @@ impl Writer {
     async fn finish(
         mut self,
         mut rx: mpsc::Receiver<Record>,
-        mut log_rx: mpsc::Receiver<Box<NewDecision>>,
+        mut log_rx: mpsc::Receiver<PackedDecision>,
     ) {
         rx.close();
         log_rx.close();
@@ -351,7 +329,7 @@ impl Writer {
         for record in self.pending.iter().take(n) {
             match record {
                 Record::Audit(event) => audit.push(event),
-                Record::Decision { decision } => decisions.push(&**decision),
+                Record::Decision { decision } => decisions.push(decision),
             }
         }
         let ids = self.hub.store().append_records(&audit, &decisions).await?;
@@ -361,7 +339,7 @@ impl Writer {
         // nobody listening is the usual case, and not an error
         if self.published.receiver_count() > 0 {
             for (id, &decision) in ids.into_iter().zip(&decisions) {
-                let decision = decision.clone();
+                let decision = decision.unpack();
                 let _ = self
                     .published
                     .send(Arc::new(StoredDecision { id, decision }));
@@ -466,6 +444,25 @@ impl Writer {
     }
 }
 
+/// Moves what waits in the queues into the batch, up to [`BATCH`] in all, without
+/// waiting: DENY audit and decision records first.
+fn take_waiting(
+    rx: &mut mpsc::Receiver<Record>,
+    log_rx: &mut mpsc::Receiver<PackedDecision>,
+    batch: &mut Vec<Record>,
+    offered: &mut Vec<PackedDecision>,
+) {
+    while batch.len() + offered.len() < BATCH {
+        if let Ok(record) = rx.try_recv() {
+            batch.push(record);
+        } else if let Ok(decision) = log_rx.try_recv() {
+            offered.push(decision);
+        } else {
+            break;
+        }
+    }
+}
+
 fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.append(true).create(true);
@@ -534,7 +531,7 @@ impl Service {
         revision: u64,
         call: &Call,
         d: &Decision,
-        logged: Option<NewDecision>,
+        logged: Option<PackedDecision>,
     ) {
         let event = NewAuditEvent {
             team_id: team.to_owned(),
@@ -545,11 +542,7 @@ impl Service {
         };
         self.audit.send(event).await;
         if let Some(decision) = logged {
-            self.audit
-                .send_record(Record::Decision {
-                    decision: Box::new(decision),
-                })
-                .await;
+            self.audit.send_record(Record::Decision { decision }).await;
         }
     }
 }
@@ -602,7 +595,7 @@ mod tests {
             panic!("an old audit line reads as an audit record")
         };
         assert_eq!(event.kind, "decision_denied");
-        let decision = NewDecision {
+        let decision = crate::store::NewDecision {
             at_ms: 1,
             team_id: "t".into(),
             user_id: "u".into(),
@@ -624,7 +617,7 @@ mod tests {
             revision: 3,
         };
         let record = Record::Decision {
-            decision: Box::new(decision),
+            decision: decision.into(),
         };
         let line = serde_json::to_string(&record).unwrap();
         assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);

@@ -17,7 +17,8 @@ use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
 };
-use crate::store::{DecisionQuery, NewDecision, Store, StoredDecision};
+use crate::store::{DecisionQuery, NewDecision, PackedDecision, Store, StoredDecision};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -241,7 +242,7 @@ impl Service {
         revision: u64,
         call: &Call,
         (outcome, reason, matched): (Outcome, Reason, Option<&str>),
-    ) -> Option<NewDecision> {
+    ) -> Option<PackedDecision> {
         let log = &self.decision_log;
         if !log.enabled {
             return None;
@@ -252,40 +253,42 @@ impl Service {
         {
             return None;
         }
-        let mut record = NewDecision {
-            at_ms: super::now_ms(),
-            team_id: team.to_owned(),
-            user_id: user.to_owned(),
-            principal: p.name.clone(),
-            agent_id: agent.id.clone().unwrap_or_default(),
-            role: agent.role.clone().unwrap_or_default(),
-            client: origin.client.clone(),
-            source: origin.source.as_str().to_owned(),
-            kind: String::new(),
-            server: String::new(),
-            tool: String::new(),
-            action: String::new(),
-            subject: String::new(),
-            subject_bytes: 0,
-            subject_sha256: String::new(),
-            outcome: outcome_name(outcome).to_owned(),
-            reason: reason.as_str().to_owned(),
-            matched_entry: matched.unwrap_or_default().to_owned(),
+        let described = describe_call(call, log.max_stored_command_bytes);
+        let agent_id = agent.id.as_deref().unwrap_or_default();
+        let role = agent.role.as_deref().unwrap_or_default();
+        let texts = [
+            team,
+            user,
+            &p.name,
+            agent_id,
+            role,
+            &origin.client,
+            origin.source.as_str(),
+            described.kind,
+            described.server,
+            described.tool,
+            described.action,
+            &described.subject,
+            &described.subject_sha256,
+            outcome_name(outcome),
+            reason.as_str(),
+            matched.unwrap_or_default(),
+        ];
+        Some(PackedDecision::new(
+            super::now_ms(),
+            texts,
+            described.subject_bytes,
             revision,
-        };
-        describe_call(&mut record, call, log.max_stored_command_bytes);
-        Some(record)
+        ))
     }
 
     /// Hands a decision's record to the writer: a DENY's waits for room with its
     /// audit record (never shed), an ALLOW's or ASK's is offered and shed when the
     /// queue is full.
-    pub(super) async fn log_decision(&self, record: NewDecision, deny: bool) {
+    pub(super) async fn log_decision(&self, record: PackedDecision, deny: bool) {
         if deny {
             self.audit
-                .send_record(Record::Decision {
-                    decision: Box::new(record),
-                })
+                .send_record(Record::Decision { decision: record })
                 .await;
         } else {
             self.audit.offer(record);
@@ -699,47 +702,62 @@ pub fn stored_call(r: &NewDecision) -> Option<Call> {
     }
 }
 
-/// Fills in the call's part of a record: MCP calls by server and tool, a command line
-/// or path whole up to `max_stored` bytes (else cut), with its length and SHA-256.
-fn describe_call(record: &mut NewDecision, call: &Call, max_stored: usize) {
-    let (kind, text) = match call {
-        Call::Mcp { server, tool } => {
-            mcp(record, server, tool, "");
-            return;
+/// The call's part of a record.
+struct DescribedCall<'a> {
+    kind: &'static str,
+    server: &'a str,
+    tool: &'a str,
+    action: &'a str,
+    /// `server:tool` for MCP; the command line or path, whole up to the log's
+    /// `max_stored_command_bytes`, else cut.
+    subject: Cow<'a, str>,
+    subject_bytes: u64,
+    /// Hex; empty for MCP.
+    subject_sha256: String,
+}
+
+/// Describes a call for its record: MCP calls by server and tool, a command line or
+/// path whole up to `max_stored` bytes (else cut), with its length and SHA-256.
+fn describe_call(call: &Call, max_stored: usize) -> DescribedCall<'_> {
+    fn mcp<'a>(server: &'a str, tool: &'a str, action: &'a str) -> DescribedCall<'a> {
+        let subject = format!("{server}:{tool}");
+        DescribedCall {
+            kind: "mcp",
+            server,
+            tool,
+            action,
+            subject_bytes: subject.len() as u64,
+            subject: Cow::Owned(subject),
+            subject_sha256: String::new(),
         }
+    }
+    let (kind, text) = match call {
+        Call::Mcp { server, tool } => return mcp(server, tool, ""),
         Call::McpAction {
             server,
             tool,
             action,
-        } => {
-            mcp(record, server, tool, action);
-            return;
-        }
+        } => return mcp(server, tool, action),
         Call::McpInternal {
             name,
             fallback_server,
         } => {
             let (server, tool) = policy::split_internal_name(name, fallback_server);
-            mcp(record, server, tool, "");
-            return;
+            return mcp(server, tool, "");
         }
         Call::Shell(line) => ("shell", line),
         Call::DeleteFile(path) => ("delete_file", path),
     };
     use sha2::Digest as _;
-    record.kind = kind.into();
-    record.subject = cut(text, max_stored).to_owned();
-    record.subject_bytes = text.len() as u64;
-    record.subject_sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
-}
-
-fn mcp(record: &mut NewDecision, server: &str, tool: &str, action: &str) {
-    record.kind = "mcp".into();
-    record.server = server.to_owned();
-    record.tool = tool.to_owned();
-    record.action = action.to_owned();
-    record.subject = format!("{server}:{tool}");
-    record.subject_bytes = record.subject.len() as u64;
+    DescribedCall {
+        kind,
+        server: "",
+        tool: "",
+        action: "",
+        subject: Cow::Borrowed(cut(text, max_stored)),
+        subject_bytes: text.len() as u64,
+        subject_sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+    }
 }
 
 /// The first `max` bytes of `text`, cut at a character boundary.
@@ -939,39 +957,53 @@ mod tests {
 
     #[test]
     fn long_commands_keep_a_cut_subject_and_cannot_be_decided_again() {
-        let mut r = NewDecision {
-            at_ms: 0,
-            team_id: "t".into(),
-            user_id: "u".into(),
-            principal: "p".into(),
-            agent_id: String::new(),
-            role: String::new(),
-            client: String::new(),
-            source: "evaluate".into(),
-            kind: String::new(),
-            server: String::new(),
-            tool: String::new(),
-            action: String::new(),
-            subject: String::new(),
-            subject_bytes: 0,
-            subject_sha256: String::new(),
-            outcome: "ASK".into(),
-            reason: "COMMAND_NOT_ALLOWLISTED".into(),
-            matched_entry: String::new(),
-            revision: 1,
+        // the record the service would log for `call`
+        let record = |call: &Call| {
+            let d = describe_call(call, 256);
+            let texts = [
+                "t",
+                "u",
+                "p",
+                "",
+                "",
+                "",
+                "evaluate",
+                d.kind,
+                d.server,
+                d.tool,
+                d.action,
+                &d.subject,
+                &d.subject_sha256,
+                "ASK",
+                "COMMAND_NOT_ALLOWLISTED",
+                "",
+            ];
+            PackedDecision::new(0, texts, d.subject_bytes, 1).unpack()
         };
-        describe_call(&mut r, &Call::Shell("échoé ".repeat(100)), 256);
+        let r = record(&Call::Shell("échoé ".repeat(100)));
         assert!(r.subject.len() <= 256 && !r.complete());
         assert_eq!(r.subject_bytes, 800);
         assert_eq!(stored_call(&r), None);
-        describe_call(&mut r, &Call::Shell("git push origin main".into()), 256);
+        let r = record(&Call::Shell("git push origin main".into()));
         assert!(r.complete());
+        assert_eq!(r.kind, "shell");
         assert_eq!(group_key(&r), "git push");
         assert_eq!(
             stored_call(&r),
             Some(Call::Shell("git push origin main".into()))
         );
-        describe_call(&mut r, &Call::Shell("rm -rf /tmp/x".into()), 256);
+        let r = record(&Call::Shell("rm -rf /tmp/x".into()));
         assert_eq!(group_key(&r), "rm");
+        let r = record(&Call::McpAction {
+            server: "gh".into(),
+            tool: "pr".into(),
+            action: "merge".into(),
+        });
+        assert_eq!(
+            (r.kind.as_str(), r.server.as_str(), r.tool.as_str()),
+            ("mcp", "gh", "pr")
+        );
+        assert_eq!((r.action.as_str(), r.subject.as_str()), ("merge", "gh:pr"));
+        assert_eq!((r.subject_bytes, r.subject_sha256.as_str()), (5, ""));
     }
 }

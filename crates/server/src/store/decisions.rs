@@ -54,6 +54,121 @@ impl NewDecision {
     }
 }
 
+/// One decision on its way to the log: [`NewDecision`] with its texts in one
+/// allocation. A decision makes one of these on its path (one allocation, where
+/// sixteen strings were sixteen, each freed by the writer on another thread), and the
+/// writer binds its texts from it. The spill file holds its JSON, which is
+/// [`NewDecision`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "NewDecision", into = "NewDecision")]
+pub struct PackedDecision {
+    pub at_ms: i64,
+    pub subject_bytes: u64,
+    pub revision: u64,
+    /// The texts in [`COLUMNS`] order, one after the other.
+    text: Box<str>,
+    /// Where each text ends in `text`.
+    ends: [u32; TEXT_COUNT],
+}
+
+impl PackedDecision {
+    /// A record of `texts` in [`COLUMNS`] order (as [`PackedDecision::texts`] gives
+    /// them back). A text past 4 GiB in all cannot be: the service keeps at most
+    /// `max_stored_command_bytes` of a command, and names are short.
+    pub fn new(at_ms: i64, texts: [&str; TEXT_COUNT], subject_bytes: u64, revision: u64) -> Self {
+        let mut text = String::with_capacity(texts.iter().map(|t| t.len()).sum());
+        let mut ends = [0; TEXT_COUNT];
+        for (end, t) in ends.iter_mut().zip(texts) {
+            text.push_str(t);
+            *end = u32::try_from(text.len()).unwrap_or(u32::MAX);
+        }
+        Self {
+            at_ms,
+            subject_bytes,
+            revision,
+            text: text.into_boxed_str(),
+            ends,
+        }
+    }
+
+    /// The texts, in [`COLUMNS`] order.
+    pub fn texts(&self) -> [&str; TEXT_COUNT] {
+        let mut start = 0;
+        self.ends.map(|end| {
+            let end = end as usize;
+            let t = self.text.get(start..end).unwrap_or_default();
+            start = end;
+            t
+        })
+    }
+
+    /// All the texts, one after the other, and where each ends.
+    fn joined(&self) -> (&str, &[u32; TEXT_COUNT]) {
+        (&self.text, &self.ends)
+    }
+
+    /// The record with a string per text.
+    pub fn unpack(&self) -> NewDecision {
+        let [
+            team_id,
+            user_id,
+            principal,
+            agent_id,
+            role,
+            client,
+            source,
+            kind,
+            server,
+            tool,
+            action,
+            subject,
+            subject_sha256,
+            outcome,
+            reason,
+            matched_entry,
+        ] = self.texts().map(str::to_owned);
+        NewDecision {
+            at_ms: self.at_ms,
+            team_id,
+            user_id,
+            principal,
+            agent_id,
+            role,
+            client,
+            source,
+            kind,
+            server,
+            tool,
+            action,
+            subject,
+            subject_bytes: self.subject_bytes,
+            subject_sha256,
+            outcome,
+            reason,
+            matched_entry,
+            revision: self.revision,
+        }
+    }
+}
+
+impl From<&NewDecision> for PackedDecision {
+    fn from(d: &NewDecision) -> Self {
+        Self::new(d.at_ms, texts(d), d.subject_bytes, d.revision)
+    }
+}
+
+impl From<NewDecision> for PackedDecision {
+    fn from(d: NewDecision) -> Self {
+        Self::from(&d)
+    }
+}
+
+impl From<PackedDecision> for NewDecision {
+    fn from(d: PackedDecision) -> Self {
+        d.unpack()
+    }
+}
+
 /// A recorded decision with its id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredDecision {
@@ -94,7 +209,7 @@ const _: () = assert!(
     MAX_ROWS_PER_STATEMENT.is_power_of_two() && MAX_ROWS_PER_STATEMENT * COLUMN_COUNT <= 32_766
 );
 /// The text columns in [`COLUMNS`] order, which a packed INSERT cuts out of one value.
-const TEXT_COUNT: usize = 16;
+pub const TEXT_COUNT: usize = 16;
 /// The texts [`COLUMNS`] lists before `subject_bytes` (the others come after it).
 const TEXTS_BEFORE_SUBJECT_BYTES: usize = 12;
 /// A packed row's parameters: the time, where each text starts and where the last
@@ -162,7 +277,7 @@ where
     pub(super) async fn insert_records(
         &self,
         audit: &[&NewAuditEvent],
-        decisions: &[&NewDecision],
+        decisions: &[&PackedDecision],
     ) -> Result<Vec<u64>, StoreError> {
         let mut conn = self.begin_write().await?;
         let result = async {
@@ -351,14 +466,14 @@ where
 }
 
 /// Adds one record's values, in [`COLUMNS`] order.
-fn bind_row<'q, A>(args: &mut A, d: &'q NewDecision) -> Result<(), StoreError>
+fn bind_row<'q, A>(args: &mut A, d: &'q PackedDecision) -> Result<(), StoreError>
 where
     A: Arguments<'q>,
     &'q str: Encode<'q, A::Database> + Type<A::Database>,
     i64: Encode<'q, A::Database> + Type<A::Database>,
 {
     let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
-    let texts = texts(d);
+    let texts = d.texts();
     let (before, after) = texts.split_at(TEXTS_BEFORE_SUBJECT_BYTES);
     args.add(d.at_ms).map_err(bad)?;
     for &text in before {
@@ -399,33 +514,29 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
 /// then per row its time, the 1-based byte offsets where each text starts and where
 /// the last ends, `subject_bytes` and `revision`. Numbers cost no allocation to bind;
 /// texts cost two copies and two frees each.
-fn bind_packed<'q, A>(args: &mut A, rows: &[&'q NewDecision]) -> Result<(), StoreError>
+fn bind_packed<'q, A>(args: &mut A, rows: &[&'q PackedDecision]) -> Result<(), StoreError>
 where
     A: Arguments<'q>,
     Vec<u8>: Encode<'q, A::Database> + Type<A::Database>,
     i64: Encode<'q, A::Database> + Type<A::Database>,
 {
     let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
-    let size = rows
-        .iter()
-        .map(|d| texts(d).iter().map(|t| t.len()).sum::<usize>())
-        .sum::<usize>();
+    let size = rows.iter().map(|d| d.joined().0.len()).sum::<usize>();
     // never empty: SQLite reads an empty BLOB as NULL, and no text may be NULL
     let mut packed = Vec::with_capacity(size + 1);
-    let mut offsets = Vec::with_capacity(rows.len() * (TEXT_COUNT + 1));
+    let mut starts = Vec::with_capacity(rows.len());
     for d in rows {
-        for text in texts(d) {
-            offsets.push(packed.len() + 1);
-            packed.extend_from_slice(text.as_bytes());
-        }
-        offsets.push(packed.len() + 1);
+        starts.push(packed.len() + 1);
+        packed.extend_from_slice(d.joined().0.as_bytes());
     }
     packed.push(0);
     args.add(packed).map_err(bad)?;
-    for (d, offsets) in rows.iter().zip(offsets.chunks_exact(TEXT_COUNT + 1)) {
+    for (d, start) in rows.iter().zip(starts) {
         args.add(d.at_ms).map_err(bad)?;
-        for &offset in offsets {
-            args.add(to_i64(offset as u64)).map_err(bad)?;
+        args.add(to_i64(start as u64)).map_err(bad)?;
+        for &end in d.joined().1 {
+            args.add(to_i64((start + end as usize) as u64))
+                .map_err(bad)?;
         }
         args.add(to_i64(d.subject_bytes)).map_err(bad)?;
         args.add(to_i64(d.revision)).map_err(bad)?;

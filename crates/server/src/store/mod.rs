@@ -25,7 +25,9 @@ pub use approvals::{
     ApprovalState, NewApproval, NewGrant,
 };
 pub use backend::Backend;
-pub use decisions::{DECISIONS_NOTICE_PREFIX, DecisionQuery, NewDecision, StoredDecision};
+pub use decisions::{
+    DECISIONS_NOTICE_PREFIX, DecisionQuery, NewDecision, PackedDecision, StoredDecision,
+};
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::SqlStore;
@@ -289,7 +291,7 @@ pub trait Store: Send + Sync + 'static {
     async fn append_records(
         &self,
         audit: &[&NewAuditEvent],
-        _decisions: &[&NewDecision],
+        _decisions: &[&PackedDecision],
     ) -> Result<Vec<u64>, StoreError> {
         let audit: Vec<NewAuditEvent> = audit.iter().map(|&e| e.clone()).collect();
         self.append_audit(&audit).await?;

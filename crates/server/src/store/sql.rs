@@ -9,7 +9,7 @@ use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, Answer, Answered, ApprovalRecord, AuditEvent,
     AuditFilter, ChangeDoc, DecisionQuery, History, IssuedToken, NewApproval, NewAuditEvent,
-    NewDecision, NewToken, NoticeStream, QuotaKey, Store, StoreError, StoredDecision, Versioned,
+    NewToken, NoticeStream, PackedDecision, QuotaKey, Store, StoreError, StoredDecision, Versioned,
     now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
@@ -447,7 +447,7 @@ where
     async fn append_records(
         &self,
         audit: &[&NewAuditEvent],
-        decisions: &[&NewDecision],
+        decisions: &[&PackedDecision],
     ) -> Result<Vec<u64>, StoreError> {
         if audit.is_empty() && decisions.is_empty() {
             return Ok(Vec::new());
