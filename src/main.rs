@@ -256,3 +256,6 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
