@@ -7,8 +7,9 @@ use std::sync::Arc;
 use support::pg;
 use toolgate::policy::{AdminControls, UserSettings};
 use toolgate::store::{
-    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, History, NewApproval, NewAuditEvent,
-    NewGrant, PostgresStore, QuotaKey, SqliteStore, Store, StoreError,
+    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, DecisionQuery, History, NewApproval,
+    NewAuditEvent, NewGrant, PackedDecision, PostgresStore, QuotaKey, SqliteStore, Store,
+    StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -664,7 +665,8 @@ async fn postgres_old_quota_table_is_migrated() {
              PRIMARY KEY (team_id, session_id, operation));
          INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0);
          DROP TABLE issued_tokens;
-         DROP TABLE decisions;
+         DROP TABLE decision_blocks;
+         DROP TABLE decision_ids;
          DROP TABLE approvals;
          DROP TABLE approval_grants;
          DELETE FROM toolgate_schema WHERE version > 2;",
@@ -679,4 +681,77 @@ async fn postgres_old_quota_table_is_migrated() {
     assert_eq!(store.quota_used(&key).await.unwrap(), 0);
     assert!(store.consume_quota(&key, 1).await.unwrap());
     assert!(!store.consume_quota(&key, 1).await.unwrap());
+}
+
+/// A PostgreSQL database whose decision log was a row per record opens with its
+/// records in blocks, each as it was written, and the ids go on after the last. The
+/// SQLite twin is a unit test of the store.
+#[tokio::test]
+async fn postgres_decision_rows_move_into_blocks() {
+    let Some(url) = pg::fresh_database("postgres_decision_rows_move_into_blocks").await else {
+        return;
+    };
+    drop(PostgresStore::connect(&url, 100).await.unwrap());
+    // the database as the version before left it, with two records
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::raw_sql(
+        "DROP TABLE decision_blocks;
+         DROP TABLE decision_ids;
+         CREATE TABLE decisions (
+             id BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL, team_id TEXT NOT NULL,
+             user_id TEXT NOT NULL, principal TEXT NOT NULL, agent_id TEXT NOT NULL,
+             role TEXT NOT NULL, client TEXT NOT NULL, source TEXT NOT NULL,
+             kind TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+             action TEXT NOT NULL, subject TEXT NOT NULL, subject_bytes BIGINT NOT NULL,
+             subject_sha256 TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
+             matched_entry TEXT NOT NULL, revision BIGINT NOT NULL);
+         CREATE INDEX decisions_team_at ON decisions (team_id, at, id);
+         DELETE FROM toolgate_schema WHERE version > 7;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let hostile = "a \"quoted\" \\ back\nslash é 🙂 \u{1}";
+    for (id, at, subject) in [(3_i64, 10_i64, "git status"), (9, 20, hostile)] {
+        sqlx::query(
+            "INSERT INTO decisions (id, at, team_id, user_id, principal, agent_id, role,
+             client, source, kind, server, tool, action, subject, subject_bytes,
+             subject_sha256, outcome, reason, matched_entry, revision)
+             VALUES ($1, $2, 't', 'u', 'p', '', '', 'codex', 'evaluate', 'shell', '', '', '',
+             $3, $4, 'ab', 'ASK', 'COMMAND_NOT_ALLOWLISTED', '', 4611686018427387903)",
+        )
+        .bind(id)
+        .bind(at)
+        .bind(subject)
+        .bind(subject.len() as i64)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = PostgresStore::connect(&url, 100).await.unwrap();
+    let query = DecisionQuery {
+        team_id: Some("t".into()),
+        limit: 10,
+        ..DecisionQuery::default()
+    };
+    let listed = store.list_decisions(&query).await.unwrap();
+    let read: Vec<_> = listed
+        .iter()
+        .map(|r| (r.id, r.decision.at_ms, r.decision.subject.as_str()))
+        .collect();
+    assert_eq!(read, [(9, 20, hostile), (3, 10, "git status")]);
+    let d = &listed[0].decision;
+    assert_eq!(
+        (d.subject_bytes, d.revision),
+        (hostile.len() as u64, u64::MAX >> 2)
+    );
+    let mut next = d.clone();
+    next.at_ms = 30;
+    let ids = store
+        .append_records(&[], &[&PackedDecision::from(&next)])
+        .await
+        .unwrap();
+    assert_eq!(ids, [10]);
 }

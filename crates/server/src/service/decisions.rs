@@ -174,7 +174,7 @@ impl DecisionWatch {
                 received = self.relayed.recv() => received,
             };
             match received {
-                Ok(Relayed::Record(record)) if matches(&self.query, &record.decision) => {
+                Ok(Relayed::Record(record)) if self.query.matches(&record.decision) => {
                     return Some(DecisionEvent::Decision(Box::new(handed_out(&record))));
                 }
                 Ok(Relayed::Record(_)) => {}
@@ -779,25 +779,6 @@ fn handed_out(record: &StoredDecision) -> StoredDecision {
         out.decision.subject = excerpt(&out.decision.subject);
     }
     out
-}
-
-/// Whether a record matches a scoped query (the watch's filter; the store applies
-/// the same for listings).
-fn matches(q: &DecisionQuery, d: &NewDecision) -> bool {
-    let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
-    let prefix = |want: &Option<String>, mcp: bool| {
-        want.as_deref()
-            .is_none_or(|w| (d.kind == "mcp") == mcp && d.subject.starts_with(w))
-    };
-    eq(&q.team_id, &d.team_id)
-        && eq(&q.user_id, &d.user_id)
-        && eq(&q.agent_id, &d.agent_id)
-        && eq(&q.outcome, &d.outcome)
-        && eq(&q.reason, &d.reason)
-        && prefix(&q.tool_prefix, true)
-        && prefix(&q.command_prefix, false)
-        && q.since_ms.is_none_or(|s| d.at_ms >= s)
-        && q.until_ms.is_none_or(|u| d.at_ms < u)
 }
 
 /// What a page token is bound to: the scoped filter, without the keyset and size.

@@ -15,20 +15,6 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// where it has one.
     const BEGIN_WRITE: &'static str;
 
-    /// Whether a statement's bind parameters are numbered (`$1, $2, …`) or plain `?`.
-    /// SQLite takes `?`: sqlx finds each numbered one by its name, a scan of every
-    /// name, so binding a statement of thousands of them was quadratic.
-    const NUMBERED_PARAMS: bool = true;
-
-    /// Whether the decision log's INSERT takes a batch's texts packed into one value
-    /// (`store/decisions.rs`): on SQLite every text bound is copied twice (by sqlx for
-    /// its worker thread, then by SQLite) and freed on another thread than allocated
-    /// it, sixteen times per record; packed, a statement binds one value.
-    const PACKED_DECISION_TEXTS: bool = false;
-
-    /// Reads the last id the connection's latest INSERT into `decisions` took.
-    const LAST_DECISION_ID: &'static str;
-
     /// A connection for a write transaction.
     async fn write_connection(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
 

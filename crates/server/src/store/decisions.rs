@@ -1,15 +1,22 @@
-//! The decision log's rows: appended in batches (with any audit records of the same
-//! batch, in one transaction), listed newest first by a keyset on (time, id) so pages
-//! stay put while records are written, and pruned by age and by count per team.
+//! The decision log's records: appended in batches (with any audit records of the
+//! same batch, in one transaction), listed newest first by a keyset on (time, id) so
+//! pages stay put while records are written, and pruned by age and by count per team.
+//!
+//! A batch's records are stored as blocks, a row per team and batch holding its
+//! records as one JSON array (`decision_blocks`), with the block's team, its time
+//! range and its id range in columns of their own. A row per record cost the
+//! database about 22,000 instructions (a B-tree insert into the table and one into
+//! the (team, time) index, twenty columns each), more than the decision it recorded;
+//! a block costs that once for thousands of records. Listing reads the blocks that
+//! can hold a page's records (by team and time, through indexes), filters their
+//! records and merges them newest first; pruning removes whole blocks and rewrites
+//! the one or two that straddle a limit.
 
 use super::backend::Backend;
 use super::sql::{INSERT_AUDIT, SqlStore};
 use super::{NewAuditEvent, StoreError, to_i64, to_u64};
 use serde::{Deserialize, Serialize};
-use sqlx::{
-    Arguments, ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments,
-    Row, Type,
-};
+use sqlx::{ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 /// Starts the payload of a replica's notice that it committed decision-log records:
 /// then the replica's origin (hex), `:`, and the ids as `first-last`.
@@ -65,14 +72,14 @@ pub struct PackedDecision {
     pub at_ms: i64,
     pub subject_bytes: u64,
     pub revision: u64,
-    /// The texts in [`COLUMNS`] order, one after the other.
+    /// The texts in [`texts`] order, one after the other.
     text: Box<str>,
     /// Where each text ends in `text`.
     ends: [u32; TEXT_COUNT],
 }
 
 impl PackedDecision {
-    /// A record of `texts` in [`COLUMNS`] order (as [`PackedDecision::texts`] gives
+    /// A record of `texts` in [`texts`] order (as [`PackedDecision::texts`] gives
     /// them back). A text past 4 GiB in all cannot be: the service keeps at most
     /// `max_stored_command_bytes` of a command, and names are short.
     pub fn new(at_ms: i64, texts: [&str; TEXT_COUNT], subject_bytes: u64, revision: u64) -> Self {
@@ -91,7 +98,7 @@ impl PackedDecision {
         }
     }
 
-    /// The texts, in [`COLUMNS`] order.
+    /// The texts, in [`texts`] order.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -100,11 +107,6 @@ impl PackedDecision {
             start = end;
             t
         })
-    }
-
-    /// All the texts, one after the other, and where each ends.
-    fn joined(&self) -> (&str, &[u32; TEXT_COUNT]) {
-        (&self.text, &self.ends)
     }
 
     /// The record with a string per text.
@@ -197,71 +199,187 @@ pub struct DecisionQuery {
     pub limit: u32,
 }
 
-/// Columns in insert order.
-const COLUMNS: &str = "at, team_id, user_id, principal, agent_id, role, client, source, kind,
-     server, tool, action, subject, subject_bytes, subject_sha256, outcome, reason,
-     matched_entry, revision";
-const COLUMN_COUNT: usize = 19;
-/// Rows per INSERT statement at most: a power of two, within SQLite's 32,766
-/// parameters (PostgreSQL takes 65,535).
-const MAX_ROWS_PER_STATEMENT: usize = 1024;
-const _: () = assert!(
-    MAX_ROWS_PER_STATEMENT.is_power_of_two() && MAX_ROWS_PER_STATEMENT * COLUMN_COUNT <= 32_766
-);
-/// The text columns in [`COLUMNS`] order, which a packed INSERT cuts out of one value.
+/// A record's texts.
 pub const TEXT_COUNT: usize = 16;
-/// The texts [`COLUMNS`] lists before `subject_bytes` (the others come after it).
-const TEXTS_BEFORE_SUBJECT_BYTES: usize = 12;
-/// A packed row's parameters: the time, where each text starts and where the last
-/// ends, `subject_bytes` and `revision`.
-const PACKED_PARAMS_PER_ROW: usize = 1 + (TEXT_COUNT + 1) + 2;
-// the rows' parameters and the packed texts
-const _: () = assert!(MAX_ROWS_PER_STATEMENT * PACKED_PARAMS_PER_ROW < 32_766);
+/// Records a block holds at most: a batch of more is stored as several.
+const BLOCK_RECORDS: usize = 4096;
+/// Blocks a listing reads per statement.
+const BLOCKS_PER_READ: i64 = 32;
 
-/// The teams with records, each found by a step through the (team, time) index
-/// rather than a scan of every record.
-const LOGGED_TEAMS: &str = "WITH RECURSIVE teams(team_id) AS (
-       SELECT MIN(team_id) FROM decisions
-       UNION ALL
-       SELECT (SELECT MIN(d.team_id) FROM decisions d WHERE d.team_id > teams.team_id)
-       FROM teams WHERE teams.team_id IS NOT NULL)
-     SELECT team_id FROM teams WHERE team_id IS NOT NULL";
+impl DecisionQuery {
+    /// Whether a record matches every filter set, the page's keyset aside (the
+    /// listing's filter, and a watch's).
+    pub fn matches(&self, d: &NewDecision) -> bool {
+        let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        let prefix = |want: &Option<String>, mcp: bool| {
+            want.as_deref()
+                .is_none_or(|w| (d.kind == "mcp") == mcp && d.subject.starts_with(w))
+        };
+        eq(&self.team_id, &d.team_id)
+            && eq(&self.user_id, &d.user_id)
+            && eq(&self.agent_id, &d.agent_id)
+            && eq(&self.outcome, &d.outcome)
+            && eq(&self.reason, &d.reason)
+            && prefix(&self.tool_prefix, true)
+            && prefix(&self.command_prefix, false)
+            && self.since_ms.is_none_or(|s| d.at_ms >= s)
+            && self.until_ms.is_none_or(|u| d.at_ms < u)
+    }
+}
 
-fn stored<R: Row>(row: &R) -> Result<StoredDecision, StoreError>
+/// A block's columns, as read.
+const BLOCK_COLUMNS: &str = "id, max_id, team_id, min_at, max_at, records, body";
+
+/// One block as read: its records are decoded when a listing needs them.
+struct Block {
+    id: i64,
+    max_at: i64,
+    records: i64,
+    body: String,
+}
+
+fn block<R: sqlx::Row>(row: &R) -> Result<Block, StoreError>
 where
     for<'r> &'r str: ColumnIndex<R>,
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
 {
-    Ok(StoredDecision {
-        id: to_u64(row.try_get("id")?),
-        decision: NewDecision {
-            at_ms: row.try_get("at")?,
-            team_id: row.try_get("team_id")?,
-            user_id: row.try_get("user_id")?,
-            principal: row.try_get("principal")?,
-            agent_id: row.try_get("agent_id")?,
-            role: row.try_get("role")?,
-            client: row.try_get("client")?,
-            source: row.try_get("source")?,
-            kind: row.try_get("kind")?,
-            server: row.try_get("server")?,
-            tool: row.try_get("tool")?,
-            action: row.try_get("action")?,
-            subject: row.try_get("subject")?,
-            subject_bytes: to_u64(row.try_get("subject_bytes")?),
-            subject_sha256: row.try_get("subject_sha256")?,
-            outcome: row.try_get("outcome")?,
-            reason: row.try_get("reason")?,
-            matched_entry: row.try_get("matched_entry")?,
-            revision: to_u64(row.try_get("revision")?),
-        },
+    Ok(Block {
+        id: row.try_get("id")?,
+        max_at: row.try_get("max_at")?,
+        records: row.try_get("records")?,
+        body: row.try_get("body")?,
     })
+}
+
+/// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
+/// (migration 8 writes the same from the rows it moves).
+#[derive(Deserialize)]
+struct JsonRecord(
+    u64,
+    i64,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    u64,
+    u64,
+);
+
+impl From<JsonRecord> for StoredDecision {
+    fn from(r: JsonRecord) -> Self {
+        let JsonRecord(
+            id,
+            at_ms,
+            team_id,
+            user_id,
+            principal,
+            agent_id,
+            role,
+            client,
+            source,
+            kind,
+            server,
+            tool,
+            action,
+            subject,
+            subject_sha256,
+            outcome,
+            reason,
+            matched_entry,
+            subject_bytes,
+            revision,
+        ) = r;
+        StoredDecision {
+            id,
+            decision: NewDecision {
+                at_ms,
+                team_id,
+                user_id,
+                principal,
+                agent_id,
+                role,
+                client,
+                source,
+                kind,
+                server,
+                tool,
+                action,
+                subject,
+                subject_bytes,
+                subject_sha256,
+                outcome,
+                reason,
+                matched_entry,
+                revision,
+            },
+        }
+    }
+}
+
+/// A block's records, by id.
+fn decode(body: &str) -> Result<Vec<StoredDecision>, StoreError> {
+    let records: Vec<JsonRecord> = serde_json::from_str(body)
+        .map_err(|e| StoreError::Corrupt(format!("a decision-log block is unreadable: {e}")))?;
+    Ok(records.into_iter().map(StoredDecision::from).collect())
+}
+
+/// Appends one record's JSON form to a block's body.
+fn encode(body: &mut Vec<u8>, id: u64, d: &PackedDecision) {
+    use std::io::Write as _;
+    // writing to a Vec cannot fail; a &str always serialises
+    let _ = write!(body, "[{id},{}", d.at_ms);
+    for text in d.texts() {
+        body.push(b',');
+        let _ = serde_json::to_writer(&mut *body, text);
+    }
+    let _ = write!(body, ",{},{}]", d.subject_bytes, d.revision);
+}
+
+/// A block's body from stored records (a block rewritten by pruning).
+fn encode_stored(records: &[StoredDecision]) -> String {
+    let mut body = vec![b'['];
+    for (i, r) in records.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        encode(&mut body, r.id, &PackedDecision::from(&r.decision));
+    }
+    body.push(b']');
+    String::from_utf8(body).unwrap_or_default()
+}
+
+/// Whether a record passes a listing's filters, the page's keyset included.
+fn selected(q: &DecisionQuery, r: &StoredDecision) -> bool {
+    q.matches(&r.decision) && q.before.is_none_or(|b| (r.decision.at_ms, r.id) < b)
+}
+
+/// Newest first: by time, then id.
+fn newest_first(a: &StoredDecision, b: &StoredDecision) -> std::cmp::Ordering {
+    (b.decision.at_ms, b.id).cmp(&(a.decision.at_ms, a.id))
+}
+
+/// A statement's parameters, for statements whose conditions depend on the query.
+enum Param<'a> {
+    Text(&'a str),
+    Int(i64),
 }
 
 impl<B: Backend> SqlStore<B>
 where
-    for<'e> &'e mut <B::Db as Database>::Connection: Executor<'e, Database = B::Db>,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
     for<'q> <B::Db as Database>::Arguments<'q>: IntoArguments<'q, B::Db>,
     for<'r> &'r str:
         ColumnIndex<<B::Db as Database>::Row> + Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
@@ -269,7 +387,6 @@ where
     for<'r> String: Encode<'r, B::Db> + Decode<'r, B::Db> + Type<B::Db>,
     for<'r> Option<&'r str>: Encode<'r, B::Db>,
     Option<i64>: for<'r> Encode<'r, B::Db> + for<'r> Decode<'r, B::Db> + Type<B::Db>,
-    for<'r> Vec<u8>: Encode<'r, B::Db> + Type<B::Db>,
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     /// Appends the audit records and the decisions in one transaction; the decisions'
@@ -298,46 +415,82 @@ where
                 tx.commit().await?;
                 return Ok(Vec::new());
             }
-            self.backend.lock_decisions(&mut tx).await?;
-            let mut rest = decisions;
-            while !rest.is_empty() {
-                let (chunk, tail) = rest.split_at(rows_per_statement(rest.len()));
-                rest = tail;
-                // the arguments sized once: grown by pushes, they were copied a dozen times
-                let mut args = <B::Db as Database>::Arguments::default();
-                let sql = if B::PACKED_DECISION_TEXTS {
-                    args.reserve(chunk.len() * PACKED_PARAMS_PER_ROW + 1, 0);
-                    bind_packed(&mut args, chunk)?;
-                    packed_insert_sql(chunk.len())
-                } else {
-                    args.reserve(chunk.len() * COLUMN_COUNT, 0);
-                    for d in chunk {
-                        bind_row(&mut args, d)?;
-                    }
-                    insert_sql(chunk.len(), B::NUMBERED_PARAMS)
-                };
-                sqlx::query_with(sql, args).execute(&mut *tx).await?;
-            }
             // The writers are serialised (SQLite's one write connection, PostgreSQL's
-            // lock above) and each row's id is the one before plus one, so this
-            // transaction's ids are the run ending at the last: no row read back.
-            let last: i64 = sqlx::query_scalar(B::LAST_DECISION_ID)
+            // lock), so this transaction's records take the ids from `next` on.
+            self.backend.lock_decisions(&mut tx).await?;
+            let next: i64 = sqlx::query_scalar("SELECT next_id FROM decision_ids")
                 .fetch_one(&mut *tx)
                 .await?;
-            let last = to_u64(last);
-            let first = (last + 1)
-                .checked_sub(decisions.len() as u64)
-                .ok_or_else(|| {
-                    StoreError::Corrupt(format!(
-                        "decision log ids end at {last} after {} rows were inserted",
-                        decisions.len()
-                    ))
+            let first = to_u64(next);
+            // a block per team: the records of each team in the order given, the
+            // teams in the order they first appear
+            let mut order: Vec<usize> = (0..decisions.len()).collect();
+            let mut teams: Vec<&str> = Vec::new();
+            for d in decisions {
+                let team = d.texts()[0];
+                if !teams.contains(&team) {
+                    teams.push(team);
+                }
+            }
+            if teams.len() > 1 {
+                order.sort_by_key(|&i| {
+                    let team = decisions[i].texts()[0];
+                    teams.iter().position(|&t| t == team)
+                });
+            }
+            let mut ids = vec![0; decisions.len()];
+            let mut id = first;
+            let mut start = 0;
+            while start < order.len() {
+                let team = decisions[order[start]].texts()[0];
+                let end = (start..order.len())
+                    .find(|&k| {
+                        k - start == BLOCK_RECORDS || decisions[order[k]].texts()[0] != team
+                    })
+                    .unwrap_or(order.len());
+                let block_id = id;
+                let (mut min_at, mut max_at) = (i64::MAX, i64::MIN);
+                let mut body = Vec::with_capacity((end - start) * 200);
+                body.push(b'[');
+                for (k, &i) in order[start..end].iter().enumerate() {
+                    let d = decisions[i];
+                    if k > 0 {
+                        body.push(b',');
+                    }
+                    encode(&mut body, id, d);
+                    min_at = min_at.min(d.at_ms);
+                    max_at = max_at.max(d.at_ms);
+                    ids[i] = id;
+                    id += 1;
+                }
+                body.push(b']');
+                let body = String::from_utf8(body).map_err(|e| {
+                    StoreError::Corrupt(format!("a decision-log block is not UTF-8: {e}"))
                 })?;
+                sqlx::query(
+                    "INSERT INTO decision_blocks (id, max_id, team_id, min_at, max_at, records, body)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(to_i64(block_id))
+                .bind(to_i64(id - 1))
+                .bind(team)
+                .bind(min_at)
+                .bind(max_at)
+                .bind((end - start) as i64)
+                .bind(body)
+                .execute(&mut *tx)
+                .await?;
+                start = end;
+            }
+            sqlx::query("UPDATE decision_ids SET next_id = $1")
+                .bind(to_i64(id))
+                .execute(&mut *tx)
+                .await?;
             self.backend
-                .announce_decisions(&mut tx, first, last)
+                .announce_decisions(&mut tx, first, id - 1)
                 .await?;
             tx.commit().await?;
-            Ok((first..=last).collect())
+            Ok(ids)
         }
         .await;
         self.end_write(conn, result)
@@ -348,41 +501,77 @@ where
         &self,
         q: &DecisionQuery,
     ) -> Result<Vec<StoredDecision>, StoreError> {
+        let limit = q.limit as usize;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let mut conn = self.backend.read().await?;
-        // CAST gives PostgreSQL the parameters' types; SQLite reads it as a no-op.
-        // Prefixes compare with substr, not LIKE, so `%` and `_` in them are literal.
-        let rows = sqlx::query(&format!(
-            "SELECT id, {COLUMNS} FROM decisions
-             WHERE (CAST($1 AS TEXT) IS NULL OR team_id = $1)
-               AND (CAST($2 AS TEXT) IS NULL OR user_id = $2)
-               AND (CAST($3 AS TEXT) IS NULL OR agent_id = $3)
-               AND (CAST($4 AS TEXT) IS NULL OR outcome = $4)
-               AND (CAST($5 AS TEXT) IS NULL OR reason = $5)
-               AND (CAST($6 AS TEXT) IS NULL OR
-                    (kind = 'mcp' AND substr(subject, 1, length(CAST($6 AS TEXT))) = $6))
-               AND (CAST($7 AS TEXT) IS NULL OR
-                    (kind <> 'mcp' AND substr(subject, 1, length(CAST($7 AS TEXT))) = $7))
-               AND (CAST($8 AS BIGINT) IS NULL OR at >= $8)
-               AND (CAST($9 AS BIGINT) IS NULL OR at < $9)
-               AND (CAST($10 AS BIGINT) IS NULL OR at < $10
-                    OR (at = $10 AND id < CAST($11 AS BIGINT)))
-             ORDER BY at DESC, id DESC LIMIT $12"
-        ))
-        .bind(q.team_id.as_deref())
-        .bind(q.user_id.as_deref())
-        .bind(q.agent_id.as_deref())
-        .bind(q.outcome.as_deref())
-        .bind(q.reason.as_deref())
-        .bind(q.tool_prefix.as_deref())
-        .bind(q.command_prefix.as_deref())
-        .bind(q.since_ms)
-        .bind(q.until_ms)
-        .bind(q.before.map(|(at, _)| at))
-        .bind(q.before.map(|(_, id)| to_i64(id)))
-        .bind(i64::from(q.limit))
-        .fetch_all(&mut *conn)
-        .await?;
-        rows.iter().map(stored).collect()
+        // Blocks newest first by their latest record: once the page is full and its
+        // oldest record is newer than a block's latest, no block from there on can
+        // hold a record of the page.
+        let mut page: Vec<StoredDecision> = Vec::new();
+        let mut after: Option<(i64, i64)> = None;
+        loop {
+            // only the conditions the query sets, so each can use an index
+            let mut conditions: Vec<(&str, Param<'_>)> = Vec::new();
+            if let Some(team) = q.team_id.as_deref() {
+                conditions.push(("team_id = ?", Param::Text(team)));
+            }
+            if let Some(since) = q.since_ms {
+                conditions.push(("max_at >= ?", Param::Int(since)));
+            }
+            if let Some(until) = q.until_ms {
+                conditions.push(("min_at < ?", Param::Int(until)));
+            }
+            if let Some((at, _)) = q.before {
+                conditions.push(("min_at <= ?", Param::Int(at)));
+            }
+            if let Some((max_at, id)) = after {
+                conditions.push(("(max_at < ?", Param::Int(max_at)));
+                conditions.push(("(max_at = ?", Param::Int(max_at)));
+                conditions.push(("id < ?))", Param::Int(id)));
+            }
+            let mut sql = format!("SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE 1 = 1");
+            for (i, (condition, _)) in conditions.iter().enumerate() {
+                // the keyset's three parts read "(a OR (b AND c))"
+                let joiner = if condition.starts_with("(max_at = ") {
+                    " OR "
+                } else {
+                    " AND "
+                };
+                sql.push_str(joiner);
+                sql.push_str(&condition.replace('?', &format!("${}", i + 1)));
+            }
+            sql.push_str(&format!(
+                " ORDER BY max_at DESC, id DESC LIMIT {BLOCKS_PER_READ}"
+            ));
+            let mut query = sqlx::query(&sql);
+            for (_, p) in &conditions {
+                query = match *p {
+                    Param::Text(t) => query.bind(t),
+                    Param::Int(n) => query.bind(n),
+                };
+            }
+            let rows = query.fetch_all(&mut *conn).await?;
+            let read = rows.len();
+            for row in &rows {
+                let b = block(row)?;
+                after = Some((b.max_at, b.id));
+                if page.len() >= limit {
+                    page.sort_by(newest_first);
+                    page.truncate(limit);
+                    if page[limit - 1].decision.at_ms > b.max_at {
+                        return Ok(page);
+                    }
+                }
+                page.extend(decode(&b.body)?.into_iter().filter(|r| selected(q, r)));
+            }
+            if read < BLOCKS_PER_READ as usize {
+                page.sort_by(newest_first);
+                page.truncate(limit);
+                return Ok(page);
+            }
+        }
     }
 
     /// Records with ids from `first` to `last`, oldest first, at most `limit`.
@@ -393,15 +582,32 @@ where
         limit: u32,
     ) -> Result<Vec<StoredDecision>, StoreError> {
         let mut conn = self.backend.read().await?;
+        // the blocks' id ranges do not overlap: the last block to start at or before
+        // `first`, and those that start after it up to `last`
         let rows = sqlx::query(&format!(
-            "SELECT id, {COLUMNS} FROM decisions WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3"
+            "SELECT {BLOCK_COLUMNS} FROM decision_blocks
+             WHERE id <= $2 AND id >= (SELECT COALESCE(MAX(id), 0) FROM decision_blocks WHERE id <= $1)
+             ORDER BY id"
         ))
         .bind(to_i64(first))
         .bind(to_i64(last))
-        .bind(i64::from(limit))
         .fetch_all(&mut *conn)
         .await?;
-        rows.iter().map(stored).collect()
+        let mut out = Vec::new();
+        for row in &rows {
+            let b = block(row)?;
+            out.extend(
+                decode(&b.body)?
+                    .into_iter()
+                    .filter(|r| (first..=last).contains(&r.id)),
+            );
+            if out.len() >= limit as usize {
+                break;
+            }
+        }
+        out.sort_by_key(|r| r.id);
+        out.truncate(limit as usize);
+        Ok(out)
     }
 
     /// Removes records older than `older_than_ms`, then each team's oldest past
@@ -413,51 +619,76 @@ where
     ) -> Result<u64, StoreError> {
         let mut conn = self.begin_write().await?;
         let result = async {
-            // team by team, through the (team, time) index: an index on time alone
-            // would cost every insert (migration 7 dropped it)
-            let teams: Vec<String> = sqlx::query_scalar(LOGGED_TEAMS)
-                .fetch_all(&mut *conn)
-                .await?;
-            let mut count = 0;
-            for team in &teams {
-                // counted first: the backends' results share no way to say what a
-                // DELETE removed
-                let expired: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM decisions WHERE team_id = $1 AND at < $2",
-                )
-                .bind(team)
-                .bind(older_than_ms)
-                .fetch_one(&mut *conn)
-                .await?;
-                if expired > 0 {
-                    sqlx::query("DELETE FROM decisions WHERE team_id = $1 AND at < $2")
-                        .bind(team)
-                        .bind(older_than_ms)
-                        .execute(&mut *conn)
-                        .await?;
-                }
-                count += to_u64(expired);
+            let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
+            // whole blocks past the age, then the records past it in blocks that
+            // straddle it
+            let expired: Option<i64> = sqlx::query_scalar(
+                "SELECT CAST(SUM(records) AS BIGINT) FROM decision_blocks WHERE max_at < $1",
+            )
+            .bind(older_than_ms)
+            .fetch_one(&mut *tx)
+            .await?;
+            let mut count = to_u64(expired.unwrap_or(0));
+            if count > 0 {
+                sqlx::query("DELETE FROM decision_blocks WHERE max_at < $1")
+                    .bind(older_than_ms)
+                    .execute(&mut *tx)
+                    .await?;
             }
+            let straddling = sqlx::query(&format!(
+                "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE min_at < $1"
+            ))
+            .bind(older_than_ms)
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in &straddling {
+                let b = block(row)?;
+                let mut records = decode(&b.body)?;
+                let before = records.len();
+                records.retain(|r| r.decision.at_ms >= older_than_ms);
+                count += (before - records.len()) as u64;
+                rewrite_block(&mut tx, b.id, &records).await?;
+            }
+            // then each team's oldest past the count: its blocks oldest first
             let over = sqlx::query(
-                "SELECT team_id, COUNT(*) AS n FROM decisions GROUP BY team_id HAVING COUNT(*) > $1",
+                "SELECT team_id, CAST(SUM(records) AS BIGINT) AS n FROM decision_blocks
+                 GROUP BY team_id HAVING SUM(records) > $1",
             )
             .bind(to_i64(max_per_team))
-            .fetch_all(&mut *conn)
+            .fetch_all(&mut *tx)
             .await?;
             for row in over {
+                use sqlx::Row as _;
                 let team: String = row.try_get("team_id")?;
                 let n: i64 = row.try_get("n")?;
-                let excess = n - to_i64(max_per_team);
-                sqlx::query(
-                    "DELETE FROM decisions WHERE id IN (
-                       SELECT id FROM decisions WHERE team_id = $1 ORDER BY at, id LIMIT $2)",
-                )
-                .bind(&team)
-                .bind(excess)
-                .execute(&mut *conn)
-                .await?;
+                let mut excess = n - to_i64(max_per_team);
                 count += to_u64(excess);
+                let blocks = sqlx::query(&format!(
+                    "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE team_id = $1
+                     ORDER BY max_at, id"
+                ))
+                .bind(&team)
+                .fetch_all(&mut *tx)
+                .await?;
+                for row in &blocks {
+                    if excess <= 0 {
+                        break;
+                    }
+                    let b = block(row)?;
+                    if b.records <= excess {
+                        excess -= b.records;
+                        rewrite_block(&mut tx, b.id, &[]).await?;
+                    } else {
+                        let mut records = decode(&b.body)?;
+                        records.sort_by(|a, b| newest_first(b, a));
+                        records.drain(..excess as usize);
+                        records.sort_by_key(|r| r.id);
+                        excess = 0;
+                        rewrite_block(&mut tx, b.id, &records).await?;
+                    }
+                }
             }
+            tx.commit().await?;
             Ok(count)
         }
         .await;
@@ -465,29 +696,45 @@ where
     }
 }
 
-/// Adds one record's values, in [`COLUMNS`] order.
-fn bind_row<'q, A>(args: &mut A, d: &'q PackedDecision) -> Result<(), StoreError>
+/// A block after pruning: removed when no record is left, else its records and time
+/// range written anew (its id stays: the first id it was given).
+async fn rewrite_block<Db>(
+    tx: &mut Db::Connection,
+    id: i64,
+    records: &[StoredDecision],
+) -> Result<(), StoreError>
 where
-    A: Arguments<'q>,
-    &'q str: Encode<'q, A::Database> + Type<A::Database>,
-    i64: Encode<'q, A::Database> + Type<A::Database>,
+    Db: Database,
+    for<'c> &'c mut Db::Connection: Executor<'c, Database = Db>,
+    for<'q> Db::Arguments<'q>: IntoArguments<'q, Db>,
+    for<'r> i64: Encode<'r, Db> + Type<Db>,
+    for<'r> String: Encode<'r, Db> + Type<Db>,
 {
-    let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
-    let texts = d.texts();
-    let (before, after) = texts.split_at(TEXTS_BEFORE_SUBJECT_BYTES);
-    args.add(d.at_ms).map_err(bad)?;
-    for &text in before {
-        args.add(text).map_err(bad)?;
-    }
-    args.add(to_i64(d.subject_bytes)).map_err(bad)?;
-    for &text in after {
-        args.add(text).map_err(bad)?;
-    }
-    args.add(to_i64(d.revision)).map_err(bad)?;
+    let (Some(min_at), Some(max_at)) = (
+        records.iter().map(|r| r.decision.at_ms).min(),
+        records.iter().map(|r| r.decision.at_ms).max(),
+    ) else {
+        sqlx::query("DELETE FROM decision_blocks WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        return Ok(());
+    };
+    sqlx::query(
+        "UPDATE decision_blocks SET min_at = $1, max_at = $2, records = $3, body = $4 WHERE id = $5",
+    )
+    .bind(min_at)
+    .bind(max_at)
+    .bind(records.len() as i64)
+    .bind(encode_stored(records))
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 
-/// A record's texts, in [`COLUMNS`] order.
+/// A record's texts, in the order of its JSON form (after its id and time, before
+/// `subject_bytes` and `revision`).
 fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
     [
         &d.team_id,
@@ -509,154 +756,64 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
     ]
 }
 
-/// Binds a packed INSERT's values ([`packed_insert_sql`]): first every text of the
-/// rows, one after the other, as one BLOB (owned, so sqlx does not copy it again);
-/// then per row its time, the 1-based byte offsets where each text starts and where
-/// the last ends, `subject_bytes` and `revision`. Numbers cost no allocation to bind;
-/// texts cost two copies and two frees each.
-fn bind_packed<'q, A>(args: &mut A, rows: &[&'q PackedDecision]) -> Result<(), StoreError>
-where
-    A: Arguments<'q>,
-    Vec<u8>: Encode<'q, A::Database> + Type<A::Database>,
-    i64: Encode<'q, A::Database> + Type<A::Database>,
-{
-    let bad = |e: sqlx::error::BoxDynError| StoreError::from(sqlx::Error::Encode(e));
-    let size = rows.iter().map(|d| d.joined().0.len()).sum::<usize>();
-    // never empty: SQLite reads an empty BLOB as NULL, and no text may be NULL
-    let mut packed = Vec::with_capacity(size + 1);
-    let mut starts = Vec::with_capacity(rows.len());
-    for d in rows {
-        starts.push(packed.len() + 1);
-        packed.extend_from_slice(d.joined().0.as_bytes());
-    }
-    packed.push(0);
-    args.add(packed).map_err(bad)?;
-    for (d, start) in rows.iter().zip(starts) {
-        args.add(d.at_ms).map_err(bad)?;
-        args.add(to_i64(start as u64)).map_err(bad)?;
-        for &end in d.joined().1 {
-            args.add(to_i64((start + end as usize) as u64))
-                .map_err(bad)?;
-        }
-        args.add(to_i64(d.subject_bytes)).map_err(bad)?;
-        args.add(to_i64(d.revision)).map_err(bad)?;
-    }
-    Ok(())
-}
-
-/// `INSERT … SELECT … FROM (VALUES …)` for `rows` rows (a power of two up to
-/// [`MAX_ROWS_PER_STATEMENT`]) bound by [`bind_packed`]: each text column is its
-/// slice of the one BLOB, as text. SQLite's `substr` counts bytes in a BLOB, and the
-/// slices are whole UTF-8 strings, so the text is the one given.
-fn packed_insert_sql(rows: usize) -> &'static str {
-    use std::sync::OnceLock;
-    const SIZES: usize = MAX_ROWS_PER_STATEMENT.ilog2() as usize + 1;
-    static PACKED: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
-    debug_assert!(rows.is_power_of_two() && rows <= MAX_ROWS_PER_STATEMENT);
-    PACKED[rows.ilog2() as usize].get_or_init(|| {
-        use std::fmt::Write as _;
-        // VALUES names its columns column1, column2, …: the time, then the offsets
-        let text = |i: usize| {
-            let (start, end) = (i + 2, i + 3);
-            format!(", CAST(substr(packed.texts, column{start}, column{end} - column{start}) AS TEXT)")
-        };
-        let (bytes, revision) = (TEXT_COUNT + 3, TEXT_COUNT + 4);
-        let mut select = String::from("column1");
-        for i in 0..TEXTS_BEFORE_SUBJECT_BYTES {
-            select.push_str(&text(i));
-        }
-        let _ = write!(select, ", column{bytes}");
-        for i in TEXTS_BEFORE_SUBJECT_BYTES..TEXT_COUNT {
-            select.push_str(&text(i));
-        }
-        let _ = write!(select, ", column{revision}");
-        let mut sql = format!(
-            "INSERT INTO decisions ({COLUMNS}) SELECT {select} FROM (SELECT ? AS texts) AS packed, (VALUES "
-        );
-        for r in 0..rows {
-            sql.push_str(if r == 0 { "(?" } else { ", (?" });
-            sql.push_str(&", ?".repeat(PACKED_PARAMS_PER_ROW - 1));
-            sql.push(')');
-        }
-        sql.push(')');
-        sql
-    })
-}
-
-/// Rows of the INSERT statement that starts a batch of `remaining`: the most, or
-/// the largest power of two, so batches of any size take at most 11 distinct
-/// statements, which stay prepared in the connection's cache.
-fn rows_per_statement(remaining: usize) -> usize {
-    if remaining >= MAX_ROWS_PER_STATEMENT {
-        MAX_ROWS_PER_STATEMENT
-    } else {
-        1 << remaining.max(1).ilog2()
-    }
-}
-
-/// `INSERT … VALUES (…), (…)` for `rows` rows (a power of two up to
-/// [`MAX_ROWS_PER_STATEMENT`]), with numbered or plain `?` parameters; each text is
-/// made once.
-fn insert_sql(rows: usize, numbered: bool) -> &'static str {
-    use std::sync::OnceLock;
-    const SIZES: usize = MAX_ROWS_PER_STATEMENT.ilog2() as usize + 1;
-    static NUMBERED: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
-    static PLAIN: [OnceLock<String>; SIZES] = [const { OnceLock::new() }; SIZES];
-    debug_assert!(rows.is_power_of_two() && rows <= MAX_ROWS_PER_STATEMENT);
-    let cache = if numbered { &NUMBERED } else { &PLAIN };
-    cache[rows.ilog2() as usize].get_or_init(|| {
-        use std::fmt::Write as _;
-        let mut sql = format!("INSERT INTO decisions ({COLUMNS}) VALUES ");
-        for r in 0..rows {
-            sql.push_str(if r == 0 { "(" } else { ", (" });
-            for c in 0..COLUMN_COUNT {
-                let separator = if c == 0 { "" } else { ", " };
-                if numbered {
-                    let _ = write!(sql, "{separator}${}", r * COLUMN_COUNT + c + 1);
-                } else {
-                    let _ = write!(sql, "{separator}?");
-                }
-            }
-            sql.push(')');
-        }
-        sql
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn record(at_ms: i64, texts: [&str; TEXT_COUNT]) -> PackedDecision {
+        PackedDecision::new(at_ms, texts, 7, u64::MAX >> 2)
+    }
+
+    /// Texts that JSON escapes, and the largest numbers, read back as written.
     #[test]
-    fn batches_split_into_few_statement_sizes() {
-        for (n, first) in [
-            (1, 1),
-            (2, 2),
-            (3, 2),
-            (1000, 512),
-            (1024, 1024),
-            (5000, 1024),
-        ] {
-            assert_eq!(rows_per_statement(n), first, "{n}");
+    fn a_block_reads_back_what_was_encoded() {
+        let hostile = [
+            "t",
+            "\"quoted\"",
+            "back\\slash",
+            "nul\0byte",
+            "line\nbreak\r\t",
+            "\u{1}\u{1f}\u{7f}",
+            "é ü 中文 🙂",
+            "</script>",
+            "",
+            "a:b",
+            "[1,2]",
+            "{\"k\":1}",
+            "\u{2028}\u{2029}",
+            "x".repeat(300).leak(),
+            "ALLOW",
+            "",
+        ];
+        let records = [record(i64::MIN, hostile), record(i64::MAX, hostile)];
+        let mut body = vec![b'['];
+        encode(&mut body, u64::MAX >> 1, &records[0]);
+        body.push(b',');
+        encode(&mut body, 0, &records[1]);
+        body.push(b']');
+        let read = decode(std::str::from_utf8(&body).unwrap()).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read[0].id, u64::MAX >> 1);
+        assert_eq!(read[1].id, 0);
+        for (r, d) in read.iter().zip(&records) {
+            assert_eq!(PackedDecision::from(&r.decision), *d);
         }
-        let mut sizes = std::collections::BTreeSet::new();
-        for n in 1..=3000 {
-            let mut rest = n;
-            while rest > 0 {
-                let rows = rows_per_statement(rest);
-                sizes.insert(rows);
-                rest -= rows;
-            }
-        }
-        assert_eq!(sizes.len(), 11);
+        assert_eq!(encode_stored(&read), String::from_utf8(body).unwrap());
     }
 
     #[test]
-    fn insert_statements_have_a_parameter_per_column_and_row() {
-        let plain = insert_sql(4, false);
-        assert_eq!(plain.matches('?').count(), 4 * COLUMN_COUNT);
-        assert!(!plain.contains('$'));
-        let numbered = insert_sql(4, true);
-        assert!(numbered.ends_with(&format!("${})", 4 * COLUMN_COUNT)));
+    fn an_unreadable_block_is_an_error_not_an_empty_page() {
+        for bad in ["", "[", "[[1]]", "{}", "[[1,2,\"a\"]]"] {
+            assert!(decode(bad).is_err(), "{bad:?}");
+        }
+        assert!(decode("[]").unwrap().is_empty());
+    }
+
+    #[test]
+    fn packed_records_unpack_to_their_texts() {
+        let texts: [&str; TEXT_COUNT] = std::array::from_fn(|i| ["", "a", "bc", "é"][i % 4]);
+        let d = record(5, texts);
+        assert_eq!(d.texts(), texts);
+        assert_eq!(PackedDecision::from(d.unpack()), d);
     }
 }

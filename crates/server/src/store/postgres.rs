@@ -80,7 +80,7 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
         .fetch_one(&mut *tx)
         .await?;
     let version = usize::try_from(version.unwrap_or(0)).unwrap_or(0);
-    for (number, sql) in pending_migrations(version, "BIGINT", "id BIGSERIAL PRIMARY KEY")? {
+    for (number, sql) in pending_migrations(version, &super::schema::POSTGRES)? {
         sqlx::raw_sql(&sql).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO toolgate_schema (version) VALUES ($1)")
             .bind(i32::try_from(number).unwrap_or(i32::MAX))
@@ -96,8 +96,6 @@ impl Backend for PostgresBackend {
     type Db = Postgres;
 
     const BEGIN_WRITE: &'static str = "BEGIN";
-    const LAST_DECISION_ID: &'static str =
-        "SELECT currval(pg_get_serial_sequence('decisions', 'id'))";
 
     async fn write_connection(&self) -> Result<PoolConnection<Postgres>, StoreError> {
         Ok(self.pool.acquire().await?)

@@ -2,8 +2,9 @@
 
 use super::StoreError;
 
-/// The schema, for every dialect: `{int}` is the dialect's 64-bit integer and `{id}`
-/// its auto-incrementing key. Entry `i` takes the schema from version `i` to `i + 1`.
+/// The schema, for every dialect: `{int}` is the dialect's 64-bit integer, `{id}` its
+/// auto-incrementing key and `{json_array}` its function that makes a JSON array of
+/// its arguments. Entry `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     r"
 CREATE TABLE teams (
@@ -160,14 +161,58 @@ CREATE INDEX approval_grants_call ON approval_grants (team_id, user_id, call_key
     r"
 DROP INDEX decisions_at;
 ",
+    // The decision log as blocks: a row per team and batch, its records one JSON
+    // array (store/decisions.rs), where a row per record cost more to insert than the
+    // decision it recorded. Ids go on from the last given. A record moved here keeps
+    // its id, in a block of its own.
+    r"
+CREATE TABLE decision_blocks (
+    id {int} PRIMARY KEY,
+    max_id {int} NOT NULL,
+    team_id TEXT NOT NULL,
+    min_at {int} NOT NULL,
+    max_at {int} NOT NULL,
+    records {int} NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX decision_blocks_team ON decision_blocks (team_id, max_at, id);
+CREATE INDEX decision_blocks_max_at ON decision_blocks (max_at, id);
+CREATE INDEX decision_blocks_min_at ON decision_blocks (min_at);
+CREATE TABLE decision_ids (next_id {int} NOT NULL);
+INSERT INTO decision_ids (next_id) SELECT COALESCE(MAX(id), 0) + 1 FROM decisions;
+INSERT INTO decision_blocks (id, max_id, team_id, min_at, max_at, records, body)
+SELECT id, id, team_id, at, at, 1, '[' || {json_array}(id, at, team_id, user_id, principal,
+    agent_id, role, client, source, kind, server, tool, action, subject, subject_sha256,
+    outcome, reason, matched_entry, subject_bytes, revision) || ']'
+FROM decisions;
+DROP TABLE decisions;
+",
 ];
+
+/// A dialect's words for the schema's placeholders.
+pub(super) struct Dialect {
+    pub int: &'static str,
+    pub id: &'static str,
+    pub json_array: &'static str,
+}
+
+pub(super) const SQLITE: Dialect = Dialect {
+    int: "INTEGER",
+    id: "id INTEGER PRIMARY KEY AUTOINCREMENT",
+    json_array: "json_array",
+};
+
+pub(super) const POSTGRES: Dialect = Dialect {
+    int: "BIGINT",
+    id: "id BIGSERIAL PRIMARY KEY",
+    json_array: "json_build_array",
+};
 
 /// The migrations a schema at `version` still needs, each with the version it sets,
 /// in a dialect's words; an error if the schema is newer than this build.
 pub(super) fn pending_migrations(
     version: usize,
-    int: &str,
-    id: &str,
+    dialect: &Dialect,
 ) -> Result<Vec<(usize, String)>, StoreError> {
     if version > MIGRATIONS.len() {
         return Err(StoreError::Corrupt(format!(
@@ -179,7 +224,10 @@ pub(super) fn pending_migrations(
         .map(|i| {
             (
                 i + 1,
-                MIGRATIONS[i].replace("{int}", int).replace("{id}", id),
+                MIGRATIONS[i]
+                    .replace("{int}", dialect.int)
+                    .replace("{id}", dialect.id)
+                    .replace("{json_array}", dialect.json_array),
             )
         })
         .collect())

@@ -199,8 +199,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
         .fetch_one(&mut *tx)
         .await?;
     let version = usize::try_from(version).unwrap_or(0);
-    let id = "id INTEGER PRIMARY KEY AUTOINCREMENT";
-    for (number, sql) in pending_migrations(version, "INTEGER", id)? {
+    for (number, sql) in pending_migrations(version, &super::schema::SQLITE)? {
         sqlx::raw_sql(&sql).execute(&mut *tx).await?;
         sqlx::raw_sql(&format!("PRAGMA user_version = {number}"))
             .execute(&mut *tx)
@@ -216,9 +215,6 @@ impl Backend for SqliteBackend {
 
     // IMMEDIATE takes the write lock now, not at the first write: no upgrade deadlock
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
-    const NUMBERED_PARAMS: bool = false;
-    const PACKED_DECISION_TEXTS: bool = true;
-    const LAST_DECISION_ID: &'static str = "SELECT last_insert_rowid()";
 
     async fn write_connection(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
         Ok(self.writer.acquire().await?)
