@@ -201,8 +201,11 @@ pub struct DecisionQuery {
 
 /// A record's texts.
 pub const TEXT_COUNT: usize = 16;
-/// Records a block holds at most: a batch of more is stored as several.
+/// Records a block holds at most, and the size past which it takes no more: a
+/// batch of more is stored as several, so a listing never decodes much more than a
+/// page (a record keeps up to `max_stored_command_bytes` of a command).
 const BLOCK_RECORDS: usize = 4096;
+const BLOCK_BYTES: usize = 1024 * 1024;
 /// Blocks a listing reads per statement.
 const BLOCKS_PER_READ: i64 = 32;
 
@@ -443,18 +446,20 @@ where
             let mut start = 0;
             while start < order.len() {
                 let team = decisions[order[start]].texts()[0];
-                let end = (start..order.len())
-                    .find(|&k| {
-                        k - start == BLOCK_RECORDS || decisions[order[k]].texts()[0] != team
-                    })
-                    .unwrap_or(order.len());
                 let block_id = id;
                 let (mut min_at, mut max_at) = (i64::MAX, i64::MIN);
-                let mut body = Vec::with_capacity((end - start) * 200);
+                let mut body = Vec::with_capacity(64 * 1024);
                 body.push(b'[');
-                for (k, &i) in order[start..end].iter().enumerate() {
+                // the team's records from `start`, until the block is full
+                let mut end = start;
+                while end < order.len()
+                    && decisions[order[end]].texts()[0] == team
+                    && end - start < BLOCK_RECORDS
+                    && body.len() < BLOCK_BYTES
+                {
+                    let i = order[end];
                     let d = decisions[i];
-                    if k > 0 {
+                    if end > start {
                         body.push(b',');
                     }
                     encode(&mut body, id, d);
@@ -462,6 +467,7 @@ where
                     max_at = max_at.max(d.at_ms);
                     ids[i] = id;
                     id += 1;
+                    end += 1;
                 }
                 body.push(b']');
                 let body = String::from_utf8(body).map_err(|e| {
