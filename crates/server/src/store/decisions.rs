@@ -111,6 +111,23 @@ impl PackedDecision {
 
     /// The record with a string per text.
     pub fn unpack(&self) -> NewDecision {
+        NewDecision::from_texts(
+            self.at_ms,
+            self.texts().map(str::to_owned),
+            self.subject_bytes,
+            self.revision,
+        )
+    }
+}
+
+impl NewDecision {
+    /// A record of its texts in [`texts`] order.
+    fn from_texts(
+        at_ms: i64,
+        texts: [String; TEXT_COUNT],
+        subject_bytes: u64,
+        revision: u64,
+    ) -> Self {
         let [
             team_id,
             user_id,
@@ -128,9 +145,9 @@ impl PackedDecision {
             outcome,
             reason,
             matched_entry,
-        ] = self.texts().map(str::to_owned);
+        ] = texts;
         NewDecision {
-            at_ms: self.at_ms,
+            at_ms,
             team_id,
             user_id,
             principal,
@@ -143,12 +160,12 @@ impl PackedDecision {
             tool,
             action,
             subject,
-            subject_bytes: self.subject_bytes,
+            subject_bytes,
             subject_sha256,
             outcome,
             reason,
             matched_entry,
-            revision: self.revision,
+            revision,
         }
     }
 }
@@ -257,78 +274,48 @@ where
 
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
 /// (migration 8 writes the same from the rows it moves).
-#[derive(Deserialize)]
-struct JsonRecord(
-    u64,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    u64,
-    u64,
-);
+struct JsonRecord(StoredDecision);
 
-impl From<JsonRecord> for StoredDecision {
-    fn from(r: JsonRecord) -> Self {
-        let JsonRecord(
-            id,
-            at_ms,
-            team_id,
-            user_id,
-            principal,
-            agent_id,
-            role,
-            client,
-            source,
-            kind,
-            server,
-            tool,
-            action,
-            subject,
-            subject_sha256,
-            outcome,
-            reason,
-            matched_entry,
-            subject_bytes,
-            revision,
-        ) = r;
-        StoredDecision {
-            id,
-            decision: NewDecision {
-                at_ms,
-                team_id,
-                user_id,
-                principal,
-                agent_id,
-                role,
-                client,
-                source,
-                kind,
-                server,
-                tool,
-                action,
-                subject,
-                subject_bytes,
-                subject_sha256,
-                outcome,
-                reason,
-                matched_entry,
-                revision,
-            },
+impl<'de> Deserialize<'de> for JsonRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = JsonRecord;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(
+                    f,
+                    "a decision record: [id, at, {TEXT_COUNT} texts, subject_bytes, revision]"
+                )
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<JsonRecord, A::Error> {
+                fn next<'de, A: serde::de::SeqAccess<'de>, T: Deserialize<'de>>(
+                    seq: &mut A,
+                    read: &mut usize,
+                ) -> Result<T, A::Error> {
+                    *read += 1;
+                    seq.next_element()?
+                        .ok_or_else(|| serde::de::Error::invalid_length(*read - 1, &Visitor))
+                }
+                let mut read = 0;
+                let id: u64 = next(&mut seq, &mut read)?;
+                let at_ms: i64 = next(&mut seq, &mut read)?;
+                let mut texts: [String; TEXT_COUNT] = Default::default();
+                for text in &mut texts {
+                    *text = next(&mut seq, &mut read)?;
+                }
+                let subject_bytes: u64 = next(&mut seq, &mut read)?;
+                let revision: u64 = next(&mut seq, &mut read)?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(serde::de::Error::invalid_length(read + 1, &self));
+                }
+                let decision = NewDecision::from_texts(at_ms, texts, subject_bytes, revision);
+                Ok(JsonRecord(StoredDecision { id, decision }))
+            }
         }
+        deserializer.deserialize_seq(Visitor)
     }
 }
 
@@ -336,7 +323,7 @@ impl From<JsonRecord> for StoredDecision {
 fn decode(body: &str) -> Result<Vec<StoredDecision>, StoreError> {
     let records: Vec<JsonRecord> = serde_json::from_str(body)
         .map_err(|e| StoreError::Corrupt(format!("a decision-log block is unreadable: {e}")))?;
-    Ok(records.into_iter().map(StoredDecision::from).collect())
+    Ok(records.into_iter().map(|r| r.0).collect())
 }
 
 /// Appends one record's JSON form to a block's body.
@@ -809,7 +796,22 @@ mod tests {
 
     #[test]
     fn an_unreadable_block_is_an_error_not_an_empty_page() {
-        for bad in ["", "[", "[[1]]", "{}", "[[1,2,\"a\"]]"] {
+        let texts = vec!["\"\""; TEXT_COUNT].join(",");
+        let whole = format!("[[1,2,{texts},3,4]]");
+        assert_eq!(decode(&whole).unwrap()[0].decision.revision, 4);
+        let long = format!("[[1,2,{texts},3,4,5]]");
+        let short = format!("[[1,2,{texts},3]]");
+        let negative = format!("[[-1,2,{texts},3,4]]");
+        for bad in [
+            "",
+            "[",
+            "[[1]]",
+            "{}",
+            "[[1,2,\"a\"]]",
+            &long,
+            &short,
+            &negative,
+        ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }
         assert!(decode("[]").unwrap().is_empty());
