@@ -12,7 +12,9 @@ use std::time::Duration;
 use tonic::Code;
 use toolgate::config::Config;
 use toolgate::proto::v1 as pb;
-use toolgate::store::{NewDecision, PackedDecision, PostgresStore, SqliteStore, Store};
+use toolgate::store::{
+    EncodedDecisions, NewDecision, PackedDecision, PostgresStore, SqliteStore, Store,
+};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -685,7 +687,10 @@ async fn retention_removes_old_records_and_keeps_each_team_within_its_count() {
                 .collect();
             let old: Vec<PackedDecision> = old.iter().map(PackedDecision::from).collect();
             let old: Vec<_> = old.iter().collect();
-            store.append_records(&[], &old).await.unwrap();
+            store
+                .append_records(&[], &EncodedDecisions::from(&old[..]))
+                .await
+                .unwrap();
         }
         let server = TestServer::start(config).await;
         server.set_controls(controls()).await;
@@ -760,7 +765,10 @@ async fn records_read_back_exactly_as_written() {
             .collect();
         let packed: Vec<PackedDecision> = records.iter().map(PackedDecision::from).collect();
         let ids = store
-            .append_records(&[], &packed.iter().collect::<Vec<_>>())
+            .append_records(
+                &[],
+                &EncodedDecisions::from(&packed.iter().collect::<Vec<_>>()[..]),
+            )
             .await
             .unwrap();
         let mut listed = store
@@ -821,7 +829,10 @@ async fn listing_blocks_agrees_with_a_sorted_list_of_every_record() {
                 .collect();
             let packed: Vec<PackedDecision> = records.iter().map(PackedDecision::from).collect();
             let ids = store
-                .append_records(&[], &packed.iter().collect::<Vec<_>>())
+                .append_records(
+                    &[],
+                    &EncodedDecisions::from(&packed.iter().collect::<Vec<_>>()[..]),
+                )
                 .await
                 .unwrap();
             model.extend(
@@ -830,7 +841,7 @@ async fn listing_blocks_agrees_with_a_sorted_list_of_every_record() {
                     .map(|(id, decision)| StoredDecision { id, decision }),
             );
         }
-        model.sort_by(|a, b| (b.decision.at_ms, b.id).cmp(&(a.decision.at_ms, a.id)));
+        model.sort_by_key(|r| std::cmp::Reverse((r.decision.at_ms, r.id)));
         for outcome in [None, Some("ASK")] {
             for limit in [1, 7, 64, 1000] {
                 let want: Vec<u64> = model
@@ -915,7 +926,10 @@ async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
             };
             let packed: Vec<PackedDecision> = records.iter().map(PackedDecision::from).collect();
             let ids = store
-                .append_records(&[&audit], &packed.iter().collect::<Vec<_>>())
+                .append_records(
+                    &[&audit],
+                    &EncodedDecisions::from(&packed.iter().collect::<Vec<_>>()[..]),
+                )
                 .await
                 .unwrap();
             assert_eq!(ids.len(), n);
@@ -1046,12 +1060,14 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
             .await
             .append_records(
                 &[],
-                &week
-                    .iter()
-                    .map(PackedDecision::from)
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .collect::<Vec<_>>(),
+                &EncodedDecisions::from(
+                    &week
+                        .iter()
+                        .map(PackedDecision::from)
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .collect::<Vec<_>>()[..],
+                ),
             )
             .await
             .unwrap();

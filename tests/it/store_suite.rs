@@ -7,9 +7,9 @@ use std::sync::Arc;
 use support::pg;
 use toolgate::policy::{AdminControls, UserSettings};
 use toolgate::store::{
-    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, DecisionQuery, History, NewApproval,
-    NewAuditEvent, NewGrant, PackedDecision, PostgresStore, QuotaKey, SqliteStore, Store,
-    StoreError,
+    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, DecisionQuery, EncodedDecisions,
+    History, NewApproval, NewAuditEvent, NewGrant, PackedDecision, PostgresStore, QuotaKey,
+    SqliteStore, Store, StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -750,7 +750,10 @@ async fn postgres_decision_rows_move_into_blocks() {
     let mut next = d.clone();
     next.at_ms = 30;
     let ids = store
-        .append_records(&[], &[&PackedDecision::from(&next)])
+        .append_records(
+            &[],
+            &EncodedDecisions::from(&[&PackedDecision::from(&next)][..]),
+        )
         .await
         .unwrap();
     assert_eq!(ids, [10]);

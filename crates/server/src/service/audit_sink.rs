@@ -17,7 +17,9 @@ use super::Service;
 use crate::auth::Principal;
 use crate::hub::Hub;
 use crate::policy::{Call, Decision};
-use crate::store::{NewAuditEvent, PackedDecision, StoreError, StoredDecision};
+use crate::store::{
+    EncodedDecisions, NewAuditEvent, PackedDecision, StoreError, StoredDecision, TEXT_COUNT,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::Write as _;
@@ -65,7 +67,7 @@ pub(super) enum Record {
 pub struct AuditWriter {
     tx: mpsc::Sender<Record>,
     /// ALLOW and ASK decision-log records: offered, shed when full.
-    log_tx: mpsc::Sender<PackedDecision>,
+    offered: Arc<Offered>,
     /// Decision-log records as they are written, for `WatchDecisions`.
     published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     /// Records the writer holds, not yet written (the metrics' queue depth).
@@ -83,7 +85,7 @@ impl AuditWriter {
         watch_buffer: usize,
     ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
-        let (log_tx, log_rx) = mpsc::channel(log_queue.max(1));
+        let offered = Arc::new(Offered::new(log_queue.max(1)));
         let (published, _) = tokio::sync::broadcast::channel(watch_buffer.max(1));
         let stop = CancellationToken::new();
         let pending = spill.as_deref().map(replay).unwrap_or_default();
@@ -94,6 +96,9 @@ impl AuditWriter {
             .map_or(0, |m| m.len());
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(pending.len()));
         let writer = Writer {
+            offered: offered.clone(),
+            encoded: EncodedDecisions::default(),
+            spare: EncodedDecisions::default(),
             published: published.clone(),
             held: held.clone(),
             hub,
@@ -102,10 +107,10 @@ impl AuditWriter {
             spilled,
             spilled_bytes,
         };
-        let task = tokio::spawn(writer.run(rx, log_rx, stop.clone()));
+        let task = tokio::spawn(writer.run(rx, stop.clone()));
         Self {
             tx,
-            log_tx,
+            offered,
             published,
             held,
             stop,
@@ -128,10 +133,14 @@ impl AuditWriter {
 
     /// Offers an ALLOW or ASK decision-log record: when the queue is full it is shed
     /// (and counted) rather than waited for.
-    pub(super) fn offer(&self, decision: PackedDecision) {
-        if self.log_tx.try_send(decision).is_err() {
-            crate::metrics::decision_log_shed(1);
-        }
+    pub(super) fn offer(
+        &self,
+        at_ms: i64,
+        texts: [&str; TEXT_COUNT],
+        subject_bytes: u64,
+        revision: u64,
+    ) {
+        self.offered.offer(at_ms, texts, subject_bytes, revision);
     }
 
     /// Decision-log records from now on, as they are written.
@@ -142,8 +151,7 @@ impl AuditWriter {
     /// Records waiting to be written: queued for the writer or held by it.
     pub fn waiting(&self) -> usize {
         let queued = self.tx.max_capacity() - self.tx.capacity();
-        let offered = self.log_tx.max_capacity() - self.log_tx.capacity();
-        queued + offered + self.held.load(std::sync::atomic::Ordering::Relaxed)
+        queued + self.offered.waiting() + self.held.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Writes what is queued, within `grace`; what the store does not take by then is
@@ -167,7 +175,89 @@ impl AuditWriter {
     }
 }
 
+/// The log's queue of ALLOW and ASK records: a buffer of encoded records per shard,
+/// a thread writing to its own shard (so offers rarely meet on a lock), bounded in
+/// records. An offered record costs no allocation, queue slot or free of its own:
+/// as a record of its own through a channel it cost the decision path about a
+/// microsecond.
+#[derive(Debug)]
+struct Offered {
+    shards: Box<[std::sync::Mutex<EncodedDecisions>]>,
+    /// Records in the shards (taken ones leave it when taken).
+    count: std::sync::atomic::AtomicUsize,
+    capacity: usize,
+    /// Wakes the writer: a notice given while it is busy waits for it.
+    notify: tokio::sync::Notify,
+}
+
+/// Shards of the offered queue: more than the threads that decide, usually.
+const OFFERED_SHARDS: usize = 16;
+
+impl Offered {
+    fn new(capacity: usize) -> Self {
+        Self {
+            shards: (0..OFFERED_SHARDS).map(|_| Default::default()).collect(),
+            count: std::sync::atomic::AtomicUsize::new(0),
+            capacity,
+            notify: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Adds a record, or sheds it (counted) when the queue is full.
+    fn offer(&self, at_ms: i64, texts: [&str; TEXT_COUNT], subject_bytes: u64, revision: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.count.fetch_add(1, Relaxed) >= self.capacity {
+            self.count.fetch_sub(1, Relaxed);
+            crate::metrics::decision_log_shed(1);
+            return;
+        }
+        thread_local! {
+            static SHARD: usize = {
+                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % OFFERED_SHARDS
+            };
+        }
+        let shard = &self.shards[SHARD.with(|s| *s)];
+        shard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(at_ms, texts, subject_bytes, revision);
+        self.notify.notify_one();
+    }
+
+    /// Records offered and not yet taken.
+    fn waiting(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Moves every offered record into `into`, each shard's swapped with `spare` (so
+    /// its lock is held only for the swap); how many.
+    fn take(&self, into: &mut EncodedDecisions, spare: &mut EncodedDecisions) -> usize {
+        let mut taken = 0;
+        for shard in &self.shards {
+            std::mem::swap(
+                &mut *shard
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+                spare,
+            );
+            taken += spare.len();
+            into.append(spare);
+            spare.clear();
+        }
+        self.count
+            .fetch_sub(taken, std::sync::atomic::Ordering::Relaxed);
+        taken
+    }
+}
+
 struct Writer {
+    offered: Arc<Offered>,
+    /// The decision-log records of the batch being written: the DENY ones of
+    /// `pending`, then the offered ones taken.
+    encoded: EncodedDecisions,
+    /// Swapped with an offered shard when taking it.
+    spare: EncodedDecisions,
     published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     held: Arc<std::sync::atomic::AtomicUsize>,
     hub: Arc<Hub>,
@@ -180,35 +270,25 @@ struct Writer {
 }
 
 impl Writer {
-    async fn run(
-        mut self,
-        mut rx: mpsc::Receiver<Record>,
-        mut log_rx: mpsc::Receiver<PackedDecision>,
-        stop: CancellationToken,
-    ) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Record>, stop: CancellationToken) {
         let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         // failures of the batch at the head that were not the store being away
         let mut rejected = 0;
         loop {
             if self.pending.is_empty() {
                 let mut batch = Vec::with_capacity(BATCH);
-                let mut offered = Vec::new();
                 tokio::select! {
                     biased;
-                    () = stop.cancelled() => return self.finish(rx, log_rx).await,
+                    () = stop.cancelled() => return self.finish(rx).await,
                     received = rx.recv_many(&mut batch, BATCH) => {
                         if received == 0 {
                             return;
                         }
                     }
-                    received = log_rx.recv_many(&mut offered, BATCH) => {
-                        if received == 0 {
-                            return;
-                        }
-                    }
+                    () = self.offered.notify.notified() => {}
                 }
                 // whatever else is waiting joins the batch, without waiting for more
-                take_waiting(&mut rx, &mut log_rx, &mut batch, &mut offered);
+                take_waiting(&mut rx, &mut batch);
                 // Under load, a commit (an fsync) and each statement cost more than the
                 // rows they hold: a batch not yet full waits up to LINGER for more to
                 // join, so it is thousands of rows rather than what one write left
@@ -216,24 +296,23 @@ impl Writer {
                 // records as they came woke the writer for nearly each one. A trickle
                 // is written at once.
                 let mut stopping = false;
-                let waiting = batch.len() + offered.len();
+                let waiting = batch.len() + self.offered.waiting();
                 if (LINGER_FROM..BATCH).contains(&waiting) {
                     tokio::select! {
                         biased;
                         () = stop.cancelled() => stopping = true,
                         () = tokio::time::sleep(LINGER) => {}
                     }
-                    take_waiting(&mut rx, &mut log_rx, &mut batch, &mut offered);
+                    take_waiting(&mut rx, &mut batch);
                 }
                 self.pending.extend(batch);
-                self.pending.extend(
-                    offered
-                        .into_iter()
-                        .map(|decision| Record::Decision { decision }),
-                );
+                self.take_offered();
                 self.held_now();
                 if stopping {
-                    return self.finish(rx, log_rx).await;
+                    return self.finish(rx).await;
+                }
+                if self.pending.is_empty() && self.encoded.is_empty() {
+                    continue;
                 }
             }
             let n = self.pending.len().min(BATCH);
@@ -274,7 +353,7 @@ impl Writer {
                         let mut more = Vec::new();
                         tokio::select! {
                             () = &mut retry => break,
-                            () = stop.cancelled() => return self.finish(rx, log_rx).await,
+                            () = stop.cancelled() => return self.finish(rx).await,
                             received = rx.recv_many(&mut more, BATCH) => {
                                 if received == 0 {
                                     break;
@@ -293,21 +372,14 @@ impl Writer {
 
     /// At shutdown: takes what is queued, tries the store once more, and leaves what it
     /// does not take in the spill file.
-    async fn finish(
-        mut self,
-        mut rx: mpsc::Receiver<Record>,
-        mut log_rx: mpsc::Receiver<PackedDecision>,
-    ) {
+    async fn finish(mut self, mut rx: mpsc::Receiver<Record>) {
         rx.close();
-        log_rx.close();
         while let Some(record) = rx.recv().await {
             self.pending.push_back(record);
         }
-        while let Some(decision) = log_rx.recv().await {
-            self.pending.push_back(Record::Decision { decision });
-        }
+        self.take_offered();
         self.spill_pending();
-        while !self.pending.is_empty() {
+        while !self.pending.is_empty() || !self.encoded.is_empty() {
             // large batches: one commit (one fsync) for what is left, within the grace
             let n = self.pending.len().min(QUEUE);
             if let Err(e) = self.write(n).await {
@@ -322,28 +394,60 @@ impl Writer {
         }
     }
 
+    /// Takes the offered records into the batch being written.
+    fn take_offered(&mut self) {
+        self.offered.take(&mut self.encoded, &mut self.spare);
+    }
+
+    /// Writes the `n` oldest pending records and the offered ones taken. Offered
+    /// records the store refuses are shed (counted), not kept: only DENY records wait
+    /// through an outage.
     async fn write(&mut self, n: usize) -> Result<(), StoreError> {
         // by reference: the records stay pending until the store took them
         let mut audit = Vec::new();
-        let mut decisions = Vec::new();
+        let mut decisions = EncodedDecisions::default();
         for record in self.pending.iter().take(n) {
             match record {
                 Record::Audit(event) => audit.push(event),
-                Record::Decision { decision } => decisions.push(decision),
+                Record::Decision { decision } => decisions.push_packed(decision),
             }
         }
-        let ids = self.hub.store().append_records(&audit, &decisions).await?;
+        let offered = self.encoded.len();
+        if decisions.is_empty() {
+            std::mem::swap(&mut decisions, &mut self.encoded);
+        } else {
+            decisions.append(&self.encoded);
+        }
+        self.encoded.clear();
+        let ids = match self.hub.store().append_records(&audit, &decisions).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                if offered > 0 {
+                    crate::metrics::decision_log_shed(offered);
+                }
+                return Err(e);
+            }
+        };
         if !decisions.is_empty() {
             crate::metrics::decision_log_written(decisions.len());
         }
         // nobody listening is the usual case, and not an error
         if self.published.receiver_count() > 0 {
-            for (id, &decision) in ids.into_iter().zip(&decisions) {
-                let decision = decision.unpack();
-                let _ = self
-                    .published
-                    .send(Arc::new(StoredDecision { id, decision }));
+            for (i, id) in ids.into_iter().enumerate() {
+                match decisions.decode(i, id) {
+                    Ok(record) => {
+                        let _ = self.published.send(Arc::new(record));
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "a decision record written is unreadable: not sent to watchers")
+                    }
+                }
             }
+        }
+        // `decisions` keeps its room for the next batch
+        decisions.clear();
+        if self.encoded.is_empty() {
+            self.encoded = decisions;
         }
         crate::metrics::audit_written(audit.len());
         self.written(n);
@@ -444,22 +548,12 @@ impl Writer {
     }
 }
 
-/// Moves what waits in the queues into the batch, up to [`BATCH`] in all, without
-/// waiting: DENY audit and decision records first.
-fn take_waiting(
-    rx: &mut mpsc::Receiver<Record>,
-    log_rx: &mut mpsc::Receiver<PackedDecision>,
-    batch: &mut Vec<Record>,
-    offered: &mut Vec<PackedDecision>,
-) {
-    while batch.len() + offered.len() < BATCH {
-        if let Ok(record) = rx.try_recv() {
-            batch.push(record);
-        } else if let Ok(decision) = log_rx.try_recv() {
-            offered.push(decision);
-        } else {
-            break;
-        }
+/// Moves what waits in the DENY queue into the batch, up to [`BATCH`], without
+/// waiting.
+fn take_waiting(rx: &mut mpsc::Receiver<Record>, batch: &mut Vec<Record>) {
+    while batch.len() < BATCH {
+        let Ok(record) = rx.try_recv() else { break };
+        batch.push(record);
     }
 }
 
@@ -531,7 +625,7 @@ impl Service {
         revision: u64,
         call: &Call,
         d: &Decision,
-        logged: Option<PackedDecision>,
+        logged: Option<super::decisions::DecisionRecord<'_>>,
     ) {
         let event = NewAuditEvent {
             team_id: team.to_owned(),
@@ -541,8 +635,12 @@ impl Service {
             detail: deny_detail(user, call, d),
         };
         self.audit.send(event).await;
-        if let Some(decision) = logged {
-            self.audit.send_record(Record::Decision { decision }).await;
+        if let Some(record) = logged {
+            self.audit
+                .send_record(Record::Decision {
+                    decision: record.packed(),
+                })
+                .await;
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
 };
-use crate::store::{DecisionQuery, NewDecision, PackedDecision, Store, StoredDecision};
+use crate::store::{DecisionQuery, NewDecision, PackedDecision, Store, StoredDecision, TEXT_COUNT};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -232,17 +232,17 @@ impl Service {
     /// The record of one decision, or `None` when the log is off or an ALLOW is not
     /// sampled.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn decision_record(
+    pub(super) fn decision_record<'a>(
         &self,
-        p: &Principal,
-        team: &str,
-        user: &str,
-        agent: &AgentSpec,
-        origin: &Origin,
+        p: &'a Principal,
+        team: &'a str,
+        user: &'a str,
+        agent: &'a AgentSpec,
+        origin: &'a Origin,
         revision: u64,
-        call: &Call,
-        (outcome, reason, matched): (Outcome, Reason, Option<&str>),
-    ) -> Option<PackedDecision> {
+        call: &'a Call,
+        (outcome, reason, matched): (Outcome, Reason, Option<&'a str>),
+    ) -> Option<DecisionRecord<'a>> {
         let log = &self.decision_log;
         if !log.enabled {
             return None;
@@ -253,45 +253,40 @@ impl Service {
         {
             return None;
         }
-        let described = describe_call(call, log.max_stored_command_bytes);
-        let agent_id = agent.id.as_deref().unwrap_or_default();
-        let role = agent.role.as_deref().unwrap_or_default();
-        let texts = [
+        Some(DecisionRecord {
+            at_ms: super::now_ms(),
+            revision,
             team,
             user,
-            &p.name,
-            agent_id,
-            role,
-            &origin.client,
-            origin.source.as_str(),
-            described.kind,
-            described.server,
-            described.tool,
-            described.action,
-            &described.subject,
-            &described.subject_sha256,
-            outcome_name(outcome),
-            reason.as_str(),
-            matched.unwrap_or_default(),
-        ];
-        Some(PackedDecision::new(
-            super::now_ms(),
-            texts,
-            described.subject_bytes,
-            revision,
-        ))
+            principal: &p.name,
+            agent_id: agent.id.as_deref().unwrap_or_default(),
+            role: agent.role.as_deref().unwrap_or_default(),
+            client: &origin.client,
+            source: origin.source.as_str(),
+            described: describe_call(call, log.max_stored_command_bytes),
+            outcome: outcome_name(outcome),
+            reason: reason.as_str(),
+            matched: matched.unwrap_or_default(),
+        })
     }
 
     /// Hands a decision's record to the writer: a DENY's waits for room with its
     /// audit record (never shed), an ALLOW's or ASK's is offered and shed when the
-    /// queue is full.
-    pub(super) async fn log_decision(&self, record: PackedDecision, deny: bool) {
+    /// log's queue is full.
+    pub(super) async fn log_decision(&self, record: DecisionRecord<'_>, deny: bool) {
         if deny {
             self.audit
-                .send_record(Record::Decision { decision: record })
+                .send_record(Record::Decision {
+                    decision: record.packed(),
+                })
                 .await;
         } else {
-            self.audit.offer(record);
+            self.audit.offer(
+                record.at_ms,
+                record.texts(),
+                record.described.subject_bytes,
+                record.revision,
+            );
         }
     }
 
@@ -714,6 +709,58 @@ struct DescribedCall<'a> {
     subject_bytes: u64,
     /// Hex; empty for MCP.
     subject_sha256: String,
+}
+
+/// One decision's record, borrowed from the decision: a DENY's is packed for the
+/// writer's waiting queue, an ALLOW's or ASK's written straight into the log's queue.
+pub(super) struct DecisionRecord<'a> {
+    at_ms: i64,
+    revision: u64,
+    team: &'a str,
+    user: &'a str,
+    principal: &'a str,
+    agent_id: &'a str,
+    role: &'a str,
+    client: &'a str,
+    source: &'static str,
+    described: DescribedCall<'a>,
+    outcome: &'static str,
+    reason: &'static str,
+    matched: &'a str,
+}
+
+impl DecisionRecord<'_> {
+    /// The texts in the store's order (`PackedDecision::texts`).
+    fn texts(&self) -> [&str; TEXT_COUNT] {
+        let d = &self.described;
+        [
+            self.team,
+            self.user,
+            self.principal,
+            self.agent_id,
+            self.role,
+            self.client,
+            self.source,
+            d.kind,
+            d.server,
+            d.tool,
+            d.action,
+            &d.subject,
+            &d.subject_sha256,
+            self.outcome,
+            self.reason,
+            self.matched,
+        ]
+    }
+
+    pub(super) fn packed(&self) -> PackedDecision {
+        PackedDecision::new(
+            self.at_ms,
+            self.texts(),
+            self.described.subject_bytes,
+            self.revision,
+        )
+    }
 }
 
 /// Describes a call for its record: MCP calls by server and tool, a command line or

@@ -188,6 +188,124 @@ impl From<PackedDecision> for NewDecision {
     }
 }
 
+/// Decision-log records encoded for the store, in one buffer: each record's team,
+/// then its JSON form after the id (`at, the texts…, subject_bytes, revision]`, see
+/// [`JsonRecord`]). The log's queue of ALLOW and ASK records is a few of these, so an
+/// offered record costs no allocation, queue slot or free of its own; the store reads
+/// a batch from one.
+#[derive(Debug, Default, Clone)]
+pub struct EncodedDecisions {
+    text: Vec<u8>,
+    records: Vec<Encoded>,
+}
+
+/// Where one record lies in [`EncodedDecisions::text`].
+#[derive(Debug, Clone, Copy)]
+struct Encoded {
+    at_ms: i64,
+    start: usize,
+    team_end: usize,
+    end: usize,
+}
+
+impl EncodedDecisions {
+    /// Appends a record of `texts` in [`texts`] order.
+    pub fn push(
+        &mut self,
+        at_ms: i64,
+        texts: [&str; TEXT_COUNT],
+        subject_bytes: u64,
+        revision: u64,
+    ) {
+        use std::io::Write as _;
+        let start = self.text.len();
+        self.text.extend_from_slice(texts[0].as_bytes());
+        let team_end = self.text.len();
+        // writing to a Vec cannot fail; a &str always serialises
+        let _ = write!(self.text, "{at_ms}");
+        for text in texts {
+            self.text.push(b',');
+            let _ = serde_json::to_writer(&mut self.text, text);
+        }
+        let _ = write!(self.text, ",{subject_bytes},{revision}]");
+        self.records.push(Encoded {
+            at_ms,
+            start,
+            team_end,
+            end: self.text.len(),
+        });
+    }
+
+    /// Appends a packed record.
+    pub fn push_packed(&mut self, d: &PackedDecision) {
+        self.push(d.at_ms, d.texts(), d.subject_bytes, d.revision);
+    }
+
+    /// Appends every record of `other`.
+    pub fn append(&mut self, other: &EncodedDecisions) {
+        let shift = self.text.len();
+        self.text.extend_from_slice(&other.text);
+        self.records.extend(other.records.iter().map(|r| Encoded {
+            at_ms: r.at_ms,
+            start: r.start + shift,
+            team_end: r.team_end + shift,
+            end: r.end + shift,
+        }));
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Empties it, keeping its room.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.records.clear();
+    }
+
+    fn team(&self, i: usize) -> &[u8] {
+        let r = &self.records[i];
+        &self.text[r.start..r.team_end]
+    }
+
+    /// Record `i`'s JSON form after `[id,`.
+    fn tail(&self, i: usize) -> &[u8] {
+        let r = &self.records[i];
+        &self.text[r.team_end..r.end]
+    }
+
+    /// Record `i` as read back, with the id it was given.
+    pub fn decode(&self, i: usize, id: u64) -> Result<StoredDecision, StoreError> {
+        let mut json = format!("[[{id},").into_bytes();
+        json.extend_from_slice(self.tail(i));
+        json.push(b']');
+        let text = String::from_utf8(json)
+            .map_err(|e| StoreError::Corrupt(format!("a decision record is not UTF-8: {e}")))?;
+        decode(&text)?
+            .pop()
+            .ok_or_else(|| StoreError::Corrupt("a decision record is missing".into()))
+    }
+}
+
+impl From<&[&PackedDecision]> for EncodedDecisions {
+    fn from(records: &[&PackedDecision]) -> Self {
+        let mut encoded = EncodedDecisions::default();
+        for d in records {
+            encoded.push_packed(d);
+        }
+        encoded
+    }
+}
+
 /// A recorded decision with its id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredDecision {
@@ -326,26 +444,20 @@ fn decode(body: &str) -> Result<Vec<StoredDecision>, StoreError> {
     Ok(records.into_iter().map(|r| r.0).collect())
 }
 
-/// Appends one record's JSON form to a block's body.
-fn encode(body: &mut Vec<u8>, id: u64, d: &PackedDecision) {
-    use std::io::Write as _;
-    // writing to a Vec cannot fail; a &str always serialises
-    let _ = write!(body, "[{id},{}", d.at_ms);
-    for text in d.texts() {
-        body.push(b',');
-        let _ = serde_json::to_writer(&mut *body, text);
-    }
-    let _ = write!(body, ",{},{}]", d.subject_bytes, d.revision);
-}
-
 /// A block's body from stored records (a block rewritten by pruning).
 fn encode_stored(records: &[StoredDecision]) -> String {
+    use std::io::Write as _;
+    let mut encoded = EncodedDecisions::default();
+    for r in records {
+        encoded.push_packed(&PackedDecision::from(&r.decision));
+    }
     let mut body = vec![b'['];
     for (i, r) in records.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        encode(&mut body, r.id, &PackedDecision::from(&r.decision));
+        let _ = write!(body, "[{},", r.id);
+        body.extend_from_slice(encoded.tail(i));
     }
     body.push(b']');
     String::from_utf8(body).unwrap_or_default()
@@ -384,7 +496,7 @@ where
     pub(super) async fn insert_records(
         &self,
         audit: &[&NewAuditEvent],
-        decisions: &[&PackedDecision],
+        decisions: &EncodedDecisions,
     ) -> Result<Vec<u64>, StoreError> {
         let mut conn = self.begin_write().await?;
         let result = async {
@@ -415,24 +527,21 @@ where
             // a block per team: the records of each team in the order given, the
             // teams in the order they first appear
             let mut order: Vec<usize> = (0..decisions.len()).collect();
-            let mut teams: Vec<&str> = Vec::new();
-            for d in decisions {
-                let team = d.texts()[0];
+            let mut teams: Vec<&[u8]> = Vec::new();
+            for i in 0..decisions.len() {
+                let team = decisions.team(i);
                 if !teams.contains(&team) {
                     teams.push(team);
                 }
             }
             if teams.len() > 1 {
-                order.sort_by_key(|&i| {
-                    let team = decisions[i].texts()[0];
-                    teams.iter().position(|&t| t == team)
-                });
+                order.sort_by_key(|&i| teams.iter().position(|&t| t == decisions.team(i)));
             }
             let mut ids = vec![0; decisions.len()];
             let mut id = first;
             let mut start = 0;
             while start < order.len() {
-                let team = decisions[order[start]].texts()[0];
+                let team = decisions.team(order[start]);
                 let block_id = id;
                 let (mut min_at, mut max_at) = (i64::MAX, i64::MIN);
                 let mut body = Vec::with_capacity(64 * 1024);
@@ -440,18 +549,20 @@ where
                 // the team's records from `start`, until the block is full
                 let mut end = start;
                 while end < order.len()
-                    && decisions[order[end]].texts()[0] == team
+                    && decisions.team(order[end]) == team
                     && end - start < BLOCK_RECORDS
                     && body.len() < BLOCK_BYTES
                 {
+                    use std::io::Write as _;
                     let i = order[end];
-                    let d = decisions[i];
                     if end > start {
                         body.push(b',');
                     }
-                    encode(&mut body, id, d);
-                    min_at = min_at.min(d.at_ms);
-                    max_at = max_at.max(d.at_ms);
+                    let _ = write!(body, "[{id},");
+                    body.extend_from_slice(decisions.tail(i));
+                    let at = decisions.records[i].at_ms;
+                    min_at = min_at.min(at);
+                    max_at = max_at.max(at);
                     ids[i] = id;
                     id += 1;
                     end += 1;
@@ -459,6 +570,9 @@ where
                 body.push(b']');
                 let body = String::from_utf8(body).map_err(|e| {
                     StoreError::Corrupt(format!("a decision-log block is not UTF-8: {e}"))
+                })?;
+                let team = std::str::from_utf8(team).map_err(|e| {
+                    StoreError::Corrupt(format!("a decision record's team is not UTF-8: {e}"))
                 })?;
                 sqlx::query(
                     "INSERT INTO decision_blocks (id, max_id, team_id, min_at, max_at, records, body)
@@ -779,19 +893,18 @@ mod tests {
             "",
         ];
         let records = [record(i64::MIN, hostile), record(i64::MAX, hostile)];
-        let mut body = vec![b'['];
-        encode(&mut body, u64::MAX >> 1, &records[0]);
-        body.push(b',');
-        encode(&mut body, 0, &records[1]);
-        body.push(b']');
-        let read = decode(std::str::from_utf8(&body).unwrap()).unwrap();
-        assert_eq!(read.len(), 2);
-        assert_eq!(read[0].id, u64::MAX >> 1);
-        assert_eq!(read[1].id, 0);
-        for (r, d) in read.iter().zip(&records) {
-            assert_eq!(PackedDecision::from(&r.decision), *d);
+        let encoded = EncodedDecisions::from(&[&records[0], &records[1]][..]);
+        let ids = [u64::MAX >> 1, 0];
+        let mut read = Vec::new();
+        for (i, id) in ids.into_iter().enumerate() {
+            let r = encoded.decode(i, id).unwrap();
+            assert_eq!(r.id, id);
+            assert_eq!(PackedDecision::from(&r.decision), records[i]);
+            assert_eq!(encoded.team(i), b"t");
+            read.push(r);
         }
-        assert_eq!(encode_stored(&read), String::from_utf8(body).unwrap());
+        let body = encode_stored(&read);
+        assert_eq!(decode(&body).unwrap(), read);
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl Store for Metered<dyn Store> {
     async fn append_records(
         &self,
         audit: &[&NewAuditEvent],
-        decisions: &[&PackedDecision],
+        decisions: &EncodedDecisions,
     ) -> Result<Vec<u64>, StoreError> {
         observed("append_records", self.0.append_records(audit, decisions)).await
     }

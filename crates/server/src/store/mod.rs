@@ -26,7 +26,8 @@ pub use approvals::{
 };
 pub use backend::Backend;
 pub use decisions::{
-    DECISIONS_NOTICE_PREFIX, DecisionQuery, NewDecision, PackedDecision, StoredDecision,
+    DECISIONS_NOTICE_PREFIX, DecisionQuery, EncodedDecisions, NewDecision, PackedDecision,
+    StoredDecision, TEXT_COUNT,
 };
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
@@ -291,7 +292,7 @@ pub trait Store: Send + Sync + 'static {
     async fn append_records(
         &self,
         audit: &[&NewAuditEvent],
-        _decisions: &[&PackedDecision],
+        _decisions: &EncodedDecisions,
     ) -> Result<Vec<u64>, StoreError> {
         let audit: Vec<NewAuditEvent> = audit.iter().map(|&e| e.clone()).collect();
         self.append_audit(&audit).await?;
@@ -519,7 +520,10 @@ mod tests {
         let mut next = d.clone();
         next.at_ms = 30;
         let ids = store
-            .append_records(&[], &[&PackedDecision::from(&next)])
+            .append_records(
+                &[],
+                &EncodedDecisions::from(&[&PackedDecision::from(&next)][..]),
+            )
             .await
             .unwrap();
         assert_eq!(ids, [10]);

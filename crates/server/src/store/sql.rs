@@ -8,8 +8,8 @@ use super::backend::Backend;
 use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, Answer, Answered, ApprovalRecord, AuditEvent,
-    AuditFilter, ChangeDoc, DecisionQuery, History, IssuedToken, NewApproval, NewAuditEvent,
-    NewToken, NoticeStream, PackedDecision, QuotaKey, Store, StoreError, StoredDecision, Versioned,
+    AuditFilter, ChangeDoc, DecisionQuery, EncodedDecisions, History, IssuedToken, NewApproval,
+    NewAuditEvent, NewToken, NoticeStream, QuotaKey, Store, StoreError, StoredDecision, Versioned,
     now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
@@ -374,7 +374,9 @@ where
         }
         // the audit half of the decision log's write: one transaction, no decisions
         let events: Vec<&NewAuditEvent> = events.iter().collect();
-        self.insert_records(&events, &[]).await.map(drop)
+        self.insert_records(&events, &EncodedDecisions::default())
+            .await
+            .map(drop)
     }
 
     async fn consume_quota(&self, key: &QuotaKey<'_>, max: u64) -> Result<bool, StoreError> {
@@ -447,7 +449,7 @@ where
     async fn append_records(
         &self,
         audit: &[&NewAuditEvent],
-        decisions: &[&PackedDecision],
+        decisions: &EncodedDecisions,
     ) -> Result<Vec<u64>, StoreError> {
         if audit.is_empty() && decisions.is_empty() {
             return Ok(Vec::new());
