@@ -225,7 +225,15 @@ impl EncodedDecisions {
         let _ = write!(self.text, "{at_ms}");
         for text in texts {
             self.text.push(b',');
-            let _ = serde_json::to_writer(&mut self.text, text);
+            // most texts need no escape: copied as they are (what serde_json writes
+            // for them too), the rest through serde_json
+            if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+                let _ = serde_json::to_writer(&mut self.text, text);
+            } else {
+                self.text.push(b'"');
+                self.text.extend_from_slice(text.as_bytes());
+                self.text.push(b'"');
+            }
         }
         let _ = write!(self.text, ",{subject_bytes},{revision}]");
         self.records.push(Encoded {
