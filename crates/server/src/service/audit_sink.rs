@@ -752,4 +752,40 @@ mod tests {
         let line = serde_json::to_string(&record).unwrap();
         assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), record);
     }
+
+    /// The offered queue keeps what fits, sheds the rest, and gives back every
+    /// record kept, from every thread, once.
+    #[test]
+    fn the_offered_queue_is_bounded_and_taken_whole() {
+        fn offer(q: &Offered, i: usize) {
+            let t: [String; TEXT_COUNT] = std::array::from_fn(|k| format!("{i}.{k}"));
+            q.offer(i as i64, std::array::from_fn(|k| t[k].as_str()), 1, 2);
+        }
+        let q = Offered::new(3);
+        for i in 0..5 {
+            offer(&q, i);
+        }
+        assert_eq!(q.waiting(), 3);
+        let (mut into, mut spare) = Default::default();
+        assert_eq!(q.take(&mut into, &mut spare), 3);
+        assert_eq!((q.waiting(), into.len()), (0, 3));
+        assert_eq!(into.decode(2, 9).unwrap().decision.user_id, "2.1");
+        // past the count's step, from several threads
+        let q = std::sync::Arc::new(Offered::new(100_000));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let q = q.clone();
+                std::thread::spawn(move || (0..1000).for_each(|i| offer(&q, t * 1000 + i)))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        let mut into = EncodedDecisions::default();
+        assert_eq!(q.take(&mut into, &mut spare), 4000);
+        assert_eq!(q.count.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let mut at: Vec<i64> = (0..4000)
+            .map(|i| into.decode(i, 0).unwrap().decision.at_ms)
+            .collect();
+        at.sort_unstable();
+        assert_eq!(at, (0..4000).collect::<Vec<_>>());
+    }
 }
