@@ -269,11 +269,6 @@ impl EncodedDecisions {
         self.records.is_empty()
     }
 
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.text.len()
-    }
-
     /// Empties it, keeping its room.
     pub fn clear(&mut self) {
         self.text.clear();
