@@ -61,11 +61,11 @@ impl NewDecision {
     }
 }
 
-/// One decision on its way to the log: [`NewDecision`] with its texts in one
-/// allocation. A decision makes one of these on its path (one allocation, where
-/// sixteen strings were sixteen, each freed by the writer on another thread), and the
-/// writer binds its texts from it. The spill file holds its JSON, which is
-/// [`NewDecision`]'s.
+/// One decision on its way to the log through the writer's waiting queue (a DENY's):
+/// [`NewDecision`] with its texts in one allocation, where sixteen strings were
+/// sixteen, each freed by the writer on another thread. ALLOW and ASK records skip
+/// it: they are encoded straight into [`EncodedDecisions`]. The spill file holds its
+/// JSON, which is [`NewDecision`]'s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "NewDecision", into = "NewDecision")]
 pub struct PackedDecision {
