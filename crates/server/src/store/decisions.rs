@@ -72,14 +72,14 @@ pub struct PackedDecision {
     pub at_ms: i64,
     pub subject_bytes: u64,
     pub revision: u64,
-    /// The texts in [`texts`] order, one after the other.
+    /// The texts in the store's order, one after the other.
     text: Box<str>,
     /// Where each text ends in `text`.
     ends: [u32; TEXT_COUNT],
 }
 
 impl PackedDecision {
-    /// A record of `texts` in [`texts`] order (as [`PackedDecision::texts`] gives
+    /// A record of `texts` in the store's order (as [`PackedDecision::texts`] gives
     /// them back). A text past 4 GiB in all cannot be: the service keeps at most
     /// `max_stored_command_bytes` of a command, and names are short.
     pub fn new(at_ms: i64, texts: [&str; TEXT_COUNT], subject_bytes: u64, revision: u64) -> Self {
@@ -98,7 +98,9 @@ impl PackedDecision {
         }
     }
 
-    /// The texts, in [`texts`] order.
+    /// The texts, in the store's order: team, user, principal, agent, role, client,
+    /// source, kind, server, tool, action, subject, subject_sha256, outcome, reason,
+    /// matched_entry.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -121,7 +123,7 @@ impl PackedDecision {
 }
 
 impl NewDecision {
-    /// A record of its texts in [`texts`] order.
+    /// A record of its texts in the store's order.
     fn from_texts(
         at_ms: i64,
         texts: [String; TEXT_COUNT],
@@ -190,7 +192,7 @@ impl From<PackedDecision> for NewDecision {
 
 /// Decision-log records encoded for the store, in one buffer: each record's team,
 /// then its JSON form after the id (`at, the texts…, subject_bytes, revision]`, see
-/// [`JsonRecord`]). The log's queue of ALLOW and ASK records is a few of these, so an
+/// a block's records). The log's queue of ALLOW and ASK records is a few of these, so an
 /// offered record costs no allocation, queue slot or free of its own; the store reads
 /// a batch from one.
 #[derive(Debug, Default, Clone)]
@@ -209,7 +211,7 @@ struct Encoded {
 }
 
 impl EncodedDecisions {
-    /// Appends a record of `texts` in [`texts`] order.
+    /// Appends a record of `texts` in the store's order.
     pub fn push(
         &mut self,
         at_ms: i64,
