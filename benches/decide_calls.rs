@@ -15,11 +15,9 @@
 #[path = "common/lists.rs"]
 mod lists;
 
-use lists::{allowlist, last_of};
+use lists::{Compiled, compiled, last_of};
 use std::hint::black_box;
-use toolgate::policy::{
-    AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, UserSettings, decide,
-};
+use toolgate::policy::{Call, CompiledAdmin, CompiledList, CompiledUser, decide};
 
 #[inline(never)]
 fn run_decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call, k: usize) {
@@ -52,20 +50,9 @@ fn main() {
         if size.is_some_and(|s| s != n) {
             continue;
         }
-        let raw = allowlist(n);
-        let entries: Vec<Entry> = raw.iter().map(|r| Entry::parse(r).unwrap()).collect();
-        let compiled = CompiledList::new(&raw, &entries);
-        let admin = CompiledAdmin::compile(&AdminControls {
-            enabled: true,
-            mcp_tool_allowlist: raw.clone(),
-            ..AdminControls::default()
-        })
-        .unwrap();
-        let user = CompiledUser::compile(&UserSettings {
-            use_yolo_mode: true,
-            ..UserSettings::default()
-        })
-        .unwrap();
+        let Compiled {
+            list, admin, user, ..
+        } = compiled(n);
         let e = last_of(n, true, 0);
         let g = last_of(n, false, 9);
         let cases = [
@@ -82,7 +69,7 @@ fn main() {
                 tool: t.clone(),
             };
             run_decide(&admin, &user, &call, k);
-            run_match(&compiled, s, t, k);
+            run_match(&list, s, t, k);
         }
     }
 }

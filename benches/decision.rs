@@ -29,15 +29,15 @@ use cedar_policy::{
     Request, RestrictedExpression,
 };
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, measurement::WallTime};
-use lists::{allowlist, last_of};
+use lists::last_of;
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 use toolgate::policy::{
-    AdminControls, Call, CompiledAdmin, CompiledList, CompiledUser, Entry, Outcome, Reason, Side,
-    UserSettings, decide, parse_command_line, reference_first_match, roles,
+    AdminControls, Call, CompiledAdmin, CompiledUser, Entry, Outcome, Reason, Side, UserSettings,
+    decide, parse_command_line, reference_first_match, roles,
 };
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];
@@ -215,21 +215,13 @@ fn group<'a>(c: &'a mut Criterion, implementation: &str, n: usize) -> BenchmarkG
 }
 
 fn bench_size(c: &mut Criterion, n: usize) {
-    let raw = allowlist(n);
-    let entries: Vec<Entry> = raw.iter().map(|r| Entry::parse(r).unwrap()).collect();
-    let compiled = CompiledList::new(&raw, &entries);
-    let admin = CompiledAdmin::compile(&AdminControls {
-        enabled: true,
-        mcp_tool_allowlist: raw.clone(),
-        ..AdminControls::default()
-    })
-    .unwrap();
-    // auto-run on, so the decision reaches the allowlist
-    let user = CompiledUser::compile(&UserSettings {
-        use_yolo_mode: true,
-        ..UserSettings::default()
-    })
-    .unwrap();
+    let lists::Compiled {
+        raw,
+        entries,
+        list: compiled,
+        admin,
+        user,
+    } = lists::compiled(n);
     // one string, parsed once
     let policies = PolicySet::from_str(&entries.iter().map(cedar_permit).collect::<String>())
         .expect("the cedar encoding parses");

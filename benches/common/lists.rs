@@ -1,5 +1,48 @@
-//! The allowlist the decision benches share: its entries and where each kind of
-//! entry last stands.
+//! The allowlist the decision benches share: its entries, where each kind of entry
+//! last stands, and its compiled forms.
+
+use toolgate::policy::{
+    AdminControls, CompiledAdmin, CompiledList, CompiledUser, Entry, UserSettings,
+};
+
+/// The allowlist of [`allowlist`] as the benches decide against it.
+// each bench that includes this module reads the parts it needs
+#[allow(dead_code)]
+pub struct Compiled {
+    pub raw: Vec<String>,
+    pub entries: Vec<Entry>,
+    /// The list alone (`CompiledList::first_match`).
+    pub list: CompiledList,
+    /// The team's controls with the list as their MCP allowlist.
+    pub admin: CompiledAdmin,
+    /// Auto-run on, so a decision reaches the allowlist.
+    pub user: CompiledUser,
+}
+
+/// [`allowlist`]`(n)` parsed and compiled.
+pub fn compiled(n: usize) -> Compiled {
+    let raw = allowlist(n);
+    let entries: Vec<Entry> = raw.iter().map(|r| Entry::parse(r).unwrap()).collect();
+    let list = CompiledList::new(&raw, &entries);
+    let admin = CompiledAdmin::compile(&AdminControls {
+        enabled: true,
+        mcp_tool_allowlist: raw.clone(),
+        ..AdminControls::default()
+    })
+    .unwrap();
+    let user = CompiledUser::compile(&UserSettings {
+        use_yolo_mode: true,
+        ..UserSettings::default()
+    })
+    .unwrap();
+    Compiled {
+        raw,
+        entries,
+        list,
+        admin,
+        user,
+    }
+}
 
 /// The allowlist of `n` entries, in a fixed order: per ten entries, seven exact
 /// `srv{i/10}:tool{i}`, one `srvX{i}:*`, one `*:toolY{i}`, one `srvG{i}:get_*`.
