@@ -370,8 +370,8 @@ impl DecisionQuery {
     }
 }
 
-/// A block's columns, as read.
-const BLOCK_COLUMNS: &str = "id, max_id, team_id, min_at, max_at, records, body";
+/// The columns of a block a listing or pruning reads.
+const BLOCK_COLUMNS: &str = "id, max_at, records, body";
 
 /// One block as read: its records are decoded when a listing needs them.
 struct Block {
