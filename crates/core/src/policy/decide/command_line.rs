@@ -314,11 +314,12 @@ pub(super) fn command_line<E: Explain>(
         match allowing(admin, user, &commands, command) {
             Some(p)
                 if &**p == READONLY
-                    && !(command.effects.writes.is_empty()
+                    && !(command.effects.read_only
+                        && command.effects.writes.is_empty()
                         && command.effects.deletes.is_empty()) =>
             {
                 let detail = format!(
-                    "{} writes or deletes, which {READONLY} does not allow",
+                    "{} writes, deletes or takes an option or subcommand that is not read-only, which {READONLY} does not allow",
                     part(command)
                 );
                 ex.check("allowed", || detail.clone());

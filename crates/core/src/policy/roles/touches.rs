@@ -594,7 +594,7 @@ mod tests {
             ("grep -f/etc/shadow x", &["/etc/shadow"], &["x"]),
             (
                 "gcc -I../include -o out main.c",
-                &["../include"],
+                &["../include", "out"],
                 &["out", "main.c"],
             ),
             ("base64 server.key", &[], &["server.key"]),

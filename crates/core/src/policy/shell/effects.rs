@@ -4,6 +4,7 @@
 //! (sed scripts, awk programs, tar's modes, `git config`) are here too.
 
 use super::Cd;
+use super::grammar::{Grammar, Reading};
 use super::programs::{Network, Operands, Program, Script, table};
 
 /// A command another command runs.
@@ -29,6 +30,8 @@ pub(super) struct Found {
     pub cd: Option<Cd>,
     pub inline_code: bool,
     pub opaque: Option<String>,
+    /// Every option and subcommand is in its row's read-only set.
+    pub read_only: bool,
     /// The words a blocked or denied prefix is matched as, too (`git send-pack` as
     /// `git push`).
     pub equivalents: Vec<Vec<String>>,
@@ -64,6 +67,7 @@ pub(super) fn effects(words: &[String], command_at: usize, unknown_args: bool) -
     let Some(program) = programs.get(command) else {
         return out;
     };
+    out.read_only = true;
     if unknown_args && program.acts() {
         out.opaque(format!(
             "{command} takes words the reader cannot see, and some words make it run or write"
@@ -87,6 +91,10 @@ struct Parsed<'a> {
     when: bool,
     /// A write option was given (`-o`, `-t`): the operands are not the output.
     wrote: bool,
+    /// An option of `deletes_when` was given (tar --remove-files).
+    deletes: bool,
+    /// An option of `links_when` was given (cp -l/-s): every operand is written.
+    links: bool,
 }
 
 /// One option spec against a word: `Some(Some(value))` when it takes a value found
@@ -121,6 +129,15 @@ fn apply(program: &Program, head: &[String], args: &[String], out: &mut Found) {
     if program.opaque {
         out.opaque(format!("{name}: {}", program.about));
         return;
+    }
+    if let Some(grammar) = &program.grammar {
+        let level = apply_read(program, grammar, head, args, out);
+        read_only_and(out, level);
+        return;
+    }
+    if !program.readonly_options.is_empty() {
+        let level = exact_read_only(program, args);
+        read_only_and(out, level);
     }
     let mut parsed = Parsed::default();
     let mut i = 0;
@@ -194,6 +211,274 @@ fn apply(program: &Program, head: &[String], args: &[String], out: &mut Found) {
         i += option(program, &name, word, next, &mut parsed, out);
     }
     operands(program, &name, args, &parsed, out);
+}
+
+/// A row without a grammar (git's revision parser takes no abbreviation): each
+/// option word must be one of its read-only options exactly, `--name=value`, or a
+/// listed `-x*` with its value attached.
+fn exact_read_only(program: &Program, args: &[String]) -> bool {
+    for word in args {
+        if word == "--" {
+            break;
+        }
+        if !word.starts_with('-') || word == "-" {
+            continue;
+        }
+        let listed = program.readonly_options.iter().any(|spec| {
+            if let Some(short) = spec.strip_suffix('*') {
+                return word.starts_with(short);
+            }
+            if spec == "-NUM" {
+                return word.len() > 1 && word[1..].bytes().all(|b| b.is_ascii_digit());
+            }
+            word == spec
+                || (spec.starts_with("--")
+                    && word
+                        .strip_prefix(spec.as_str())
+                        .is_some_and(|rest| rest.starts_with('=')))
+        });
+        if !listed {
+            return false;
+        }
+    }
+    true
+}
+
+/// Lowers `out.read_only` when a level of the command is not read-only.
+fn read_only_and(out: &mut Found, level: bool) {
+    out.read_only &= level;
+}
+
+/// Whether an option spec of an effect field names the resolved option: `-o` and
+/// `--output` by name, `--checkpoint-action=exec=` by name and a value starting so.
+/// Answers the value the effect applies to.
+fn spec_hit<'a>(spec: &str, name: &str, value: Option<&'a str>) -> Option<Option<&'a str>> {
+    match spec.split_once('=') {
+        Some((option, prefix)) => {
+            if option != name {
+                return None;
+            }
+            value.and_then(|v| v.strip_prefix(prefix)).map(Some)
+        }
+        None => (spec == name).then_some(value),
+    }
+}
+
+/// A row with a grammar: its arguments read as its parser reads them, then each
+/// resolved option's effect, its subcommand or wrapped command, its operands.
+/// Answers whether this level is read-only.
+fn apply_read(
+    program: &Program,
+    grammar: &Grammar,
+    head: &[String],
+    args: &[String],
+    out: &mut Found,
+) -> bool {
+    let name = head.join(" ");
+    let old_style;
+    let args = match program.script {
+        Some(Script::Tar) => {
+            old_style = tar_old_style(grammar, args);
+            old_style.as_deref().unwrap_or(args)
+        }
+        _ => args,
+    };
+    let reading = match grammar.read(args) {
+        Ok(reading) => reading,
+        Err(why) => {
+            out.opaque(format!("{name}: {why}"));
+            return false;
+        }
+    };
+    let mut parsed = Parsed::default();
+    let mut read_only = !program.readonly_options.is_empty();
+    for (option, value) in reading.options() {
+        // `*` is every option no effect field names
+        let listed = program.readonly_options.iter().any(|r| r == option)
+            || (program.readonly_options.iter().any(|r| r == "*") && !acts_option(program, option));
+        if !listed {
+            read_only = false;
+        }
+        option_effect(program, &name, option, value, &mut parsed, out);
+    }
+    if !program.opaque_unless.is_empty() && !program.opaque_unless.iter().any(|o| reading.has(o)) {
+        out.opaque(format!("{name}: {}", program.about));
+        return false;
+    }
+    let operands: Vec<&str> = reading.operands().collect();
+    if !program.subcommands.is_empty()
+        && let Some(first) = operands.first()
+    {
+        let Some(sub) = program.subcommands.get(*first) else {
+            out.opaque(format!(
+                "{name} {first}: a subcommand the reader does not know (it may be an alias, which can run anything)"
+            ));
+            return false;
+        };
+        let Some(at) = reading
+            .rest
+            .filter(|&at| args.get(at).map(String::as_str) == Some(first))
+        else {
+            out.opaque(format!(
+                "{name}: options after {first:?} the reader cannot place"
+            ));
+            return false;
+        };
+        let mut head = head.to_vec();
+        head.push((*first).to_owned());
+        apply(sub, &head, &args[at + 1..], out);
+        return read_only;
+    }
+    if let Some(wrapper) = &program.wrapper {
+        let mut start = reading.rest.unwrap_or(args.len());
+        if wrapper.assignments {
+            while let Some(word) = args
+                .get(start)
+                .filter(|w| w.contains('=') && !w.starts_with('='))
+            {
+                let var = word.split('=').next().unwrap_or_default();
+                if table().env_runs(var) {
+                    out.opaque(format!(
+                        "{name} sets {var}, which names a program or code that runs"
+                    ));
+                }
+                // an assignment is no read: what it changes the reader cannot follow
+                read_only = false;
+                start += 1;
+            }
+        }
+        let start = start + wrapper.skip;
+        if let Some(word) = args.get(start).filter(|w| wrapper.line_options.contains(w)) {
+            match args.get(start + 1) {
+                Some(line) if args.len() == start + 2 => out.runs.push(Run::Line(line.clone())),
+                _ => out.opaque(format!("{name} {word} takes one command line")),
+            }
+            return read_only;
+        }
+        if let Some(word) = args.get(start).filter(|w| w.starts_with('-')) {
+            out.opaque(format!(
+                "{name}: {word:?} after its operands is an option the reader cannot place"
+            ));
+            return false;
+        }
+        if start < args.len() {
+            out.runs.push(Run::Words {
+                words: args[start..].to_vec(),
+                unknown_args: wrapper.stdin_args,
+            });
+        }
+        return read_only;
+    }
+    if let Some(max) = program.readonly_max_operands
+        && operands.len() > max
+    {
+        read_only = false;
+    }
+    parsed.operands = operands;
+    operands_read(program, &name, &reading, &parsed, out);
+    read_only
+}
+
+/// Whether an effect field names the option (whatever its value).
+fn acts_option(program: &Program, option: &str) -> bool {
+    program
+        .effect_options()
+        .filter(|spec| !program.value_options.iter().any(|v| v == spec))
+        .any(|spec| spec.split_once('=').map_or(spec, |(o, _)| o) == option)
+}
+
+/// What a resolved option does, by the effect fields that name it.
+fn option_effect<'a>(
+    program: &Program,
+    name: &str,
+    option: &str,
+    value: Option<&'a str>,
+    parsed: &mut Parsed<'a>,
+    out: &mut Found,
+) {
+    let shown = match value {
+        Some(v) => format!("{option} {v:?}"),
+        None => option.to_owned(),
+    };
+    if program
+        .opaque_options
+        .iter()
+        .any(|s| spec_hit(s, option, value).is_some())
+    {
+        out.opaque(format!("{name} {shown}: {}", program.about));
+    }
+    if program
+        .operands_when
+        .iter()
+        .any(|s| spec_hit(s, option, value).is_some())
+    {
+        parsed.when = true;
+    }
+    if program
+        .deletes_when
+        .iter()
+        .any(|s| spec_hit(s, option, value).is_some())
+    {
+        parsed.deletes = true;
+    }
+    if program
+        .links_when
+        .iter()
+        .any(|s| spec_hit(s, option, value).is_some())
+    {
+        parsed.links = true;
+    }
+    let hit = |set: &[String]| set.iter().find_map(|s| spec_hit(s, option, value));
+    if let Some(v) = hit(&program.run_options) {
+        match v {
+            Some(line) => out.runs.push(Run::Line(line.to_owned())),
+            None => out.opaque(format!("{name} {option} without its value")),
+        }
+    } else if hit(&program.inline_code).is_some() {
+        out.inline_code = true;
+    } else if let Some(v) = hit(&program.write_options) {
+        match v {
+            Some(path) => out.writes.push(path.to_owned()),
+            None => out.opaque(format!("{name} {option} without its value")),
+        }
+        parsed.wrote = true;
+    } else if let (Some(v), Network::Urls) = (value, program.network) {
+        host_of_url(v, out);
+    }
+}
+
+/// The operands of a row with a grammar, and its checker's verdict.
+fn operands_read(
+    program: &Program,
+    name: &str,
+    reading: &Reading<'_>,
+    parsed: &Parsed<'_>,
+    out: &mut Found,
+) {
+    let mut parsed = Parsed {
+        operands: parsed.operands.clone(),
+        ..*parsed
+    };
+    match program.script {
+        Some(Script::Sed) => parsed.operands = sed_read(name, reading, parsed.operands, out),
+        Some(Script::Awk) => parsed.operands = awk_read(name, reading, parsed.operands, out),
+        Some(Script::Tar) => tar_read(name, reading, &parsed, out),
+        Some(Script::GitConfig) => git_config_read(reading, &parsed.operands, out),
+        Some(Script::Split) => split_read(name, reading, &parsed.operands, out),
+        Some(Script::Gdb) => gdb_read(name, reading, out),
+        Some(Script::Cd) | Some(Script::Cc) | None => {}
+    }
+    if parsed.deletes {
+        out.deletes
+            .extend(parsed.operands.iter().map(|w| (*w).to_owned()));
+    }
+    if parsed.links {
+        // a link is written at its destination, and its target is written through it
+        out.writes
+            .extend(parsed.operands.iter().map(|w| (*w).to_owned()));
+    }
+    let script = program.script.filter(|s| matches!(s, Script::Cd));
+    operands_of(program, name, script, &parsed, out);
 }
 
 /// find's expression: `-exec … ;`, the write options, `-delete`.
@@ -356,14 +641,34 @@ fn value_effect(
 }
 
 fn operands(program: &Program, name: &str, args: &[String], parsed: &Parsed<'_>, out: &mut Found) {
-    let mut files: Vec<&str> = parsed.operands.clone();
+    let mut parsed = Parsed {
+        operands: parsed.operands.clone(),
+        ..*parsed
+    };
     match program.script {
-        Some(Script::Sed) => files = sed(name, args, files, out),
-        Some(Script::Awk) => files = awk(name, files, out),
+        Some(Script::Sed) => parsed.operands = sed(name, args, parsed.operands, out),
+        Some(Script::Awk) => parsed.operands = awk(name, parsed.operands, out),
         Some(Script::Tar) => tar(name, args, out),
-        Some(Script::GitConfig) => git_config(args, &files, out),
-        Some(Script::Cd) => out.cd = Some(cd(name, &files)),
-        None => {}
+        Some(Script::GitConfig) => git_config(args, &parsed.operands, out),
+        Some(Script::Cc) => cc(name, args, out),
+        Some(_) | None => {}
+    }
+    let script = program.script.filter(|s| matches!(s, Script::Cd));
+    operands_of(program, name, script, &parsed, out);
+}
+
+/// The operands' effects by the row's fields (`operands`, `network`, `downloads`,
+/// `write_prefixes`, `run_operands`, `equivalent`), and `cd`'s directory.
+fn operands_of(
+    program: &Program,
+    name: &str,
+    script: Option<Script>,
+    parsed: &Parsed<'_>,
+    out: &mut Found,
+) {
+    let files: Vec<&str> = parsed.operands.clone();
+    if script == Some(Script::Cd) {
+        out.cd = Some(cd(name, &files));
     }
     for word in &files {
         for prefix in &program.write_prefixes {
@@ -461,6 +766,7 @@ fn operands(program: &Program, name: &str, args: &[String], parsed: &Parsed<'_>,
             out.writes.extend(dest.map(str::to_owned));
         }
         Operands::WritesAfterFirst => out.writes.extend(paths(local.get(1..).unwrap_or_default())),
+        Operands::WritesFirst => out.writes.extend(local.first().map(|w| (*w).to_owned())),
     }
 }
 
@@ -795,4 +1101,240 @@ fn git_config(args: &[String], operands: &[&str], out: &mut Found) {
         }
     }
     out.writes.push(path);
+}
+
+/// sed with a grammar: the scripts are `-e`/`--expression`'s values, else the first
+/// operand; answers the file operands.
+fn sed_read<'a>(
+    name: &str,
+    reading: &Reading<'a>,
+    mut files: Vec<&'a str>,
+    out: &mut Found,
+) -> Vec<&'a str> {
+    let mut scripts: Vec<&str> = reading
+        .options()
+        .filter(|(o, _)| matches!(*o, "-e" | "--expression"))
+        .filter_map(|(_, v)| v)
+        .collect();
+    if scripts.is_empty() && !files.is_empty() {
+        scripts.push(files.remove(0));
+    }
+    for script in scripts {
+        if let Some(why) = sed_script(script) {
+            out.opaque(format!("{name}'s script {script:?} {why}"));
+        }
+    }
+    files
+}
+
+/// mawk's `-W` values that only change how it reads or prints; any other (`exec`,
+/// a future one) is opaque.
+const AWK_HARMLESS_W: [&str; 6] = [
+    "version",
+    "usage",
+    "help",
+    "posix_space",
+    "interactive",
+    "sprintf",
+];
+
+/// awk with a grammar: the program is the first operand unless `-f` gave one.
+fn awk_read<'a>(
+    name: &str,
+    reading: &Reading<'a>,
+    files: Vec<&'a str>,
+    out: &mut Found,
+) -> Vec<&'a str> {
+    for (option, value) in reading.options() {
+        if option == "-W" {
+            let value = value.unwrap_or_default();
+            let known = value.split(',').all(|v| {
+                AWK_HARMLESS_W
+                    .iter()
+                    .any(|h| h.starts_with(v.split('=').next().unwrap_or(v)) && !v.is_empty())
+            });
+            if !known {
+                out.opaque(format!("{name} -W {value}: an implementation option that may run a file (mawk's -W exec)"));
+            }
+        }
+    }
+    awk(name, files, out)
+}
+
+/// GNU tar's old style (`tar czf a.tgz src`): the first word's letters are short
+/// options, each value taken from the next words in turn. `None`: not old style.
+fn tar_old_style(grammar: &Grammar, args: &[String]) -> Option<Vec<String>> {
+    let first = args
+        .first()
+        .filter(|w| !w.starts_with('-') && !w.is_empty())?;
+    let mut out = Vec::new();
+    let mut values = args[1..].iter();
+    for c in first.chars() {
+        out.push(format!("-{c}"));
+        let takes = grammar.shorts().find(|(s, _)| *s == c).map(|(_, t)| t);
+        if takes == Some(super::grammar::Takes::Required) {
+            out.push(values.next()?.clone());
+        }
+    }
+    out.extend(values.cloned());
+    Some(out)
+}
+
+/// tar with a grammar: extraction writes names the archive holds (opaque);
+/// creation writes the `-f` archive.
+fn tar_read(name: &str, reading: &Reading<'_>, _parsed: &Parsed<'_>, out: &mut Found) {
+    let mut extract = false;
+    let mut create = false;
+    let mut file = None;
+    for (option, value) in reading.options() {
+        match option {
+            "-x" | "--extract" | "--get" => extract = true,
+            "-c" | "-r" | "-u" | "-A" | "--create" | "--append" | "--update" | "--catenate"
+            | "--concatenate" | "--delete" => create = true,
+            "-f" | "--file" => file = value,
+            _ => {}
+        }
+    }
+    if extract {
+        out.opaque(format!(
+            "{name} -x writes the names the archive holds (they may land in .git/ or outside)"
+        ));
+    }
+    if create {
+        match file {
+            Some("-") => {}
+            Some(f) => out.writes.push(f.to_owned()),
+            None => out.opaque(format!("{name} writes an archive the reader cannot name")),
+        }
+    }
+}
+
+/// `git config` with a grammar: writes `.git/config` (or `--global`'s
+/// `~/.gitconfig`, `--system`'s, `-f`'s file) unless it only reads.
+fn git_config_read(reading: &Reading<'_>, operands: &[&str], out: &mut Found) {
+    const READS: [&str; 9] = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--list",
+        "-l",
+        "--get-color",
+        "--get-colorbool",
+        "--show-origin",
+    ];
+    let reads = reading.options().any(|(o, _)| READS.contains(&o))
+        || matches!(operands.first(), Some(&"get" | &"list"))
+        || operands.len() <= 1;
+    if reads {
+        return;
+    }
+    let mut path = ".git/config".to_owned();
+    for (option, value) in reading.options() {
+        match option {
+            "--global" => path = "~/.gitconfig".to_owned(),
+            "--system" => path = "/etc/gitconfig".to_owned(),
+            "--worktree" => path = ".git/config.worktree".to_owned(),
+            "-f" | "--file" => path = value.unwrap_or_default().to_owned(),
+            _ => {}
+        }
+    }
+    out.writes.push(path);
+}
+
+/// split: writes files named PREFIX + a suffix (the second operand, `x` by default);
+/// a suffix of its letters can complete a protected name (`.bas` + `h` + `rc`), so a
+/// prefix whose file name starts with a dot, or an extra suffix, is opaque.
+fn split_read(name: &str, reading: &Reading<'_>, operands: &[&str], out: &mut Found) {
+    let prefix = operands.get(1).copied().unwrap_or("x");
+    let base = prefix.rsplit('/').next().unwrap_or(prefix);
+    if base.starts_with('.') || base.is_empty() || reading.has("--additional-suffix") {
+        out.opaque(format!(
+            "{name} writes files named {prefix:?} and a suffix, which may complete a protected name"
+        ));
+        return;
+    }
+    out.writes.push(prefix.to_owned());
+}
+
+/// gdb's `-ex`/`-iex` values are gdb commands: `shell CMD` and `!CMD` run a command
+/// line; any other may run code in gdb's languages (python, pipes), so it is code.
+fn gdb_read(_name: &str, reading: &Reading<'_>, out: &mut Found) {
+    for (option, value) in reading.options() {
+        if !matches!(
+            option,
+            "--eval-command" | "--init-eval-command" | "--ex" | "--iex"
+        ) {
+            continue;
+        }
+        let command = value.unwrap_or_default().trim_start();
+        let line = command.strip_prefix('!').or_else(|| {
+            command
+                .strip_prefix("shell ")
+                .or_else(|| command.strip_prefix("she "))
+        });
+        match line {
+            Some(line) => out.runs.push(Run::Line(line.to_owned())),
+            None => out.inline_code = true,
+        }
+    }
+}
+
+/// C compilers (gcc, cc, clang): `-o`/`--output`/`-MF` write; plugins, wrappers,
+/// other program directories, spec files and response files run or load what the
+/// line does not show.
+fn cc(name: &str, args: &[String], out: &mut Found) {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let next = args.get(i + 1).map(String::as_str);
+        let opaque = a.starts_with('@')
+            || a.starts_with("-B")
+            || a.starts_with("-fplugin")
+            || a.starts_with("-wrapper")
+            || a.starts_with("-specs")
+            || a.starts_with("--specs")
+            || a.starts_with("-fuse-ld")
+            || a.starts_with("--ld-path")
+            || a.starts_with("-Xclang")
+            || a.starts_with("-fpass-plugin")
+            || a.starts_with("-load")
+            || a.starts_with("-no-canonical-prefixes")
+            || a.starts_with("--sysroot")
+            || a.starts_with("-iplugindir")
+            || a.contains("plugin");
+        if opaque {
+            out.opaque(format!(
+                "{name} {a}: loads or runs a program the line does not show"
+            ));
+            return;
+        }
+        match a {
+            "-o" | "--output" | "-MF" | "-MT" | "-MQ" | "-Xlinker" | "-x" | "-include" | "-I"
+            | "-L" | "-l" | "-D" | "-U" | "-isystem" | "-imacros" | "-idirafter" | "-iprefix" => {
+                if matches!(a, "-o" | "--output" | "-MF") {
+                    match next {
+                        Some(path) => out.writes.push(path.to_owned()),
+                        None => out.opaque(format!("{name} {a} without its value")),
+                    }
+                }
+                if a == "-Xlinker" && next.is_some_and(|n| n.contains("plugin")) {
+                    out.opaque(format!("{name} -Xlinker: loads a linker plugin"));
+                    return;
+                }
+                i += 2;
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(path) = a
+            .strip_prefix("--output=")
+            .or_else(|| a.strip_prefix("-MF"))
+        {
+            out.writes.push(path.to_owned());
+        } else if let Some(path) = a.strip_prefix("-o").filter(|p| !p.is_empty()) {
+            out.writes.push(path.to_owned());
+        }
+        i += 1;
+    }
 }

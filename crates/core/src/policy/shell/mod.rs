@@ -6,6 +6,7 @@
 //! an opaque command never auto-runs.
 
 mod effects;
+mod grammar;
 mod places;
 mod plain;
 mod prefixes;
@@ -78,6 +79,9 @@ pub struct Effects {
     pub hosts: Vec<String>,
     /// It runs code given on the line in another language (`python -c`).
     pub inline_code: bool,
+    /// Every option and subcommand it was given is in its program's read-only
+    /// set (`@readonly` allows only such commands).
+    pub read_only: bool,
 }
 
 /// One simple command of a line, after the line and every `bash -c '…'` in it were

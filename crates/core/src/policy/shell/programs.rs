@@ -2,6 +2,7 @@
 //! as data so it is reviewed like code and each row is tested. Read once, at first
 //! use; the file is part of the binary, so a malformed table fails every test.
 
+use super::grammar::{Grammar, Style};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -57,6 +58,48 @@ pub(crate) struct Program {
     pub script: Option<Script>,
     pub equivalent: Option<String>,
     pub subcommands: BTreeMap<String, Program>,
+    /// With one of these options, its file operands are deleted (tar
+    /// --remove-files).
+    pub deletes_when: Vec<String>,
+    /// With one of these options, it makes links (cp -l/-s): every operand is
+    /// written (the link, and its target through it).
+    pub links_when: Vec<String>,
+    /// Without one of these options, it is opaque (unzip writes the names the
+    /// archive holds unless it lists or tests).
+    pub opaque_unless: Vec<String>,
+    /// Whose rules read its options: with one, the row is the program's whole
+    /// command line (an option it does not know makes the command opaque).
+    pub parser: Option<Parser>,
+    /// getopt's short spec (`+` first: options end at the first operand).
+    pub short: String,
+    /// getopt's long spec (`name`, `name:`, `name::`; git rows: `!name` has no
+    /// `--no-` form).
+    pub long: Vec<String>,
+    /// `-NUM` is an option (`head -5`, `git log -3`).
+    pub digits: bool,
+    /// Where the grammar was written from (the program and version whose `--help`,
+    /// `-h` or manual it follows).
+    pub source: String,
+    /// The options that keep it read-only under `@readonly` (`*`: every option of
+    /// its grammar); any other makes the command not read-only.
+    pub readonly_options: Vec<String>,
+    /// Under `@readonly`, a subcommand row: at most this many operands (git
+    /// branch lists with none and creates with one).
+    pub readonly_max_operands: Option<usize>,
+    #[serde(skip)]
+    pub grammar: Option<Grammar>,
+}
+
+/// Whose rules resolve a row's options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Parser {
+    /// glibc's getopt_long (GNU programs, util-linux).
+    Getopt,
+    /// glibc's getopt_long_only (gdb: `-ex` is `--ex`).
+    GetoptLongOnly,
+    /// git's parse-options.
+    Git,
 }
 
 /// A program that runs the command its operands name.
@@ -69,6 +112,9 @@ pub(crate) struct Wrapper {
     pub stdin_args: bool,
     /// `NAME=value` operands come before the command (env).
     pub assignments: bool,
+    /// Where the command would start, one of these options gives a command line
+    /// instead (`flock FILE -c LINE`).
+    pub line_options: Vec<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -81,6 +127,8 @@ pub(crate) enum Operands {
     WritesLast,
     Moves,
     WritesAfterFirst,
+    /// zip: the first operand is the archive it writes.
+    WritesFirst,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -103,9 +151,30 @@ pub(crate) enum Script {
     Tar,
     GitConfig,
     Cd,
+    Split,
+    Gdb,
+    Cc,
 }
 
 impl Program {
+    /// Every option an effect field names.
+    pub fn effect_options(&self) -> impl Iterator<Item = &str> {
+        [
+            &self.value_options,
+            &self.run_options,
+            &self.opaque_options,
+            &self.inline_code,
+            &self.write_options,
+            &self.operands_when,
+            &self.deletes_when,
+            &self.links_when,
+            &self.opaque_unless,
+        ]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+    }
+
     /// Whether some argument can make it run, write or delete something: such a
     /// program given words the reader cannot see (from `xargs`'s input, a
     /// substitution) is opaque.
@@ -123,6 +192,9 @@ impl Program {
             || self.operands != Operands::None
             || self.downloads
             || self.script.is_some()
+            || !self.deletes_when.is_empty()
+            || !self.links_when.is_empty()
+            || !self.opaque_unless.is_empty()
             || self.subcommands.values().any(Program::acts)
     }
 }
@@ -151,7 +223,11 @@ pub(crate) fn table() -> &'static Programs {
 
 impl Programs {
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        for program in &mut file.program {
+            let name = program.names.first().cloned().unwrap_or_default();
+            compile(program, &name)?;
+        }
         let mut by_name = FxHashMap::default();
         for (i, program) in file.program.iter().enumerate() {
             if program.about.trim().is_empty() {
@@ -194,6 +270,47 @@ impl Programs {
             }
         })
     }
+}
+
+/// Compiles a row's grammar (and its subcommands'), and checks that every option
+/// its effects name is one the grammar knows.
+fn compile(program: &mut Program, name: &str) -> Result<(), String> {
+    if let Some(parser) = program.parser {
+        let style = match parser {
+            Parser::Getopt => Style::Getopt,
+            Parser::GetoptLongOnly => Style::LongOnly,
+            Parser::Git => Style::Git,
+        };
+        let grammar = Grammar::new(style, &program.short, &program.long, program.digits)
+            .map_err(|e| format!("{name}: {e}"))?;
+        if program.source.trim().is_empty() {
+            return Err(format!("{name} has a grammar but no `source`"));
+        }
+        // value_options only say where operands are, which the grammar knows better
+        for spec in program
+            .effect_options()
+            .filter(|s| !program.value_options.iter().any(|v| v == s))
+        {
+            let option = spec.split_once('=').map_or(spec, |(o, _)| o);
+            if !grammar.knows(option) {
+                return Err(format!(
+                    "{name}: {spec:?} is named by an effect but is no option of its grammar"
+                ));
+            }
+        }
+        for spec in &program.readonly_options {
+            if spec != "*" && !grammar.knows(spec) {
+                return Err(format!(
+                    "{name}: readonly option {spec:?} is no option of its grammar"
+                ));
+            }
+        }
+        program.grammar = Some(grammar);
+    }
+    for (sub, row) in &mut program.subcommands {
+        compile(row, &format!("{name} {sub}"))?;
+    }
+    Ok(())
 }
 
 /// Whether an allowed prefix lets code run that the line does not show: its program

@@ -176,6 +176,7 @@ impl Reader {
                 cd: found.cd,
                 hosts: found.hosts,
                 inline_code: found.inline_code,
+                read_only: found.read_only,
             },
             origin,
             run_by: None,

@@ -17,7 +17,12 @@ fn allowed_prefixes_match_whole_words_from_the_first() {
     assert_eq!(at("git status"), Some(0));
     assert_eq!(at("git status -s"), Some(0));
     assert_eq!(at("git  'status' -s"), Some(0));
-    assert_eq!(at("git statusx"), Some(2));
+    assert_eq!(at("git stage x"), Some(2));
+    assert_eq!(
+        at("git statusx"),
+        None,
+        "a git subcommand the table does not know is opaque"
+    );
     assert_eq!(at("npm testx"), None);
     assert_eq!(at("npm"), None);
     assert_eq!(at("LD_PRELOAD=x.so git status"), None, "assignments count");

@@ -115,6 +115,7 @@ fn templates_of(program: &Program, head: &str, out: &mut Templates) {
         Operands::Writes | Operands::Deletes => Some("{PATH}"),
         Operands::WritesLast | Operands::Moves => Some("a {PATH}"),
         Operands::WritesAfterFirst => Some("a {PATH}"),
+        Operands::WritesFirst => Some("{PATH} a"),
     };
     if let Some(operands) = operands {
         let line = match (program.expression, program.script) {

@@ -1,0 +1,371 @@
+//! Option grammars: a program's arguments read the way its own parser reads them
+//! (glibc's getopt_long, git's parse-options), so `sort --out=X` is `sort -o X`
+//! and an option the grammar does not know, or a prefix of two, is an error the
+//! caller turns into an opaque command.
+
+use rustc_hash::FxHashMap;
+
+/// Whether an option takes a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Takes {
+    No,
+    /// Attached (`-ofile`, `--output=file`) or the next word.
+    Required,
+    /// Attached only (`-i.bak`, `--in-place=.bak`).
+    Optional,
+}
+
+/// Whose rules resolve the words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// glibc getopt_long: a unique prefix of a long option is that option.
+    Getopt,
+    /// glibc getopt_long_only: `-name` is a long option too (gdb's `-ex`).
+    LongOnly,
+    /// git's parse-options: as getopt_long, and every long option not marked `!`
+    /// has a `--no-` form (a `no-x` option's negation is `--x`).
+    Git,
+}
+
+#[derive(Debug, Clone)]
+struct Long {
+    name: String,
+    takes: Takes,
+    /// git: the `--no-` form exists.
+    negatable: bool,
+}
+
+/// A program's options, from the table's `short` and `long` specs (getopt's own
+/// notation: `o:` takes a value, `i::` takes one attached only; a leading `+` ends
+/// options at the first operand; in git rows a long name starting with `!` has no
+/// `--no-` form).
+#[derive(Debug, Clone)]
+pub(crate) struct Grammar {
+    style: Style,
+    in_order: bool,
+    short: FxHashMap<char, Takes>,
+    long: Vec<Long>,
+    /// `-NUM` is an option (`head -5`, `git log -3`).
+    digits: bool,
+}
+
+/// One word (or two, with a separate value) of an argument list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Item<'a> {
+    /// An option by its canonical spelling (`-o`, `--output`, git's `--no-verify`),
+    /// with its value.
+    Option {
+        name: String,
+        value: Option<&'a str>,
+    },
+    Operand(&'a str),
+}
+
+/// An argument list as read: its items in order (options and operands), and, when
+/// options end at the first operand, where that operand is.
+#[derive(Debug, Default)]
+pub(crate) struct Reading<'a> {
+    pub items: Vec<Item<'a>>,
+    /// The index of the first word after the options when they stop at an operand
+    /// (`+` grammars, or `--`): the rest are operands, unread.
+    pub rest: Option<usize>,
+}
+
+impl<'a> Reading<'a> {
+    pub fn options(&self) -> impl Iterator<Item = (&str, Option<&'a str>)> {
+        self.items.iter().filter_map(|i| match i {
+            Item::Option { name, value } => Some((name.as_str(), *value)),
+            Item::Operand(_) => None,
+        })
+    }
+
+    pub fn operands(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.items.iter().filter_map(|i| match i {
+            Item::Operand(w) => Some(*w),
+            Item::Option { .. } => None,
+        })
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.options().any(|(n, _)| n == name)
+    }
+}
+
+impl Grammar {
+    /// The grammar of a row's specs; `Err` names what is wrong with them.
+    pub fn new(style: Style, short: &str, long: &[String], digits: bool) -> Result<Self, String> {
+        let (in_order, short_spec) = match short.strip_prefix('+') {
+            Some(rest) => (true, rest),
+            None => (false, short),
+        };
+        let mut shorts = FxHashMap::default();
+        let chars: Vec<char> = short_spec.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c == ':' || c == '-' || c.is_whitespace() {
+                return Err(format!(
+                    "short spec {short:?}: {c:?} is not an option letter"
+                ));
+            }
+            let takes = match (chars.get(i + 1), chars.get(i + 2)) {
+                (Some(':'), Some(':')) => Takes::Optional,
+                (Some(':'), _) => Takes::Required,
+                _ => Takes::No,
+            };
+            if shorts.insert(c, takes).is_some() {
+                return Err(format!("short spec {short:?} names -{c} twice"));
+            }
+            i += match takes {
+                Takes::No => 1,
+                Takes::Required => 2,
+                Takes::Optional => 3,
+            };
+        }
+        let mut longs: Vec<Long> = Vec::with_capacity(long.len());
+        for spec in long {
+            let (negatable, spec_rest) = match spec.strip_prefix('!') {
+                Some(rest) => (false, rest),
+                None => (style == Style::Git, spec.as_str()),
+            };
+            let (name, takes) = if let Some(n) = spec_rest.strip_suffix("::") {
+                (n, Takes::Optional)
+            } else if let Some(n) = spec_rest.strip_suffix(':') {
+                (n, Takes::Required)
+            } else {
+                (spec_rest, Takes::No)
+            };
+            if name.is_empty() || name.starts_with('-') || name.contains(['=', ':', ' ']) {
+                return Err(format!("long spec {spec:?} is not an option name"));
+            }
+            if longs.iter().any(|l| l.name == name) {
+                return Err(format!("long spec names --{name} twice"));
+            }
+            longs.push(Long {
+                name: name.to_owned(),
+                takes,
+                negatable,
+            });
+        }
+        Ok(Self {
+            style,
+            in_order,
+            short: shorts,
+            long: longs,
+            digits,
+        })
+    }
+
+    /// Whether `name` (`-o`, `--output`, `--no-verify`) is an option of the grammar.
+    pub fn knows(&self, name: &str) -> bool {
+        if let Some(long) = name.strip_prefix("--") {
+            return self.long_spellings().any(|(s, _, _)| s == long);
+        }
+        let mut chars = name.chars();
+        matches!((chars.next(), chars.next(), chars.next()), (Some('-'), Some(c), None) if self.short.contains_key(&c))
+            || (self.digits && name == "-NUM")
+    }
+
+    /// Every long spelling, with the option's canonical name and what it takes
+    /// (a `--no-` form takes nothing).
+    fn long_spellings(&self) -> impl Iterator<Item = (String, String, Takes)> + '_ {
+        self.long.iter().flat_map(|l| {
+            let mut out = vec![(l.name.clone(), l.name.clone(), l.takes)];
+            if l.negatable {
+                match l.name.strip_prefix("no-") {
+                    Some(positive) => {
+                        out.push((positive.to_owned(), positive.to_owned(), Takes::No))
+                    }
+                    None => out.push((
+                        format!("no-{}", l.name),
+                        format!("no-{}", l.name),
+                        Takes::No,
+                    )),
+                }
+            }
+            out
+        })
+    }
+
+    /// The short options and long names, for tests that enumerate them.
+    pub fn shorts(&self) -> impl Iterator<Item = (char, Takes)> + '_ {
+        self.short.iter().map(|(c, t)| (*c, *t))
+    }
+
+    #[cfg(test)]
+    pub fn longs(&self) -> impl Iterator<Item = (&str, Takes)> + '_ {
+        self.long.iter().map(|l| (l.name.as_str(), l.takes))
+    }
+
+    #[cfg(test)]
+    pub fn in_order(&self) -> bool {
+        self.in_order
+    }
+
+    /// Resolves a long option's name as the parser does: the exact name, else the
+    /// one option it is a prefix of.
+    fn resolve_long(&self, given: &str) -> Result<(String, Takes), String> {
+        let spellings: Vec<(String, String, Takes)> = self.long_spellings().collect();
+        if let Some((_, canonical, takes)) = spellings.iter().find(|(s, _, _)| s == given) {
+            return Ok((canonical.clone(), *takes));
+        }
+        let mut found: Vec<&(String, String, Takes)> = Vec::new();
+        for spelling in spellings.iter().filter(|(s, _, _)| s.starts_with(given)) {
+            if !found.iter().any(|f| f.1 == spelling.1) {
+                found.push(spelling);
+            }
+        }
+        match found.as_slice() {
+            [] => Err(format!("--{given} is an option the reader does not know")),
+            [(_, canonical, takes)] => Ok((canonical.clone(), *takes)),
+            many => Err(format!(
+                "--{given} is ambiguous ({})",
+                many.iter()
+                    .map(|(s, _, _)| format!("--{s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// Reads an argument list; `Err` says which word the parser would not take, or
+    /// would take in a way the reader cannot be sure of.
+    pub fn read<'a>(&self, args: &'a [String]) -> Result<Reading<'a>, String> {
+        let mut out = Reading::default();
+        let mut i = 0;
+        while i < args.len() {
+            let word = args[i].as_str();
+            if word == "--" {
+                out.rest = Some(i + 1);
+                out.items
+                    .extend(args[i + 1..].iter().map(|w| Item::Operand(w.as_str())));
+                return Ok(out);
+            }
+            if !word.starts_with('-') || word == "-" {
+                if self.in_order {
+                    out.rest = Some(i);
+                    out.items
+                        .extend(args[i..].iter().map(|w| Item::Operand(w.as_str())));
+                    return Ok(out);
+                }
+                out.items.push(Item::Operand(word));
+                i += 1;
+                continue;
+            }
+            if let Some(long) = word.strip_prefix("--") {
+                let (given, attached) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (long, None),
+                };
+                let (name, takes) = self.resolve_long(given)?;
+                let value = match (takes, attached) {
+                    (Takes::No, Some(_)) => {
+                        return Err(format!("--{name} takes no value, and {word:?} gives one"));
+                    }
+                    (Takes::No, None) | (Takes::Optional, None) => None,
+                    (_, Some(v)) => Some(v),
+                    (Takes::Required, None) => {
+                        i += 1;
+                        Some(
+                            args.get(i)
+                                .map(String::as_str)
+                                .ok_or_else(|| format!("--{name} without its value"))?,
+                        )
+                    }
+                };
+                out.items.push(Item::Option {
+                    name: format!("--{name}"),
+                    value,
+                });
+                i += 1;
+                continue;
+            }
+            let letters = &word[1..];
+            let single_short = letters.chars().count() == 1
+                && self
+                    .short
+                    .contains_key(&letters.chars().next().unwrap_or(' '));
+            if self.style == Style::LongOnly && !single_short {
+                let (given, attached) = match letters.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (letters, None),
+                };
+                match self.resolve_long(given) {
+                    Ok((name, takes)) => {
+                        let value = match (takes, attached) {
+                            (Takes::No, Some(_)) => {
+                                return Err(format!(
+                                    "-{name} takes no value, and {word:?} gives one"
+                                ));
+                            }
+                            (Takes::No, None) | (Takes::Optional, None) => None,
+                            (_, Some(v)) => Some(v),
+                            (Takes::Required, None) => {
+                                i += 1;
+                                Some(
+                                    args.get(i)
+                                        .map(String::as_str)
+                                        .ok_or_else(|| format!("-{name} without its value"))?,
+                                )
+                            }
+                        };
+                        out.items.push(Item::Option {
+                            name: format!("--{name}"),
+                            value,
+                        });
+                        i += 1;
+                        continue;
+                    }
+                    Err(why)
+                        if !self
+                            .short
+                            .contains_key(&letters.chars().next().unwrap_or(' ')) =>
+                    {
+                        return Err(why);
+                    }
+                    Err(_) => {}
+                }
+            }
+            if self.digits && letters.bytes().all(|b| b.is_ascii_digit()) {
+                out.items.push(Item::Option {
+                    name: "-NUM".to_owned(),
+                    value: Some(letters),
+                });
+                i += 1;
+                continue;
+            }
+            for (k, c) in letters.char_indices() {
+                let takes = *self.short.get(&c).ok_or_else(|| {
+                    format!("-{c} (in {word:?}) is an option the reader does not know")
+                })?;
+                let rest = &letters[k + c.len_utf8()..];
+                let name = format!("-{c}");
+                match takes {
+                    Takes::No => out.items.push(Item::Option { name, value: None }),
+                    Takes::Optional => {
+                        let value = (!rest.is_empty()).then_some(rest);
+                        out.items.push(Item::Option { name, value });
+                        break;
+                    }
+                    Takes::Required => {
+                        let value = if rest.is_empty() {
+                            i += 1;
+                            args.get(i)
+                                .map(String::as_str)
+                                .ok_or_else(|| format!("{name} without its value"))?
+                        } else {
+                            rest
+                        };
+                        out.items.push(Item::Option {
+                            name,
+                            value: Some(value),
+                        });
+                        break;
+                    }
+                }
+            }
+            i += 1;
+        }
+        Ok(out)
+    }
+}
