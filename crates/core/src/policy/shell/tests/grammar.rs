@@ -150,7 +150,7 @@ fn getopt_rows_read_as_util_linux_getopt_reads_them() {
         println!("skipped: /usr/bin/getopt is not installed");
         return;
     }
-    let (mut agreed, mut opaque, mut checked) = (0, 0, 0);
+    let (mut agreed, mut opaque, mut refused, mut checked) = (0, 0, 0, 0);
     let mut disagreements = Vec::new();
     for (name, row) in rows() {
         if row.parser != Some(Parser::Getopt) {
@@ -160,17 +160,21 @@ fn getopt_rows_read_as_util_linux_getopt_reads_them() {
         for args in cases(g) {
             checked += 1;
             let theirs = getopt(&row.short, &row.long, &args);
-            match ours(g, &args) {
-                None => opaque += 1,
-                Some(mine) if theirs.as_ref() == Some(&mine) => agreed += 1,
-                Some(mine) => disagreements.push(format!(
+            match (ours(g, &args), theirs) {
+                (None, _) => opaque += 1,
+                // getopt refuses it: the program stops with a usage error
+                (Some(_), None) => refused += 1,
+                (Some(mine), Some(theirs)) if mine == theirs => agreed += 1,
+                (Some(mine), Some(theirs)) => disagreements.push(format!(
                     "{name} {args:?}: toolgate {mine:?}, getopt {theirs:?}"
                 )),
             }
         }
         let _ = g.in_order();
     }
-    println!("{checked} argument lists: {agreed} read alike, {opaque} opaque to toolgate");
+    println!(
+        "{checked} argument lists: {agreed} read alike, {opaque} opaque to toolgate, {refused} refused by the parser"
+    );
     assert!(checked > 1000, "{checked}");
     // the table's own rows agree with getopt wherever toolgate reads them
     assert!(
@@ -179,4 +183,204 @@ fn getopt_rows_read_as_util_linux_getopt_reads_them() {
         disagreements.len(),
         disagreements[..disagreements.len().min(40)].join("\n")
     );
+}
+
+/// The spec `git rev-parse --parseopt` reads for a git row: each short and long
+/// option on its own line (the row does not pair them), `!` where no `--no-` form.
+fn parseopt_spec(row: &Program) -> String {
+    let g = row.grammar.as_ref().unwrap();
+    let mut spec = String::from("git-row\n--\n");
+    let flag = |t: Takes| match t {
+        Takes::No => "",
+        Takes::Required => "=",
+        Takes::Optional => "?",
+    };
+    for (c, t) in g.shorts() {
+        spec.push_str(&format!("{c}{} x\n", flag(t)));
+    }
+    for raw in &row.long {
+        let bang = if raw.starts_with('!') { "!" } else { "" };
+        let name = raw.trim_start_matches('!').trim_end_matches(':');
+        let (_, t) = g.longs().find(|(l, _)| *l == name).unwrap();
+        spec.push_str(&format!("{name}{bang}{} x\n", flag(t)));
+    }
+    spec
+}
+
+/// git's normalised output (`set -- -m 'x' --no-quiet -- 'op'`) as words.
+fn parseopt(spec: &str, args: &[String]) -> Option<Vec<String>> {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .args(["rev-parse", "--parseopt", "--"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    child.stdin.take()?.write_all(spec.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).ok()?;
+    let text = text.trim().strip_prefix("set -- ")?;
+    // `--no-no-verify` is the positive form of a `no-verify` option: `--verify`
+    Some(
+        split_quoted(text)
+            .into_iter()
+            .map(|w| match w.strip_prefix("--no-no-") {
+                Some(positive) => format!("--{positive}"),
+                None => w,
+            })
+            .collect(),
+    )
+}
+
+fn split_quoted(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let (mut quoted, mut any) = (false, false);
+    for c in text.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any || !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            c => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// toolgate's reading of a git row as parseopt prints it.
+fn ours_git(row: &Program, args: &[String]) -> Option<Vec<String>> {
+    let g = row.grammar.as_ref().unwrap();
+    let reading = g.read(args).ok()?;
+    let declared = |n: &str| g.longs().any(|(l, _)| l == n);
+    let mut words = Vec::new();
+    let mut operands = Vec::new();
+    for item in &reading.items {
+        match item {
+            Item::Option { name, value } => {
+                let _ = declared;
+                words.push(name.clone());
+                words.extend(value.map(str::to_owned));
+            }
+            Item::Operand(w) => operands.push((*w).to_owned()),
+        }
+    }
+    words.push("--".to_owned());
+    words.extend(operands);
+    Some(words)
+}
+
+#[test]
+fn git_rows_read_as_git_parse_options_reads_them() {
+    if Command::new("git").arg("--version").output().is_err() {
+        println!("skipped: git is not installed");
+        return;
+    }
+    let (mut agreed, mut opaque, mut refused, mut checked) = (0, 0, 0, 0);
+    let mut disagreements = Vec::new();
+    for (name, row) in rows() {
+        if row.parser != Some(Parser::Git) || name == "git" {
+            continue;
+        }
+        let g = row.grammar.as_ref().unwrap();
+        let spec = parseopt_spec(row);
+        let mut lists = cases(g);
+        for (long, _) in g.longs() {
+            lists.push(vec![format!("--no-{long}"), "op".to_owned()]);
+            lists.push(vec![format!("--no-{}", &long[..long.len().min(3)])]);
+        }
+        for args in lists {
+            checked += 1;
+            let theirs = parseopt(&spec, &args);
+            match (ours_git(row, &args), theirs) {
+                (None, _) => opaque += 1,
+                // git refuses it: the command stops with a usage error
+                (Some(_), None) => refused += 1,
+                (Some(mine), Some(theirs)) if mine == theirs => agreed += 1,
+                (Some(mine), Some(theirs)) => disagreements.push(format!(
+                    "{name} {args:?}: toolgate {mine:?}, git {theirs:?}"
+                )),
+            }
+        }
+    }
+    println!(
+        "{checked} argument lists: {agreed} read alike, {opaque} opaque to toolgate, {refused} refused by the parser"
+    );
+    assert!(checked > 1000, "{checked}");
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements:\n{}",
+        disagreements.len(),
+        disagreements[..disagreements.len().min(40)].join("\n")
+    );
+}
+
+/// The engine on hostile spellings: each is read as the parser would, or refused.
+#[test]
+fn hostile_spellings_are_read_or_refused() {
+    let long = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let sort = Grammar::new(
+        crate::policy::shell::grammar::Style::Getopt,
+        "mo:S:",
+        &long(&["output:", "compress-program:", "check::", "merge"]),
+        false,
+    )
+    .unwrap();
+    let read = |args: &[&str]| {
+        let args = long(args);
+        sort.read(&args).map(|r| {
+            r.items
+                .iter()
+                .map(|i| match i {
+                    Item::Option { name, value } => format!("{name}={}", value.unwrap_or("")),
+                    Item::Operand(w) => (*w).to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
+    let cases: [(&[&str], Result<&str, ()>); 16] = [
+        (&["--out=x", "f"], Ok("--output=x f")),
+        (&["--o", "x"], Ok("--output=x")),
+        (&["-mox"], Ok("-m= -o=x")),
+        (&["-m", "-o", "x"], Ok("-m= -o=x")),
+        (&["f", "-ox"], Ok("f -o=x")),
+        (&["--", "-ox"], Ok("-ox")),
+        (&["--c", "f"], Err(())),
+        (&["--check"], Ok("--check=")),
+        (&["--check", "x"], Ok("--check= x")),
+        (&["--merge=x"], Err(())),
+        (&["--x"], Err(())),
+        (&["-z"], Err(())),
+        (&["-o"], Err(())),
+        (&["--output"], Err(())),
+        (&["-"], Ok("-")),
+        (&["-mé"], Err(())),
+    ];
+    for (args, want) in cases {
+        assert_eq!(
+            read(args).map_err(|_| ()),
+            want.map(str::to_owned),
+            "{args:?}"
+        );
+    }
+    // a long list is read in one pass
+    let many: Vec<String> = (0..20_000)
+        .map(|i| format!("-m{}", if i % 2 == 0 { "" } else { "m" }))
+        .collect();
+    assert_eq!(sort.read(&many).unwrap().items.len(), 30_000);
 }

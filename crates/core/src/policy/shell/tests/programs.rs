@@ -67,11 +67,60 @@ fn forms(spec: &str, value: &str) -> Vec<String> {
     out
 }
 
+/// Every spelling of an option its program's parser accepts: the forms above, and
+/// for a row with a grammar each abbreviation of a long option that resolves to it
+/// and a short option bundled after a flag (`-mo FILE`).
+fn spellings(program: &Program, spec: &str, value: &str) -> Vec<String> {
+    let mut out = forms(spec, value);
+    let Some(grammar) = &program.grammar else {
+        return out;
+    };
+    if let Some(long) = spec.strip_prefix("--") {
+        let (name, glued) = match long.split_once('=') {
+            Some((n, rest)) => (n, Some(rest)),
+            None => (long, None),
+        };
+        for len in 1..name.len() {
+            let given = format!("--{}", &name[..len]);
+            let probe = [format!("{given}=v")];
+            let resolves = grammar.read(&probe).is_ok_and(|r| {
+                r.options()
+                    .next()
+                    .is_some_and(|(o, _)| o == format!("--{name}"))
+            });
+            if resolves {
+                match glued {
+                    Some(rest) => out.push(format!("{given}={rest}{value}")),
+                    None => {
+                        out.push(format!("{given}={value}"));
+                        out.push(format!("{given} {value}"));
+                    }
+                }
+            }
+        }
+    } else if let Some(c) = spec.strip_prefix('-').filter(|c| c.chars().count() == 1) {
+        let flag = grammar
+            .shorts()
+            .map(|(f, _)| f)
+            .filter(|f| !program.effect_options().any(|o| o == format!("-{f}")))
+            .find(|f| {
+                grammar.read(&[format!("-{f}")]).is_ok_and(|r| {
+                    r.options().count() == 1 && r.options().all(|(_, v)| v.is_none())
+                })
+            });
+        if let Some(flag) = flag {
+            out.push(format!("-{flag}{c} {value}"));
+            out.push(format!("-{flag}{c}{value}"));
+        }
+    }
+    out
+}
+
 fn templates_of(program: &Program, head: &str, out: &mut Templates) {
     let quoted_run = single_quoted("{RUN}");
     for spec in &program.run_options {
         out.runs.extend(
-            forms(spec, &quoted_run)
+            spellings(program, spec, &quoted_run)
                 .into_iter()
                 .map(|f| format!("{head} {f}")),
         );
@@ -101,7 +150,7 @@ fn templates_of(program: &Program, head: &str, out: &mut Templates) {
     }
     for spec in &program.write_options {
         out.writes.extend(
-            forms(spec, "{PATH}")
+            spellings(program, spec, "{PATH}")
                 .into_iter()
                 .map(|f| format!("{head} {f} in")),
         );
@@ -218,6 +267,26 @@ fn every_row_is_caught() {
     let t = &*TEMPLATES;
     assert!(t.runs.len() >= 80, "{} run templates", t.runs.len());
     assert!(t.writes.len() >= 40, "{} write templates", t.writes.len());
+    for spelling in [
+        "sort --out={PATH}",
+        "cp --targ {PATH}",
+        "tar --index={PATH}",
+    ] {
+        assert!(
+            t.writes.iter().any(|w| w.starts_with(spelling)),
+            "no template spells {spelling}"
+        );
+    }
+    for spelling in [
+        "sort --compress-p=",
+        "git grep --open=",
+        "tar --checkpoint-act=exec=",
+    ] {
+        assert!(
+            t.runs.iter().any(|w| w.starts_with(spelling)),
+            "no template spells {spelling}"
+        );
+    }
     let mut escaped = Vec::new();
     for template in &t.runs {
         for run in BLOCKED {
