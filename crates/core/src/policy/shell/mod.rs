@@ -5,6 +5,7 @@
 //! nothing but literal text and quotes; anything else makes its command opaque, and
 //! an opaque command never auto-runs.
 
+mod checkers;
 mod effects;
 mod grammar;
 mod places;

@@ -307,6 +307,16 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
         }
         program.grammar = Some(grammar);
     }
+    // these checkers read the resolved options, which only a grammar gives
+    if matches!(
+        program.script,
+        Some(Script::Sed | Script::Awk | Script::Tar | Script::Split | Script::Gdb)
+    ) && program.grammar.is_none()
+    {
+        return Err(format!(
+            "{name}: its script checker needs a grammar (`parser`)"
+        ));
+    }
     for (sub, row) in &mut program.subcommands {
         compile(row, &format!("{name} {sub}"))?;
     }

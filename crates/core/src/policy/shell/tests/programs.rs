@@ -4,7 +4,7 @@
 //! the line is spelt around it (a property test); and the checkers of programs with
 //! a language of their own.
 
-use crate::policy::shell::effects::sed_script;
+use crate::policy::shell::checkers::sed_script;
 use crate::policy::shell::programs::{Operands, Program, Programs, Script, table};
 use crate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, UserSettings, decide,
