@@ -155,3 +155,71 @@ proptest! {
         }
     }
 }
+
+/// Entries of an allowed list whose order must not matter: `@readonly` and explicit
+/// prefixes of the same programs (one allows writes, the other does not).
+const ALLOWED_POOL: &[&str] = &[
+    "@readonly",
+    "echo",
+    "ls",
+    "git",
+    "git status",
+    "cat",
+    "sed",
+    "cp",
+    "tee",
+    "sort",
+    "LANG=C ls",
+];
+const ORDER_LINES: &[&str] = &[
+    "echo x > out.txt",
+    "echo x >> notes.txt && ls",
+    "ls",
+    "LANG=C ls",
+    "git status > status.txt",
+    "git log -1",
+    "sed -i s/a/b/ notes.txt",
+    "cat notes.txt | tee copy.txt",
+    "cp notes.txt copy.txt",
+    "sort -o sorted.txt notes.txt",
+    "bash -lc 'echo x > out.txt'",
+    "bash -lc 'ls'",
+    "echo x > .git/config",
+    "cat </dev/tcp/example.com/80",
+];
+
+fn allowed_and_permuted() -> impl Strategy<Value = (Vec<String>, Vec<String>)> {
+    prop::sample::subsequence(ALLOWED_POOL.to_vec(), 1..=ALLOWED_POOL.len()).prop_flat_map(|v| {
+        let v: Vec<String> = v.into_iter().map(str::to_owned).collect();
+        (Just(v.clone()), Just(v).prop_shuffle())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `[@readonly, echo]` and `[echo, @readonly]` decide every line the same
+    /// (issue 36): the reference is the list in one order, the model any other.
+    #[test]
+    fn the_order_of_allowed_never_changes_a_decision(
+        (allowed, permuted) in allowed_and_permuted(),
+        line in prop::sample::select(ORDER_LINES.to_vec()),
+    ) {
+        let user = CompiledUser::compile(&UserSettings { use_yolo_mode: true, ..UserSettings::default() }).unwrap();
+        let admin = |allowed: Vec<String>| CompiledAdmin::compile(&AdminControls {
+            enabled: true,
+            allowed,
+            mcp_tool_allowlist: strings(&["builtin:write_file"]),
+            ..AdminControls::default()
+        })
+        .unwrap();
+        let call = Call::Shell(line.to_owned());
+        let one = decide(&admin(allowed.clone()), &user, &call);
+        let other = decide(&admin(permuted.clone()), &user, &call);
+        prop_assert_eq!(
+            (one.outcome, one.reason),
+            (other.outcome, other.reason),
+            "{:?} under {:?} and {:?}", line, allowed, permuted
+        );
+    }
+}

@@ -42,7 +42,7 @@ pub use settings::{
 };
 pub use shell::{
     Cd, CommandLine, Effects, MAX_NESTING, Origin, Place, Prefix, PrefixList, SimpleCommand, Touch,
-    parse_command_line, program_name, touches,
+    checked_beyond_prefix, parse_command_line, place_of, program_name, touches,
 };
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 

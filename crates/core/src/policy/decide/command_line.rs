@@ -97,8 +97,24 @@ fn allowing<'a>(
     let (parent, offset) = command.run_by?;
     let runner = commands.get(parent)?;
     match allowing_words(admin, user, runner) {
-        Some((prefix, len)) if len > offset => Some(prefix),
+        // a prefix that does not spell the runner's (harmless) assignments starts at
+        // its command word
+        Some((prefix, len)) if len + skipped(runner, prefix) > offset => Some(prefix),
         _ => None,
+    }
+}
+
+/// How many of a command's words before `prefix`'s first: its assignments, when the
+/// prefix does not spell them.
+fn skipped(command: &SimpleCommand, prefix: &str) -> usize {
+    let spells_assignment = prefix
+        .split_whitespace()
+        .next()
+        .is_some_and(|first| first.contains('='));
+    if spells_assignment {
+        0
+    } else {
+        command.command_at
     }
 }
 
@@ -109,6 +125,7 @@ fn part(command: &SimpleCommand) -> String {
         Origin::Run => " (run by another command of the line)",
         Origin::Substitution => " (inside a substitution)",
         Origin::Equivalent => " (an equivalent spelling)",
+        Origin::Argument => " (words in the arguments of a program that may run them)",
     };
     format!("{:?}{what}", command.text)
 }
@@ -310,24 +327,38 @@ pub(super) fn command_line<E: Explain>(
     }
     let mut first_prefix = None;
     let mut unlisted = Vec::new();
-    for command in commands.iter().filter(|c| c.origin != Origin::Equivalent) {
+    for command in commands
+        .iter()
+        .filter(|c| !matches!(c.origin, Origin::Equivalent | Origin::Argument))
+    {
         match allowing(admin, user, &commands, command) {
             Some(p)
                 if &**p == READONLY
                     && !(command.effects.read_only
                         && command.effects.writes.is_empty()
-                        && command.effects.deletes.is_empty()) =>
+                        && command.effects.deletes.is_empty()
+                        && command.effects.hosts.is_empty()) =>
             {
                 let detail = format!(
-                    "{} writes, deletes or takes an option or subcommand that is not read-only, which {READONLY} does not allow",
+                    "{} writes, deletes, contacts a host or takes an option or subcommand that is not read-only, which {READONLY} does not allow",
                     part(command)
                 );
                 ex.check("allowed", || detail.clone());
                 unlisted.push(Candidate::Command(command.text.clone()));
             }
             Some(p) => {
+                if let Some(program) = shell::unknown_program(&command.words, command.command_at) {
+                    ex.check("effects", || {
+                        format!(
+                            "{} is allowed by {p:?}, but its effects are unknown: {program:?} has no row of the program table, so what it runs, writes or deletes is not checked",
+                            part(command)
+                        )
+                    });
+                }
                 first_prefix.get_or_insert_with(|| p.clone());
             }
+            // its script's commands are decided each, as commands of the line
+            None if shell::literal_script(command) => {}
             None => {
                 if !unlisted.contains(&Candidate::Command(command.text.clone())) {
                     unlisted.push(Candidate::Command(command.text.clone()));

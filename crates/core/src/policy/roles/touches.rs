@@ -367,7 +367,7 @@ fn touches_of_line(line: &CommandLine) -> Touches {
             t.unreadable.get_or_insert_with(|| why.clone());
             continue;
         }
-        if command.origin == Origin::Equivalent {
+        if matches!(command.origin, Origin::Equivalent | Origin::Argument) {
             continue;
         }
         let mut paths = Vec::new();

@@ -6,6 +6,7 @@
 //! an opaque command never auto-runs.
 
 mod checkers;
+mod closed;
 mod effects;
 mod grammar;
 mod places;
@@ -17,7 +18,8 @@ mod redirects;
 mod rules;
 mod words;
 
-pub use places::{Place, Touch, touches};
+pub use closed::{checked_beyond_prefix, literal_script, unknown_prefix_program, unknown_program};
+pub use places::{Place, Touch, place_of, touches};
 pub use prefixes::{Prefix, PrefixList};
 pub use programs::{program_name, runs_unseen_code};
 
@@ -65,6 +67,10 @@ pub enum Origin {
     /// The same action spelled as the table's equivalent (`git send-pack` as
     /// `git push`): matched by blocked and denied prefixes only.
     Equivalent,
+    /// The words inside the arguments of a program not known to run nothing
+    /// (`fakeroot rm -rf /`, `gdb -ex 'shell rm -rf /'`): matched by blocked and
+    /// denied prefixes only.
+    Argument,
 }
 
 /// What a simple command does beyond running its program, from the program table.

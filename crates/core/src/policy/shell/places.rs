@@ -7,7 +7,7 @@ use super::{Cd, Origin, SimpleCommand};
 /// Names that run code or hold credentials when written: a path with one of them as
 /// a part is protected wherever it stands (compared without case, as macOS and
 /// Windows file systems do).
-const PROTECTED: [&str; 31] = [
+const PROTECTED: [&str; 40] = [
     ".git",
     ".hg",
     ".svn",
@@ -39,6 +39,27 @@ const PROTECTED: [&str; 31] = [
     ".cshrc",
     ".tcshrc",
     ".kshrc",
+    // run on commit or push: hooks and CI definitions (a Makefile runs only when
+    // someone runs make, a code runner the admin allows by name)
+    ".pre-commit-config.yaml",
+    ".gitlab-ci.yml",
+    ".circleci",
+    ".travis.yml",
+    "jenkinsfile",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    ".buildkite",
+    ".drone.yml",
+];
+
+/// A directory and a name inside it that run code or hold configuration that does:
+/// protected as a pair (`.github/workflows/`, not `.github/CODEOWNERS`).
+const PROTECTED_PAIRS: [(&str, &str); 5] = [
+    (".github", "workflows"),
+    (".github", "actions"),
+    (".cargo", "config.toml"),
+    (".cargo", "config"),
+    (".config", "git"),
 ];
 
 /// Where one path lands.
@@ -77,7 +98,7 @@ pub fn touches<'a>(commands: &'a [SimpleCommand], cwd: Option<&str>) -> Vec<Touc
     let mut dir = Dir::Known(Vec::new());
     let mut out = Vec::new();
     for command in commands {
-        if command.origin == Origin::Equivalent {
+        if matches!(command.origin, Origin::Equivalent | Origin::Argument) {
             continue;
         }
         let effects = &command.effects;
@@ -105,6 +126,13 @@ pub fn touches<'a>(commands: &'a [SimpleCommand], cwd: Option<&str>) -> Vec<Touc
         }
     }
     out
+}
+
+/// Where one written path lands, for a write made without a command line (the
+/// agent's own write tools): the same places as a shell write, from `cwd`.
+pub fn place_of(path: &str, cwd: Option<&str>) -> Place {
+    let cwd = cwd.filter(|c| c.starts_with('/')).map(parts);
+    place(path, &Dir::Known(Vec::new()), cwd.as_deref())
 }
 
 fn parts(path: &str) -> Vec<String> {
@@ -157,7 +185,11 @@ fn place(path: &str, dir: &Dir, cwd: Option<&[String]>) -> Place {
     if !path.starts_with('/') {
         full.extend(parts(path));
     }
-    if let Some(name) = full.iter().find_map(|p| protected(p)) {
+    // the working directory is a place too: a write in `~/.ssh` or `.git/hooks` as
+    // the client's (or the model's) directory lands in a protected place
+    let mut whole = cwd.map(<[String]>::to_vec).unwrap_or_default();
+    whole.extend(full.iter().cloned());
+    if let Some(name) = protected_in(&whole) {
         return Place::Protected(name);
     }
     if full.is_empty() {
@@ -166,6 +198,20 @@ fn place(path: &str, dir: &Dir, cwd: Option<&[String]>) -> Place {
         );
     }
     Place::Inside(full.join("/"))
+}
+
+/// The protected name or pair of names some part of a path is.
+fn protected_in(parts: &[String]) -> Option<String> {
+    if let Some(name) = parts.iter().find_map(|p| protected(p)) {
+        return Some(name);
+    }
+    let bare = |p: &String| p.trim_end_matches(['.', ' ']).to_lowercase();
+    parts.windows(2).find_map(|pair| {
+        let (dir, name) = (bare(&pair[0]), bare(&pair[1]));
+        PROTECTED_PAIRS
+            .contains(&(dir.as_str(), name.as_str()))
+            .then(|| format!("{}/{}", pair[0], pair[1]))
+    })
 }
 
 /// The protected name a path part is, or may be: Windows drops trailing dots and

@@ -3,7 +3,7 @@
 //! indexed by their command word.
 
 use super::words::UNKNOWN;
-use super::{SimpleCommand, parse_command_line, program_name};
+use super::{READONLY, SimpleCommand, parse_command_line, program_name};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
@@ -60,6 +60,9 @@ pub struct PrefixList {
     trie: Trie,
     /// Blocked matching: the file name of the first word → list indexes, ascending.
     by_command: FxHashMap<String, Vec<u32>>,
+    /// Whether the prefix at each index stands for `@readonly`: an explicit prefix
+    /// that matches comes first, so the order of the list never changes a decision.
+    curated: Vec<bool>,
 }
 
 impl PrefixList {
@@ -67,11 +70,16 @@ impl PrefixList {
         let mut list = Self::default();
         for (i, prefix) in prefixes.into_iter().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
+            list.curated.push(prefix.raw == READONLY);
             let mut node = &mut list.trie;
             for word in &prefix.words {
                 node = node.next.entry(word.clone()).or_default();
             }
-            node.end.get_or_insert(index);
+            let rank = |i: u32| (list.curated[i as usize], i);
+            node.end = Some(match node.end {
+                Some(end) if rank(end) <= rank(index) => end,
+                _ => index,
+            });
             if let Some(first) = prefix.words.first() {
                 list.by_command
                     .entry(program_name(first))
@@ -102,21 +110,35 @@ impl PrefixList {
         &self.raw[index]
     }
 
-    /// The first prefix (in list order) the command starts with. An opaque command
-    /// starts with none.
+    /// The first prefix the command starts with: an explicit prefix before one
+    /// `@readonly` stands for, then in list order (so the list's order never changes
+    /// whether a command is allowed). The command's words are tried from the first
+    /// and from the command word: what an opaque command does not have, its
+    /// assignments are harmless (`LANG=C ls` is `ls`). An opaque command starts with
+    /// none.
     pub fn first_allowing(&self, command: &SimpleCommand) -> Option<usize> {
         if command.opaque.is_some() || self.raw.is_empty() {
             return None;
         }
+        let rank = |i: u32| (self.curated[i as usize], i);
         let mut best = None::<u32>;
-        let mut node = &self.trie;
-        for word in &command.words {
-            match node.next.get(word.as_str()) {
-                Some(next) => node = next,
-                None => break,
-            }
-            if let Some(end) = node.end {
-                best = Some(best.map_or(end, |b| b.min(end)));
+        let starts: &[usize] = if command.command_at > 0 {
+            &[0, command.command_at]
+        } else {
+            &[0]
+        };
+        for &start in starts {
+            let mut node = &self.trie;
+            for word in command.words.get(start..).unwrap_or_default() {
+                match node.next.get(word.as_str()) {
+                    Some(next) => node = next,
+                    None => break,
+                }
+                if let Some(end) = node.end
+                    && best.is_none_or(|b| rank(end) < rank(b))
+                {
+                    best = Some(end);
+                }
             }
         }
         best.map(|i| i as usize)

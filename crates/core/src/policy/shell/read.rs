@@ -7,7 +7,7 @@
 
 use super::redirects::{check_redirect, redirect_target};
 use super::words::{UNKNOWN, assignment, plain_word, text, word};
-use super::{CommandLine, Origin, SimpleCommand, plain};
+use super::{CommandLine, Origin, SimpleCommand, closed, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -41,9 +41,22 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
         origin: Origin::Line,
     };
     reader.read(line, 0);
-    CommandLine {
-        commands: reader.out,
+    let mut commands = reader.out;
+    // what bash does before a program runs (builtins that assign or evaluate,
+    // environment assignments) is read here, for every command however it was found
+    for command in &mut commands {
+        if command.opaque.is_none()
+            && command.origin != Origin::Equivalent
+            && let Some(why) = closed::opaque(&command.words, command.command_at)
+        {
+            command.opaque = Some(why);
+        }
+        let hosts = closed::redirect_hosts(command);
+        command.effects.hosts.extend(hosts);
     }
+    let arguments = closed::argument_commands(&commands);
+    commands.extend(arguments);
+    CommandLine { commands }
 }
 
 /// What the walk has left to read: a node, or a statement's body with the

@@ -76,7 +76,7 @@ fn words_as_bash_reads_them() {
         ("echo a\\ b", &["echo", "a b"]),
         ("\"git\" push", &["git", "push"]),
         ("g'i't push", &["git", "push"]),
-        ("X=1 git status", &["X=1", "git", "status"]),
+        ("LC_ALL=C git status", &["LC_ALL=C", "git", "status"]),
         ("git rev-parse @{u}", &["git", "rev-parse", "@{u}"]),
         ("ls *.rs ~/x", &["ls", "*.rs", "~/x"]),
     ];
