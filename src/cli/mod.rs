@@ -15,6 +15,7 @@ mod audit;
 mod client;
 mod decisions;
 mod evaluate;
+pub mod hook_config;
 pub mod init;
 pub mod login;
 mod output;
