@@ -27,6 +27,7 @@ mod hardening;
 mod hook;
 mod hook_boundaries;
 mod hook_payloads;
+mod hook_trust;
 mod http;
 mod identities;
 mod install;
