@@ -167,7 +167,7 @@ fn main() -> std::process::ExitCode {
         return match cli::login::login(args, &parsed.connection) {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", cli::for_terminal(&format!("{e:#}"), true));
                 std::process::ExitCode::FAILURE
             }
         };
@@ -177,7 +177,7 @@ fn main() -> std::process::ExitCode {
         return match cli::test::test(args) {
             Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", cli::for_terminal(&format!("{e:#}"), true));
                 std::process::ExitCode::from(2)
             }
         };
@@ -185,7 +185,7 @@ fn main() -> std::process::ExitCode {
     match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", cli::for_terminal(&format!("{e:#}"), true));
             std::process::ExitCode::FAILURE
         }
     }
@@ -274,7 +274,7 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             Ok(0) => {}
             Ok(code) => std::process::exit(code),
             Err(e) if e.is::<cli::UsageError>() => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", cli::for_terminal(&e.to_string(), true));
                 std::process::exit(cli::EXIT_USAGE);
             }
             Err(e) => return Err(e),

@@ -928,7 +928,7 @@ fn check(args: CheckArgs) -> Result<i32, String> {
             true
         }
         Err(e) => {
-            println!("as:      not known: {e}");
+            println!("as:      not known: {}", super::for_terminal(e, false));
             false
         }
     };
@@ -958,7 +958,11 @@ fn check(args: CheckArgs) -> Result<i32, String> {
         &String::from_utf8_lossy(&out.stdout),
         &String::from_utf8_lossy(&out.stderr),
     );
-    println!("sample:  {what}\n   got:  {verdict}");
+    // the verdict holds the server's words
+    println!(
+        "sample:  {what}\n   got:  {}",
+        super::for_terminal(&verdict, false)
+    );
     Ok(
         if reached && out.status.code() == Some(0) && outdated.is_empty() {
             0

@@ -51,6 +51,7 @@ mod shell_bypass;
 mod shell_props;
 mod store_suite;
 mod telemetry;
+mod terminal;
 mod third_party;
 mod tls;
 mod tokens;
