@@ -126,6 +126,25 @@ async fn wait_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The hook command line read with no environment variable standing in for a flag.
+fn flags_only() -> (agent_cli::HookCommand, cli::Connection) {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    fn without_env(command: clap::Command) -> clap::Command {
+        command
+            .mut_args(|a| a.env(None::<&'static str>))
+            .mut_subcommands(without_env)
+    }
+    let parsed = without_env(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .unwrap_or_else(|e| e.exit());
+    match parsed.command {
+        Command::Hook(command) => (command, parsed.connection),
+        // the same words parsed the same way a moment ago
+        _ => unreachable!("a hook command parses as one"),
+    }
+}
+
 /// Errors print as one `error: …` line chain, without a backtrace: they are for
 /// people running a command, not for debugging toolgate.
 fn main() -> std::process::ExitCode {
@@ -133,7 +152,14 @@ fn main() -> std::process::ExitCode {
     // the hook runs once per tool call: no thread pool, and it answers every failure
     // itself in the client's own words
     if let Command::Hook(command) = parsed.command {
-        let code = agent_cli::run_hook(command, &parsed.connection);
+        // a hook's settings come from its own flags, never the environment (a
+        // repository's client settings can set it): parsed again with no variables
+        let (command, connection) = if command.runs_hook() {
+            flags_only()
+        } else {
+            (command, parsed.connection)
+        };
+        let code = agent_cli::run_hook(command, &connection);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // login asks the server through the hook's own blocking client
@@ -141,7 +167,7 @@ fn main() -> std::process::ExitCode {
         return match cli::login::login(args, &parsed.connection) {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", cli::for_terminal(&format!("{e:#}"), true));
                 std::process::ExitCode::FAILURE
             }
         };
@@ -151,7 +177,7 @@ fn main() -> std::process::ExitCode {
         return match cli::test::test(args) {
             Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", cli::for_terminal(&format!("{e:#}"), true));
                 std::process::ExitCode::from(2)
             }
         };
@@ -159,7 +185,7 @@ fn main() -> std::process::ExitCode {
     match run(parsed) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", cli::for_terminal(&format!("{e:#}"), true));
             std::process::ExitCode::FAILURE
         }
     }
@@ -248,7 +274,7 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             Ok(0) => {}
             Ok(code) => std::process::exit(code),
             Err(e) if e.is::<cli::UsageError>() => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", cli::for_terminal(&e.to_string(), true));
                 std::process::exit(cli::EXIT_USAGE);
             }
             Err(e) => return Err(e),

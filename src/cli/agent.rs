@@ -3,6 +3,7 @@
 //! the I/O around it: stdin, files, the server call, the exit code.
 
 use super::args::{Connection, Resolved};
+use super::hook_config::{self, Flags, Reconciled};
 use crate::export::{self, Format};
 use crate::grpc::client::{ApprovalAsk, Client as Server, ClientConfig, ClientError};
 use crate::hook::install::{self, Scope};
@@ -56,38 +57,44 @@ pub enum AskArg {
     Defer,
 }
 
+/// A hook's flags. None is read from the environment (a repository's client settings
+/// can set it): `hook install` writes them into the hook command.
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// The team (default: the token's own).
-    #[arg(long, env = "TOOLGATE_TEAM", default_value = "")]
+    /// The team (default: the client profile's, else the token's own).
+    #[arg(long, default_value = "")]
     team: String,
-    /// The user (default: the token's own).
-    #[arg(long, env = "TOOLGATE_USER", default_value = "")]
+    /// The user (default: the client profile's, else the token's own).
+    #[arg(long, default_value = "")]
     user: String,
+    /// The client profile to read (default: `~/.config/toolgate/client.toml` in the
+    /// home directory of the user the hook runs as).
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
     /// Answer ALLOW with no opinion, so the client's own rules still apply.
     #[arg(long)]
     no_grant: bool,
     /// How to answer ASK (default: ask; deny for Codex, which cannot ask).
-    #[arg(long, value_enum, env = "TOOLGATE_HOOK_ASK")]
+    #[arg(long, value_enum)]
     ask: Option<AskArg>,
     /// Let the call run when no decision can be made (default: block it).
     #[arg(long)]
     fail_open: bool,
     /// Deadline for reaching the server and deciding, in milliseconds.
-    #[arg(long, env = "TOOLGATE_HOOK_TIMEOUT_MS", default_value_t = 2000)]
+    #[arg(long, default_value_t = hook_config::DEFAULT_TIMEOUT_MS)]
     timeout_ms: u64,
     /// Append one line per call to this file.
-    #[arg(long, env = "TOOLGATE_HOOK_LOG")]
+    #[arg(long)]
     log: Option<PathBuf>,
     /// How long the hook may wait for a person to answer an ASK the team sends to
     /// its approvers, in milliseconds; 0 (the default) never waits, and the ASK is
     /// answered as before. Keep it below the client's own hook timeout (`hook install
     /// --approval-wait` sets both).
-    #[arg(long, env = "TOOLGATE_HOOK_WAIT_MS", default_value_t = 0)]
+    #[arg(long, default_value_t = 0)]
     wait_ms: u64,
     /// Whether nobody at the client can answer an ASK (default: read from the client:
     /// Codex never can, Claude Code in `-p` mode cannot).
-    #[arg(long, env = "TOOLGATE_HOOK_HEADLESS", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     headless: Option<bool>,
     /// Names a Cursor MCP server by its URL or command: `URL_OR_COMMAND=NAME`
     /// (repeatable; also read from the workspace's and the user's .cursor/mcp.json).
@@ -171,7 +178,75 @@ pub struct ExportArgs {
     form: Option<FormArg>,
 }
 
+impl HookCommand {
+    /// Whether this runs a client's hook (not `install` or `check`): its settings are
+    /// then read from flags alone.
+    pub fn runs_hook(&self) -> bool {
+        !matches!(self, HookCommand::Install(_) | HookCommand::Check(_))
+    }
+}
+
+impl HookArgs {
+    /// The flags as the hook's settings read them; `conn` holds the command line's
+    /// connection flags alone.
+    fn flags(&self, conn: &Connection) -> Flags {
+        Flags {
+            server: conn.server.clone(),
+            token: conn.token.clone(),
+            token_file: conn.token_file.clone(),
+            ca: conn.ca.clone(),
+            cert: conn.cert.clone(),
+            key: conn.key.clone(),
+            team: Some(self.team.clone()).filter(|t| !t.is_empty()),
+            user: Some(self.user.clone()).filter(|u| !u.is_empty()),
+            profile: self.profile.clone(),
+            ask: self.ask.map(|a| {
+                match a {
+                    AskArg::Ask => "ask",
+                    AskArg::Deny => "deny",
+                    AskArg::Defer => "defer",
+                }
+                .to_owned()
+            }),
+            fail_open: self.fail_open,
+            timeout_ms: Some(self.timeout_ms),
+            wait_ms: Some(self.wait_ms),
+            log: self.log.clone(),
+            headless: self.headless,
+        }
+    }
+}
+
+/// The environment variables the hook compares with its settings (never uses).
+fn toolgate_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("TOOLGATE_"))
+        .collect()
+}
+
+/// The hook's settings from `flags` and the client profile; the profile's trouble, if
+/// any, beside them (the hook then answers with a failure).
+fn settings_of(flags: &Flags, env: &[(String, String)]) -> (Reconciled, Option<String>) {
+    let path = hook_config::profile_path(flags.profile.as_deref());
+    let loaded = path
+        .as_deref()
+        .map(hook_config::load_profile)
+        .transpose()
+        .map(Option::unwrap_or_default);
+    match loaded {
+        Ok(profile) => (
+            hook_config::reconcile(flags, profile, path.as_deref(), env),
+            None,
+        ),
+        Err(e) => (
+            hook_config::reconcile(flags, Default::default(), path.as_deref(), env),
+            Some(e.to_string()),
+        ),
+    }
+}
+
 /// Runs a hook command; returns the exit code. Never panics out, never errors out.
+/// `conn` holds the connection flags of the command line alone (no environment).
 pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
     let (client, args) = match command {
         HookCommand::ClaudeCode(a) => (Client::ClaudeCode, a),
@@ -179,7 +254,7 @@ pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
         HookCommand::Cursor(a) => (Client::Cursor, a),
         HookCommand::Gemini(a) => (Client::Gemini, a),
         HookCommand::Install(a) => return install_hook(a, conn),
-        HookCommand::Check(a) => return check_hook(a, conn),
+        HookCommand::Check(a) => return check_hook(a),
     };
     let options = Options {
         no_grant: args.no_grant,
@@ -193,8 +268,15 @@ pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
     // a panic's message is reported in the reply, not printed on its own
     std::panic::set_hook(Box::new(|_| {}));
     let log = args.log.clone();
-    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        decide(client, &args, conn, &options)
+    let env = toolgate_env();
+    let mut notice = None;
+    let mut reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (settings, trouble) = settings_of(&args.flags(conn), &env);
+        notice = hook_config::notice(&settings.ignored);
+        match trouble {
+            Some(e) => hook::failure(client, &e, &options),
+            None => decide(client, &args, &settings, &options),
+        }
     }))
     .unwrap_or_else(|panic| {
         let what = panic
@@ -204,11 +286,14 @@ pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
             .unwrap_or_default();
         hook::failure(client, &format!("the hook panicked: {what}"), &options)
     });
+    if let Some(line) = notice {
+        reply.stderr = format!("{line}\n{}", reply.stderr);
+    }
     emit(&reply, log.as_deref());
     reply.exit
 }
 
-fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options) -> Reply {
+fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Options) -> Reply {
     let mut input = Vec::new();
     let limit = hook::MAX_INPUT_BYTES as u64 + 1;
     if let Err(e) = std::io::stdin().take(limit).read_to_end(&mut input) {
@@ -223,15 +308,12 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
         Ok(p) => p,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
-    let conn = match conn.resolve() {
-        Ok(c) => c,
-        Err(e) => return hook::failure(client, &e.to_string(), options),
-    };
+    let conn = settings.conn.clone();
     let server = conn.server.clone();
     let context = (parsed.agent.clone(), parsed.args.clone());
     let config = ClientConfig {
-        team: or_profile(&args.team, &conn.team),
-        user: or_profile(&args.user, &conn.user),
+        team: settings.team.clone(),
+        user: settings.user.clone(),
         tls: conn.tls,
         server: conn.server,
         token: conn.token,
@@ -345,17 +427,17 @@ fn or_profile(given: &str, profile: &Option<String>) -> String {
     }
 }
 
-/// The error, and which variable or flag would fix it: the server's own message names
-/// the request field (`team_id`), which the person reading a blocked call cannot set.
+/// The error, and which flag would fix it: the server's own message names the request
+/// field (`team_id`), which the person reading a blocked call cannot set.
 pub fn with_hint(e: &ClientError, server: &str) -> String {
     let hint = match e {
         ClientError::Unreachable { .. } | ClientError::Timeout { .. } => format!(
-            "is the server running at {server}? set TOOLGATE_SERVER, or run `toolgate login --server URL --token-file FILE`"
+            "is the server running at {server}? give --server to `toolgate hook install`, or run `toolgate login --server URL --token-file FILE`"
         ),
         ClientError::Refused { code, message } => match code {
-            tonic::Code::Unauthenticated => "set TOOLGATE_TOKEN_FILE (or TOOLGATE_TOKEN) to a token the server accepts, or run `toolgate login`".to_owned(),
-            tonic::Code::InvalidArgument if message.contains("team_id") => "the token names no team: set TOOLGATE_TEAM, or give --team to `toolgate hook install` or `toolgate login`".to_owned(),
-            tonic::Code::InvalidArgument if message.contains("user_id") => "the token names no user: set TOOLGATE_USER, or give --user to `toolgate hook install` or `toolgate login`".to_owned(),
+            tonic::Code::Unauthenticated => "give --token-file with a token the server accepts to `toolgate hook install`, or run `toolgate login`".to_owned(),
+            tonic::Code::InvalidArgument if message.contains("team_id") => "the token names no team: give --team to `toolgate hook install` or `toolgate login`".to_owned(),
+            tonic::Code::InvalidArgument if message.contains("user_id") => "the token names no user: give --user to `toolgate hook install` or `toolgate login`".to_owned(),
             _ => return e.to_string(),
         },
         _ => return e.to_string(),
@@ -487,49 +569,55 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
-/// What the installed hook is told: where the server is, the token's file, the team
-/// and user. Never a token itself: settings files are commonly world-readable.
+/// What the installed hook is told, as flags of its command (never `env`, which a
+/// repository's settings can override): where the server is, the token's file, the
+/// team and user, the CA, the client profile. Never a token itself: settings files
+/// are commonly world-readable.
 #[derive(Debug, Default)]
 struct HookSettings {
     server: Option<String>,
     token_file: Option<PathBuf>,
     team: Option<String>,
     user: Option<String>,
+    ca: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    profile: Option<PathBuf>,
+    wait_ms: Option<u64>,
 }
 
 impl HookSettings {
-    /// As `TOOLGATE_*` variables, for Claude Code's settings `env`.
-    fn vars(&self) -> Vec<(&'static str, String)> {
-        let mut vars = Vec::new();
-        let mut put = |name, value: &Option<String>| {
-            if let Some(v) = value.as_ref().filter(|v| !v.is_empty()) {
-                vars.push((name, v.clone()));
-            }
-        };
-        put("TOOLGATE_SERVER", &self.server);
-        put(
-            "TOOLGATE_TOKEN_FILE",
-            &self.token_file.as_ref().map(|p| p.display().to_string()),
-        );
-        put("TOOLGATE_TEAM", &self.team);
-        put("TOOLGATE_USER", &self.user);
-        vars
-    }
-
-    /// As flags after `hook <client>`, for clients that pass no environment of their own.
+    /// As flags after `hook <client>`.
     fn flags(&self) -> String {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let mut flags = String::new();
-        for (name, value) in self.vars() {
-            let flag = match name {
-                "TOOLGATE_SERVER" => "--server",
-                "TOOLGATE_TOKEN_FILE" => "--token-file",
-                "TOOLGATE_TEAM" => "--team",
-                _ => "--user",
-            };
-            flags.push_str(&format!(" {flag} {}", shell_quote(&value)));
+        for (flag, value) in [
+            ("--server", self.server.clone()),
+            ("--token-file", path(&self.token_file)),
+            ("--team", self.team.clone()),
+            ("--user", self.user.clone()),
+            ("--ca", path(&self.ca)),
+            ("--cert", path(&self.cert)),
+            ("--key", path(&self.key)),
+            ("--profile", path(&self.profile)),
+            ("--wait-ms", self.wait_ms.map(|w| w.to_string())),
+        ] {
+            if let Some(v) = value.filter(|v| !v.is_empty()) {
+                flags.push_str(&format!(" {flag} {}", shell_quote(&v)));
+            }
         }
         flags
     }
+}
+
+/// A file named on the command line, as the hook (run elsewhere) will find it.
+fn absolute(flag: &str, path: &Option<PathBuf>) -> Result<Option<PathBuf>, String> {
+    path.as_ref()
+        .map(|p| {
+            std::path::absolute(p)
+                .map_err(|e| format!("{flag} {}: {e}: give the file's path", p.display()))
+        })
+        .transpose()
 }
 
 /// A token file others may read is refused, as the server refuses its own.
@@ -593,6 +681,11 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
         token_file: None,
         team: args.team.clone(),
         user: args.user.clone(),
+        ca: absolute("--ca", &conn.ca)?,
+        cert: absolute("--cert", &conn.cert)?,
+        key: absolute("--key", &conn.key)?,
+        profile: None,
+        wait_ms: args.approval_wait.map(|w| w.saturating_mul(1000)),
     };
     if let Some(file) = &conn.token_file {
         settings.token_file = Some(check_token_file(file)?);
@@ -631,12 +724,13 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
     if !command.contains(" hook ") {
         command = format!("{command} hook {}", client.name());
     }
-    if client != Client::ClaudeCode {
-        command.push_str(&settings.flags());
-        if let Some(wait) = args.approval_wait {
-            command.push_str(&format!(" --wait-ms {}", wait.saturating_mul(1000)));
-        }
+    // a profile the hook would not find by itself (`TOOLGATE_PROFILE`, another
+    // XDG_CONFIG_HOME or HOME at install time) is named; never in a managed file,
+    // where each user's own is read
+    if !managed {
+        settings.profile = hook_config::profile_flag_needed();
     }
+    command.push_str(&settings.flags());
     let timeout = args.approval_wait.map_or(install::TIMEOUT_SECS, |w| {
         w.saturating_add(APPROVAL_MARGIN_SECS)
     });
@@ -645,19 +739,9 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
-    let mut text =
+    let text =
         install::merge_with_timeout(client, scope, &path, existing.as_deref(), &command, timeout)
             .map_err(|e| e.to_string())?;
-    if client == Client::ClaudeCode {
-        let mut vars = settings.vars();
-        if let Some(wait) = args.approval_wait {
-            vars.push((
-                "TOOLGATE_HOOK_WAIT_MS",
-                wait.saturating_mul(1000).to_string(),
-            ));
-        }
-        text = install::with_env(&path, &text, &vars).map_err(|e| e.to_string())?;
-    }
     if !args.dry_run {
         let written = path
             .parent()
@@ -695,8 +779,8 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
     Ok(())
 }
 
-fn check_hook(args: CheckArgs, conn: &Connection) -> i32 {
-    match check(args, conn) {
+fn check_hook(args: CheckArgs) -> i32 {
+    match check(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -795,7 +879,7 @@ fn verdict_of(client: Client, exit: Option<i32>, stdout: &str, stderr: &str) -> 
     }
 }
 
-fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
+fn check(args: CheckArgs) -> Result<i32, String> {
     let client = Client::from(args.client);
     let (scope, path) = install_target(client, args.scope, &args.path)?;
     let install_again = format!("run `toolgate hook install {}` first", client.name());
@@ -812,50 +896,30 @@ fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
     let (command, env) = installed(client, &doc)
         .ok_or_else(|| format!("{} holds no toolgate hook: {install_again}", path.display()))?;
     println!("hook:    {command}\n         (in {})", path.display());
-    // who the hook asks as: the settings' env (Claude Code) or its flags, then ours
-    let mut words = command.split_whitespace().map(|w| w.trim_matches('\''));
-    let mut flag = std::collections::HashMap::new();
-    while let Some(w) = words.next() {
-        if ["--server", "--token-file", "--team", "--user"].contains(&w)
-            && let Some(v) = words.next()
-        {
-            flag.insert(w.trim_start_matches('-').to_owned(), v.to_owned());
-        }
+    let outdated = install::outdated(client, &doc, &command);
+    for problem in &outdated {
+        println!("old:     {problem}");
     }
-    for (k, v) in &env {
-        let key = k
-            .trim_start_matches("TOOLGATE_")
-            .to_ascii_lowercase()
-            .replace('_', "-");
-        flag.insert(key, v.clone());
+    if !outdated.is_empty() {
+        println!(
+            "         installed the old way: run `toolgate hook install {}` again to rewrite it",
+            client.name()
+        );
     }
-    let hook_conn = Connection {
-        server: flag.get("server").cloned().or_else(|| conn.server.clone()),
-        token: if flag.contains_key("token-file") {
-            None
-        } else {
-            conn.token.clone()
-        },
-        token_file: flag
-            .get("token-file")
-            .map(PathBuf::from)
-            .or_else(|| conn.token_file.clone()),
-        ca: conn.ca.clone(),
-        cert: conn.cert.clone(),
-        key: conn.key.clone(),
-        output: conn.output,
-    };
-    let resolved = hook_conn.resolve().map_err(|e| e.to_string())?;
-    let team = flag
-        .get("team")
-        .cloned()
-        .or(resolved.team.clone())
-        .unwrap_or_default();
-    let user = flag
-        .get("user")
-        .cloned()
-        .or(resolved.user.clone())
-        .unwrap_or_default();
+    // what the hook will use: its own flags and the client profile; the variables it
+    // would see (ours, and the settings' `env` the client passes on) are only compared
+    let flags = Flags::of_command(&command)?;
+    let mut seen = toolgate_env();
+    seen.extend(env.iter().cloned());
+    let (settings, trouble) = settings_of(&flags, &seen);
+    if let Some(e) = trouble {
+        return Err(e);
+    }
+    if let Some(line) = hook_config::notice(&settings.ignored) {
+        println!("ignored: {line}");
+    }
+    let resolved = settings.conn.clone();
+    let (team, user) = (settings.team.clone(), settings.user.clone());
     println!("server:  {}", resolved.server);
     let whom = whoami(resolved.clone(), &team, &user);
     let reached = match &whom {
@@ -864,7 +928,7 @@ fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
             true
         }
         Err(e) => {
-            println!("as:      not known: {e}");
+            println!("as:      not known: {}", super::for_terminal(e, false));
             false
         }
     };
@@ -894,12 +958,18 @@ fn check(args: CheckArgs, conn: &Connection) -> Result<i32, String> {
         &String::from_utf8_lossy(&out.stdout),
         &String::from_utf8_lossy(&out.stderr),
     );
-    println!("sample:  {what}\n   got:  {verdict}");
-    Ok(if reached && out.status.code() == Some(0) {
-        0
-    } else {
-        1
-    })
+    // the verdict holds the server's words
+    println!(
+        "sample:  {what}\n   got:  {}",
+        super::for_terminal(&verdict, false)
+    );
+    Ok(
+        if reached && out.status.code() == Some(0) && outdated.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
 }
 
 /// The team and user the server decides for, as it says.

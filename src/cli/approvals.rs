@@ -2,7 +2,7 @@
 
 use super::args::ApprovalsCommand;
 use super::client::{Clients, rpc_error};
-use super::output::Render;
+use super::output::{Render, for_terminal};
 use super::usage;
 use crate::proto::v1 as pb;
 use serde::Serialize;
@@ -144,18 +144,25 @@ impl From<pb::Approval> for Row {
 
 impl Render for Row {
     fn human(&self) -> String {
+        // each field on its own line: a newline in one is shown, not obeyed
+        let f = |text: &str| for_terminal(text, false).into_owned();
         let mut line = format!(
             "{}  {}  {}/{} ({})  {}",
-            self.request_id, self.state, self.team, self.user, self.client, self.summary
+            f(&self.request_id),
+            f(&self.state),
+            f(&self.team),
+            f(&self.user),
+            f(&self.client),
+            f(&self.summary)
         );
         if self.state == "pending" {
             line.push_str(&format!(
                 "\n    {}\n    answer before {}",
-                self.why,
-                self.deadline.as_deref().unwrap_or("?")
+                f(&self.why),
+                f(self.deadline.as_deref().unwrap_or("?"))
             ));
         } else if !self.answer.is_empty() {
-            line.push_str(&format!("\n    {}", self.answer));
+            line.push_str(&format!("\n    {}", f(&self.answer)));
         }
         line.push('\n');
         line

@@ -2,7 +2,7 @@
 
 use super::args::AuditCommand;
 use super::client::{Clients, rpc_error};
-use super::output::Render;
+use super::output::{Render, for_terminal};
 use super::usage;
 use crate::proto::v1 as pb;
 use anyhow::Context as _;
@@ -59,7 +59,12 @@ impl Render for EventRow {
     fn human(&self) -> String {
         format!(
             "{:>6}  {}  {:<12} rev {:<5} {:<24} {}\n",
-            self.id, self.at, self.team, self.revision, self.kind, self.actor
+            self.id,
+            self.at,
+            for_terminal(&self.team, false),
+            self.revision,
+            self.kind,
+            for_terminal(&self.actor, false)
         )
     }
 }

@@ -15,6 +15,7 @@ mod audit;
 mod client;
 mod decisions;
 mod evaluate;
+pub mod hook_config;
 pub mod init;
 pub mod login;
 mod output;
@@ -30,7 +31,7 @@ pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
     DecisionsArgs, DecisionsCommand, EvaluateArgs, Output, Resolved,
 };
-pub use output::{Printer, Render};
+pub use output::{Printer, Render, for_terminal};
 pub use proxy::{ProxyArgs, run_proxy};
 
 use admin::{admin, kill_switch};

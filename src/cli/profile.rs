@@ -46,6 +46,8 @@ pub enum ProfileError {
         "no place for the client profile: neither {PROFILE_VAR}, XDG_CONFIG_HOME nor HOME is set: set one of them"
     )]
     NoHome,
+    #[error("client profile {path} is not the user's own: {detail}")]
+    NotOwn { path: String, detail: String },
     #[error("writing the client profile {path}: {detail}")]
     Write { path: String, detail: String },
 }

@@ -1045,7 +1045,10 @@ async fn claude_code_in_print_mode_waits_for_the_approvers() {
         ])
         .arg(dir)
         .arg("--command")
-        .arg(format!("{exe} hook claude-code"))
+        .arg(format!(
+            "{exe} hook claude-code --server http://{} --token alice-token",
+            server.addr
+        ))
         .output()
         .unwrap();
     assert!(install.status.success(), "{install:?}");
@@ -1057,7 +1060,11 @@ async fn claude_code_in_print_mode_waits_for_the_approvers() {
         written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
         180
     );
-    assert_eq!(written["env"]["TOOLGATE_HOOK_WAIT_MS"], "150000");
+    let command = written["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(command.ends_with(" --wait-ms 150000"), "{command}");
+    assert!(written.get("env").is_none(), "{written}");
     let up = format!("http://{}", server.addr);
     let touch = |path: &Path| {
         json!({"name": "Bash", "input": {"command": format!("touch {}", path.display()),
@@ -1095,7 +1102,7 @@ async fn claude_code_in_print_mode_waits_for_the_approvers() {
         );
     };
     let (s, ()) = tokio::join!(
-        crate::claude_code::run_claude(&claude, dir, &up, &settings_file, touch(&approved)),
+        crate::claude_code::run_claude(&claude, dir, &settings_file, touch(&approved)),
         approver
     );
     assert!(approved.exists(), "the approved command ran: {}", s.result);
@@ -1120,7 +1127,7 @@ async fn claude_code_in_print_mode_waits_for_the_approvers() {
         assert!(out.status.success(), "{out:?}");
     };
     let (s, ()) = tokio::join!(
-        crate::claude_code::run_claude(&claude, dir, &up, &settings_file, touch(&denied)),
+        crate::claude_code::run_claude(&claude, dir, &settings_file, touch(&denied)),
         approver
     );
     assert!(!denied.exists(), "the denied command did not run");
@@ -1133,7 +1140,7 @@ async fn claude_code_in_print_mode_waits_for_the_approvers() {
     // nobody answers: refused at the deadline
     team(&server, settings(pb::ApprovalMode::Headless, 2)).await;
     let late = dir.join("late-marker");
-    let s = crate::claude_code::run_claude(&claude, dir, &up, &settings_file, touch(&late)).await;
+    let s = crate::claude_code::run_claude(&claude, dir, &settings_file, touch(&late)).await;
     assert!(!late.exists(), "the unanswered command did not run");
     let text = told(&s);
     assert!(
@@ -1270,9 +1277,16 @@ async fn a_codex_hook_waits_and_answers_with_the_denial() {
         cmd.env_remove(key);
     }
     let mut child = cmd
-        .args(["hook", "codex", "--wait-ms", "150000"])
-        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
-        .env("TOOLGATE_TOKEN", "alice-token")
+        .args([
+            "hook",
+            "codex",
+            "--wait-ms",
+            "150000",
+            "--token",
+            "alice-token",
+        ])
+        .arg("--server")
+        .arg(format!("http://{}", server.addr))
         .env("HOME", "/nonexistent")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

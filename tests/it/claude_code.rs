@@ -37,14 +37,14 @@ pub(crate) fn claude_binary() -> Option<PathBuf> {
 }
 
 /// The fake Messages API, answering `script`; killed when dropped.
-struct FakeModel {
+pub(crate) struct FakeModel {
     child: std::process::Child,
     port: u16,
     log: PathBuf,
 }
 
 impl FakeModel {
-    fn start(dir: &Path, script: &Value) -> Self {
+    pub(crate) fn start(dir: &Path, script: &Value) -> Self {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
         let log = dir.join("requests.jsonl");
@@ -68,6 +68,11 @@ impl FakeModel {
         Self { child, port, log }
     }
 
+    /// The port it listens on, on loopback.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The tool names offered to the model, per request that offered any.
     fn offered_tools(&self) -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -84,7 +89,7 @@ impl FakeModel {
     }
 
     /// The tool_result blocks the model was sent.
-    fn tool_results(&self) -> Vec<Value> {
+    pub(crate) fn tool_results(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -121,21 +126,14 @@ fn markers_direct() -> Value {
 }
 
 /// One `claude -p` run whose model makes the scripted call.
-pub(crate) async fn run_claude(
-    claude: &Path,
-    dir: &Path,
-    server: &str,
-    settings: &Path,
-    call: Value,
-) -> Session {
-    run_claude_with(claude, dir, server, settings, &markers_direct(), call).await
+pub(crate) async fn run_claude(claude: &Path, dir: &Path, settings: &Path, call: Value) -> Session {
+    run_claude_with(claude, dir, settings, &markers_direct(), call).await
 }
 
 /// One `claude -p` run with the MCP configuration `mcp_servers`.
 async fn run_claude_with(
     claude: &Path,
     dir: &Path,
-    server: &str,
     settings: &Path,
     mcp_servers: &Value,
     call: Value,
@@ -173,8 +171,6 @@ async fn run_claude_with(
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("MCP_CONNECTION_NONBLOCKING", "false")
-        .env("TOOLGATE_SERVER", server)
-        .env("TOOLGATE_TOKEN", "alice-token")
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -218,6 +214,7 @@ async fn claude_code_enforces_toolgate_decisions() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let exe = env!("CARGO_BIN_EXE_toolgate");
+    let up = format!("http://{}", server.addr);
     let install = std::process::Command::new(exe)
         .args([
             "hook",
@@ -229,12 +226,13 @@ async fn claude_code_enforces_toolgate_decisions() {
         ])
         .arg(dir)
         .arg("--command")
-        .arg(format!("{exe} hook claude-code"))
+        .arg(format!(
+            "{exe} hook claude-code --server {up} --token alice-token"
+        ))
         .output()
         .unwrap();
     assert!(install.status.success());
     let settings = dir.join(".claude/settings.json");
-    let up = format!("http://{}", server.addr);
     let bash = |path: &Path, verb: &str| {
         json!({"name": "Bash", "input": {"command": format!("{verb} {}", path.display()),
                                           "description": "make a marker"}})
@@ -250,13 +248,13 @@ async fn claude_code_enforces_toolgate_decisions() {
 
     // an allowed command runs
     let allowed = dir.join("allowed-dir");
-    let s = run_claude(&claude, dir, &up, &settings, bash(&allowed, "mkdir")).await;
+    let s = run_claude(&claude, dir, &settings, bash(&allowed, "mkdir")).await;
     assert!(allowed.is_dir(), "allowed mkdir ran: {}", s.result);
     assert_eq!(s.result["permission_denials"], json!([]));
 
     // a blocked command does not run, and the model is told why
     let blocked = dir.join("blocked-file");
-    let s = run_claude(&claude, dir, &up, &settings, bash(&blocked, "touch")).await;
+    let s = run_claude(&claude, dir, &settings, bash(&blocked, "touch")).await;
     assert!(!blocked.exists(), "blocked touch did not run");
     assert!(
         reason(&s).contains("toolgate ASK (COMMAND_BLOCKED)"),
@@ -267,7 +265,7 @@ async fn claude_code_enforces_toolgate_decisions() {
 
     // a denied MCP tool does not run; an allowed one does
     let denied = dir.join("danger-marker");
-    let s = run_claude(&claude, dir, &up, &settings, mcp("danger", &denied)).await;
+    let s = run_claude(&claude, dir, &settings, mcp("danger", &denied)).await;
     assert!(!denied.exists(), "denied MCP tool did not run");
     assert!(
         reason(&s).contains("toolgate DENY (BLOCKED_BY_ADMIN)"),
@@ -275,13 +273,13 @@ async fn claude_code_enforces_toolgate_decisions() {
         reason(&s)
     );
     let safe = dir.join("safe-marker");
-    let s = run_claude(&claude, dir, &up, &settings, mcp("safe", &safe)).await;
+    let s = run_claude(&claude, dir, &settings, mcp("safe", &safe)).await;
     assert!(safe.exists(), "allowed MCP tool ran: {}", s.result);
 
     // with the toolgate server stopped, even an allowed command is blocked
     server.stop().await;
     let down = dir.join("down-dir");
-    let s = run_claude(&claude, dir, &up, &settings, bash(&down, "mkdir")).await;
+    let s = run_claude(&claude, dir, &settings, bash(&down, "mkdir")).await;
     assert!(!down.exists(), "nothing runs while toolgate is down");
     assert!(
         reason(&s).contains("toolgate could not decide"),
@@ -335,7 +333,7 @@ async fn through_the_proxy_claude_code_is_not_offered_the_denied_tool() {
 
     // the model is offered the allowed tool and not the denied one; the allowed runs
     let safe = dir.join("safe-marker");
-    let s = run_claude_with(&claude, dir, &up, &settings, &proxied, call("safe", &safe)).await;
+    let s = run_claude_with(&claude, dir, &settings, &proxied, call("safe", &safe)).await;
     let offered: Vec<&String> = s.offered.iter().flatten().collect();
     assert!(
         offered.iter().any(|t| *t == "mcp__markers__safe"),
@@ -355,15 +353,7 @@ async fn through_the_proxy_claude_code_is_not_offered_the_denied_tool() {
 
     // a model that names the denied tool anyway gets no such tool, and nothing runs
     let danger = dir.join("danger-marker");
-    let s = run_claude_with(
-        &claude,
-        dir,
-        &up,
-        &settings,
-        &proxied,
-        call("danger", &danger),
-    )
-    .await;
+    let s = run_claude_with(&claude, dir, &settings, &proxied, call("danger", &danger)).await;
     assert!(
         !danger.exists(),
         "the denied tool did not run: {}",

@@ -1186,8 +1186,10 @@ async fn toolgate(
     }
     let mut child = cmd
         .args(args)
-        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
-        .env("TOOLGATE_TOKEN", token)
+        // flags, as `hook install` writes them (a hook reads no variable)
+        .arg("--server")
+        .arg(format!("http://{}", server.addr))
+        .args(["--token", token])
         .env("HOME", "/nonexistent")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

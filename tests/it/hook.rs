@@ -42,12 +42,17 @@ async fn hook(addr: &str, token: &str, client: &str, args: &[String], stdin: Vec
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
         cmd.env_remove(key);
     }
+    // the hook's settings are its flags, as `hook install` writes them
+    let timeout = if args.iter().any(|a| a == "--timeout-ms") {
+        &[][..]
+    } else {
+        &["--timeout-ms", "5000"][..]
+    };
     let mut child = cmd
         .args(["hook", client])
         .args(args)
-        .env("TOOLGATE_SERVER", addr)
-        .env("TOOLGATE_TOKEN", token)
-        .env("TOOLGATE_HOOK_TIMEOUT_MS", "5000")
+        .args(["--server", addr, "--token", token])
+        .args(timeout)
         // no ~/.cursor/mcp.json of the machine's
         .env("HOME", "/nonexistent")
         .stdin(Stdio::piped())

@@ -26,9 +26,14 @@ async fn hook(addr: &str, client: &str, args: &[&str], home: &Path, stdin: &Valu
     let mut child = cmd
         .args(["hook", client])
         .args(args)
-        .env("TOOLGATE_SERVER", addr)
-        .env("TOOLGATE_TOKEN", "alice-token")
-        .env("TOOLGATE_HOOK_TIMEOUT_MS", "5000")
+        .args([
+            "--server",
+            addr,
+            "--token",
+            "alice-token",
+            "--timeout-ms",
+            "5000",
+        ])
         .env("HOME", home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -184,7 +184,8 @@ async fn a_literal_token_goes_to_the_profile_not_the_settings() {
     assert!(ok, "{text}");
     let settings = std::fs::read_to_string(home.home.join(".claude/settings.json")).unwrap();
     assert!(!settings.contains("alice-token"), "{settings}");
-    assert!(settings.contains("TOOLGATE_SERVER"), "{settings}");
+    assert!(settings.contains(&format!("--server {up}")), "{settings}");
+    assert!(!settings.contains("TOOLGATE_"), "{settings}");
     let profile = std::fs::read_to_string(home.profile()).unwrap();
     assert!(profile.contains("alice-token"));
     #[cfg(unix)]
@@ -277,9 +278,9 @@ async fn install_errors_name_the_flag() {
     );
 }
 
-/// A token that names no team: the hook's refusal names the variable to set.
+/// A token that names no team: the hook's refusal names the flag to give.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_token_without_a_team_is_told_which_variable_to_set() {
+async fn a_token_without_a_team_is_told_which_flag_to_give() {
     let (server, _data) = start().await;
     let home = Home::new("operator-token");
     let up = format!("http://{}", server.addr);
@@ -298,5 +299,5 @@ async fn a_token_without_a_team_is_told_which_variable_to_set() {
     assert!(ok, "{text}");
     let (ok, text) = home.toolgate(&["hook", "check", "claude-code"]).await;
     assert!(!ok, "{text}");
-    assert!(text.contains("TOOLGATE_TEAM"), "{text}");
+    assert!(text.contains("give --team"), "{text}");
 }

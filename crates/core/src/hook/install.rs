@@ -17,27 +17,37 @@ pub enum Scope {
     Managed,
 }
 
-/// The matcher of Claude Code's and Codex's `PreToolUse` entry: every tool of the
-/// client's table (its shells, its known built-ins) and every MCP tool. An unanchored
-/// regex (it holds `.`), so `mcp__.*` covers all servers.
-pub fn matcher(client: Client) -> String {
-    let table = match client {
-        Client::Codex => &super::CODEX,
-        Client::Gemini => return GEMINI_MATCHER.to_owned(),
-        Client::ClaudeCode | Client::Cursor => &super::CLAUDE,
-    };
-    let mut names: Vec<&str> = Vec::new();
-    for name in table.names() {
-        if !names.contains(&name) {
-            names.push(name);
-        }
+/// The matcher of the client's tool hook entry: every tool, so a tool the client adds
+/// later (or one no table names) reaches the hook and asks. Claude Code reads `*` as
+/// every tool; Codex and Gemini CLI read the matcher as a regex, where `.*` is.
+pub fn matcher(client: Client) -> &'static str {
+    match client {
+        Client::ClaudeCode => "*",
+        Client::Codex | Client::Gemini | Client::Cursor => ".*",
     }
-    names.push("mcp__.*");
-    names.join("|")
 }
 
-/// Gemini CLI: every tool (its policy engine covers the rest).
-pub const GEMINI_MATCHER: &str = ".*";
+/// Whether `matcher` covers every tool in `client`'s reading of it (an empty or absent
+/// matcher does, for the clients with matchers).
+pub fn matches_every_tool(client: Client, matcher: Option<&str>) -> bool {
+    match matcher.map(str::trim) {
+        None | Some("") => true,
+        Some("*") => client == Client::ClaudeCode,
+        Some(".*" | "^.*$" | ".+" | "^.+$") => true,
+        Some(_) => false,
+    }
+}
+
+/// The `env` keys an install before toolgate's hooks took their settings from flags
+/// wrote into Claude Code's settings: a project's settings can set the same keys, so
+/// the hook now ignores them and `hook install` removes them.
+pub const OLD_INSTALL_VARS: &[&str] = &[
+    "TOOLGATE_SERVER",
+    "TOOLGATE_TOKEN_FILE",
+    "TOOLGATE_TEAM",
+    "TOOLGATE_USER",
+    "TOOLGATE_HOOK_WAIT_MS",
+];
 
 /// Seconds Claude Code and Codex give the hook before they give up on it.
 pub const TIMEOUT_SECS: u64 = 10;
@@ -110,6 +120,9 @@ pub fn merge_with_timeout(
             let entry = json!({"matcher": matcher(client), "hooks": [
                 {"type": "command", "command": command, "timeout": timeout_secs}]});
             put_entry(&mut doc, "PreToolUse", entry, command);
+            if client == Client::ClaudeCode {
+                remove_old_vars(&mut doc);
+            }
             if client == Client::ClaudeCode && scope == Scope::Managed {
                 // no user or project hook (nor a project's disableAllHooks) displaces it
                 doc["allowManagedHooksOnly"] = json!(true);
@@ -131,7 +144,7 @@ pub fn merge_with_timeout(
                 doc["hooksConfig"] = json!({});
             }
             doc["hooksConfig"]["enabled"] = json!(true);
-            let entry = json!({"matcher": GEMINI_MATCHER, "hooks": [
+            let entry = json!({"matcher": matcher(client), "hooks": [
                 {"type": "command", "command": command, "timeout": timeout_secs * 1000}]});
             put_entry(&mut doc, "BeforeTool", entry, command);
         }
@@ -142,28 +155,63 @@ pub fn merge_with_timeout(
     ))
 }
 
-/// Claude Code's settings text with `vars` set in its `env` object, which Claude Code
-/// passes on to every hook it runs; other keys of `env` are kept. Only what is not a
-/// secret belongs there (the settings file is commonly world-readable).
-pub fn with_env(path: &Path, text: &str, vars: &[(&str, String)]) -> Result<String, InstallError> {
-    let mut doc = serde_json::from_str::<Value>(text)
-        .ok()
-        .filter(Value::is_object)
-        .ok_or_else(|| InstallError::Unreadable {
-            path: path.display().to_string(),
-            kind: "JSON object",
-            detail: "it does not parse as one".into(),
-        })?;
-    if !vars.is_empty() && !doc["env"].is_object() {
-        doc["env"] = json!({});
+/// Drops the `env` keys an earlier install wrote ([`OLD_INSTALL_VARS`]), and `env`
+/// itself when nothing else is left in it.
+fn remove_old_vars(doc: &mut Value) {
+    if let Some(env) = doc.get_mut("env").and_then(Value::as_object_mut) {
+        for name in OLD_INSTALL_VARS {
+            env.remove(*name);
+        }
+        if env.is_empty()
+            && let Some(top) = doc.as_object_mut()
+        {
+            top.remove("env");
+        }
     }
-    for (name, value) in vars {
-        doc["env"][*name] = json!(value);
+}
+
+/// What is wrong with an installed toolgate entry in a client's settings (`doc`, a
+/// TOML file read as JSON) running `command`, in words for `hook check`: empty when
+/// it is current.
+pub fn outdated(client: Client, doc: &Value, command: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let event = match client {
+        Client::ClaudeCode | Client::Codex => "PreToolUse",
+        Client::Gemini => "BeforeTool",
+        Client::Cursor => {
+            for event in ["beforeShellExecution", "beforeMCPExecution"] {
+                let present = doc["hooks"][event]
+                    .as_array()
+                    .is_some_and(|items| items.iter().any(|item| runs_toolgate(item, command)));
+                if !present {
+                    problems.push(format!(
+                        "no toolgate hook on {event}: those calls never reach it"
+                    ));
+                }
+            }
+            return problems;
+        }
+    };
+    for item in doc["hooks"][event].as_array().into_iter().flatten() {
+        if runs_toolgate(item, command) && !matches_every_tool(client, item["matcher"].as_str()) {
+            problems.push(format!(
+                "its matcher {} names some tools only: any other tool runs without asking toolgate",
+                item["matcher"]
+            ));
+        }
     }
-    Ok(format!(
-        "{}\n",
-        serde_json::to_string_pretty(&doc).unwrap_or_default()
-    ))
+    let old: Vec<&str> = OLD_INSTALL_VARS
+        .iter()
+        .copied()
+        .filter(|name| doc["env"].get(*name).is_some())
+        .collect();
+    if !old.is_empty() {
+        problems.push(format!(
+            "its settings pass {} in `env`, which the hook ignores (a project's settings can set the same keys)",
+            old.join(", ")
+        ));
+    }
+    problems
 }
 
 /// `doc.hooks[event]` gets `entry`, after any entry that runs a toolgate hook is
@@ -185,7 +233,7 @@ fn put_entry(doc: &mut Value, event: &str, entry: Value, command: &str) {
 fn runs_toolgate(item: &Value, command: &str) -> bool {
     let is_ours = |c: &Value| {
         c.as_str()
-            .is_some_and(|c| c == command || c.contains("toolgate hook "))
+            .is_some_and(|c| (!command.is_empty() && c == command) || c.contains("toolgate hook "))
     };
     is_ours(&item["command"])
         || item["hooks"]
@@ -246,46 +294,84 @@ fn merge_codex_requirements(
 mod tests {
     use super::*;
 
-    /// Claude Code and Codex read the matcher as an unanchored regex: every tool the
-    /// hook decides (the shells above all) must reach it.
+    /// Every client's entry matches every tool, so a tool no table names still
+    /// reaches the hook (and asks).
     #[test]
-    fn matchers_cover_every_tool_the_hook_decides() {
-        for (client, table) in [
-            (Client::ClaudeCode, super::super::CLAUDE),
-            (Client::Codex, super::super::CODEX),
-        ] {
-            let m = matcher(client);
-            let alternatives: Vec<&str> = m.split('|').collect();
-            for name in table.names().chain(["mcp__github__delete_repo"]) {
-                // `.` in an alternative matches any character, `.*` anything after
-                let covered = alternatives.iter().any(|alt| {
-                    let (head, any_tail) = alt
-                        .strip_suffix(".*")
-                        .map_or((*alt, false), |head| (head, true));
-                    let fits = |n: &str| {
-                        n.len() >= head.len()
-                            && head
-                                .bytes()
-                                .zip(n.bytes())
-                                .all(|(p, c)| p == b'.' || p == c)
-                    };
-                    (0..name.len()).any(|at| {
-                        let rest = &name[at..];
-                        fits(rest) && (any_tail || rest.len() >= head.len())
-                    })
-                });
-                assert!(covered, "{client:?}: {name} is not matched by {m}");
-            }
+    fn every_install_matches_every_tool() {
+        for client in [Client::ClaudeCode, Client::Codex, Client::Gemini] {
+            let text = merge(client, Scope::User, Path::new("s"), None, "toolgate hook x").unwrap();
+            let doc: Value = serde_json::from_str(&text).unwrap();
+            let event = if client == Client::Gemini {
+                "BeforeTool"
+            } else {
+                "PreToolUse"
+            };
+            let m = doc["hooks"][event][0]["matcher"].as_str();
+            assert!(matches_every_tool(client, m), "{client:?}: {m:?}");
+            assert_eq!(
+                outdated(client, &doc, "toolgate hook x"),
+                Vec::<String>::new()
+            );
         }
-        let codex = matcher(Client::Codex);
-        for tool in [
-            "apply_patch",
-            "shell_command",
-            "container.exec",
-            "write_stdin",
+        let cursor = merge(
+            Client::Cursor,
+            Scope::User,
+            Path::new("s"),
+            None,
+            "toolgate hook cursor",
+        );
+        let doc: Value = serde_json::from_str(&cursor.unwrap()).unwrap();
+        assert_eq!(outdated(Client::Cursor, &doc, ""), Vec::<String>::new());
+        for (client, m, every) in [
+            (Client::ClaudeCode, Some("Bash|Read|mcp__.*"), false),
+            (Client::ClaudeCode, Some("*"), true),
+            (Client::Codex, Some("*"), false),
+            (Client::Codex, None, true),
+            (Client::Gemini, Some("run_shell_command"), false),
         ] {
-            assert!(codex.split('|').any(|a| a == tool), "{tool}");
+            assert_eq!(matches_every_tool(client, m), every, "{client:?} {m:?}");
         }
+    }
+
+    /// An install written the old way (a list of tools, the settings in `env`) is
+    /// reported, and installing again rewrites it.
+    #[test]
+    fn an_old_install_is_reported_and_rewritten() {
+        let old = r#"{"env": {"TOOLGATE_SERVER": "http://s", "TOOLGATE_TEAM": "t", "OTHER": "1"},
+            "hooks": {"PreToolUse": [{"matcher": "Bash|Read|mcp__.*",
+              "hooks": [{"type": "command", "command": "/bin/toolgate hook claude-code"}]}]}}"#;
+        let doc: Value = serde_json::from_str(old).unwrap();
+        let problems = outdated(Client::ClaudeCode, &doc, "/bin/toolgate hook claude-code");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("matcher"), "{problems:?}");
+        assert!(
+            problems[1].contains("TOOLGATE_SERVER, TOOLGATE_TEAM"),
+            "{problems:?}"
+        );
+        let command = "/bin/toolgate hook claude-code --server http://s";
+        let new = merge(
+            Client::ClaudeCode,
+            Scope::User,
+            Path::new("s"),
+            Some(old),
+            command,
+        );
+        let doc: Value = serde_json::from_str(&new.unwrap()).unwrap();
+        assert_eq!(doc["env"], serde_json::json!({"OTHER": "1"}));
+        assert_eq!(doc["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            outdated(Client::ClaudeCode, &doc, command),
+            Vec::<String>::new()
+        );
+        let only_ours = r#"{"env": {"TOOLGATE_USER": "u"}}"#;
+        let new = merge(
+            Client::ClaudeCode,
+            Scope::User,
+            Path::new("s"),
+            Some(only_ours),
+            command,
+        );
+        assert!(!new.unwrap().contains("\"env\""));
     }
 
     #[test]
