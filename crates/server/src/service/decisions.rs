@@ -276,9 +276,9 @@ impl Service {
     pub(super) async fn log_decision(&self, record: DecisionRecord<'_>, deny: bool) {
         if deny {
             self.audit
-                .send_record(Record::Decision {
+                .record_deny(vec![Record::Decision {
                     decision: record.packed(),
-                })
+                }])
                 .await;
         } else {
             self.audit.offer(
@@ -302,6 +302,8 @@ impl Service {
         server: &str,
         decided: &[policy::ListedTool],
     ) {
+        // the listing's DENY records are journaled together: one wait, not one a tool
+        let mut denied = Vec::new();
         for tool in decided {
             let call = Call::Mcp {
                 server: server.to_owned(),
@@ -309,12 +311,21 @@ impl Service {
             };
             let agent = AgentSpec::default();
             let decided = (tool.outcome, tool.reason, tool.matched_entry.as_deref());
-            if let Some(record) =
+            let Some(record) =
                 self.decision_record(p, team, user, &agent, origin, revision, &call, decided)
-            {
-                self.log_decision(record, tool.outcome == Outcome::Deny)
-                    .await;
+            else {
+                continue;
+            };
+            if tool.outcome == Outcome::Deny {
+                denied.push(Record::Decision {
+                    decision: record.packed(),
+                });
+            } else {
+                self.log_decision(record, false).await;
             }
+        }
+        if !denied.is_empty() {
+            self.audit.record_deny(denied).await;
         }
     }
 
