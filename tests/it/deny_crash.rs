@@ -1,0 +1,246 @@
+//! A DENY answered is a DENY recorded: the real binary is killed (SIGKILL) again and
+//! again in the middle of a stream of denials, on SQLite and on PostgreSQL (also while
+//! PostgreSQL is down); the test keeps every answer it got and, once the last start
+//! has written what the journal held, finds each one's audit and decision-log record.
+
+use crate::support;
+
+use std::collections::HashSet;
+use support::*;
+use toolgate::proto::v1 as pb;
+use toolgate::store::{AuditFilter, DecisionQuery, Store};
+
+/// Kills per test; each kill comes once this many more denials were answered.
+const ROUNDS: usize = 20;
+const ANSWERED_PER_ROUND: usize = 60;
+/// Clients sending denials at once.
+const CLIENTS: usize = 4;
+/// The longest wait for the last start to write what the journal holds.
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn write_config(dir: &std::path::Path, store_url: Option<&str>) -> std::path::PathBuf {
+    let mut config = test_config(&dir.join("data"));
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.store.url = store_url.map(Into::into);
+    config.store.check_secs = 1;
+    let path = dir.join("toolgate.yaml");
+    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
+    path
+}
+
+async fn channel(addr: &str) -> tonic::transport::Channel {
+    tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+async fn kill_switch_on(addr: &str) {
+    AdminServiceClient::with_interceptor(channel(addr).await, Auth::new("admin-token"))
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                kill_switch: true,
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .unwrap();
+}
+
+/// Sends denials, each a tool of its own name, until the server stops answering;
+/// the names of those answered DENY.
+async fn deny_until_killed(addr: String, round: usize, client: usize) -> Vec<String> {
+    let mut policy =
+        PolicyServiceClient::with_interceptor(channel(&addr).await, Auth::new("alice-token"));
+    let mut answered = Vec::new();
+    for i in 0u64.. {
+        let tool = format!("r{round}c{client}n{i}");
+        let r = policy
+            .evaluate(pb::EvaluateRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                call: Some(mcp("jira", &tool)),
+                ..Default::default()
+            })
+            .await;
+        match r {
+            Ok(r) => {
+                let d = r.into_inner().decision.unwrap();
+                assert_eq!(d.outcome, pb::Outcome::Deny as i32, "{d:?}");
+                answered.push(tool);
+            }
+            Err(_) => break,
+        }
+    }
+    answered
+}
+
+/// Rounds of: start, denials from several clients, SIGKILL once enough are answered
+/// (with `outage` rounds PostgreSQL is down meanwhile); then a last start writes what
+/// the journal holds and every answered denial must have its records.
+async fn kill_under_deny_load(store_url: Option<String>, cluster: Option<&support::pg::Cluster>) {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = write_config(dir.path(), store_url.as_deref());
+    let data = dir.path().join("data");
+    let mut answered: Vec<String> = Vec::new();
+    for round in 0..ROUNDS {
+        let (mut child, addr) = spawn_binary(&yaml);
+        if round == 0 {
+            kill_switch_on(&addr).await;
+        }
+        // every fourth round on PostgreSQL: the database goes away first, so the
+        // denials of the round wait for it in the journal when the kill comes
+        let outage = cluster.filter(|_| round % 4 == 1);
+        let mut probe =
+            PolicyServiceClient::with_interceptor(channel(&addr).await, Auth::new("bob-token"));
+        let mut alice =
+            PolicyServiceClient::with_interceptor(channel(&addr).await, Auth::new("alice-token"));
+        // both users in the replica's cache, so they are decided through the outage
+        for (client, user) in [(&mut probe, "bob"), (&mut alice, "alice")] {
+            client
+                .evaluate(pb::EvaluateRequest {
+                    team_id: TEAM.into(),
+                    user_id: user.into(),
+                    call: Some(mcp("jira", "warm")),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+        }
+        if let Some(cluster) = outage {
+            cluster.kill();
+        }
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| tokio::spawn(deny_until_killed(addr.clone(), round, c)))
+            .collect();
+        let before = answered.len();
+        // bob's denials share the server's queue and journal with alice's: when this
+        // many of his are answered, alice's clients have had as many turns
+        for _ in 0..ANSWERED_PER_ROUND {
+            let r = probe
+                .evaluate(pb::EvaluateRequest {
+                    team_id: TEAM.into(),
+                    user_id: "bob".into(),
+                    call: Some(mcp("jira", "probe")),
+                    ..Default::default()
+                })
+                .await;
+            if r.is_err() {
+                break;
+            }
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        for client in clients {
+            answered.extend(client.await.unwrap());
+        }
+        assert!(
+            outage.is_some() || answered.len() > before,
+            "round {round}: no denial answered before the kill"
+        );
+        if let Some(cluster) = outage {
+            cluster.ctl("start");
+        }
+    }
+    // the last start writes what the journal holds, then stops cleanly
+    let (child, _addr) = spawn_binary(&yaml);
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while !crate::limits::journal_segments(&data).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the deny journal was not written to the store: {:?}",
+            crate::limits::journal_segments(&data)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop(child);
+    let store: Box<dyn Store> = match &store_url {
+        None => Box::new(
+            toolgate::store::SqliteStore::open(&data.join("toolgate.db"), 100)
+                .await
+                .unwrap(),
+        ),
+        Some(url) => Box::new(
+            toolgate::store::PostgresStore::connect(url, 100)
+                .await
+                .unwrap(),
+        ),
+    };
+    let (audited, logged) = recorded(store.as_ref()).await;
+    let missing_audit: Vec<&String> = answered.iter().filter(|t| !audited.contains(*t)).collect();
+    let missing_log: Vec<&String> = answered.iter().filter(|t| !logged.contains(*t)).collect();
+    assert!(
+        missing_audit.is_empty() && missing_log.is_empty(),
+        "{} denials answered; without an audit record: {} {:?}; without a decision-log record: {} {:?}",
+        answered.len(),
+        missing_audit.len(),
+        &missing_audit[..missing_audit.len().min(10)],
+        missing_log.len(),
+        &missing_log[..missing_log.len().min(10)],
+    );
+}
+
+/// The tools of every DENY audit record and every DENY decision-log record stored.
+async fn recorded(store: &dyn Store) -> (HashSet<String>, HashSet<String>) {
+    let mut audited = HashSet::new();
+    let mut after_id = 0;
+    loop {
+        let page = store
+            .list_audit(&AuditFilter {
+                after_id,
+                limit: 1_000,
+                kind: Some("decision_denied".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let Some(last) = page.last() else { break };
+        after_id = last.id;
+        for e in &page {
+            let detail: serde_json::Value = serde_json::from_str(&e.detail_json).unwrap();
+            // the call as the record keeps it: Mcp { server: "jira", tool: "…" }
+            let call = detail["call"].as_str().unwrap_or_default();
+            if let Some(tool) = call
+                .split("tool: \"")
+                .nth(1)
+                .and_then(|t| t.split('"').next())
+            {
+                audited.insert(tool.to_owned());
+            }
+        }
+    }
+    let mut logged = HashSet::new();
+    let mut before = None;
+    loop {
+        let page = store
+            .list_decisions(&DecisionQuery {
+                team_id: Some(TEAM.into()),
+                outcome: Some("DENY".into()),
+                before,
+                limit: 1_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let Some(last) = page.last() else { break };
+        before = Some((last.decision.at_ms, last.id));
+        logged.extend(page.into_iter().map(|r| r.decision.tool));
+    }
+    (audited, logged)
+}
+
+#[tokio::test]
+async fn sqlite_answered_denials_survive_sigkill() {
+    kill_under_deny_load(None, None).await;
+}
+
+#[tokio::test]
+async fn postgres_answered_denials_survive_sigkill_and_outages() {
+    let Some(cluster) = support::pg::Cluster::start("postgres deny records under sigkill") else {
+        return;
+    };
+    kill_under_deny_load(Some(cluster.url()), Some(&cluster)).await;
+}
