@@ -244,3 +244,166 @@ async fn postgres_answered_denials_survive_sigkill_and_outages() {
     };
     kill_under_deny_load(Some(cluster.url()), Some(&cluster)).await;
 }
+
+/// `command` (a toolgate server logging JSON to stderr) started, with its address and
+/// its log lines on a channel.
+fn spawn_logged(
+    mut command: std::process::Command,
+) -> (
+    ServerProcess,
+    String,
+    std::sync::mpsc::Receiver<serde_json::Value>,
+) {
+    use std::io::{BufRead, BufReader};
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        command.env_remove(key);
+    }
+    let mut child = ServerProcess(
+        command
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn toolgate"),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let addr = wait_log(&rx, |v| v["fields"]["message"] == "serving")["fields"]["addr"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (child, addr, rx)
+}
+
+/// The first log line that `want` accepts, by the deadline.
+fn wait_log(
+    rx: &std::sync::mpsc::Receiver<serde_json::Value>,
+    want: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx.recv_timeout(left).expect("log line by the deadline");
+        if want(&line) {
+            return line;
+        }
+    }
+}
+
+async fn deny_n(addr: &str, n: usize, tag: &str) {
+    let mut policy =
+        PolicyServiceClient::with_interceptor(channel(addr).await, Auth::new("alice-token"));
+    for i in 0..n {
+        let d = policy
+            .evaluate(pb::EvaluateRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                call: Some(mcp("jira", &format!("{tag}{i}"))),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .decision
+            .unwrap();
+        assert_eq!(d.outcome, pb::Outcome::Deny as i32);
+    }
+}
+
+/// Retention never trusts a wall clock that jumped: records written today, then a
+/// server started under a clock a month ahead (libfaketime), which writes records
+/// dated then and runs retention passes every second with a 30-day limit: nothing is
+/// deleted, since nothing was due.
+#[tokio::test]
+async fn retention_deletes_nothing_after_a_clock_jump() {
+    // the library itself, preloaded into the server (the `faketime` wrapper forks, and
+    // a signal to it would not reach the server)
+    let lib = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some(e.ok()?.path().join("faketime/libfaketimeMT.so.1")))
+        .find(|p| p.exists());
+    let Some(lib) = lib else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the clock test: install Debian's faketime"
+        );
+        eprintln!("skipped retention_deletes_nothing_after_a_clock_jump: needs libfaketime");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut config = test_config(&data);
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.log.level = "info,toolgate_server::service=debug".into();
+    config.decision_log.prune_interval_secs = 1;
+    config.decision_log.max_age_days = 30;
+    config.decision_log.deny_max_age_days = 30;
+    let yaml = dir.path().join("toolgate.yaml");
+    std::fs::write(&yaml, serde_norway::to_string(&config).unwrap()).unwrap();
+    let mut today = std::process::Command::new(toolgate_binary());
+    today.args(["serve", "--config"]).arg(&yaml);
+    let (child, addr, _log) = spawn_logged(today);
+    kill_switch_on(&addr).await;
+    deny_n(&addr, 20, "today").await;
+    stop(child);
+
+    let mut ahead = std::process::Command::new(toolgate_binary());
+    ahead.args(["serve", "--config"]).arg(&yaml);
+    ahead.env("LD_PRELOAD", &lib).env("FAKETIME", "+31d");
+    let (child, addr, log) = spawn_logged(ahead);
+    let passes = |n: usize| {
+        for _ in 0..n {
+            let pass = wait_log(&log, |v| v["fields"]["message"] == "retention pass");
+            assert_eq!(pass["fields"]["removed"], 0, "{pass}");
+            assert_eq!(pass["fields"]["audit_removed"], 0, "{pass}");
+        }
+    };
+    passes(2);
+    // records dated a month ahead do not make today's look due
+    deny_n(&addr, 20, "ahead").await;
+    passes(3);
+    stop(child);
+
+    let store = toolgate::store::SqliteStore::open(&data.join("toolgate.db"), 100)
+        .await
+        .unwrap();
+    // the server's clock was a month ahead: its records say so
+    let newest = store
+        .list_decisions(&DecisionQuery {
+            team_id: Some(TEAM.into()),
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let day = 86_400_000;
+    assert!(
+        newest[0].decision.at_ms > toolgate::service::now_ms() + 30 * day,
+        "the server did not run under the jumped clock: {newest:?}"
+    );
+    let (audited, logged) = recorded(&store).await;
+    for i in 0..20 {
+        for tag in ["today", "ahead"] {
+            let tool = format!("{tag}{i}");
+            assert!(audited.contains(&tool), "{tool}: audit record deleted");
+            assert!(logged.contains(&tool), "{tool}: decision record deleted");
+        }
+    }
+}
+
+/// SIGTERM, and the exit waited for.
+fn stop(mut child: ServerProcess) {
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    child.wait().unwrap();
+}
