@@ -407,3 +407,167 @@ fn stop(mut child: ServerProcess) {
     assert!(ok.success());
     child.wait().unwrap();
 }
+
+/// A small tmpfs mounted at a new directory, unmounted when dropped; `None` (after
+/// saying so) where mounting is not allowed.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str, test: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !mounted {
+            eprintln!("skipped {test}: cannot mount a tmpfs (needs root)");
+            return None;
+        }
+        Some(Self(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// A member floods the server with large denials until its disk (a 48 MiB tmpfs) is
+/// full: the store releases its reserve, and the kill switch and a token's revocation
+/// still commit; the decision records wait. A SIGTERM then stops the server cleanly
+/// and says so in a few lines, not one per record.
+#[tokio::test]
+async fn a_full_disk_still_takes_the_kill_switch_and_a_revocation() {
+    let Some(disk) = Tmpfs::mount("48m", "a_full_disk_still_takes_the_kill_switch") else {
+        return;
+    };
+    let data = disk.0.path().join("data");
+    let mut config = test_config(&data);
+    config.log.format = toolgate::config::LogFormat::Json;
+    config.decision_log.disk_reserve_bytes = 8 * 1024 * 1024;
+    config.shutdown_grace_secs = 2;
+    let yaml = disk.0.path().join("toolgate.yaml");
+    std::fs::write(&yaml, serde_norway::to_string(&config).unwrap()).unwrap();
+    let mut command = std::process::Command::new(toolgate_binary());
+    command.args(["serve", "--config"]).arg(&yaml);
+    let (mut child, addr, log) = spawn_logged(command);
+    let issued =
+        TokenServiceClient::with_interceptor(channel(&addr).await, Auth::new("admin-token"))
+            .create_token(pb::CreateTokenRequest {
+                team_id: TEAM.into(),
+                user_id: "carol".into(),
+                role: pb::TokenRole::Member.into(),
+                expires_in_seconds: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .token
+            .unwrap();
+    kill_switch_on(&addr).await;
+
+    // distinct 4 KiB commands, a hundred a call, until the server says the disk is full
+    let mut policy =
+        PolicyServiceClient::with_interceptor(channel(&addr).await, Auth::new("alice-token"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut full = false;
+    'flood: for batch in 0u64.. {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the disk did not fill by the deadline"
+        );
+        let calls = (0..100)
+            .map(|i| pb::ToolCall {
+                kind: Some(pb::tool_call::Kind::Shell(format!(
+                    "echo {batch}-{i} {}",
+                    "x".repeat(4096)
+                ))),
+                arguments: None,
+            })
+            .collect();
+        let answer = policy
+            .evaluate_batch(pb::EvaluateBatchRequest {
+                team_id: TEAM.into(),
+                user_id: "alice".into(),
+                calls,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(
+            answer
+                .decisions
+                .iter()
+                .all(|d| d.outcome == pb::Outcome::Deny as i32)
+        );
+        while let Ok(line) = log.try_recv() {
+            let message = line["fields"]["message"].as_str().unwrap_or_default();
+            if message.starts_with("the disk is full: the reserve is released") {
+                full = true;
+                break 'flood;
+            }
+        }
+    }
+    assert!(full);
+    // the admin's writes commit on the full disk
+    AdminServiceClient::with_interceptor(channel(&addr).await, Auth::new("other-admin-token"))
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: OTHER_TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                kill_switch: true,
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .expect("the kill switch commits on a full disk");
+    let revoked =
+        TokenServiceClient::with_interceptor(channel(&addr).await, Auth::new("admin-token"))
+            .revoke_token(pb::RevokeTokenRequest {
+                token_id: issued.token_id,
+            })
+            .await
+            .expect("a revocation commits on a full disk")
+            .into_inner();
+    assert!(revoked.revoked);
+    // denials are still answered (their records wait)
+    let d = policy
+        .evaluate(pb::EvaluateRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            call: Some(mcp("jira", "after")),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .decision
+        .unwrap();
+    assert_eq!(d.outcome, pb::Outcome::Deny as i32);
+
+    // a SIGTERM on the full disk: a clean stop, a few lines
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(child.wait().unwrap().success());
+    let lines: Vec<serde_json::Value> = log.try_iter().collect();
+    assert!(
+        lines.len() < 50,
+        "{} log lines after the disk filled: {:#?}",
+        lines.len(),
+        &lines[..lines.len().min(20)]
+    );
+}

@@ -156,7 +156,11 @@ impl App {
         let history = config.watch.history_per_team;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
-            None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
+            None => Arc::new(
+                SqliteStore::open(&config.sqlite_path(), history)
+                    .await?
+                    .with_reserve(&config.data_dir, config.decision_log.disk_reserve_bytes),
+            ),
         };
         if metrics.is_some() || config.telemetry.otlp_endpoint.is_some() {
             // only when observed: otherwise not even a clock read per operation
@@ -200,6 +204,11 @@ impl App {
                 Some(Arc::new(crate::service::DenyJournal::open(
                     &config.journal_dir(),
                     config.decision_log.journal_max_bytes,
+                    // the embedded store's reserve, which a journal on its disk leaves be
+                    config.postgres_url().is_none().then_some((
+                        config.data_dir.as_path(),
+                        config.decision_log.disk_reserve_bytes,
+                    )),
                     Some(&config.data_dir.join(crate::service::SPILL_FILE)),
                 )?)),
                 config.decision_log.clone(),

@@ -311,6 +311,10 @@ pub struct DecisionLogConfig {
     /// Most records one retention pass removes by age; more is left for later passes
     /// (and logged), so a clock that jumped cannot empty the log at once.
     pub max_pruned_per_pass: u64,
+    /// Bytes the embedded store keeps preallocated in the data directory and releases
+    /// when the disk fills, so the kill switch, token revocation and settings writes
+    /// still commit while decision records wait; 0 keeps none.
+    pub disk_reserve_bytes: u64,
 }
 
 impl Default for DecisionLogConfig {
@@ -329,6 +333,7 @@ impl Default for DecisionLogConfig {
             deny_max_age_days: 90,
             deny_max_records_per_team: 1_000_000,
             max_pruned_per_pass: 1_000_000,
+            disk_reserve_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -482,6 +482,17 @@ impl Writer {
             }
         }
         let offered = self.encoded.len();
+        // a full disk's reserve is for admin writes: records wait (journaled) until
+        // there is room, rather than take it back
+        if self.hub.store().disk_full() {
+            self.encoded.clear();
+            if offered > 0 {
+                crate::metrics::decision_log_shed(offered);
+            }
+            return Err(StoreError::Unavailable(
+                "the disk is full: deny records wait in the journal until there is room".into(),
+            ));
+        }
         if decisions.is_empty() {
             std::mem::swap(&mut decisions, &mut self.encoded);
         } else {

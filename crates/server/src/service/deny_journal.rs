@@ -70,6 +70,9 @@ struct Shared {
     /// Whether the last append failed: a failure and a recovery are logged once each.
     failing: AtomicBool,
     max_bytes: u64,
+    /// Bytes a new segment must leave free on the filesystem (the store's disk
+    /// reserve, when they share it): a full disk's headroom is not the journal's.
+    keep_free: u64,
     /// Held for the journal's life: the directory's lock.
     _lock: File,
 }
@@ -93,12 +96,23 @@ impl DenyJournal {
     /// Opens the journal in `dir` (created, 0700), first moving in the records of a
     /// spill file of an older version (`legacy`); what earlier runs left is kept for
     /// the writer ([`DenyJournal::take_replayed`]).
-    pub fn open(dir: &Path, max_bytes: u64, legacy: Option<&Path>) -> Result<Self, JournalError> {
+    /// `reserve`: the store's disk reserve (its directory and size), which the journal
+    /// leaves free when it is on the same filesystem.
+    pub fn open(
+        dir: &Path,
+        max_bytes: u64,
+        reserve: Option<(&Path, u64)>,
+        legacy: Option<&Path>,
+    ) -> Result<Self, JournalError> {
         let fail = |source| JournalError::Dir {
             path: dir.to_owned(),
             source,
         };
         create_dir(dir).map_err(fail)?;
+        let keep_free = match reserve {
+            Some((data, bytes)) if same_filesystem(dir, data) => bytes,
+            _ => 0,
+        };
         let lock = lock(dir)
             .map_err(fail)?
             .ok_or_else(|| JournalError::InUse {
@@ -140,6 +154,7 @@ impl DenyJournal {
             segments: Mutex::new(segments),
             failing: AtomicBool::new(false),
             max_bytes,
+            keep_free,
             _lock: lock,
         });
         let first = numbers.last().map_or(1, |n| n + 1);
@@ -367,8 +382,20 @@ impl Appender {
             options.append(true).create(true);
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let room = rustix::fs::statvfs(&self.shared.dir)
+                .map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
+            if room < self.shared.keep_free.saturating_add(SEGMENT_BYTES) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    format!("{room} bytes free: a new segment would take the disk's reserve"),
+                ));
+            }
             let file = options.open(&path)?;
-            preallocate(&file);
+            if let Err(e) = preallocate(&file) {
+                drop(file);
+                remove(&path);
+                return Err(e);
+            }
             sync_dir(&self.shared.dir)?;
             self.len = file.metadata()?.len();
             self.file = Some(file);
@@ -497,17 +524,42 @@ fn lock(dir: &Path) -> std::io::Result<Option<File>> {
 }
 
 /// Reserves the segment's blocks without changing its size, so appends within it
-/// need no new block when the disk fills; a filesystem without it appends as usual.
-fn preallocate(file: &File) {
+/// need no new block when the disk fills; a filesystem without fallocate appends as
+/// usual. A disk without the room refuses the segment.
+fn preallocate(file: &File) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    let _ = rustix::fs::fallocate(
+    match rustix::fs::fallocate(
         file,
         rustix::fs::FallocateFlags::KEEP_SIZE,
         0,
         SEGMENT_BYTES,
-    );
+    ) {
+        Err(rustix::io::Errno::NOSPC) => {
+            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        }
+        // a filesystem without it: appends as usual
+        _ => {}
+    }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
+    Ok(())
+}
+
+fn same_filesystem(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev(),
+            // cannot tell: leave the reserve be
+            _ => true,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        true
+    }
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -555,20 +607,20 @@ mod tests {
     async fn records_are_replayed_until_stored() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j");
-        let journal = DenyJournal::open(&path, u64::MAX, None).unwrap();
+        let journal = DenyJournal::open(&path, u64::MAX, None, None).unwrap();
         assert!(journal.take_replayed().is_empty());
         let a = journal.append(&[record(1), record(2)]).await.unwrap();
         let b = journal.append(&[record(3)]).await.unwrap();
         assert_eq!(a, b, "one segment");
         // a second server on the same directory is refused
         assert!(matches!(
-            DenyJournal::open(&path, u64::MAX, None),
+            DenyJournal::open(&path, u64::MAX, None, None),
             Err(JournalError::InUse { .. })
         ));
         journal.stored(a, 2);
         journal.close();
         drop(journal);
-        let journal = DenyJournal::open(&path, u64::MAX, None).unwrap();
+        let journal = DenyJournal::open(&path, u64::MAX, None, None).unwrap();
         let replayed = journal.take_replayed();
         // closing does not lose the record not yet stored
         let records: Vec<Record> = replayed.iter().map(|(r, _)| r.clone()).collect();
@@ -587,7 +639,7 @@ mod tests {
         let mut text = serde_json::to_vec(&record(1)).unwrap();
         text.extend_from_slice(b"\n{\"team_id\":\"t\",\"rev");
         std::fs::write(segment_path(dir.path(), 7), text).unwrap();
-        let journal = DenyJournal::open(dir.path(), u64::MAX, None).unwrap();
+        let journal = DenyJournal::open(dir.path(), u64::MAX, None, None).unwrap();
         assert_eq!(journal.take_replayed(), vec![(record(1), 7)]);
         drop(journal);
     }
@@ -598,7 +650,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spill = dir.path().join("audit-spill.jsonl");
         std::fs::write(&spill, serde_json::to_vec(&record(5)).unwrap()).unwrap();
-        let journal = DenyJournal::open(&dir.path().join("j"), u64::MAX, Some(&spill)).unwrap();
+        let journal =
+            DenyJournal::open(&dir.path().join("j"), u64::MAX, None, Some(&spill)).unwrap();
         assert_eq!(journal.take_replayed().len(), 1);
         assert!(!spill.exists());
     }
@@ -609,7 +662,7 @@ mod tests {
     async fn the_bound_refuses_appends() {
         let dir = tempfile::tempdir().unwrap();
         let line = serde_json::to_vec(&record(1)).unwrap().len() as u64 + 1;
-        let journal = DenyJournal::open(dir.path(), line * 2, None).unwrap();
+        let journal = DenyJournal::open(dir.path(), line * 2, None, None).unwrap();
         let a = journal.append(&[record(1), record(2)]).await.unwrap();
         assert_eq!(journal.append(&[record(3)]).await, None);
         journal.stored(a, 2);

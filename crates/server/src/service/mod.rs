@@ -289,6 +289,12 @@ impl Service {
         &self.hub
     }
 
+    /// Whether the store's disk is full: a health warning (its reserve was released so
+    /// admin writes commit; decision and DENY records wait, journaled).
+    pub fn disk_full(&self) -> bool {
+        self.store.disk_full()
+    }
+
     /// Deny records waiting to be written, for the metrics.
     pub fn audit_waiting(&self) -> usize {
         self.audit.waiting()

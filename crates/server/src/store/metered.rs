@@ -129,6 +129,10 @@ impl Store for Metered<dyn Store> {
         observed("prune_decisions", self.0.prune_decisions(retention)).await
     }
 
+    fn disk_full(&self) -> bool {
+        self.0.disk_full()
+    }
+
     async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
         observed("newest_decision_at", self.0.newest_decision_at()).await
     }

@@ -13,6 +13,7 @@ mod decisions;
 mod errors;
 mod metered;
 mod postgres;
+mod reserve;
 mod rows;
 mod schema;
 mod sql;
@@ -31,6 +32,7 @@ pub use decisions::{
 };
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
+pub use reserve::{DiskReserve, RESERVE_FILE};
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
 pub use tokens::{
@@ -322,6 +324,12 @@ pub trait Store: Send + Sync + 'static {
     /// records (see [`Retention`]).
     async fn prune_decisions(&self, _retention: &Retention) -> Result<Pruned, StoreError> {
         Ok(Pruned::default())
+    }
+
+    /// Whether the store's disk is full (its reserve released for the writes that
+    /// matter): the decision log's writer holds its records meanwhile.
+    fn disk_full(&self) -> bool {
+        false
     }
 
     /// The latest time of a decision-log record, if any: what retention measures age

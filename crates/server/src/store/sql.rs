@@ -477,6 +477,10 @@ where
         self.delete_old_decisions(retention).await
     }
 
+    fn disk_full(&self) -> bool {
+        self.backend.disk_full()
+    }
+
     async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
         self.select_newest_decision_at().await
     }
