@@ -669,4 +669,51 @@ mod tests {
         // the segment is still open: the room comes back once it is closed
         journal.close();
     }
+
+    /// What a DENY's wait for the journal costs on this machine's disk: one caller at
+    /// a time (an fsync each), and 64 at once (sharing fsyncs). A measurement, not a
+    /// test: `cargo test -p toolgate-server --lib journal_cost -- --ignored --nocapture`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    #[ignore = "a measurement; prints figures"]
+    async fn journal_cost() {
+        let dir =
+            tempfile::tempdir_in(std::env::var("JOURNAL_COST_DIR").unwrap_or(".".into())).unwrap();
+        let journal = Arc::new(DenyJournal::open(dir.path(), u64::MAX, None, None).unwrap());
+        // a DENY's two records, about a kilobyte of JSON
+        let records = vec![record(1), record(2)];
+        let start = std::time::Instant::now();
+        const ONE: u32 = 300;
+        for _ in 0..ONE {
+            journal.append(&records).await.unwrap();
+        }
+        let one = start.elapsed() / ONE;
+        const CALLERS: usize = 64;
+        const EACH: usize = 100;
+        let start = std::time::Instant::now();
+        let tasks: Vec<_> = (0..CALLERS)
+            .map(|_| {
+                let (journal, records) = (journal.clone(), records.clone());
+                tokio::spawn(async move {
+                    let mut worst = Duration::ZERO;
+                    for _ in 0..EACH {
+                        let t = std::time::Instant::now();
+                        journal.append(&records).await.unwrap();
+                        worst = worst.max(t.elapsed());
+                    }
+                    worst
+                })
+            })
+            .collect();
+        let mut worst = Duration::ZERO;
+        for t in tasks {
+            worst = worst.max(t.await.unwrap());
+        }
+        let all = start.elapsed();
+        let n = (CALLERS * EACH) as u32;
+        println!(
+            "one caller: {one:?} per DENY; {CALLERS} callers: {:?} per DENY on average ({:.0} DENYs/s), worst wait {worst:?}",
+            all / n,
+            f64::from(n) / all.as_secs_f64()
+        );
+    }
 }
