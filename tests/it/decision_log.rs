@@ -967,11 +967,17 @@ async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
             .unwrap();
         assert_eq!(audit.len(), 5);
 
-        let removed = store
-            .prune_decisions(now - 30 * day, 1_000_000)
+        let pruned = store
+            .prune_decisions(&toolgate::store::Retention {
+                older_than_ms: now - 30 * day,
+                max_per_team: 1_000_000,
+                deny_older_than_ms: now - 30 * day,
+                deny_max_per_team: 1_000_000,
+                max_removed: u64::MAX,
+            })
             .await
             .unwrap();
-        assert_eq!(removed, old as u64);
+        assert_eq!(pruned.removed, old as u64);
         for team in TEAMS {
             let kept = listed(team).await;
             assert!(!kept.is_empty());
@@ -1446,4 +1452,134 @@ async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() 
     );
     assert_eq!(got + missed, total);
     server.stop().await;
+}
+
+/// DENY records have a retention of their own: no volume of ALLOW records evicts them,
+/// and their own limits (age, count) apply to them and to the audit trail's DENY
+/// records; a pass removes at most its bound by age and says it was cut short.
+#[tokio::test]
+async fn deny_records_are_kept_by_their_own_retention() {
+    use toolgate::store::{AuditFilter, DecisionQuery, NewAuditEvent, Retention};
+    for url in backends("deny retention of its own").await {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_store(&config(dir.path(), &url)).await;
+        let day = 86_400_000;
+        let now = toolgate::service::now_ms();
+        let append = |records: Vec<NewDecision>, audit: usize| {
+            let store = store.clone();
+            async move {
+                let audit: Vec<NewAuditEvent> = (0..audit)
+                    .map(|i| NewAuditEvent {
+                        team_id: "acme".into(),
+                        revision: i as u64,
+                        actor: "alice".into(),
+                        kind: "decision_denied".into(),
+                        detail: serde_json::json!({}),
+                    })
+                    .collect();
+                let packed: Vec<PackedDecision> =
+                    records.iter().map(PackedDecision::from).collect();
+                store
+                    .append_records(
+                        &audit.iter().collect::<Vec<_>>(),
+                        &EncodedDecisions::from(&packed.iter().collect::<Vec<_>>()[..]),
+                    )
+                    .await
+                    .unwrap();
+            }
+        };
+        // ten DENYs, the first five 40 days old, among the ALLOWs of one batch; then
+        // a flood of ALLOWs in batches of their own, some of them old
+        let mixed: Vec<NewDecision> = (0..30)
+            .map(|i| {
+                let outcome = if i % 3 == 0 { "DENY" } else { "ALLOW" };
+                let age = if i < 15 { 40 * day } else { 0 };
+                synthetic(now - age, "mcp", &format!("github:m{i}"), outcome)
+            })
+            .collect();
+        append(mixed, 10).await;
+        for batch in 0..4 {
+            let age = if batch < 2 { 40 * day } else { 0 };
+            let allows = (0..500)
+                .map(|i| synthetic(now - age, "mcp", &format!("jira:b{batch}n{i}"), "ALLOW"))
+                .collect();
+            append(allows, 0).await;
+        }
+        let count = |outcome: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .list_decisions(&DecisionQuery {
+                        team_id: Some("acme".into()),
+                        outcome: Some(outcome.into()),
+                        limit: 100_000,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap()
+                    .len()
+            }
+        };
+        assert_eq!((count("DENY").await, count("ALLOW").await), (10, 2020));
+        let keep_all = Retention {
+            older_than_ms: i64::MIN,
+            max_per_team: u64::MAX >> 2,
+            deny_older_than_ms: i64::MIN,
+            deny_max_per_team: u64::MAX >> 2,
+            max_removed: u64::MAX >> 2,
+        };
+        // a pass bound smaller than what is due: one block of 500, and it says so
+        let pruned = store
+            .prune_decisions(&Retention {
+                older_than_ms: now - 30 * day,
+                max_removed: 700,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert!(pruned.capped);
+        assert_eq!(pruned.removed, 500);
+        // ALLOW volume past the count: the ALLOWs go, every DENY stays
+        let pruned = store
+            .prune_decisions(&Retention {
+                max_per_team: 100,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert!(!pruned.capped);
+        assert_eq!((count("DENY").await, count("ALLOW").await), (10, 100));
+        // the DENYs' own age, then their own count, which bounds the audit trail's
+        // DENY records too
+        store
+            .prune_decisions(&Retention {
+                deny_older_than_ms: now - 30 * day,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert_eq!(count("DENY").await, 5);
+        let pruned = store
+            .prune_decisions(&Retention {
+                deny_max_per_team: 2,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert_eq!(count("DENY").await, 2);
+        assert_eq!(pruned.audit_removed, 8);
+        let audit = store
+            .list_audit(&AuditFilter {
+                team_id: Some("acme".into()),
+                limit: 100,
+                kind: Some("decision_denied".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        // the newest two are kept
+        let revisions: Vec<u64> = audit.iter().map(|e| e.revision).collect();
+        assert_eq!(revisions, [8, 9]);
+        assert_eq!(count("ALLOW").await, 100);
+    }
 }

@@ -473,6 +473,8 @@ async fn queued_deny_records_are_written_at_a_clean_stop() {
     let mut config: toolgate::config::Config =
         serde_norway::from_str(&std::fs::read_to_string(&yaml).unwrap()).unwrap();
     config.shutdown_grace_secs = 1;
+    // the writer's later tries are logged at debug: the outage's start alone is a warning
+    config.log.level = "info,toolgate_server::service=debug".into();
     std::fs::write(&yaml, serde_norway::to_string(&config).unwrap()).unwrap();
     let (mut child, addr, log) = spawn_with_log(&yaml);
     kill_switch_on(&addr).await;
@@ -492,7 +494,7 @@ async fn queued_deny_records_are_written_at_a_clean_stop() {
     deny(&addr, DENIALS).await;
     // the writer now waits seconds between tries
     wait_log(&log, |v| {
-        v["fields"]["message"] == "cannot write deny audit records: keeping them and retrying"
+        v["fields"]["message"] == "cannot write deny audit records: retrying"
             && v["fields"]["retry_ms"].as_u64() >= Some(3_200)
     });
     std::fs::rename(&away, &db).unwrap();
@@ -500,15 +502,27 @@ async fn queued_deny_records_are_written_at_a_clean_stop() {
     assert!(child.wait().unwrap().success());
     assert_eq!(denials_stored(&data).await, DENIALS + 1);
     assert!(
-        !data.join(toolgate::service::SPILL_FILE).exists(),
-        "written records left in the spill file"
+        journal_segments(&data).is_empty(),
+        "written records left in the deny journal"
     );
 }
 
-/// DENY records made while the store refuses writes are kept in the spill file: a
-/// process killed meanwhile loses none, and the next start writes them and removes it.
+/// The DENY journal's segments in a data directory.
+pub(crate) fn journal_segments(data: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(data.join(toolgate::service::JOURNAL_DIR))
+        .map(|dir| {
+            dir.filter_map(|e| Some(e.ok()?.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "journal"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// DENY records made while the store refuses writes are in the DENY journal before
+/// they are answered: a process killed meanwhile loses none, and the next start
+/// writes them and removes the journal's segments.
 #[tokio::test]
-async fn deny_records_of_an_outage_survive_a_crash_in_the_spill_file() {
+async fn deny_records_of_an_outage_survive_a_crash_in_the_journal() {
     const DENIALS: usize = 500;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -521,40 +535,25 @@ async fn deny_records_of_an_outage_survive_a_crash_in_the_spill_file() {
     let away = dir.path().join("away.db");
     std::fs::rename(&db, &away).unwrap();
     deny(&addr, DENIALS).await;
-    let spill = data.join(toolgate::service::SPILL_FILE);
-    let deadline = std::time::Instant::now() + DEADLINE;
-    loop {
-        // the audit records: each denial's decision-log record is a line too
-        let lines = std::fs::read_to_string(&spill).map_or(0, |t| {
-            t.lines()
-                .filter(|l| l.contains("\"decision_denied\""))
-                .count()
-        });
-        if lines >= DENIALS {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{lines} records spilled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let segments = journal_segments(&data);
+    assert!(!segments.is_empty(), "the answered denials are journaled");
     #[cfg(unix)]
-    {
+    for segment in &segments {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&spill).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600, "spill file mode {mode:o}");
+        let mode = std::fs::metadata(segment).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "journal segment mode {mode:o}");
     }
+    // killed as soon as the last denial is answered
     signal(&child, "-KILL");
     child.wait().unwrap();
     std::fs::rename(&away, &db).unwrap();
 
     let (mut child, _addr) = spawn_binary(&yaml);
     let deadline = std::time::Instant::now() + DEADLINE;
-    while spill.exists() {
+    while !journal_segments(&data).is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
-            "spill file not replayed"
+            "deny journal not replayed"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

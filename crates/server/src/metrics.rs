@@ -22,6 +22,8 @@ pub const AUDIT_WRITTEN: &str = "toolgate_audit_records_written_total";
 pub const AUDIT_DROPPED: &str = "toolgate_audit_records_dropped_total";
 pub const DECISION_LOG_WRITTEN: &str = "toolgate_decision_log_records_written_total";
 pub const DECISION_LOG_SHED: &str = "toolgate_decision_log_records_shed_total";
+pub const DENY_JOURNAL_FAILED: &str = "toolgate_deny_journal_failed_total";
+pub const DISK_FULL: &str = "toolgate_disk_full";
 pub const STORE_DURATION: &str = "toolgate_store_duration_seconds";
 pub const STORE_ERRORS: &str = "toolgate_store_errors_total";
 pub const POLICY_FILE_RELOADS: &str = "toolgate_policy_file_reloads_total";
@@ -35,7 +37,7 @@ pub const TEAMS_BEHIND: &str = "toolgate_replica_teams_behind";
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 19] = [
+pub const ALL: [(&str, &str); 21] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -70,6 +72,14 @@ pub const ALL: [(&str, &str); 19] = [
     (
         DECISION_LOG_SHED,
         "ALLOW and ASK decision log records shed because the writer's queue was full",
+    ),
+    (
+        DENY_JOURNAL_FAILED,
+        "DENY records that could not be journaled on disk (a full disk, the journal's bound): they wait in memory only",
+    ),
+    (
+        DISK_FULL,
+        "1 while the embedded store's disk is full (its reserve released for admin writes; decision records wait), else 0",
     ),
     (
         STORE_DURATION,
@@ -315,6 +325,16 @@ pub fn decision_log_written(n: usize) {
 
 pub fn decision_log_shed(n: usize) {
     counter!(DECISION_LOG_SHED).increment(n as u64);
+}
+
+/// DENY records the journal could not take.
+pub fn deny_journal_failed(n: u64) {
+    counter!(DENY_JOURNAL_FAILED).increment(n);
+}
+
+/// The embedded store's disk turned full, or has room again.
+pub fn disk_full(full: bool) {
+    gauge!(DISK_FULL).set(if full { 1.0 } else { 0.0 });
 }
 
 pub fn audit_dropped(n: usize) {

@@ -39,6 +39,8 @@ pub enum ServerError {
     DataDirInUse { path: PathBuf, holder: String },
     #[error("cannot open store: {0}")]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Journal(#[from] crate::service::JournalError),
     #[error("bootstrap token file {path}: {source}")]
     Bootstrap {
         path: PathBuf,
@@ -154,7 +156,11 @@ impl App {
         let history = config.watch.history_per_team;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
             Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
-            None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
+            None => Arc::new(
+                SqliteStore::open(&config.sqlite_path(), history)
+                    .await?
+                    .with_reserve(&config.data_dir, config.decision_log.disk_reserve_bytes),
+            ),
         };
         if metrics.is_some() || config.telemetry.otlp_endpoint.is_some() {
             // only when observed: otherwise not even a clock read per operation
@@ -195,7 +201,16 @@ impl App {
                 config.limits.clone(),
                 Duration::from_secs(config.watch.heartbeat_secs),
                 shutdown.clone(),
-                Some(config.data_dir.join(crate::service::SPILL_FILE)),
+                Some(Arc::new(crate::service::DenyJournal::open(
+                    &config.journal_dir(),
+                    config.decision_log.journal_max_bytes,
+                    // the embedded store's reserve, which a journal on its disk leaves be
+                    config.postgres_url().is_none().then_some((
+                        config.data_dir.as_path(),
+                        config.decision_log.disk_reserve_bytes,
+                    )),
+                    Some(&config.data_dir.join(crate::service::SPILL_FILE)),
+                )?)),
                 config.decision_log.clone(),
             )
             .with_webhook(crate::service::WebhookLimits {
@@ -693,7 +708,7 @@ pub async fn run(
         }
     }
     // the DENY records of the last calls, within what is left of the grace (at least
-    // a moment: they are in the spill file first, so this only saves a replay)
+    // a moment: they are in the DENY journal first, so this only saves a replay)
     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
     service
         .drain_audit(left.max(Duration::from_millis(500)))

@@ -246,6 +246,15 @@ impl Config {
             None => self.data_dir.join("toolgate.db"),
         }
     }
+
+    /// The DENY journal's directory: `decision_log.journal_dir`, or in the data
+    /// directory.
+    pub fn journal_dir(&self) -> PathBuf {
+        self.decision_log
+            .journal_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join(crate::service::JOURNAL_DIR))
+    }
 }
 
 /// Each section extracted on its own, so one mistake per section is reported rather

@@ -297,6 +297,24 @@ pub struct DecisionLogConfig {
     /// Records a `WatchDecisions` subscriber may fall behind before it is told it
     /// lagged.
     pub watch_buffer: usize,
+    /// Where each DENY's records are journaled (fsync'd) before it is answered, until
+    /// the store has them; default `<data_dir>/deny-journal`. May be on another disk.
+    pub journal_dir: Option<std::path::PathBuf>,
+    /// Most bytes the DENY journal holds (records the store has not taken yet); past
+    /// it, further DENY records wait in memory only (counted and logged once).
+    pub journal_max_bytes: u64,
+    /// Days a DENY record is kept (DENY records have a retention of their own, so no
+    /// volume of ALLOW records evicts them).
+    pub deny_max_age_days: u64,
+    /// Most DENY records kept per team; past it, the oldest DENY records go first.
+    pub deny_max_records_per_team: u64,
+    /// Most records one retention pass removes by age; more is left for later passes
+    /// (and logged), so a clock that jumped cannot empty the log at once.
+    pub max_pruned_per_pass: u64,
+    /// Bytes the embedded store keeps preallocated in the data directory and releases
+    /// when the disk fills, so the kill switch, token revocation and settings writes
+    /// still commit while decision records wait; 0 keeps none.
+    pub disk_reserve_bytes: u64,
 }
 
 impl Default for DecisionLogConfig {
@@ -310,6 +328,12 @@ impl Default for DecisionLogConfig {
             max_stored_command_bytes: 16 * 1024,
             prune_interval_secs: 300,
             watch_buffer: 1024,
+            journal_dir: None,
+            journal_max_bytes: 1024 * 1024 * 1024,
+            deny_max_age_days: 90,
+            deny_max_records_per_team: 1_000_000,
+            max_pruned_per_pass: 1_000_000,
+            disk_reserve_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -330,12 +354,31 @@ impl DecisionLogConfig {
             ("prune_interval_secs", self.prune_interval_secs),
             ("queue_size", self.queue_size as u64),
             ("watch_buffer", self.watch_buffer as u64),
+            ("deny_max_age_days", self.deny_max_age_days),
+            ("deny_max_records_per_team", self.deny_max_records_per_team),
+            ("max_pruned_per_pass", self.max_pruned_per_pass),
         ] {
             if value == 0 {
                 problems.push(format!(
                     "decision_log.{key}: must be at least 1 (set decision_log.enabled: false to keep no log)"
                 ));
             }
+        }
+        if self.journal_max_bytes < 1024 * 1024 {
+            problems.push(format!(
+                "decision_log.journal_max_bytes: {} is less than 1 MiB: give room for the DENY records of an outage, e.g. 1073741824",
+                self.journal_max_bytes
+            ));
+        }
+        if self
+            .journal_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            problems.push(
+                "decision_log.journal_dir: is empty: give a directory for the DENY journal, or leave it unset for <data_dir>/deny-journal"
+                    .into(),
+            );
         }
         if self.max_stored_command_bytes < 256 {
             problems.push(

@@ -1,19 +1,19 @@
 //! The DENY audit sink the service owns, which is the decision log's writer too: each
-//! denial becomes a bounded record, and records go through a bounded queue to one task
-//! that writes them in batches, keeps them through a store outage (in memory and in a
-//! spill file in the data directory), and is drained within the shutdown grace.
+//! denial becomes a bounded record, journaled on disk before its answer leaves
+//! (`deny_journal.rs`), then passed through a bounded queue to one task that writes
+//! records in batches, keeps them through a store outage, and is drained within the
+//! shutdown grace.
 //!
 //! Decision-log records of DENYs take the same queue as the audit records (they wait
 //! for room, never shed). ALLOW and ASK records take a second queue that is offered to,
 //! never waited on: when it is full, or while the store is away, they are shed and
 //! counted, so recording them never slows a decision.
 //!
-//! The spill file holds JSON lines, appended and fsync'd before the writer waits on a
-//! failed store, mode 0600, bounded by [`SPILL_MAX_BYTES`]. It always holds exactly the
-//! oldest records not yet written, so a process that dies during an outage loses none:
-//! the next start replays the file, and the file is removed once they are written.
+//! A DENY's records stay in the journal until the store has them: a process that dies
+//! at any moment, during an outage or not, loses none; the next start replays them.
 
 use super::Service;
+use super::deny_journal::DenyJournal;
 use crate::auth::Principal;
 use crate::hub::Hub;
 use crate::policy::{Call, Decision};
@@ -22,18 +22,19 @@ use crate::store::{
 };
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::backoff::Backoff;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
-/// The spill file's name in the data directory.
+/// The spill file's name in the data directory, of versions before the DENY journal:
+/// its records are moved into the journal at start.
 pub const SPILL_FILE: &str = "audit-spill.jsonl";
+/// The DENY journal's directory in the data directory, unless configured.
+pub const JOURNAL_DIR: &str = "deny-journal";
 /// Pending DENY audit records before a denying call waits for room.
 const QUEUE: usize = 8_192;
 /// Records written in one transaction: one commit (one fsync) each, so under load a
@@ -42,19 +43,18 @@ const BATCH: usize = 4096;
 /// Records waiting at once that make a batch wait for more, and how long at most.
 const LINGER_FROM: usize = 32;
 const LINGER: Duration = Duration::from_millis(50);
-/// DENY records kept in memory while the store fails, before the oldest are dropped.
+/// DENY records kept in memory while the store fails, before the oldest are let go
+/// (those journaled stay in the journal, written at the next start).
 const MAX_PENDING: usize = 100_000;
-/// The spill file's bound; records past it wait in memory only.
-pub const SPILL_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The first and the longest wait between tries of a failed write.
 const RETRY_MIN: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 /// Tries of a batch that fails for another reason than an unreachable store.
 const REJECTED_TRIES: u32 = 5;
 
-/// One record the writer keeps: an audit record or a decision-log record. A spill
-/// file written before the decision log existed holds audit records only, which
-/// still read.
+/// One record the writer keeps: an audit record or a decision-log record. A journal
+/// (or an older version's spill file) written before the decision log existed holds
+/// audit records only, which still read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(super) enum Record {
@@ -62,25 +62,34 @@ pub(super) enum Record {
     Audit(NewAuditEvent),
 }
 
+/// A record on its way to the store, with the journal segment that holds it (none:
+/// it could not be journaled, or needs not be).
+#[derive(Debug)]
+pub(super) struct Entry {
+    record: Record,
+    segment: Option<u64>,
+}
+
 /// The sending side, held by the service.
 #[derive(Debug)]
 pub struct AuditWriter {
-    tx: mpsc::Sender<Record>,
+    tx: mpsc::Sender<Entry>,
     /// ALLOW and ASK decision-log records: offered, shed when full.
     offered: Arc<Offered>,
     /// Decision-log records as they are written, for `WatchDecisions`.
     published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     /// Records the writer holds, not yet written (the metrics' queue depth).
     held: Arc<std::sync::atomic::AtomicUsize>,
+    journal: Option<Arc<DenyJournal>>,
     stop: CancellationToken,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl AuditWriter {
-    /// Starts the writer, first replaying what a previous run left in `spill`.
+    /// Starts the writer, first writing what a previous run left in the journal.
     pub fn start(
         hub: Arc<Hub>,
-        spill: Option<PathBuf>,
+        journal: Option<Arc<DenyJournal>>,
         log_queue: usize,
         watch_buffer: usize,
     ) -> Self {
@@ -88,12 +97,17 @@ impl AuditWriter {
         let offered = Arc::new(Offered::new(log_queue.max(1)));
         let (published, _) = tokio::sync::broadcast::channel(watch_buffer.max(1));
         let stop = CancellationToken::new();
-        let pending = spill.as_deref().map(replay).unwrap_or_default();
-        let spilled = pending.len();
-        let spilled_bytes = spill
-            .as_deref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map_or(0, |m| m.len());
+        let replayed = journal
+            .as_ref()
+            .map(|j| j.take_replayed())
+            .unwrap_or_default();
+        let pending: VecDeque<Entry> = replayed
+            .into_iter()
+            .map(|(record, segment)| Entry {
+                record,
+                segment: Some(segment),
+            })
+            .collect();
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(pending.len()));
         let writer = Writer {
             offered: offered.clone(),
@@ -102,10 +116,9 @@ impl AuditWriter {
             published: published.clone(),
             held: held.clone(),
             hub,
-            spill,
+            journal: journal.clone(),
             pending,
-            spilled,
-            spilled_bytes,
+            outage: false,
         };
         let task = tokio::spawn(writer.run(rx, stop.clone()));
         Self {
@@ -113,21 +126,39 @@ impl AuditWriter {
             offered,
             published,
             held,
+            journal,
             stop,
             task: std::sync::Mutex::new(Some(task)),
         }
     }
 
-    /// Queues a record; a full queue makes the caller wait for room rather than lose it.
+    /// Queues a record (not journaled: an ALLOW's or ASK's audit record); a full queue
+    /// makes the caller wait for room rather than lose it.
     pub async fn send(&self, event: NewAuditEvent) {
-        self.send_record(Record::Audit(event)).await;
+        self.send_entry(Entry {
+            record: Record::Audit(event),
+            segment: None,
+        })
+        .await;
     }
 
-    /// Queues a record that must not be lost (a DENY's), waiting for room.
-    pub(super) async fn send_record(&self, record: Record) {
-        if self.tx.send(record).await.is_err() {
-            // only once the writer is gone, after the drain at shutdown
-            warn!("audit writer stopped: a deny record was dropped");
+    /// A DENY's records: journaled (the call returns once they are on disk), then
+    /// queued for the store, waiting for room.
+    pub(super) async fn record_deny(&self, records: Vec<Record>) {
+        let segment = match &self.journal {
+            Some(journal) => journal.append(&records).await,
+            None => None,
+        };
+        for record in records {
+            self.send_entry(Entry { record, segment }).await;
+        }
+    }
+
+    async fn send_entry(&self, entry: Entry) {
+        if self.tx.send(entry).await.is_err() {
+            // only once the writer is gone, after the drain at shutdown (a journaled
+            // record is written at the next start)
+            debug!("audit writer stopped: a record was not queued");
         }
     }
 
@@ -154,8 +185,8 @@ impl AuditWriter {
         queued + self.offered.waiting() + self.held.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Writes what is queued, within `grace`; what the store does not take by then is
-    /// left in the spill file for the next start.
+    /// Writes what is queued, within `grace`; what the store does not take by then
+    /// stays in the journal for the next start.
     pub async fn drain(&self, grace: Duration) {
         let task = self
             .task
@@ -164,13 +195,16 @@ impl AuditWriter {
             .take();
         let Some(task) = task else { return };
         self.stop.cancel();
-        // the records are in the spill file before the last write is tried, so a write
-        // cut short by the deadline loses nothing
+        // the DENY records are in the journal already, so a write cut short by the
+        // deadline loses nothing
         if tokio::time::timeout(grace, task).await.is_err() {
             warn!(
                 grace_ms = grace.as_millis() as u64,
-                "deny audit records not written within the shutdown grace: left in the spill file"
+                "deny audit records not written within the shutdown grace: left in the deny journal for the next start"
             );
+        }
+        if let Some(journal) = &self.journal {
+            journal.close();
         }
     }
 }
@@ -293,16 +327,16 @@ struct Writer {
     published: tokio::sync::broadcast::Sender<Arc<StoredDecision>>,
     held: Arc<std::sync::atomic::AtomicUsize>,
     hub: Arc<Hub>,
-    spill: Option<PathBuf>,
+    journal: Option<Arc<DenyJournal>>,
     /// Records not yet written, oldest first.
-    pending: VecDeque<Record>,
-    /// How many of the oldest pending records the spill file holds.
-    spilled: usize,
-    spilled_bytes: u64,
+    pending: VecDeque<Entry>,
+    /// Whether writes are failing: the start and the end of an outage are logged
+    /// once each, not every try.
+    outage: bool,
 }
 
 impl Writer {
-    async fn run(mut self, mut rx: mpsc::Receiver<Record>, stop: CancellationToken) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Entry>, stop: CancellationToken) {
         let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         // failures of the batch at the head that were not the store being away
         let mut rejected = 0;
@@ -351,7 +385,7 @@ impl Writer {
             match self.write(n).await {
                 Ok(()) => {
                     rejected = 0;
-                    if backoff.is_backing_off() {
+                    if std::mem::take(&mut self.outage) {
                         info!(
                             waiting = self.pending.len(),
                             "deny audit records are written again"
@@ -367,7 +401,7 @@ impl Writer {
                 {
                     error!(error = %e, records = n, "deny audit and decision records refused by the store: dropped");
                     crate::metrics::audit_dropped(n);
-                    self.written(n);
+                    self.written(n, true);
                     rejected = 0;
                 }
                 Err(e) => {
@@ -375,8 +409,11 @@ impl Writer {
                         rejected += 1;
                     }
                     let wait = backoff.next_wait();
-                    warn!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
-                    self.spill_pending();
+                    if std::mem::replace(&mut self.outage, true) {
+                        debug!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: retrying");
+                    } else {
+                        warn!(error = %e, waiting = self.pending.len(), retry_ms = wait.as_millis() as u64, "cannot write deny audit records: keeping them and retrying");
+                    }
                     // keep taking records while waiting, so denying calls never wait on an
                     // outage; ALLOW and ASK records are left to be shed where offered
                     let retry = tokio::time::sleep(wait);
@@ -392,34 +429,34 @@ impl Writer {
                                 }
                                 self.pending.extend(more);
                                 self.held_now();
-                                self.spill_pending();
+                                self.trim();
                             }
                         }
                     }
-                    self.trim();
                 }
             }
         }
     }
 
-    /// At shutdown: takes what is queued, tries the store once more, and leaves what it
-    /// does not take in the spill file.
-    async fn finish(mut self, mut rx: mpsc::Receiver<Record>) {
+    /// At shutdown: takes what is queued and tries the store once more; what it does
+    /// not take stays in the journal.
+    async fn finish(mut self, mut rx: mpsc::Receiver<Entry>) {
         rx.close();
-        while let Some(record) = rx.recv().await {
-            self.pending.push_back(record);
+        while let Some(entry) = rx.recv().await {
+            self.pending.push_back(entry);
         }
         self.take_offered();
-        self.spill_pending();
         while !self.pending.is_empty() || !self.encoded.is_empty() {
             // large batches: one commit (one fsync) for what is left, within the grace
             let n = self.pending.len().min(QUEUE);
             if let Err(e) = self.write(n).await {
-                let lost = self.pending.len() - self.spilled;
+                let lost = self.pending.iter().filter(|e| e.segment.is_none()).count();
+                let kept = self.pending.len() - lost;
                 if lost > 0 {
-                    error!(error = %e, lost, "deny audit records not written at shutdown and not spilled: lost");
+                    error!(error = %e, lost, kept, "deny audit records not written at shutdown and not journaled: lost");
+                    crate::metrics::audit_dropped(lost);
                 } else {
-                    warn!(error = %e, kept = self.spilled, "deny audit records not written at shutdown: kept in the spill file for the next start");
+                    warn!(error = %e, kept, "deny audit records not written at shutdown: kept in the deny journal for the next start");
                 }
                 return;
             }
@@ -438,13 +475,24 @@ impl Writer {
         // by reference: the records stay pending until the store took them
         let mut audit = Vec::new();
         let mut decisions = EncodedDecisions::default();
-        for record in self.pending.iter().take(n) {
-            match record {
+        for entry in self.pending.iter().take(n) {
+            match &entry.record {
                 Record::Audit(event) => audit.push(event),
                 Record::Decision { decision } => decisions.push_packed(decision),
             }
         }
         let offered = self.encoded.len();
+        // a full disk's reserve is for admin writes: records wait (journaled) until
+        // there is room, rather than take it back
+        if self.hub.store().disk_full() {
+            self.encoded.clear();
+            if offered > 0 {
+                crate::metrics::decision_log_shed(offered);
+            }
+            return Err(StoreError::Unavailable(
+                "the disk is full: deny records wait in the journal until there is room".into(),
+            ));
+        }
         if decisions.is_empty() {
             std::mem::swap(&mut decisions, &mut self.encoded);
         } else {
@@ -482,18 +530,33 @@ impl Writer {
             self.encoded = decisions;
         }
         crate::metrics::audit_written(audit.len());
-        self.written(n);
+        self.written(n, true);
         Ok(())
     }
 
-    /// The `n` oldest records are written (or given up): out of memory and the file.
-    fn written(&mut self, n: usize) {
-        self.pending.drain(..n);
-        self.held_now();
-        if self.spilled > 0 {
-            self.spilled = self.spilled.saturating_sub(n);
-            self.rewrite_spill();
+    /// The `n` oldest records are out of memory: written or given up (`release`:
+    /// their journal segments may go), or let go of while the journal keeps them.
+    fn written(&mut self, n: usize, release: bool) {
+        let mut run: Option<(u64, u64)> = None;
+        for entry in self.pending.drain(..n) {
+            let Some(segment) = entry.segment.filter(|_| release) else {
+                continue;
+            };
+            // a batch's records mostly share a segment: told once per run
+            match &mut run {
+                Some((s, count)) if *s == segment => *count += 1,
+                _ => {
+                    if let (Some((s, count)), Some(journal)) = (run, &self.journal) {
+                        journal.stored(s, count);
+                    }
+                    run = Some((segment, 1));
+                }
+            }
         }
+        if let (Some((s, count)), Some(journal)) = (run, &self.journal) {
+            journal.stored(s, count);
+        }
+        self.held_now();
     }
 
     fn held_now(&self) {
@@ -501,128 +564,38 @@ impl Writer {
             .store(self.pending.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Past [`MAX_PENDING`], the oldest records are given up.
+    /// Past [`MAX_PENDING`], the oldest records leave memory: the journaled ones wait
+    /// in the journal for the next start, the others are lost (counted).
     fn trim(&mut self) {
         if self.pending.len() <= MAX_PENDING {
             return;
         }
-        let dropped = self.pending.len() - MAX_PENDING;
-        error!(
-            dropped,
-            kept = MAX_PENDING,
-            "deny audit records waiting for the store past the limit: the oldest were dropped"
-        );
-        crate::metrics::audit_dropped(dropped);
-        self.written(dropped);
-    }
-
-    /// Appends the records not yet in the spill file to it, fsync'd, within its bound.
-    fn spill_pending(&mut self) {
-        let Some(path) = &self.spill else { return };
-        if self.spilled >= self.pending.len() {
-            return;
+        let over = self.pending.len() - MAX_PENDING;
+        let lost = self
+            .pending
+            .iter()
+            .take(over)
+            .filter(|e| e.segment.is_none())
+            .count();
+        if lost > 0 {
+            error!(
+                lost,
+                kept = MAX_PENDING,
+                "deny audit records waiting for the store past the limit and not journaled: the oldest were dropped"
+            );
+            crate::metrics::audit_dropped(lost);
         }
-        let mut lines = Vec::new();
-        let mut count = 0;
-        for event in self.pending.iter().skip(self.spilled) {
-            let Ok(mut line) = serde_json::to_vec(event) else {
-                break;
-            };
-            line.push(b'\n');
-            if self.spilled_bytes + (lines.len() + line.len()) as u64 > SPILL_MAX_BYTES {
-                break;
-            }
-            lines.extend_from_slice(&line);
-            count += 1;
-        }
-        if count == 0 {
-            return;
-        }
-        match append(path, &lines) {
-            Ok(()) => {
-                self.spilled += count;
-                self.spilled_bytes += lines.len() as u64;
-            }
-            Err(e) => {
-                error!(path = %path.display(), error = %e, "cannot write the audit spill file: deny records wait in memory only")
-            }
-        }
-    }
-
-    /// Writes the spill file anew with the records it should still hold (removes it
-    /// when none), atomically.
-    fn rewrite_spill(&mut self) {
-        let Some(path) = &self.spill else { return };
-        if self.spilled == 0 {
-            self.spilled_bytes = 0;
-            if let Err(e) = std::fs::remove_file(path)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                error!(path = %path.display(), error = %e, "cannot remove the audit spill file: its records would be written twice at the next start");
-            }
-            return;
-        }
-        let mut lines = Vec::new();
-        for event in self.pending.iter().take(self.spilled) {
-            if let Ok(line) = serde_json::to_vec(event) {
-                lines.extend_from_slice(&line);
-                lines.push(b'\n');
-            }
-        }
-        // owner-only: the records name users and commands
-        let result = crate::files::write_atomic(path, crate::files::Mode::Exactly(0o600), &lines);
-        match result {
-            Ok(()) => self.spilled_bytes = lines.len() as u64,
-            Err(e) => {
-                error!(path = %path.display(), error = %e, "cannot rewrite the audit spill file")
-            }
-        }
+        self.written(over, false);
     }
 }
 
 /// Moves what waits in the DENY queue into the batch, up to [`BATCH`], without
 /// waiting.
-fn take_waiting(rx: &mut mpsc::Receiver<Record>, batch: &mut Vec<Record>) {
+fn take_waiting(rx: &mut mpsc::Receiver<Entry>, batch: &mut Vec<Entry>) {
     while batch.len() < BATCH {
-        let Ok(record) = rx.try_recv() else { break };
-        batch.push(record);
+        let Ok(entry) = rx.try_recv() else { break };
+        batch.push(entry);
     }
-}
-
-fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-/// The records a previous run left in the spill file. A last line cut short by a
-/// crash is skipped.
-fn replay(path: &Path) -> VecDeque<Record> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return VecDeque::new(),
-        Err(e) => {
-            error!(path = %path.display(), error = %e, "cannot read the audit spill file: its records are not replayed");
-            return VecDeque::new();
-        }
-    };
-    let mut records = VecDeque::new();
-    for (i, line) in text.lines().enumerate() {
-        match serde_json::from_str(line) {
-            Ok(event) => records.push_back(event),
-            Err(e) => {
-                warn!(path = %path.display(), line = i + 1, error = %e, "audit spill file line unreadable: skipped")
-            }
-        }
-    }
-    if !records.is_empty() {
-        info!(path = %path.display(), records = records.len(), "replaying deny audit records a previous run could not write");
-    }
-    records
 }
 
 impl Service {
@@ -645,11 +618,10 @@ impl Service {
         Ok(self.store.append_audit(&[event]).await?)
     }
 
-    /// Queues the DENY record for the audit writer. A full queue makes the caller
-    /// wait for room rather than lose the record: a flood of denials is slowed to
-    /// what the store can write.
+    /// A DENY's records (its audit record, and its decision-log record when
+    /// `logged`), added to `into` for [`Service::record_denies`].
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn audit_deny(
+    pub(super) fn deny_records(
         &self,
         p: &Principal,
         team: &str,
@@ -658,22 +630,28 @@ impl Service {
         call: &Call,
         d: &Decision,
         logged: Option<super::decisions::DecisionRecord<'_>>,
+        into: &mut Vec<Record>,
     ) {
-        let event = NewAuditEvent {
+        into.push(Record::Audit(NewAuditEvent {
             team_id: team.to_owned(),
             revision,
             actor: p.name.clone(),
             kind: "decision_denied".into(),
             detail: deny_detail(user, call, d),
-        };
-        self.audit.send(event).await;
+        }));
         if let Some(record) = logged {
-            self.audit
-                .send_record(Record::Decision {
-                    decision: record.packed(),
-                })
-                .await;
+            into.push(Record::Decision {
+                decision: record.packed(),
+            });
         }
+    }
+
+    /// Journals DENY records (returning once they are on disk: the answer leaves
+    /// after), then queues them for the audit writer. A full queue makes the caller
+    /// wait for room rather than lose a record: a flood of denials is slowed to what
+    /// the store can write.
+    pub(super) async fn record_denies(&self, records: Vec<Record>) {
+        self.audit.record_deny(records).await;
     }
 }
 

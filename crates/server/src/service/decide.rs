@@ -129,13 +129,14 @@ impl Service {
                 decisions,
             )
             .await?;
+        // a batch's DENY records are journaled together: one wait for the disk
+        let mut denied = Vec::new();
         for (call, d) in calls.iter().zip(&decisions) {
             let decided = (d.outcome, d.reason, d.matched_entry.as_deref());
             let logged =
                 self.decision_record(p, team, user, agent, origin, eff.revision, call, decided);
             if d.outcome == Outcome::Deny {
-                self.audit_deny(p, team, user, eff.revision, call, d, logged)
-                    .await;
+                self.deny_records(p, team, user, eff.revision, call, d, logged, &mut denied);
             } else {
                 self.audit_decision(p, team, user, eff.revision, call, d)
                     .await;
@@ -143,6 +144,9 @@ impl Service {
                     self.log_decision(record, false).await;
                 }
             }
+        }
+        if !denied.is_empty() {
+            self.record_denies(denied).await;
         }
         Ok((decisions, eff.revision))
     }

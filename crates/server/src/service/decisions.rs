@@ -17,7 +17,9 @@ use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
 };
-use crate::store::{DecisionQuery, NewDecision, PackedDecision, Store, StoredDecision, TEXT_COUNT};
+use crate::store::{
+    DecisionQuery, NewDecision, PackedDecision, Retention, Store, StoredDecision, TEXT_COUNT,
+};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -276,9 +278,9 @@ impl Service {
     pub(super) async fn log_decision(&self, record: DecisionRecord<'_>, deny: bool) {
         if deny {
             self.audit
-                .send_record(Record::Decision {
+                .record_deny(vec![Record::Decision {
                     decision: record.packed(),
-                })
+                }])
                 .await;
         } else {
             self.audit.offer(
@@ -302,6 +304,8 @@ impl Service {
         server: &str,
         decided: &[policy::ListedTool],
     ) {
+        // the listing's DENY records are journaled together: one wait, not one a tool
+        let mut denied = Vec::new();
         for tool in decided {
             let call = Call::Mcp {
                 server: server.to_owned(),
@@ -309,12 +313,21 @@ impl Service {
             };
             let agent = AgentSpec::default();
             let decided = (tool.outcome, tool.reason, tool.matched_entry.as_deref());
-            if let Some(record) =
+            let Some(record) =
                 self.decision_record(p, team, user, &agent, origin, revision, &call, decided)
-            {
-                self.log_decision(record, tool.outcome == Outcome::Deny)
-                    .await;
+            else {
+                continue;
+            };
+            if tool.outcome == Outcome::Deny {
+                denied.push(Record::Decision {
+                    decision: record.packed(),
+                });
+            } else {
+                self.log_decision(record, false).await;
             }
+        }
+        if !denied.is_empty() {
+            self.audit.record_deny(denied).await;
         }
     }
 
@@ -932,23 +945,57 @@ pub(super) async fn relay(
 }
 
 /// Removes records past the age and size limits every `prune_interval_secs`, until
-/// the server stops.
+/// the server stops. Age is measured on [`RetentionClock`], not the wall clock alone:
+/// a clock that jumped forward deletes nothing that was not due.
 pub(super) async fn prune(store: Arc<dyn Store>, log: DecisionLogConfig, stop: CancellationToken) {
     let mut every = tokio::time::interval(Duration::from_secs(log.prune_interval_secs));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let max_age = i64::try_from(log.max_age_days.saturating_mul(86_400_000)).unwrap_or(i64::MAX);
+    let days = |d: u64| i64::try_from(d.saturating_mul(86_400_000)).unwrap_or(i64::MAX);
+    let (max_age, deny_max_age) = (days(log.max_age_days), days(log.deny_max_age_days));
+    let mut clock: Option<RetentionClock> = None;
+    let mut capped = false;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             _ = every.tick() => {}
         }
-        let older_than = super::now_ms().saturating_sub(max_age);
-        match store
-            .prune_decisions(older_than, log.max_records_per_team)
-            .await
-        {
-            Ok(0) => {}
-            Ok(removed) => debug!(removed, "decision log records past the retention removed"),
+        let wall = super::now_ms();
+        let now = match &clock {
+            Some(clock) => clock.now(wall),
+            None => match store.newest_decision_at().await {
+                Ok(newest) => clock.insert(RetentionClock::start(wall, newest)).now(wall),
+                Err(e) => {
+                    warn!(error = %e, "cannot read the decision log's newest record: retention waits for the next pass");
+                    continue;
+                }
+            },
+        };
+        let retention = Retention {
+            older_than_ms: now.saturating_sub(max_age),
+            max_per_team: log.max_records_per_team,
+            deny_older_than_ms: now.saturating_sub(deny_max_age),
+            deny_max_per_team: log.deny_max_records_per_team,
+            max_removed: log.max_pruned_per_pass,
+        };
+        match store.prune_decisions(&retention).await {
+            Ok(pruned) => {
+                debug!(
+                    removed = pruned.removed,
+                    audit_removed = pruned.audit_removed,
+                    retention_now_ms = now,
+                    wall_ms = wall,
+                    "retention pass"
+                );
+                // once per run of capped passes, not every pass
+                if pruned.capped && !std::mem::replace(&mut capped, true) {
+                    warn!(
+                        max = log.max_pruned_per_pass,
+                        "more records are past the retention than one pass removes (decision_log.max_pruned_per_pass): the rest go in later passes"
+                    );
+                } else if !pruned.capped {
+                    capped = false;
+                }
+            }
             Err(e) => {
                 warn!(error = %e, "cannot remove old decision log records: retrying at the next pass")
             }
@@ -956,9 +1003,67 @@ pub(super) async fn prune(store: Arc<dyn Store>, log: DecisionLogConfig, stop: C
     }
 }
 
+/// The time retention measures age from: the wall clock, but never ahead of the
+/// newest record stored when the server started plus the time elapsed since on the
+/// monotonic clock. A clock stepped a month forward (at start or while running) thus
+/// deletes nothing that was not due, and records written under it, dated in the
+/// future, do not make older ones look due. A server that was stopped for a while
+/// counts retention from its newest record: records are kept longer, never less.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RetentionClock {
+    anchor_ms: i64,
+    started: std::time::Instant,
+}
+
+impl RetentionClock {
+    fn start(wall_ms: i64, newest_ms: Option<i64>) -> Self {
+        Self {
+            anchor_ms: newest_ms.map_or(wall_ms, |n| n.min(wall_ms)),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn now(&self, wall_ms: i64) -> i64 {
+        self.now_after(wall_ms, self.started.elapsed())
+    }
+
+    fn now_after(&self, wall_ms: i64, elapsed: Duration) -> i64 {
+        let elapsed = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+        wall_ms.min(self.anchor_ms.saturating_add(elapsed))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Retention's time follows the wall clock, but never runs ahead of the newest
+    /// record at start plus the real time elapsed.
+    #[test]
+    fn retention_time_does_not_follow_a_clock_jump() {
+        const DAY: i64 = 86_400_000;
+        let t0 = 1_000 * DAY;
+        let secs = Duration::from_secs;
+        // an ordinary start: the newest record a moment ago
+        let clock = RetentionClock::start(t0, Some(t0 - 1_000));
+        assert_eq!(clock.now_after(t0 + 60_000, secs(60)), t0 - 1_000 + 60_000);
+        // the clock stepped a month ahead while running: retention's time does not
+        assert_eq!(
+            clock.now_after(t0 + 31 * DAY, secs(60)),
+            t0 - 1_000 + 60_000
+        );
+        // a start under a clock a month ahead: retention counts from the newest record
+        let jumped = RetentionClock::start(t0 + 31 * DAY, Some(t0));
+        assert_eq!(jumped.now_after(t0 + 31 * DAY, secs(0)), t0);
+        // records dated in the future (written under a jumped clock) do not pull it on
+        let future = RetentionClock::start(t0, Some(t0 + 31 * DAY));
+        assert_eq!(future.now_after(t0 + 10, secs(0)), t0);
+        // a clock stepped back: the wall clock, which keeps more
+        assert_eq!(clock.now_after(t0 - DAY, secs(60)), t0 - DAY);
+        // an empty log: the wall clock at start
+        let empty = RetentionClock::start(t0, None);
+        assert_eq!(empty.now_after(t0 + 5_000, secs(5)), t0 + 5_000);
+    }
 
     #[test]
     fn page_tokens_round_trip_and_are_bound_to_their_filter() {

@@ -12,6 +12,7 @@ mod approvals;
 mod audit_sink;
 mod decide;
 mod decisions;
+mod deny_journal;
 mod principal;
 mod roles;
 mod settings;
@@ -33,11 +34,12 @@ pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
     call_from_json as approval_call,
 };
-pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
+pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
 pub use decisions::{
     DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
     ImpactExample, ImpactGroup, Origin, check_client, outcome_name, parse_outcome, parse_reason,
 };
+pub use deny_journal::{DenyJournal, JournalError};
 pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
@@ -210,22 +212,23 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
-    /// Starts the DENY audit writer, which keeps records through a store outage in
-    /// `audit_spill` (a file in the data directory; replayed here) and is drained by
-    /// [`Service::drain_audit`].
+    /// Starts the DENY audit writer, which journals each DENY's records in `journal`
+    /// before it is answered (what an earlier run left there is written first) and is
+    /// drained by [`Service::drain_audit`]; without a journal, records wait in memory
+    /// only.
     pub fn new(
         hub: Arc<Hub>,
         limits: LimitsConfig,
         heartbeat: Duration,
         shutdown: CancellationToken,
-        audit_spill: Option<std::path::PathBuf>,
+        journal: Option<Arc<DenyJournal>>,
     ) -> Self {
         Self::with_decision_log(
             hub,
             limits,
             heartbeat,
             shutdown,
-            audit_spill,
+            journal,
             crate::config::DecisionLogConfig::default(),
         )
     }
@@ -237,12 +240,12 @@ impl Service {
         limits: LimitsConfig,
         heartbeat: Duration,
         shutdown: CancellationToken,
-        audit_spill: Option<std::path::PathBuf>,
+        journal: Option<Arc<DenyJournal>>,
         decision_log: crate::config::DecisionLogConfig,
     ) -> Self {
         let audit = AuditWriter::start(
             hub.clone(),
-            audit_spill,
+            journal,
             decision_log.queue_size,
             decision_log.watch_buffer,
         );
@@ -284,6 +287,12 @@ impl Service {
 
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
+    }
+
+    /// Whether the store's disk is full: a health warning (its reserve was released so
+    /// admin writes commit; decision and DENY records wait, journaled).
+    pub fn disk_full(&self) -> bool {
+        self.store.disk_full()
     }
 
     /// Deny records waiting to be written, for the metrics.

@@ -33,6 +33,11 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Told of every write that failed (a conflict excepted), before it is answered.
     fn write_failed(&self, _error: &StoreError) {}
 
+    /// Whether the disk is full (the embedded store's reserve released).
+    fn disk_full(&self) -> bool {
+        false
+    }
+
     /// A connection for single statements that only read.
     async fn read(&self) -> Result<PoolConnection<Self::Db>, StoreError>;
 

@@ -208,6 +208,9 @@ struct Encoded {
     start: usize,
     team_end: usize,
     end: usize,
+    /// A DENY's record: stored in blocks of DENY records only, which have a retention
+    /// of their own.
+    deny: bool,
 }
 
 impl EncodedDecisions {
@@ -243,6 +246,7 @@ impl EncodedDecisions {
             start,
             team_end,
             end: self.text.len(),
+            deny: texts[OUTCOME] == "DENY",
         });
     }
 
@@ -260,6 +264,7 @@ impl EncodedDecisions {
             start: r.start + shift,
             team_end: r.team_end + shift,
             end: r.end + shift,
+            deny: r.deny,
         }));
     }
 
@@ -341,6 +346,8 @@ pub struct DecisionQuery {
 
 /// A record's texts.
 pub const TEXT_COUNT: usize = 16;
+/// Where the outcome is among a record's texts.
+const OUTCOME: usize = 13;
 /// Records a block holds at most, and the size past which it takes no more: a
 /// batch of more is stored as several, so a listing never decodes much more than a
 /// page (a record keeps up to `max_stored_command_bytes` of a command).
@@ -531,22 +538,28 @@ where
             let first = to_u64(next);
             // a block per team: the records of each team in the order given, the
             // teams in the order they first appear
+            // (and a team's DENY records in blocks of their own, kept by their own
+            // retention)
             let mut order: Vec<usize> = (0..decisions.len()).collect();
-            let mut teams: Vec<&[u8]> = Vec::new();
+            let mut teams: Vec<(&[u8], bool)> = Vec::new();
             for i in 0..decisions.len() {
-                let team = decisions.team(i);
-                if !teams.contains(&team) {
-                    teams.push(team);
+                let key = (decisions.team(i), decisions.records[i].deny);
+                if !teams.contains(&key) {
+                    teams.push(key);
                 }
             }
             if teams.len() > 1 {
-                order.sort_by_key(|&i| teams.iter().position(|&t| t == decisions.team(i)));
+                order.sort_by_key(|&i| {
+                    let key = (decisions.team(i), decisions.records[i].deny);
+                    teams.iter().position(|&t| t == key)
+                });
             }
             let mut ids = vec![0; decisions.len()];
             let mut id = first;
             let mut start = 0;
             while start < order.len() {
                 let team = decisions.team(order[start]);
+                let deny = decisions.records[order[start]].deny;
                 let block_id = id;
                 let (mut min_at, mut max_at) = (i64::MAX, i64::MIN);
                 let mut body = Vec::with_capacity(64 * 1024);
@@ -555,6 +568,7 @@ where
                 let mut end = start;
                 while end < order.len()
                     && decisions.team(order[end]) == team
+                    && decisions.records[order[end]].deny == deny
                     && end - start < BLOCK_RECORDS
                     && body.len() < BLOCK_BYTES
                 {
@@ -580,8 +594,8 @@ where
                     StoreError::Corrupt(format!("a decision record's team is not UTF-8: {e}"))
                 })?;
                 sqlx::query(
-                    "INSERT INTO decision_blocks (id, max_id, team_id, min_at, max_at, records, body)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    "INSERT INTO decision_blocks (id, max_id, team_id, min_at, max_at, records, body, deny)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
                 .bind(to_i64(block_id))
                 .bind(to_i64(id - 1))
@@ -590,6 +604,7 @@ where
                 .bind(max_at)
                 .bind((end - start) as i64)
                 .bind(body)
+                .bind(if deny { DENY_BLOCK } else { OTHER_BLOCK })
                 .execute(&mut *tx)
                 .await?;
                 start = end;
@@ -722,90 +737,241 @@ where
         Ok(out)
     }
 
-    /// Removes records older than `older_than_ms`, then each team's oldest past
-    /// `max_per_team`; how many were removed.
-    pub(super) async fn delete_old_decisions(
-        &self,
-        older_than_ms: i64,
-        max_per_team: u64,
-    ) -> Result<u64, StoreError> {
+    /// The latest time of a record stored, if any.
+    pub(super) async fn select_newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        Ok(
+            sqlx::query_scalar("SELECT MAX(max_at) FROM decision_blocks")
+                .fetch_one(&mut *conn)
+                .await?,
+        )
+    }
+
+    /// One retention pass in one transaction: ALLOW and ASK records by their limits,
+    /// DENY records (and the audit trail's decision records) by theirs, at most
+    /// `max_removed` of each by age.
+    pub(super) async fn delete_old_decisions(&self, r: &Retention) -> Result<Pruned, StoreError> {
         let mut conn = self.begin_write().await?;
         let result = async {
             let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
-            // whole blocks past the age, then the records past it in blocks that
-            // straddle it
-            let expired: Option<i64> = sqlx::query_scalar(
-                "SELECT CAST(SUM(records) AS BIGINT) FROM decision_blocks WHERE max_at < $1",
+            let mut pruned = Pruned::default();
+            for (class, older_than, max_per_team) in [
+                (OTHER_CLASS, r.older_than_ms, r.max_per_team),
+                (DENY_CLASS, r.deny_older_than_ms, r.deny_max_per_team),
+            ] {
+                let (removed, capped) =
+                    prune_class::<B::Db>(&mut tx, class, older_than, max_per_team, r.max_removed)
+                        .await?;
+                pruned.removed += removed;
+                pruned.capped |= capped;
+            }
+            let (removed, capped) = prune_audit::<B::Db>(
+                &mut tx,
+                r.deny_older_than_ms,
+                r.deny_max_per_team,
+                r.max_removed,
             )
-            .bind(older_than_ms)
-            .fetch_one(&mut *tx)
             .await?;
-            let mut count = to_u64(expired.unwrap_or(0));
-            if count > 0 {
-                sqlx::query("DELETE FROM decision_blocks WHERE max_at < $1")
-                    .bind(older_than_ms)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let straddling = sqlx::query(&format!(
-                "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE min_at < $1"
-            ))
-            .bind(older_than_ms)
-            .fetch_all(&mut *tx)
-            .await?;
-            for row in &straddling {
-                let b = block(row)?;
-                let mut records = decode(&b.body)?;
-                let before = records.len();
-                records.retain(|r| r.decision.at_ms >= older_than_ms);
-                count += (before - records.len()) as u64;
-                rewrite_block(&mut tx, b.id, &records).await?;
-            }
-            // then each team's oldest past the count: its blocks oldest first
-            let over = sqlx::query(
-                "SELECT team_id, CAST(SUM(records) AS BIGINT) AS n FROM decision_blocks
-                 GROUP BY team_id HAVING SUM(records) > $1",
-            )
-            .bind(to_i64(max_per_team))
-            .fetch_all(&mut *tx)
-            .await?;
-            for row in over {
-                use sqlx::Row as _;
-                let team: String = row.try_get("team_id")?;
-                let n: i64 = row.try_get("n")?;
-                let mut excess = n - to_i64(max_per_team);
-                count += to_u64(excess);
-                let blocks = sqlx::query(&format!(
-                    "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE team_id = $1
-                     ORDER BY max_at, id"
-                ))
-                .bind(&team)
-                .fetch_all(&mut *tx)
-                .await?;
-                for row in &blocks {
-                    if excess <= 0 {
-                        break;
-                    }
-                    let b = block(row)?;
-                    if b.records <= excess {
-                        excess -= b.records;
-                        rewrite_block(&mut tx, b.id, &[]).await?;
-                    } else {
-                        let mut records = decode(&b.body)?;
-                        records.sort_by(|a, b| newest_first(b, a));
-                        records.drain(..excess as usize);
-                        records.sort_by_key(|r| r.id);
-                        excess = 0;
-                        rewrite_block(&mut tx, b.id, &records).await?;
-                    }
-                }
-            }
+            pruned.audit_removed = removed;
+            pruned.capped |= capped;
             tx.commit().await?;
-            Ok(count)
+            Ok(pruned)
         }
         .await;
         self.end_write(conn, result)
     }
+}
+
+/// What a retention pass removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// ALLOW and ASK records older than this (Unix milliseconds) go, then each team's
+    /// oldest past `max_per_team`.
+    pub older_than_ms: i64,
+    pub max_per_team: u64,
+    /// DENY records, and the audit trail's decision records, by limits of their own.
+    pub deny_older_than_ms: i64,
+    pub deny_max_per_team: u64,
+    /// Most records of each kind one pass removes by age; the rest wait for later
+    /// passes.
+    pub max_removed: u64,
+}
+
+/// What a retention pass removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Decision-log records.
+    pub removed: u64,
+    /// The audit trail's DENY (and `audit.decisions: all`) records.
+    pub audit_removed: u64,
+    /// More was due by age than `max_removed`: left for the next pass.
+    pub capped: bool,
+}
+
+/// A block's `deny` column: its records are ALLOW and ASK ones, DENY ones, or both (a
+/// block written before DENY records had blocks of their own: kept as long as DENY
+/// records are).
+const OTHER_BLOCK: i64 = 0;
+const DENY_BLOCK: i64 = 1;
+/// The conditions that select each retention class's blocks.
+const OTHER_CLASS: &str = "deny = 0";
+const DENY_CLASS: &str = "deny <> 0";
+/// The audit kinds of decisions, which retention removes (settings changes, tokens
+/// and approvals are kept).
+const DECISION_AUDIT: &str = "kind IN ('decision_denied', 'decision_made')";
+
+/// Removes a class's blocks past the age (at most `max_removed` records of whole
+/// blocks, oldest first; a block that straddles the age is rewritten only when the
+/// pass was not cut short), then each team's oldest past `max_per_team`.
+async fn prune_class<Db>(
+    tx: &mut Db::Connection,
+    class: &str,
+    older_than_ms: i64,
+    max_per_team: u64,
+    max_removed: u64,
+) -> Result<(u64, bool), StoreError>
+where
+    Db: Database,
+    for<'c> &'c mut Db::Connection: Executor<'c, Database = Db>,
+    for<'q> Db::Arguments<'q>: IntoArguments<'q, Db>,
+    for<'r> &'r str: ColumnIndex<Db::Row> + Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+    for<'r> i64: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+    for<'r> String: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+{
+    use sqlx::Row as _;
+    let mut count = 0u64;
+    let mut capped = false;
+    let expired = sqlx::query(&format!(
+        "SELECT id, records FROM decision_blocks WHERE {class} AND max_at < $1 ORDER BY max_at, id"
+    ))
+    .bind(older_than_ms)
+    .fetch_all(&mut *tx)
+    .await?;
+    for row in &expired {
+        let records = to_u64(row.try_get("records")?);
+        if count + records > max_removed {
+            capped = true;
+            break;
+        }
+        let id: i64 = row.try_get("id")?;
+        rewrite_block::<Db>(&mut *tx, id, &[]).await?;
+        count += records;
+    }
+    if !capped {
+        let straddling = sqlx::query(&format!(
+            "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE {class} AND min_at < $1"
+        ))
+        .bind(older_than_ms)
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in &straddling {
+            let b = block(row)?;
+            let mut records = decode(&b.body)?;
+            let before = records.len();
+            records.retain(|r| r.decision.at_ms >= older_than_ms);
+            count += (before - records.len()) as u64;
+            rewrite_block::<Db>(&mut *tx, b.id, &records).await?;
+        }
+    }
+    // then each team's oldest past the count: its blocks oldest first
+    let over = sqlx::query(&format!(
+        "SELECT team_id, CAST(SUM(records) AS BIGINT) AS n FROM decision_blocks WHERE {class}
+         GROUP BY team_id HAVING SUM(records) > $1"
+    ))
+    .bind(to_i64(max_per_team))
+    .fetch_all(&mut *tx)
+    .await?;
+    for row in over {
+        let team: String = row.try_get("team_id")?;
+        let n: i64 = row.try_get("n")?;
+        let mut excess = n - to_i64(max_per_team);
+        count += to_u64(excess);
+        let blocks = sqlx::query(&format!(
+            "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE {class} AND team_id = $1
+             ORDER BY max_at, id"
+        ))
+        .bind(&team)
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in &blocks {
+            if excess <= 0 {
+                break;
+            }
+            let b = block(row)?;
+            if b.records <= excess {
+                excess -= b.records;
+                rewrite_block::<Db>(&mut *tx, b.id, &[]).await?;
+            } else {
+                let mut records = decode(&b.body)?;
+                records.sort_by(|a, b| newest_first(b, a));
+                records.drain(..excess as usize);
+                records.sort_by_key(|r| r.id);
+                excess = 0;
+                rewrite_block::<Db>(&mut *tx, b.id, &records).await?;
+            }
+        }
+    }
+    Ok((count, capped))
+}
+
+/// Removes the audit trail's decision records past the age (at most `max_removed`,
+/// oldest first), then each team's oldest past `max_per_team`.
+async fn prune_audit<Db>(
+    tx: &mut Db::Connection,
+    older_than_ms: i64,
+    max_per_team: u64,
+    max_removed: u64,
+) -> Result<(u64, bool), StoreError>
+where
+    Db: Database,
+    for<'c> &'c mut Db::Connection: Executor<'c, Database = Db>,
+    for<'q> Db::Arguments<'q>: IntoArguments<'q, Db>,
+    for<'r> &'r str: ColumnIndex<Db::Row> + Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+    for<'r> i64: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+    for<'r> String: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+    usize: ColumnIndex<Db::Row>,
+{
+    use sqlx::Row as _;
+    let due: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM audit WHERE {DECISION_AUDIT} AND at < $1"
+    ))
+    .bind(older_than_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    let capped = to_u64(due) > max_removed;
+    let mut count = to_u64(due).min(max_removed);
+    if count > 0 {
+        sqlx::query(&format!(
+            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {DECISION_AUDIT} AND at < $1
+             ORDER BY id LIMIT $2)"
+        ))
+        .bind(older_than_ms)
+        .bind(to_i64(count))
+        .execute(&mut *tx)
+        .await?;
+    }
+    let over = sqlx::query(&format!(
+        "SELECT team_id, COUNT(*) AS n FROM audit WHERE {DECISION_AUDIT}
+         GROUP BY team_id HAVING COUNT(*) > $1"
+    ))
+    .bind(to_i64(max_per_team))
+    .fetch_all(&mut *tx)
+    .await?;
+    for row in over {
+        let team: String = row.try_get("team_id")?;
+        let n: i64 = row.try_get("n")?;
+        let excess = n - to_i64(max_per_team);
+        count += to_u64(excess);
+        sqlx::query(&format!(
+            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {DECISION_AUDIT}
+             AND team_id = $1 ORDER BY id LIMIT $2)"
+        ))
+        .bind(&team)
+        .bind(excess)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok((count, capped))
 }
 
 /// A block after pruning: removed when no record is left, else its records and time

@@ -71,6 +71,20 @@ fn postgres_class(sqlstate: &str) -> ErrorClass {
 
 /// How a damaged database file is named in the reasons that mention it.
 pub(super) const CORRUPT_FILE: &str = "the database file is damaged";
+/// How a write that failed for lack of disk space reads (the reserve's cue).
+pub(super) const DISK_FULL: &str = "the disk is full";
+
+/// Whether an error is a full disk: SQLite's SQLITE_FULL, or ENOSPC from a write.
+fn disk_full(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(io) => io.kind() == std::io::ErrorKind::StorageFull,
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<sqlx::sqlite::SqliteError>()
+            .and_then(|e| e.code()?.parse::<i32>().ok())
+            .is_some_and(|c| c & 0xff == 13),
+        _ => false,
+    }
+}
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
@@ -80,6 +94,11 @@ impl From<sqlx::Error> for StoreError {
             .as_database_error()
             .and_then(|db| db.try_downcast_ref::<sqlx::sqlite::SqliteError>())
             .is_some();
+        if disk_full(&e) {
+            return Self::Unavailable(format!(
+                "{DISK_FULL} ({e}): free space on the store's filesystem"
+            ));
+        }
         match classify(&e) {
             ErrorClass::Corrupt if sqlite => Self::Unavailable(format!(
                 "{CORRUPT_FILE} ({}): writes are refused; restore it from a backup",

@@ -125,16 +125,16 @@ impl Store for Metered<dyn Store> {
         .await
     }
 
-    async fn prune_decisions(
-        &self,
-        older_than_ms: i64,
-        max_per_team: u64,
-    ) -> Result<u64, StoreError> {
-        observed(
-            "prune_decisions",
-            self.0.prune_decisions(older_than_ms, max_per_team),
-        )
-        .await
+    async fn prune_decisions(&self, retention: &Retention) -> Result<Pruned, StoreError> {
+        observed("prune_decisions", self.0.prune_decisions(retention)).await
+    }
+
+    fn disk_full(&self) -> bool {
+        self.0.disk_full()
+    }
+
+    async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
+        observed("newest_decision_at", self.0.newest_decision_at()).await
     }
 
     async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {

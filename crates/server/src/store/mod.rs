@@ -13,6 +13,7 @@ mod decisions;
 mod errors;
 mod metered;
 mod postgres;
+mod reserve;
 mod rows;
 mod schema;
 mod sql;
@@ -26,11 +27,12 @@ pub use approvals::{
 };
 pub use backend::Backend;
 pub use decisions::{
-    DECISIONS_NOTICE_PREFIX, DecisionQuery, EncodedDecisions, NewDecision, PackedDecision,
-    StoredDecision, TEXT_COUNT,
+    DECISIONS_NOTICE_PREFIX, DecisionQuery, EncodedDecisions, NewDecision, PackedDecision, Pruned,
+    Retention, StoredDecision, TEXT_COUNT,
 };
 pub use metered::Metered;
 pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
+pub use reserve::{DiskReserve, RESERVE_FILE};
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
 pub use tokens::{
@@ -318,14 +320,22 @@ pub trait Store: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
-    /// Removes decision-log records older than `older_than_ms`, then each team's
-    /// oldest past `max_per_team`; how many were removed.
-    async fn prune_decisions(
-        &self,
-        _older_than_ms: i64,
-        _max_per_team: u64,
-    ) -> Result<u64, StoreError> {
-        Ok(0)
+    /// One retention pass over the decision log and the audit trail's decision
+    /// records (see [`Retention`]).
+    async fn prune_decisions(&self, _retention: &Retention) -> Result<Pruned, StoreError> {
+        Ok(Pruned::default())
+    }
+
+    /// Whether the store's disk is full (its reserve released for the writes that
+    /// matter): the decision log's writer holds its records meanwhile.
+    fn disk_full(&self) -> bool {
+        false
+    }
+
+    /// The latest time of a decision-log record, if any: what retention measures age
+    /// from when the clock cannot be trusted.
+    async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
+        Ok(None)
     }
 
     /// Stores an approval request with its audit record.

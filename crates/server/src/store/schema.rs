@@ -187,6 +187,14 @@ SELECT id, id, team_id, at, at, 1, '[' || {json_array}(id, at, team_id, user_id,
 FROM decisions;
 DROP TABLE decisions;
 ",
+    // DENY records in blocks of their own, kept by a retention of their own (0: ALLOW
+    // and ASK records, 1: DENY records, 2: both, a block written before), and the
+    // audit trail's decision records pruned by time
+    r"
+ALTER TABLE decision_blocks ADD COLUMN deny {int} NOT NULL DEFAULT 2;
+CREATE INDEX decision_blocks_deny ON decision_blocks (deny, max_at);
+CREATE INDEX audit_kind_at ON audit (kind, at);
+",
 ];
 
 /// A dialect's words for the schema's placeholders.

@@ -9,8 +9,8 @@ use super::rows::{audit_event, change, versioned};
 use super::{
     AUDIT_ADMIN_UPDATED, AUDIT_USER_UPDATED, Answer, Answered, ApprovalRecord, AuditEvent,
     AuditFilter, ChangeDoc, DecisionQuery, EncodedDecisions, History, IssuedToken, NewApproval,
-    NewAuditEvent, NewToken, NoticeStream, QuotaKey, Store, StoreError, StoredDecision, Versioned,
-    now_ms, to_i64, to_json, to_u64,
+    NewAuditEvent, NewToken, NoticeStream, Pruned, QuotaKey, Retention, Store, StoreError,
+    StoredDecision, Versioned, now_ms, to_i64, to_json, to_u64,
 };
 use crate::policy::{AdminControls, UserSettings};
 use async_trait::async_trait;
@@ -473,12 +473,16 @@ where
         self.select_decisions_between(first, last, limit).await
     }
 
-    async fn prune_decisions(
-        &self,
-        older_than_ms: i64,
-        max_per_team: u64,
-    ) -> Result<u64, StoreError> {
-        self.delete_old_decisions(older_than_ms, max_per_team).await
+    async fn prune_decisions(&self, retention: &Retention) -> Result<Pruned, StoreError> {
+        self.delete_old_decisions(retention).await
+    }
+
+    fn disk_full(&self) -> bool {
+        self.backend.disk_full()
+    }
+
+    async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
+        self.select_newest_decision_at().await
     }
 
     async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError> {

@@ -58,6 +58,8 @@ pub struct SqliteBackend {
     writer: SqlitePool,
     readers: SqlitePool,
     files: Arc<Files>,
+    /// The disk headroom kept beside the database, when configured.
+    reserve: Option<Arc<super::DiskReserve>>,
 }
 
 /// The database and WAL files as opened. A file deleted or replaced under the
@@ -186,9 +188,19 @@ impl SqliteStore {
                 writer,
                 readers,
                 files: Arc::new(Files::open(path, keeper)),
+                reserve: None,
             },
             history_limit: history_limit.max(1),
         })
+    }
+
+    /// Keeps `bytes` of disk headroom in `dir` (see [`super::DiskReserve`]); 0 keeps none.
+    #[must_use]
+    pub fn with_reserve(mut self, dir: &Path, bytes: u64) -> Self {
+        if bytes > 0 {
+            self.backend.reserve = Some(Arc::new(super::DiskReserve::open(dir, bytes)));
+        }
+        self
     }
 }
 
@@ -227,11 +239,18 @@ impl Backend for SqliteBackend {
     // a write that found the file damaged refuses every later write (and turns health
     // NOT_SERVING) at once, not only at the next integrity check
     fn write_failed(&self, error: &StoreError) {
+        if let Some(reserve) = &self.reserve {
+            reserve.write_failed(error);
+        }
         if let StoreError::Unavailable(reason) = error
             && reason.starts_with(CORRUPT_FILE)
         {
             self.files.record(Some((reason.clone(), true)));
         }
+    }
+
+    fn disk_full(&self) -> bool {
+        self.reserve.as_ref().is_some_and(|r| r.is_full())
     }
 
     async fn check(&self) -> Result<(), StoreError> {
