@@ -43,6 +43,7 @@ mod proxy_names;
 mod replicas;
 mod roles;
 mod roles_api;
+mod secrets;
 mod schema;
 mod server;
 mod server_limits;

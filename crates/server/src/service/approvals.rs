@@ -6,7 +6,7 @@
 //! replicas cannot both answer; every replica hears of it through the hub's approval
 //! notices (PostgreSQL NOTIFY between replicas) and re-reads the store.
 
-use super::decisions::{DecisionSource, Origin};
+use super::decisions::{DecisionSource, Origin, Shown};
 use super::webhook::WebhookEvent;
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, Role, authorize};
@@ -16,6 +16,7 @@ use crate::policy::approvals::{
 };
 use crate::policy::roles::AgentSpec;
 use crate::policy::{AddOutcome, AdminControls, Call, Candidate, Decision, Outcome, Reason};
+use crate::secrets;
 use crate::store::{
     Answer, Answered, ApprovalRecord, ApprovalState, NewApproval, NewGrant, now_ms,
 };
@@ -173,6 +174,41 @@ pub fn call_to_json(call: &Call) -> Value {
     }
 }
 
+/// A request's call as stored: masked, with the original's SHA-256 and length and
+/// whether the masked call decides as it did.
+fn shown_to_json(shown: &Shown<'_>) -> Value {
+    let mut v = call_to_json(shown.call());
+    if !shown.sha256.is_empty() {
+        v["sha256"] = shown.sha256.clone().into();
+        v["bytes"] = shown.bytes.into();
+        v["redecidable"] = shown.masked.redecidable.into();
+    }
+    v
+}
+
+/// [`shown_to_json`] read back (a request stored before masking kept its call whole).
+fn shown_from_json<'a>(v: &Value, call: &'a Call) -> Shown<'a> {
+    match v.get("sha256").and_then(Value::as_str) {
+        Some(sha) => Shown::kept(
+            call,
+            v.get("redecidable").and_then(Value::as_bool) == Some(true),
+            sha.to_owned(),
+            v.get("bytes")
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0),
+        ),
+        None => Shown::of(call),
+    }
+}
+
+/// What a grant is keyed by in the store: the SHA-256 of the call spelt one way
+/// (the spelling holds the command line, whose secrets are never stored).
+fn grant_key(call: &Call) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(call_key(call).as_bytes()))
+}
+
 pub fn call_from_json(v: &Value) -> Option<Call> {
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     Some(match v.get("kind")?.as_str()? {
@@ -294,7 +330,9 @@ impl Service {
             Some(s) if !s.is_empty() => Some(check_id("approval.session_id", s)?.into_owned()),
             _ => None,
         };
-        let key = call_key(call);
+        let key = grant_key(call);
+        // the request, its webhook and its records show the call masked
+        let shown = Shown::of(call);
         let now = now_ms();
         if let Some((by, until)) = self
             .store
@@ -306,7 +344,7 @@ impl Service {
                 reason: Reason::Approved,
                 detail: Some(Arc::from(format!(
                     "{} may run: approved by {by} until {}",
-                    call_summary(call, SUMMARY_CHARS),
+                    call_summary(shown.call(), SUMMARY_CHARS),
                     rfc3339(until)
                 ))),
                 candidates: Vec::new(),
@@ -323,7 +361,7 @@ impl Service {
             };
             let decided = (Outcome::Allow, Reason::Approved, Some(by.as_str()));
             if let Some(record) =
-                self.decision_record(p, team, user, &agent, &origin, revision, call, decided)
+                self.decision_record(p, team, user, &agent, &origin, revision, &shown, decided)
             {
                 self.log_decision(record, false).await;
             }
@@ -353,10 +391,10 @@ impl Service {
             agent_id: agent_id.unwrap_or_default().to_owned(),
             client,
             session_id: session.unwrap_or_default(),
-            call: call_to_json(call),
+            call: shown_to_json(&shown),
             call_key: key,
-            summary: call_summary(call, SUMMARY_CHARS),
-            decision: decision_to_json(&decision, call, revision),
+            summary: call_summary(shown.call(), SUMMARY_CHARS),
+            decision: decision_to_json(&secrets::mask_decision(&decision), shown.call(), revision),
             created_at_ms: now,
             deadline_ms: deadline,
         };
@@ -694,6 +732,7 @@ impl Service {
         };
         let matched = r.allowlist_entry.as_deref();
         let decided = (outcome, reason, matched);
+        let shown = shown_from_json(&r.new.call, &call);
         if let Some(record) = self.decision_record(
             approver,
             &r.new.team_id,
@@ -701,7 +740,7 @@ impl Service {
             &agent,
             &origin,
             revision,
-            &call,
+            &shown,
             decided,
         ) {
             self.log_decision(record, outcome == Outcome::Deny).await;

@@ -3,7 +3,7 @@
 //! within the caller's scope, and a team's logged calls are decided again under
 //! proposed controls (the impact preview).
 //!
-//! A record keeps a command line or path whole up to
+//! A record keeps a command line or path, its secrets masked ([`Shown`]), whole up to
 //! `decision_log.max_stored_command_bytes`, because the impact preview must decide the
 //! call again; it hands out only an excerpt with the length and SHA-256, as the DENY
 //! audit records do, to admins as to members: the whole text stays in the store.
@@ -17,6 +17,7 @@ use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
 };
+use crate::secrets;
 use crate::store::{DecisionQuery, NewDecision, PackedDecision, Store, StoredDecision, TEXT_COUNT};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -240,7 +241,7 @@ impl Service {
         agent: &'a AgentSpec,
         origin: &'a Origin,
         revision: u64,
-        call: &'a Call,
+        call: &'a Shown<'a>,
         (outcome, reason, matched): (Outcome, Reason, Option<&'a str>),
     ) -> Option<DecisionRecord<'a>> {
         let log = &self.decision_log;
@@ -307,6 +308,7 @@ impl Service {
                 server: server.to_owned(),
                 tool: tool.name.clone(),
             };
+            let call = Shown::of(&call);
             let agent = AgentSpec::default();
             let decided = (tool.outcome, tool.reason, tool.matched_entry.as_deref());
             if let Some(record) =
@@ -763,9 +765,60 @@ impl DecisionRecord<'_> {
     }
 }
 
+/// A call as every record shows it: with its secrets masked (`toolgate_core::secrets`),
+/// while its SHA-256 stays the original's, so identical calls still group.
+pub(super) struct Shown<'a> {
+    pub(super) masked: secrets::MaskedCall<'a>,
+    /// Hex SHA-256 of the original command line or path; empty for MCP.
+    pub(super) sha256: String,
+    /// The original's length in bytes.
+    pub(super) bytes: usize,
+}
+
+impl<'a> Shown<'a> {
+    /// Masks `call`: the one place a record's call is taken from the call as sent.
+    pub(super) fn of(call: &'a Call) -> Self {
+        let (sha256, bytes) = match call {
+            Call::Shell(text) | Call::DeleteFile(text) => {
+                use sha2::Digest as _;
+                (
+                    hex::encode(sha2::Sha256::digest(text.as_bytes())),
+                    text.len(),
+                )
+            }
+            _ => (String::new(), 0),
+        };
+        Self {
+            masked: secrets::mask_call(call),
+            sha256,
+            bytes,
+        }
+    }
+
+    /// A call kept masked (an approval request's), with the original's digest and
+    /// length as kept beside it.
+    pub(super) fn kept(masked: &'a Call, redecidable: bool, sha256: String, bytes: usize) -> Self {
+        Self {
+            masked: secrets::MaskedCall {
+                call: Cow::Borrowed(masked),
+                redecidable,
+            },
+            sha256,
+            bytes,
+        }
+    }
+
+    pub(super) fn call(&self) -> &Call {
+        &self.masked.call
+    }
+}
+
 /// Describes a call for its record: MCP calls by server and tool, a command line or
-/// path whole up to `max_stored` bytes (else cut), with its length and SHA-256.
-fn describe_call(call: &Call, max_stored: usize) -> DescribedCall<'_> {
+/// path (masked) whole up to `max_stored` bytes, else cut, with its SHA-256. The
+/// length is the stored text's when it is whole and decides as the original, else
+/// one the stored text is shorter than, so the preview never decides it again.
+fn describe_call<'a>(shown: &'a Shown<'a>, max_stored: usize) -> DescribedCall<'a> {
+    let call = shown.call();
     fn mcp<'a>(server: &'a str, tool: &'a str, action: &'a str) -> DescribedCall<'a> {
         let subject = format!("{server}:{tool}");
         DescribedCall {
@@ -795,15 +848,21 @@ fn describe_call(call: &Call, max_stored: usize) -> DescribedCall<'_> {
         Call::Shell(line) => ("shell", line),
         Call::DeleteFile(path) => ("delete_file", path),
     };
-    use sha2::Digest as _;
+    let subject = cut(text, max_stored);
+    let whole = subject.len() == text.len() && shown.masked.redecidable;
+    let subject_bytes = if whole {
+        subject.len()
+    } else {
+        shown.bytes.max(subject.len() + 1)
+    };
     DescribedCall {
         kind,
         server: "",
         tool: "",
         action: "",
-        subject: Cow::Borrowed(cut(text, max_stored)),
-        subject_bytes: text.len() as u64,
-        subject_sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+        subject: Cow::Borrowed(subject),
+        subject_bytes: subject_bytes as u64,
+        subject_sha256: shown.sha256.clone(),
     }
 }
 
@@ -987,7 +1046,8 @@ mod tests {
     fn long_commands_keep_a_cut_subject_and_cannot_be_decided_again() {
         // the record the service would log for `call`
         let record = |call: &Call| {
-            let d = describe_call(call, 256);
+            let shown = Shown::of(call);
+            let d = describe_call(&shown, 256);
             let texts = [
                 "t",
                 "u",
