@@ -24,8 +24,8 @@ mod webhook;
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
 pub use crate::store::{
-    AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED,
-    AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+    AUDIT_APPROVAL_ABANDONED, AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED,
+    AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
 };
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use crate::store::{NewDecision, StoredDecision};
@@ -183,6 +183,8 @@ pub struct Service {
     relayed: tokio::sync::broadcast::Sender<decisions::Relayed>,
     /// The approvals' outgoing webhook (never waited on).
     webhook: webhook::Webhook,
+    /// The approval waits open here, so a request whose caller went away is abandoned.
+    approval_waiters: approvals::Waiters,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -272,6 +274,7 @@ impl Service {
             decision_log,
             relayed,
             webhook: webhook::Webhook::start(WebhookLimits::default()),
+            approval_waiters: approvals::Waiters::default(),
         }
     }
 
