@@ -297,6 +297,11 @@ pub struct DecisionLogConfig {
     /// Records a `WatchDecisions` subscriber may fall behind before it is told it
     /// lagged.
     pub watch_buffer: usize,
+    /// Most records one impact preview decides again (the newest of its window).
+    pub preview_max_records: u64,
+    /// Milliseconds one impact preview may take; past it, it answers with what it decided
+    /// so far, marked cut short.
+    pub preview_max_ms: u64,
 }
 
 impl Default for DecisionLogConfig {
@@ -310,6 +315,8 @@ impl Default for DecisionLogConfig {
             max_stored_command_bytes: 16 * 1024,
             prune_interval_secs: 300,
             watch_buffer: 1024,
+            preview_max_records: 200_000,
+            preview_max_ms: 10_000,
         }
     }
 }
@@ -330,6 +337,8 @@ impl DecisionLogConfig {
             ("prune_interval_secs", self.prune_interval_secs),
             ("queue_size", self.queue_size as u64),
             ("watch_buffer", self.watch_buffer as u64),
+            ("preview_max_records", self.preview_max_records),
+            ("preview_max_ms", self.preview_max_ms),
         ] {
             if value == 0 {
                 problems.push(format!(

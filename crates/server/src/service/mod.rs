@@ -35,7 +35,7 @@ pub use approvals::{
 };
 pub use audit_sink::{SPILL_FILE, SPILL_MAX_BYTES};
 pub use decisions::{
-    DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
+    CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
     ImpactExample, ImpactGroup, Origin, check_client, outcome_name, parse_outcome, parse_reason,
 };
 pub use principal::MAX_VISIBLE_TEAMS;
@@ -82,6 +82,10 @@ pub enum ServiceError {
     FailedPrecondition(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A bounded resource is in use (a team's impact preview already running):
+    /// retrying later helps.
+    #[error("{0}")]
+    ResourceExhausted(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -185,6 +189,8 @@ pub struct Service {
     webhook: webhook::Webhook,
     /// The approval waits open here, so a request whose caller went away is abandoned.
     approval_waiters: approvals::Waiters,
+    /// The teams whose impact preview is running: one at a time per team.
+    previews: decisions::Previews,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -275,6 +281,7 @@ impl Service {
             relayed,
             webhook: webhook::Webhook::start(WebhookLimits::default()),
             approval_waiters: approvals::Waiters::default(),
+            previews: decisions::Previews::default(),
         }
     }
 
