@@ -6,7 +6,7 @@
 pub mod cli;
 pub mod proxy;
 
-pub use toolgate_core::{examples, export, hook, ids, policy};
+pub use toolgate_core::{examples, export, hook, ids, policy, secrets};
 pub use toolgate_proto as proto;
 pub use toolgate_server::auth::jwt;
 pub use toolgate_server::{

@@ -132,6 +132,8 @@ export interface Preview {
   transitions?: ImpactGroup[];
   groups?: ImpactGroup[];
   revision?: U64;
+  truncated?: boolean;
+  cutShort?: string;
 }
 
 export interface IssuedToken {

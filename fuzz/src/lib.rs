@@ -9,6 +9,7 @@ pub mod http_json;
 pub mod internal_name;
 pub mod policy_yaml;
 pub mod request_decode;
+pub mod secrets_mask;
 pub mod shell_reader;
 pub mod url_path;
 
@@ -23,6 +24,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("internal_name", internal_name::run),
     ("policy_yaml", policy_yaml::run),
     ("request_decode", request_decode::run),
+    ("secrets_mask", secrets_mask::run),
     ("shell_reader", shell_reader::run),
     ("url_path", url_path::run),
 ];

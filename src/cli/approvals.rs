@@ -110,7 +110,7 @@ pub struct Row {
     pub summary: String,
     /// Why it needs approval (the decision's sentence).
     pub why: String,
-    /// pending, approved, denied or expired.
+    /// pending, approved, denied, expired or abandoned.
     pub state: String,
     pub deadline: Option<String>,
     pub answered_by: String,
@@ -125,6 +125,7 @@ impl From<pb::Approval> for Row {
             pb::ApprovalState::Approved => "approved",
             pb::ApprovalState::Denied => "denied",
             pb::ApprovalState::Expired => "expired",
+            pb::ApprovalState::Abandoned => "abandoned",
             pb::ApprovalState::Unspecified => "unknown",
         };
         Self {

@@ -307,6 +307,9 @@ pub struct ImpactReport {
     /// Calls that cannot be decided again (their command was kept cut short).
     pub unknown: u64,
     pub truncated: bool,
+    /// Why the preview stopped early: `records` (the window held more than one
+    /// preview decides) or `time` (it took too long); empty when it did not.
+    pub cut_short: String,
     pub transitions: Vec<ImpactGroupRow>,
     pub groups: Vec<ImpactGroupRow>,
 }
@@ -341,8 +344,13 @@ impl Render for ImpactReport {
             self.unchanged,
             self.unknown
         );
-        if self.truncated {
-            out.push_str("  (only the newest calls of the window were decided again)\n");
+        match self.cut_short.as_str() {
+            "records" => out.push_str("  cut short: the window holds more calls than one preview decides (decision_log.preview_max_records); only the newest were decided again\n"),
+            "time" => out.push_str("  cut short: the preview ran out of time (decision_log.preview_max_ms); only the newest calls were decided again\n"),
+            _ if self.truncated => {
+                out.push_str("  cut short: only the newest calls of the window were decided again\n");
+            }
+            _ => {}
         }
         for t in &self.transitions {
             let _ = writeln!(out, "  {} -> {}: {}", t.from, t.to, t.count);
@@ -403,6 +411,12 @@ pub(super) async fn impact(
         changed: r.changed,
         unknown: r.unknown,
         truncated: r.truncated,
+        cut_short: match r.cut_short() {
+            pb::PreviewCutShort::Records => "records",
+            pb::PreviewCutShort::Time => "time",
+            pb::PreviewCutShort::Unspecified => "",
+        }
+        .into(),
         transitions: r.transitions.iter().map(group_row).collect(),
         groups: r.groups.iter().map(group_row).collect(),
     })

@@ -1329,3 +1329,294 @@ async fn a_codex_hook_waits_and_answers_with_the_denial() {
     );
     server.stop().await;
 }
+
+fn in_dir(line: &str, cwd: &str) -> pb::ToolCall {
+    pb::ToolCall {
+        kind: Some(pb::tool_call::Kind::Shell(line.into())),
+        arguments: Some(pb::CallArguments {
+            cwd: cwd.into(),
+            ..Default::default()
+        }),
+    }
+}
+
+async fn evaluate_as(
+    server: &TestServer,
+    token: &str,
+    user: &str,
+    call: pb::ToolCall,
+    approval: pb::ApprovalCapability,
+) -> pb::Decision {
+    server
+        .policy(token)
+        .evaluate(pb::EvaluateRequest {
+            team_id: TEAM.into(),
+            user_id: user.into(),
+            call: Some(call),
+            approval: Some(approval),
+            ..Default::default()
+        })
+        .await
+        .expect("evaluate")
+        .into_inner()
+        .decision
+        .expect("a decision")
+}
+
+#[tokio::test]
+async fn grants_do_not_stretch_past_their_call_directory_or_session() {
+    let (server, _dir) = start().await;
+    team(&server, settings(pb::ApprovalMode::Always, 60)).await;
+    // for an hour, in one directory: not in another, nor with no directory named
+    let d = evaluate(
+        &server,
+        "alice-token",
+        in_dir("python3 build.py", "/home/alice/projA"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    approve(
+        &server,
+        "admin-token",
+        &ticket(&d),
+        pb::ApprovalScope::Duration,
+        3600,
+    )
+    .await
+    .unwrap();
+    let again = |line: &'static str, cwd: &'static str| {
+        let server = &server;
+        async move {
+            let call = if cwd.is_empty() {
+                shell(line)
+            } else {
+                in_dir(line, cwd)
+            };
+            evaluate(server, "alice-token", call, Some(waiting("s2", None))).await
+        }
+    };
+    let same = again("python3 build.py", "/home/alice/projA").await;
+    assert_eq!(same.outcome(), pb::Outcome::Allow, "{}", same.message);
+    for (line, cwd) in [
+        ("python3 build.py", "/home/alice/projB"),
+        ("python3 build.py", "/home/alice/projA/sub"),
+        ("python3 build.py", ""),
+        ("python3 build.py --evil", "/home/alice/projA"),
+    ] {
+        let d = again(line, cwd).await;
+        assert_eq!(d.outcome(), pb::Outcome::Ask, "{line} in {cwd:?}");
+    }
+
+    // for the session: of the principal and client that asked, not of whoever names it
+    let d = evaluate(
+        &server,
+        "alice-token",
+        shell("make test"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    approve(
+        &server,
+        "admin-token",
+        &ticket(&d),
+        pb::ApprovalScope::Session,
+        0,
+    )
+    .await
+    .unwrap();
+    let same = evaluate(
+        &server,
+        "alice-token",
+        shell("make test"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    assert_eq!(same.outcome(), pb::Outcome::Allow, "{}", same.message);
+    // the team's service token acting for alice, with her session id
+    let other = evaluate_as(
+        &server,
+        "service-token",
+        "alice",
+        shell("make test"),
+        waiting("s1", None),
+    )
+    .await;
+    assert_eq!(other.outcome(), pb::Outcome::Ask, "{}", other.message);
+    // another client claiming the session
+    let codex = pb::ApprovalCapability {
+        client: "codex".into(),
+        ..waiting("s1", None)
+    };
+    let other = evaluate(&server, "alice-token", shell("make test"), Some(codex)).await;
+    assert_eq!(other.outcome(), pb::Outcome::Ask, "{}", other.message);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn adding_to_the_allowlist_adds_exactly_the_call_never_a_wrapped_or_broader_entry() {
+    let (server, _dir) = start().await;
+    team(&server, settings(pb::ApprovalMode::Always, 60)).await;
+    let d = evaluate(
+        &server,
+        "alice-token",
+        shell("timeout 60 npm test"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    let a = approve(
+        &server,
+        "admin-token",
+        &ticket(&d),
+        pb::ApprovalScope::Allowlist,
+        0,
+    )
+    .await
+    .unwrap();
+    assert_eq!(a.allowlist_entry, "timeout 60 npm test");
+    let allowed = server
+        .admin("admin-token")
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .settings
+        .unwrap()
+        .auto_run_controls
+        .unwrap()
+        .allowed;
+    assert_eq!(allowed, ["git status", "timeout 60 npm test"]);
+    let now = evaluate(&server, "alice-token", shell("timeout 60 npm test"), None).await;
+    assert_eq!(now.outcome(), pb::Outcome::Allow, "{}", now.message);
+    for broader in ["npm test", "npm test -- --evil", "timeout 600 npm test"] {
+        let d = evaluate(&server, "bob-token", shell(broader), None).await;
+        assert_eq!(d.outcome(), pb::Outcome::Ask, "{broader}");
+    }
+    // a call holding a secret: its entry would hold the marker, not the call
+    let d = evaluate(
+        &server,
+        "alice-token",
+        shell("mysql -pTr0ub4dor app"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    let e = approve(
+        &server,
+        "admin-token",
+        &ticket(&d),
+        pb::ApprovalScope::Allowlist,
+        0,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    assert!(e.message().contains("secret"), "{}", e.message());
+    assert!(!e.message().contains("Tr0ub4dor"), "{}", e.message());
+    server.stop().await;
+}
+
+/// Polls a request until it reaches `state`, within the deadline.
+async fn until_state(server: &TestServer, id: &str, state: pb::ApprovalState) -> pb::Approval {
+    let start = tokio::time::Instant::now();
+    loop {
+        let a = approvals(server, "admin-token")
+            .get_approval(pb::GetApprovalRequest {
+                request_id: id.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .approval
+            .unwrap();
+        if a.state() == state {
+            return a;
+        }
+        assert!(
+            start.elapsed() < STEP,
+            "{id} is {:?}, not {state:?}",
+            a.state()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_request_whose_caller_went_away_is_abandoned_and_cannot_be_approved() {
+    let (server, _dir) = start().await;
+    team(&server, settings(pb::ApprovalMode::Always, 600)).await;
+    let d = evaluate(
+        &server,
+        "alice-token",
+        shell("make deploy"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    let id = ticket(&d);
+    // an approver following it and leaving abandons nothing
+    let (_, follower) = await_open(&server, "admin-token", &id).await;
+    drop(follower);
+    // the caller waits, then gives up
+    let (first, stream) = await_open(&server, "alice-token", &id).await;
+    assert_eq!(first.state(), pb::ApprovalState::Pending);
+    drop(stream);
+    let a = until_state(&server, &id, pb::ApprovalState::Abandoned).await;
+    let (outcome, _, message) = answer(&a);
+    assert_eq!(outcome, pb::Outcome::Deny);
+    assert!(message.contains("went away"), "{message}");
+    // out of the inbox
+    let pending = approvals(&server, "admin-token")
+        .list_approvals(pb::ListApprovalsRequest {
+            team_id: TEAM.into(),
+            pending_only: true,
+            limit: 100,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .approvals;
+    assert!(pending.iter().all(|a| a.request_id != id));
+    // and cannot be answered
+    let e = approve(&server, "admin-token", &id, pb::ApprovalScope::Once, 0)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    assert!(e.message().contains("abandoned"), "{}", e.message());
+    let e = deny(&server, "admin-token", &id, "no").await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    // audited once
+    let events = server
+        .admin("admin-token")
+        .list_audit_events(pb::ListAuditEventsRequest {
+            team_id: TEAM.into(),
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    let abandoned = events
+        .iter()
+        .filter(|e| e.kind() == pb::AuditEventKind::ApprovalAbandoned)
+        .count();
+    assert_eq!(abandoned, 1);
+
+    // a wait that ends with its answer abandons nothing
+    let d = evaluate(
+        &server,
+        "alice-token",
+        shell("make ok"),
+        Some(waiting("s1", None)),
+    )
+    .await;
+    let id = ticket(&d);
+    let (_, mut stream) = await_open(&server, "alice-token", &id).await;
+    approve(&server, "admin-token", &id, pb::ApprovalScope::Once, 0)
+        .await
+        .unwrap();
+    let a = next_approval(&mut stream).await;
+    assert_eq!(a.state(), pb::ApprovalState::Approved);
+    drop(stream);
+    server.stop().await;
+}

@@ -188,6 +188,18 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
   );
 }
 
+/** Why a preview stopped before the window's oldest call, in people's words. */
+function cutShortText(why: string | undefined): string {
+  switch (why) {
+    case "PREVIEW_CUT_SHORT_TIME":
+      return "Cut short: the preview ran out of time (decision_log.preview_max_ms), so only the newest calls were decided again.";
+    case "PREVIEW_CUT_SHORT_RECORDS":
+      return "Cut short: the window holds more calls than one preview decides (decision_log.preview_max_records), so only the newest were decided again.";
+    default:
+      return "Cut short: only the newest calls of the window were decided again.";
+  }
+}
+
 function renderPreview(el: HTMLElement, p: Preview): void {
   fill(
     el,
@@ -197,6 +209,7 @@ function renderPreview(el: HTMLElement, p: Preview): void {
       { id: "impact-summary" },
       `${num(p.decided)} logged calls decided again: ${num(p.changed)} would change outcome, ${num(p.unchanged)} would not, ${num(p.unknown)} cannot be decided again.`,
     ),
+    p.truncated ? h("p", { id: "impact-cut-short", class: "muted" }, cutShortText(p.cutShort)) : null,
     (p.groups ?? []).length === 0
       ? null
       : h(

@@ -18,5 +18,5 @@ pub mod store;
 pub mod telemetry;
 pub mod tls;
 
-pub use toolgate_core::{ids, policy};
+pub use toolgate_core::{ids, policy, secrets};
 pub use toolgate_proto as proto;

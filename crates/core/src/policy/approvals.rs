@@ -174,10 +174,29 @@ pub fn check_webhook_url(text: &str) -> Result<(), String> {
     crate::secure_url::check_secure_url(text, "https://hooks.example.com/toolgate")
 }
 
-/// What a grant is bound to: the same call, spelt one way whatever the client wrote.
-/// An MCP call by its resolved `server:tool` (and action), a command line by its
-/// exact text, a deletion by its path.
-pub fn call_key(call: &Call) -> String {
+/// What a grant is bound to: the same call, spelt one way whatever the client wrote,
+/// in the same working directory. An MCP call by its resolved `server:tool` (and
+/// action), a command line by its exact text, a deletion by its path; then the
+/// directory the client said it works in (none is a directory of its own: a call
+/// that names none matches only a grant made for one that named none).
+pub fn call_key(call: &Call, cwd: Option<&str>) -> String {
+    let call = call_spelling(call);
+    // the spelling's length first: no line and directory can spell another pair
+    match cwd {
+        Some(cwd) => format!("{}:{call}\ncwd:{cwd}", call.len()),
+        None => format!("{}:{call}\nno cwd", call.len()),
+    }
+}
+
+/// What a session grant's session is: the session id the client sent, bound to the
+/// principal that authenticated the request and the client it said it is. The server
+/// sees no session begin or end, so the id alone is the caller's to choose; with the
+/// principal, a grant made for one token's session is never another token's.
+pub fn session_binding(principal: &str, client: &str, session: &str) -> String {
+    format!("{principal}\u{1f}{client}\u{1f}{session}")
+}
+
+fn call_spelling(call: &Call) -> String {
     match call {
         Call::Mcp { server, tool } => format!("mcp:{server}:{tool}"),
         Call::McpAction {
@@ -391,18 +410,46 @@ mod tests {
 
     #[test]
     fn internal_names_key_as_their_server_and_tool() {
-        let a = call_key(&Call::McpInternal {
-            name: "mcp__github__create_issue".into(),
-            fallback_server: "x".into(),
-        });
-        let b = call_key(&Call::Mcp {
-            server: "github".into(),
-            tool: "create_issue".into(),
-        });
+        let a = call_key(
+            &Call::McpInternal {
+                name: "mcp__github__create_issue".into(),
+                fallback_server: "x".into(),
+            },
+            None,
+        );
+        let b = call_key(
+            &Call::Mcp {
+                server: "github".into(),
+                tool: "create_issue".into(),
+            },
+            None,
+        );
         assert_eq!(a, b);
         assert_ne!(
-            call_key(&Call::Shell("a".into())),
-            call_key(&Call::DeleteFile("a".into()))
+            call_key(&Call::Shell("a".into()), None),
+            call_key(&Call::DeleteFile("a".into()), None)
+        );
+    }
+
+    #[test]
+    fn keys_hold_the_directory_and_sessions_the_principal() {
+        let build = Call::Shell("python3 build.py".into());
+        let a = call_key(&build, Some("/home/u/projA"));
+        assert_ne!(a, call_key(&build, Some("/home/u/projB")));
+        assert_ne!(a, call_key(&build, None));
+        assert_ne!(a, call_key(&build, Some("/home/u/projA/")));
+        // a line cannot spell another directory into its key
+        let sneaky = Call::Shell("python3 build.py\ncwd:/home/u/projA".into());
+        assert_ne!(call_key(&sneaky, None), a);
+        let split = Call::Shell("python3".into());
+        assert_ne!(call_key(&split, Some(" build.py\ncwd:/home/u/projA")), a);
+        assert_ne!(
+            session_binding("alice", "claude-code", "s1"),
+            session_binding("alice-ci", "claude-code", "s1")
+        );
+        assert_ne!(
+            session_binding("alice", "codex", "s1"),
+            session_binding("alice", "claude-code", "s1")
         );
     }
 

@@ -315,6 +315,11 @@ pub struct DecisionLogConfig {
     /// when the disk fills, so the kill switch, token revocation and settings writes
     /// still commit while decision records wait; 0 keeps none.
     pub disk_reserve_bytes: u64,
+    /// Most records one impact preview decides again (the newest of its window).
+    pub preview_max_records: u64,
+    /// Milliseconds one impact preview may take; past it, it answers with what it decided
+    /// so far, marked cut short.
+    pub preview_max_ms: u64,
 }
 
 impl Default for DecisionLogConfig {
@@ -334,6 +339,8 @@ impl Default for DecisionLogConfig {
             deny_max_records_per_team: 1_000_000,
             max_pruned_per_pass: 1_000_000,
             disk_reserve_bytes: 64 * 1024 * 1024,
+            preview_max_records: 200_000,
+            preview_max_ms: 10_000,
         }
     }
 }
@@ -357,6 +364,8 @@ impl DecisionLogConfig {
             ("deny_max_age_days", self.deny_max_age_days),
             ("deny_max_records_per_team", self.deny_max_records_per_team),
             ("max_pruned_per_pass", self.max_pruned_per_pass),
+            ("preview_max_records", self.preview_max_records),
+            ("preview_max_ms", self.preview_max_ms),
         ] {
             if value == 0 {
                 problems.push(format!(

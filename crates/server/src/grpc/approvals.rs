@@ -23,6 +23,7 @@ fn state_to_pb(s: ApprovalState) -> pb::ApprovalState {
         ApprovalState::Approved => pb::ApprovalState::Approved,
         ApprovalState::Denied => pb::ApprovalState::Denied,
         ApprovalState::Expired => pb::ApprovalState::Expired,
+        ApprovalState::Abandoned => pb::ApprovalState::Abandoned,
     }
 }
 

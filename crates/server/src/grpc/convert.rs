@@ -108,7 +108,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Wat
 }
 
 /// The audit trail's kinds as the store writes them, beside their enum values.
-const AUDIT_KINDS: [(pb::AuditEventKind, &str); 13] = [
+const AUDIT_KINDS: [(pb::AuditEventKind, &str); 14] = [
     (
         pb::AuditEventKind::AdminSettingsUpdated,
         "admin_settings_updated",
@@ -151,6 +151,10 @@ const AUDIT_KINDS: [(pb::AuditEventKind, &str); 13] = [
     (
         pb::AuditEventKind::ApprovalExpired,
         crate::service::AUDIT_APPROVAL_EXPIRED,
+    ),
+    (
+        pb::AuditEventKind::ApprovalAbandoned,
+        crate::service::AUDIT_APPROVAL_ABANDONED,
     ),
 ];
 

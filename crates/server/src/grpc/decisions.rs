@@ -152,7 +152,12 @@ fn impact_to_pb(i: Impact) -> pb::PreviewTeamAdminSettingsResponse {
         revision: i.revision,
         window_start: timestamp(i.window_start_ms),
         window_end: timestamp(i.window_end_ms),
-        truncated: i.truncated,
+        truncated: i.cut_short.is_some(),
+        cut_short: match i.cut_short {
+            None => pb::PreviewCutShort::Unspecified,
+            Some(crate::service::CutShort::Records) => pb::PreviewCutShort::Records,
+            Some(crate::service::CutShort::Time) => pb::PreviewCutShort::Time,
+        } as i32,
     }
 }
 

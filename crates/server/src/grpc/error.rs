@@ -38,6 +38,7 @@ impl From<ServiceError> for Status {
             e @ ServiceError::Conflict { .. } => Status::aborted(e.to_string()),
             ServiceError::FailedPrecondition(m) => Status::failed_precondition(m),
             ServiceError::Unavailable(m) => Status::unavailable(m),
+            ServiceError::ResourceExhausted(m) => Status::resource_exhausted(m),
             ServiceError::Internal(detail) => {
                 // the detail may name files or queries: log it, answer generically
                 error!(error = %detail, "internal error");

@@ -365,6 +365,7 @@ impl PolicyService for Api {
             session_id: Some(a.session_id)
                 .filter(|s| !s.is_empty())
                 .or(agent.session.clone()),
+            cwd: args.cwd.clone(),
         });
         let (decision, ticket) = self
             .service

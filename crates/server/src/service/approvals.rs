@@ -6,7 +6,7 @@
 //! replicas cannot both answer; every replica hears of it through the hub's approval
 //! notices (PostgreSQL NOTIFY between replicas) and re-reads the store.
 
-use super::decisions::{DecisionSource, Origin};
+use super::decisions::{DecisionSource, Origin, Shown};
 use super::webhook::WebhookEvent;
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, Role, authorize};
@@ -15,7 +15,11 @@ use crate::policy::approvals::{
     self, AnswerRefusal, Answerer, ApprovalSettings, call_key, call_summary, may_answer,
 };
 use crate::policy::roles::AgentSpec;
-use crate::policy::{AddOutcome, AdminControls, Call, Candidate, Decision, Outcome, Reason};
+use crate::policy::{
+    AddOutcome, AdminControls, Call, Candidate, CompiledAdmin, CompiledUser, Decision, Outcome,
+    Reason, decide_at,
+};
+use crate::secrets;
 use crate::store::{
     Answer, Answered, ApprovalRecord, ApprovalState, NewApproval, NewGrant, now_ms,
 };
@@ -35,6 +39,12 @@ const MAX_LABEL: usize = 128;
 pub const MAX_LIST: u32 = 1000;
 /// Pending requests a team may hold at once: a member's agent cannot fill the store.
 pub const MAX_PENDING_PER_TEAM: u32 = 1000;
+/// The longest working directory a grant is bound to.
+const MAX_CWD_BYTES: usize = 4096;
+/// How long a request stays pending once its last waiter went away, for that waiter
+/// to come back (a client resumes a broken wait within two seconds); then it is
+/// abandoned.
+const ABANDON_GRACE: Duration = Duration::from_secs(3);
 
 /// What a caller of `Evaluate` can do with an ASK that goes central.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +53,8 @@ pub struct ApprovalAsk {
     pub interactive: Option<bool>,
     pub client: String,
     pub session_id: Option<String>,
+    /// The client's working directory: a grant is for calls in it only.
+    pub cwd: Option<String>,
 }
 
 /// Where a request was made: the id to wait on and its deadline.
@@ -135,6 +147,14 @@ fn answer_of(r: &ApprovalRecord, state: ApprovalState) -> Option<(Outcome, Reaso
                 r.answer_reason.as_deref().unwrap_or("no reason given")
             ),
         )),
+        ApprovalState::Abandoned => Some((
+            Outcome::Deny,
+            Reason::ApprovalExpired,
+            format!(
+                "{what} is denied: the call that waited for approval request {} went away (its hook or proxy gave up) before anyone answered; the agent must make it again",
+                r.new.request_id
+            ),
+        )),
         ApprovalState::Expired => {
             let secs = (r.new.deadline_ms - r.new.created_at_ms).max(0) / 1000;
             Some((
@@ -171,6 +191,44 @@ pub fn call_to_json(call: &Call) -> Value {
         Call::Shell(line) => json!({"kind": "shell", "command": line}),
         Call::DeleteFile(path) => json!({"kind": "delete_file", "path": path}),
     }
+}
+
+/// A request's call as stored: masked, with the original's SHA-256 and length and
+/// whether the masked call decides as it did.
+fn shown_to_json(shown: &Shown<'_>, cwd: Option<&str>) -> Value {
+    let mut v = call_to_json(shown.call());
+    if let Some(cwd) = cwd {
+        v["cwd"] = secrets::mask(cwd).into_owned().into();
+    }
+    if !shown.sha256.is_empty() {
+        v["sha256"] = shown.sha256.clone().into();
+        v["bytes"] = shown.bytes.into();
+        v["redecidable"] = shown.masked.redecidable.into();
+    }
+    v
+}
+
+/// [`shown_to_json`] read back (a request stored before masking kept its call whole).
+fn shown_from_json<'a>(v: &Value, call: &'a Call) -> Shown<'a> {
+    match v.get("sha256").and_then(Value::as_str) {
+        Some(sha) => Shown::kept(
+            call,
+            v.get("redecidable").and_then(Value::as_bool) == Some(true),
+            sha.to_owned(),
+            v.get("bytes")
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0),
+        ),
+        None => Shown::of(call),
+    }
+}
+
+/// What a grant is keyed by in the store: the SHA-256 of the call spelt one way
+/// (the spelling holds the command line, whose secrets are never stored).
+fn grant_key(call: &Call, cwd: Option<&str>) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(call_key(call, cwd).as_bytes()))
 }
 
 pub fn call_from_json(v: &Value) -> Option<Call> {
@@ -294,11 +352,28 @@ impl Service {
             Some(s) if !s.is_empty() => Some(check_id("approval.session_id", s)?.into_owned()),
             _ => None,
         };
-        let key = call_key(call);
+        let cwd = ask.cwd.as_deref().filter(|c| !c.is_empty());
+        if let Some(cwd) = cwd
+            && (cwd.len() > MAX_CWD_BYTES || cwd.chars().any(char::is_control))
+        {
+            return Err(ServiceError::invalid(
+                "call.arguments.cwd",
+                format!(
+                    "must be at most {MAX_CWD_BYTES} bytes without control characters: send the directory the agent works in"
+                ),
+            ));
+        }
+        let key = grant_key(call, cwd);
+        // a session grant is the session of this principal and client only
+        let bound = session
+            .as_deref()
+            .map(|s| approvals::session_binding(&p.name, &client, s));
+        // the request, its webhook and its records show the call masked
+        let shown = Shown::of(call);
         let now = now_ms();
         if let Some((by, until)) = self
             .store
-            .find_grant(team, user, session.as_deref(), &key, now)
+            .find_grant(team, user, bound.as_deref(), &key, now)
             .await?
         {
             let granted = Decision {
@@ -306,7 +381,7 @@ impl Service {
                 reason: Reason::Approved,
                 detail: Some(Arc::from(format!(
                     "{} may run: approved by {by} until {}",
-                    call_summary(call, SUMMARY_CHARS),
+                    call_summary(shown.call(), SUMMARY_CHARS),
                     rfc3339(until)
                 ))),
                 candidates: Vec::new(),
@@ -323,7 +398,7 @@ impl Service {
             };
             let decided = (Outcome::Allow, Reason::Approved, Some(by.as_str()));
             if let Some(record) =
-                self.decision_record(p, team, user, &agent, &origin, revision, call, decided)
+                self.decision_record(p, team, user, &agent, &origin, revision, &shown, decided)
             {
                 self.log_decision(record, false).await;
             }
@@ -353,10 +428,10 @@ impl Service {
             agent_id: agent_id.unwrap_or_default().to_owned(),
             client,
             session_id: session.unwrap_or_default(),
-            call: call_to_json(call),
+            call: shown_to_json(&shown, cwd),
             call_key: key,
-            summary: call_summary(call, SUMMARY_CHARS),
-            decision: decision_to_json(&decision, call, revision),
+            summary: call_summary(shown.call(), SUMMARY_CHARS),
+            decision: decision_to_json(&secrets::mask_decision(&decision), shown.call(), revision),
             created_at_ms: now,
             deadline_ms: deadline,
         };
@@ -536,6 +611,9 @@ impl Service {
                 "approval request {id} expired at {}: its call was refused; the agent must make it again",
                 rfc3339(record.new.deadline_ms)
             ))),
+            ApprovalState::Abandoned => Err(ServiceError::FailedPrecondition(format!(
+                "approval request {id} was abandoned at {at}: the call that waited for it went away (its hook or proxy gave up), so approving it would let nothing run; the agent must make the call again"
+            ))),
         }
     }
 
@@ -589,7 +667,11 @@ impl Service {
                 }
                 // a session has no end the server sees: the team's longest grant bounds it
                 answer.grant = Some(NewGrant {
-                    session_id: Some(record.new.session_id.clone()),
+                    session_id: Some(approvals::session_binding(
+                        &record.new.principal,
+                        &record.new.client,
+                        &record.new.session_id,
+                    )),
                     expires_at_ms: until(max_grant),
                 });
             }
@@ -694,6 +776,7 @@ impl Service {
         };
         let matched = r.allowlist_entry.as_deref();
         let decided = (outcome, reason, matched);
+        let shown = shown_from_json(&r.new.call, &call);
         if let Some(record) = self.decision_record(
             approver,
             &r.new.team_id,
@@ -701,7 +784,7 @@ impl Service {
             &agent,
             &origin,
             revision,
-            &call,
+            &shown,
             decided,
         ) {
             self.log_decision(record, outcome == Outcome::Deny).await;
@@ -741,6 +824,8 @@ impl Service {
             })
             .unwrap_or_default();
         let call = call_from_json(&record.new.call);
+        let cwd = record.new.call.get("cwd").and_then(Value::as_str);
+        let id = record.new.request_id.as_str();
         // the admin's list where it decides (a NOT_IN_ADMIN_ALLOWLIST call names no
         // candidate: its server and tool are the entry)
         let admin_mcp = match (reason, &call) {
@@ -781,15 +866,33 @@ impl Service {
                     change.settings.revision,
                 ));
             } else if !commands.is_empty() && controlled {
-                for c in &commands {
+                let eff = self.hub.effective(team, user).await?;
+                let needed = needed_commands(id, &commands, &record.new.call, |extra| {
+                    let mut c = controls.clone();
+                    c.allowed.extend(extra.iter().cloned());
+                    let admin = CompiledAdmin::compile(&c).ok()?;
+                    let call = call.as_ref()?;
+                    let files = &eff.tool_actions;
+                    Some(decide_at(files, &admin, &eff.user.compiled, call, cwd))
+                })?;
+                for c in &needed {
                     if !controls.allowed.contains(c) {
                         controls.allowed.push(c.clone());
                     }
                 }
-                commands.join(", ")
+                needed.join(", ")
             } else if !commands.is_empty() {
                 let eff = self.hub.effective(team, user).await?;
                 let mut settings = eff.user.stored.doc.clone();
+                let needed = needed_commands(id, &commands, &record.new.call, |extra| {
+                    let mut s = settings.clone();
+                    s.command_allowlist.extend(extra.iter().cloned());
+                    let user = CompiledUser::compile(&s).ok()?;
+                    let call = call.as_ref()?;
+                    let files = &eff.tool_actions;
+                    Some(decide_at(files, &eff.admin.compiled, &user, call, cwd))
+                })?;
+                let commands = needed;
                 for c in &commands {
                     if !settings.command_allowlist.contains(c) {
                         settings.command_allowlist.push(c.clone());
@@ -839,7 +942,10 @@ impl Service {
         let team: Arc<str> = Arc::from(record.new.team_id.as_str());
         let heartbeat = self.heartbeat;
         let shutdown = self.shutdown.clone();
+        // only the principal that asked is the waiting caller (an approver may follow too)
+        let waits = p.name == record.new.principal;
         Ok(async_stream::try_stream! {
+            let mut waiting = waits.then(|| Waiting::new(this.clone(), &id));
             let mut record = record;
             let mut sent_first = false;
             loop {
@@ -854,6 +960,9 @@ impl Service {
                     yield AwaitEvent::Approval(Box::new(view.clone()));
                 }
                 if done {
+                    if let Some(w) = waiting.as_mut() {
+                        w.answered = true;
+                    }
                     return;
                 }
                 let wait = Duration::from_millis(
@@ -993,6 +1102,147 @@ pub enum WatchApprovalsEvent {
     Snapshot(Vec<ApprovalView>),
     Approval(Box<ApprovalView>),
     Heartbeat,
+}
+
+/// The fewest of a request's command candidates that, added in order, let its call
+/// by: one an entry added before it already covers (`npm test`, run by `timeout 60
+/// npm test`) is left out, so nothing broader than the call is allowed. `decide`
+/// decides the call with the given entries added. A candidate holding a masked secret
+/// (or a call kept masked that decides otherwise) names no real entry: refused.
+fn needed_commands(
+    id: &str,
+    candidates: &[String],
+    stored_call: &Value,
+    decide: impl Fn(&[String]) -> Option<Decision>,
+) -> Result<Vec<String>, ServiceError> {
+    let masked = candidates.iter().any(|c| secrets::holds_marker(c))
+        || stored_call.get("redecidable").and_then(Value::as_bool) == Some(false);
+    if masked {
+        return Err(ServiceError::FailedPrecondition(format!(
+            "the call of request {id} holds a secret, which the request keeps masked, so the allowlist entry it needs cannot be written from it: approve it once, for the session or for a duration, or add the entry by hand"
+        )));
+    }
+    let mut chosen: Vec<String> = Vec::new();
+    for c in candidates {
+        let needed = decide(&chosen).is_none_or(|d| {
+            d.candidates
+                .iter()
+                .any(|k| matches!(k, Candidate::Command(t) if t == c))
+        });
+        if needed {
+            chosen.push(c.clone());
+        }
+    }
+    if chosen.is_empty() {
+        return Err(ServiceError::FailedPrecondition(format!(
+            "the call of request {id} needs no allowlist entry as the lists stand now: approve it once"
+        )));
+    }
+    Ok(chosen)
+}
+
+/// The approval waits open on this replica, by request id.
+#[derive(Debug, Default)]
+pub(super) struct Waiters(std::sync::Mutex<std::collections::HashMap<String, usize>>);
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a wait on `id` is open.
+    fn waiting(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+}
+
+/// One open wait of the caller that asked. When it ends without the answer (the
+/// caller went away; not the server stopping) and no other wait on the request opens
+/// within [`ABANDON_GRACE`], the request is abandoned: it leaves the inbox and cannot
+/// be approved, since its call will never run.
+struct Waiting {
+    service: Arc<Service>,
+    id: String,
+    answered: bool,
+}
+
+impl Waiting {
+    fn new(service: Arc<Service>, id: &str) -> Self {
+        *service
+            .approval_waiters
+            .lock()
+            .entry(id.to_owned())
+            .or_default() += 1;
+        Self {
+            service,
+            id: id.to_owned(),
+            answered: false,
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let last = {
+            let mut open = self.service.approval_waiters.lock();
+            match open.get_mut(&self.id) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                _ => {
+                    open.remove(&self.id);
+                    true
+                }
+            }
+        };
+        let stopping = self.service.shutdown.is_cancelled();
+        if self.answered || !last || stopping {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let service = self.service.clone();
+        let id = std::mem::take(&mut self.id);
+        runtime.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(ABANDON_GRACE) => {}
+                () = service.shutdown.cancelled() => return,
+            }
+            if !service.approval_waiters.waiting(&id) {
+                service.abandon(&id).await;
+            }
+        });
+    }
+}
+
+impl Service {
+    /// Marks a pending request abandoned (once, on any replica).
+    async fn abandon(&self, id: &str) {
+        let answer = Answer {
+            state: ApprovalState::Abandoned,
+            by: String::new(),
+            at_ms: now_ms(),
+            scope: None,
+            grant: None,
+            reason: None,
+            allowlist_entry: None,
+            allowlist_revision: None,
+        };
+        match self.store.answer_approval(id, &answer).await {
+            Ok(Answered::Now(r)) => {
+                self.hub.approvals_changed(&r.new.team_id);
+                tracing::info!(request = %id, "approval request abandoned: the call that waited for it went away");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, request = %id, "cannot mark an approval request abandoned: it stays pending until its deadline")
+            }
+        }
+    }
 }
 
 /// The webhook's JSON: the request, and a Slack-compatible `text`.

@@ -2,12 +2,14 @@
 //! seed 004's roles when it names an agent; DENYs to the audit trail), and
 //! `tools/list` filtering.
 
-use super::decisions::{DecisionSource, Origin, check_client};
+use super::decisions::{DecisionSource, Origin, Shown, check_client};
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
 use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError};
+use crate::secrets;
+use std::borrow::Cow;
 
 impl Service {
     pub async fn effective(
@@ -132,13 +134,29 @@ impl Service {
         // a batch's DENY records are journaled together: one wait for the disk
         let mut denied = Vec::new();
         for (call, d) in calls.iter().zip(&decisions) {
+            // every record of the call is built from it masked: secrets are never kept
+            let shown = Shown::of(call);
             let decided = (d.outcome, d.reason, d.matched_entry.as_deref());
             let logged =
-                self.decision_record(p, team, user, agent, origin, eff.revision, call, decided);
-            if d.outcome == Outcome::Deny {
-                self.deny_records(p, team, user, eff.revision, call, d, logged, &mut denied);
+                self.decision_record(p, team, user, agent, origin, eff.revision, &shown, decided);
+            let shown_d = if shown.masked.masked() {
+                secrets::mask_decision(d)
             } else {
-                self.audit_decision(p, team, user, eff.revision, call, d)
+                Cow::Borrowed(d)
+            };
+            if d.outcome == Outcome::Deny {
+                self.deny_records(
+                    p,
+                    team,
+                    user,
+                    eff.revision,
+                    shown.call(),
+                    &shown_d,
+                    logged,
+                    &mut denied,
+                );
+            } else {
+                self.audit_decision(p, team, user, eff.revision, shown.call(), &shown_d)
                     .await;
                 if let Some(record) = logged {
                     self.log_decision(record, false).await;

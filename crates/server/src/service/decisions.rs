@@ -3,7 +3,7 @@
 //! within the caller's scope, and a team's logged calls are decided again under
 //! proposed controls (the impact preview).
 //!
-//! A record keeps a command line or path whole up to
+//! A record keeps a command line or path, its secrets masked ([`Shown`]), whole up to
 //! `decision_log.max_stored_command_bytes`, because the impact preview must decide the
 //! call again; it hands out only an excerpt with the length and SHA-256, as the DENY
 //! audit records do, to admins as to members: the whole text stays in the store.
@@ -17,13 +17,15 @@ use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
 };
+use crate::secrets;
 use crate::store::{
     DecisionQuery, NewDecision, PackedDecision, Retention, Store, StoredDecision, TEXT_COUNT,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -41,8 +43,6 @@ pub const MAX_WINDOW: Duration = Duration::from_secs(90 * 24 * 3600);
 /// Examples per group when none is asked for, and the most.
 pub const DEFAULT_EXAMPLES: usize = 3;
 pub const MAX_EXAMPLES: usize = 20;
-/// Records the impact preview decides again at most (the newest of the window).
-pub const PREVIEW_MAX_RECORDS: usize = 200_000;
 
 /// Where a decision was asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -221,8 +221,134 @@ pub struct Impact {
     pub revision: u64,
     pub window_start_ms: i64,
     pub window_end_ms: i64,
-    /// The window held more than `PREVIEW_MAX_RECORDS` (200,000): only the newest were decided again.
-    pub truncated: bool,
+    /// Why the preview stopped before the window's oldest record, when it did: only
+    /// the newest were decided again.
+    pub cut_short: Option<CutShort>,
+}
+
+/// Why an impact preview stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutShort {
+    /// The window held more than `decision_log.preview_max_records`.
+    Records,
+    /// It ran past `decision_log.preview_max_ms`.
+    Time,
+}
+
+/// The teams whose impact preview is running.
+#[derive(Debug, Default)]
+pub(super) struct Previews(std::sync::Mutex<std::collections::HashSet<String>>);
+
+/// A team's place in [`Previews`], held while its preview runs.
+struct PreviewSlot<'a> {
+    running: &'a Previews,
+    team: String,
+}
+
+impl<'a> PreviewSlot<'a> {
+    /// The team's place, or a refusal when one of its previews is running: a second
+    /// is refused at once rather than queued, so previews cannot pile up.
+    fn take(running: &'a Previews, team: &str) -> Result<Self, ServiceError> {
+        let mut teams = running
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !teams.insert(team.to_owned()) {
+            return Err(ServiceError::ResourceExhausted(format!(
+                "an impact preview of team {team:?} is already running: wait for its answer, then preview again"
+            )));
+        }
+        Ok(Self {
+            running,
+            team: team.to_owned(),
+        })
+    }
+}
+
+impl Drop for PreviewSlot<'_> {
+    fn drop(&mut self) {
+        self.running
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.team);
+    }
+}
+
+/// Set when the preview's caller goes away (its future is dropped): the page being
+/// decided on the blocking pool stops at its next record.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What a preview carries from page to page (moved to the blocking pool and back).
+struct PreviewRun {
+    impact: Impact,
+    tally: Tally,
+    users: HashMap<String, super::Effective>,
+    proposed_admin: CompiledAdmin,
+    proposed_defaults: Option<CompiledUser>,
+    seen: u64,
+}
+
+impl PreviewRun {
+    /// Decides one page of records again, newest first, within the budget; `false`
+    /// once the preview must stop (a budget reached, or the caller gone).
+    fn page(
+        &mut self,
+        page: Vec<StoredDecision>,
+        max_records: u64,
+        deadline: Instant,
+        cancelled: &AtomicBool,
+    ) -> bool {
+        for (i, record) in page.into_iter().enumerate() {
+            if self.seen == max_records {
+                self.impact.cut_short = Some(CutShort::Records);
+                return false;
+            }
+            // the clock is read every few records: a record takes microseconds
+            if i % 32 == 0 {
+                if cancelled.load(Ordering::Relaxed) {
+                    return false;
+                }
+                if Instant::now() >= deadline {
+                    self.impact.cut_short = Some(CutShort::Time);
+                    return false;
+                }
+            }
+            self.seen += 1;
+            self.impact.decided += 1;
+            let Some(call) = stored_call(&record.decision) else {
+                self.impact.unknown += 1;
+                continue;
+            };
+            let Some(eff) = self.users.get(&record.decision.user_id) else {
+                self.impact.unknown += 1;
+                continue;
+            };
+            let user_now = &eff.user.compiled;
+            // a user who never wrote settings of their own decides with the
+            // team's defaults, which the proposal may change too
+            let user_then = match (&self.proposed_defaults, eff.user.stored.revision) {
+                (Some(defaults), 0) => defaults,
+                _ => user_now,
+            };
+            let files = &eff.tool_actions;
+            let before = redecide(files, &eff.admin.compiled, user_now, &record, &call);
+            let after = redecide(files, &self.proposed_admin, user_then, &record, &call);
+            if before.0 == after.0 {
+                self.impact.unchanged += 1;
+            } else {
+                self.impact.changed += 1;
+                self.tally.add(before.0, after, &record);
+            }
+        }
+        true
+    }
 }
 
 impl Service {
@@ -242,7 +368,7 @@ impl Service {
         agent: &'a AgentSpec,
         origin: &'a Origin,
         revision: u64,
-        call: &'a Call,
+        call: &'a Shown<'a>,
         (outcome, reason, matched): (Outcome, Reason, Option<&'a str>),
     ) -> Option<DecisionRecord<'a>> {
         let log = &self.decision_log;
@@ -311,6 +437,7 @@ impl Service {
                 server: server.to_owned(),
                 tool: tool.name.clone(),
             };
+            let call = Shown::of(&call);
             let agent = AgentSpec::default();
             let decided = (tool.outcome, tool.reason, tool.matched_entry.as_deref());
             let Some(record) =
@@ -496,16 +623,29 @@ impl Service {
             })?),
             None => None,
         };
+        // one preview per team at a time, within a record and a time budget, decided
+        // on the blocking pool, stopped when the caller goes away
+        let _slot = PreviewSlot::take(&self.previews, team)?;
+        let log = &self.decision_log;
+        let deadline = Instant::now() + Duration::from_millis(log.preview_max_ms);
+        let max_records = log.preview_max_records;
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let _cancel = CancelOnDrop(cancelled.clone());
         let end = super::now_ms();
         let start = end.saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
-        let mut impact = Impact {
-            revision: current.revision(),
-            window_start_ms: start,
-            window_end_ms: end,
-            ..Impact::default()
-        };
-        let mut tally = Tally::new(examples);
-        let mut users: HashMap<String, super::Effective> = HashMap::new();
+        let mut run = Some(PreviewRun {
+            impact: Impact {
+                revision: current.revision(),
+                window_start_ms: start,
+                window_end_ms: end,
+                ..Impact::default()
+            },
+            tally: Tally::new(examples),
+            users: HashMap::new(),
+            proposed_admin,
+            proposed_defaults,
+            seen: 0,
+        });
         let mut query = DecisionQuery {
             team_id: Some(team.to_owned()),
             since_ms: Some(start),
@@ -513,52 +653,47 @@ impl Service {
             limit: MAX_PAGE,
             ..DecisionQuery::default()
         };
-        let mut seen = 0usize;
-        'pages: loop {
+        loop {
+            let mut state = run.take().ok_or_else(|| {
+                ServiceError::Internal("the impact preview lost its state".into())
+            })?;
+            if Instant::now() >= deadline {
+                state.impact.cut_short = Some(CutShort::Time);
+                run = Some(state);
+                break;
+            }
             let page = self.store.list_decisions(&query).await?;
-            let Some(last) = page.last() else { break };
+            let Some(last) = page.last() else {
+                run = Some(state);
+                break;
+            };
             query.before = Some((last.decision.at_ms, last.id));
             let full = page.len() == MAX_PAGE as usize;
-            for record in page {
-                if seen == PREVIEW_MAX_RECORDS {
-                    impact.truncated = true;
-                    break 'pages;
-                }
-                seen += 1;
-                impact.decided += 1;
-                let Some(call) = stored_call(&record.decision) else {
-                    impact.unknown += 1;
-                    continue;
-                };
+            // the page's users, compiled (a cache read once each is loaded)
+            for record in &page {
                 let user = &record.decision.user_id;
-                if !users.contains_key(user) {
-                    let eff = self.hub.effective(team, user).await?;
-                    users.insert(user.clone(), eff);
-                }
-                let eff = &users[user];
-                let user_now = &eff.user.compiled;
-                // a user who never wrote settings of their own decides with the
-                // team's defaults, which the proposal may change too
-                let user_then = match (&proposed_defaults, eff.user.stored.revision) {
-                    (Some(defaults), 0) => defaults,
-                    _ => user_now,
-                };
-                let files = &eff.tool_actions;
-                let before = redecide(files, &eff.admin.compiled, user_now, &record, &call);
-                let after = redecide(files, &proposed_admin, user_then, &record, &call);
-                if before.0 == after.0 {
-                    impact.unchanged += 1;
-                } else {
-                    impact.changed += 1;
-                    tally.add(before.0, after, &record);
+                if !state.users.contains_key(user)
+                    && let Ok(eff) = self.hub.effective(team, user).await
+                {
+                    state.users.insert(user.clone(), eff);
                 }
             }
-            if !full {
+            let cancel = cancelled.clone();
+            let (state, more) = tokio::task::spawn_blocking(move || {
+                let more = state.page(page, max_records, deadline, &cancel);
+                (state, more)
+            })
+            .await
+            .map_err(|e| ServiceError::Internal(format!("the impact preview failed: {e}")))?;
+            run = Some(state);
+            if !more || !full {
                 break;
             }
         }
-        (impact.transitions, impact.groups) = tally.finish();
-        Ok(impact)
+        let mut run =
+            run.ok_or_else(|| ServiceError::Internal("the impact preview lost its state".into()))?;
+        (run.impact.transitions, run.impact.groups) = run.tally.finish();
+        Ok(run.impact)
     }
 }
 
@@ -776,9 +911,60 @@ impl DecisionRecord<'_> {
     }
 }
 
+/// A call as every record shows it: with its secrets masked (`toolgate_core::secrets`),
+/// while its SHA-256 stays the original's, so identical calls still group.
+pub(super) struct Shown<'a> {
+    pub(super) masked: secrets::MaskedCall<'a>,
+    /// Hex SHA-256 of the original command line or path; empty for MCP.
+    pub(super) sha256: String,
+    /// The original's length in bytes.
+    pub(super) bytes: usize,
+}
+
+impl<'a> Shown<'a> {
+    /// Masks `call`: the one place a record's call is taken from the call as sent.
+    pub(super) fn of(call: &'a Call) -> Self {
+        let (sha256, bytes) = match call {
+            Call::Shell(text) | Call::DeleteFile(text) => {
+                use sha2::Digest as _;
+                (
+                    hex::encode(sha2::Sha256::digest(text.as_bytes())),
+                    text.len(),
+                )
+            }
+            _ => (String::new(), 0),
+        };
+        Self {
+            masked: secrets::mask_call(call),
+            sha256,
+            bytes,
+        }
+    }
+
+    /// A call kept masked (an approval request's), with the original's digest and
+    /// length as kept beside it.
+    pub(super) fn kept(masked: &'a Call, redecidable: bool, sha256: String, bytes: usize) -> Self {
+        Self {
+            masked: secrets::MaskedCall {
+                call: Cow::Borrowed(masked),
+                redecidable,
+            },
+            sha256,
+            bytes,
+        }
+    }
+
+    pub(super) fn call(&self) -> &Call {
+        &self.masked.call
+    }
+}
+
 /// Describes a call for its record: MCP calls by server and tool, a command line or
-/// path whole up to `max_stored` bytes (else cut), with its length and SHA-256.
-fn describe_call(call: &Call, max_stored: usize) -> DescribedCall<'_> {
+/// path (masked) whole up to `max_stored` bytes, else cut, with its SHA-256. The
+/// length is the stored text's when it is whole and decides as the original, else
+/// one the stored text is shorter than, so the preview never decides it again.
+fn describe_call<'a>(shown: &'a Shown<'a>, max_stored: usize) -> DescribedCall<'a> {
+    let call = shown.call();
     fn mcp<'a>(server: &'a str, tool: &'a str, action: &'a str) -> DescribedCall<'a> {
         let subject = format!("{server}:{tool}");
         DescribedCall {
@@ -808,15 +994,21 @@ fn describe_call(call: &Call, max_stored: usize) -> DescribedCall<'_> {
         Call::Shell(line) => ("shell", line),
         Call::DeleteFile(path) => ("delete_file", path),
     };
-    use sha2::Digest as _;
+    let subject = cut(text, max_stored);
+    let whole = subject.len() == text.len() && shown.masked.redecidable;
+    let subject_bytes = if whole {
+        subject.len()
+    } else {
+        shown.bytes.max(subject.len() + 1)
+    };
     DescribedCall {
         kind,
         server: "",
         tool: "",
         action: "",
-        subject: Cow::Borrowed(cut(text, max_stored)),
-        subject_bytes: text.len() as u64,
-        subject_sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+        subject: Cow::Borrowed(subject),
+        subject_bytes: subject_bytes as u64,
+        subject_sha256: shown.sha256.clone(),
     }
 }
 
@@ -1079,6 +1271,23 @@ mod tests {
     }
 
     #[test]
+    fn one_preview_per_team_at_a_time() {
+        let running = Previews::default();
+        let a = PreviewSlot::take(&running, "acme").unwrap();
+        let second = PreviewSlot::take(&running, "acme");
+        assert!(
+            matches!(&second, Err(ServiceError::ResourceExhausted(m)) if m.contains("already running")),
+            "{:?}",
+            second.err()
+        );
+        let b = PreviewSlot::take(&running, "globex").unwrap();
+        drop(a);
+        let again = PreviewSlot::take(&running, "acme");
+        assert!(again.is_ok());
+        drop((b, again));
+    }
+
+    #[test]
     fn clients_are_short_plain_names() {
         for good in ["", "claude-code", "codex", "mcp-proxy", "gemini2"] {
             assert!(check_client(good).is_ok(), "{good}");
@@ -1092,7 +1301,8 @@ mod tests {
     fn long_commands_keep_a_cut_subject_and_cannot_be_decided_again() {
         // the record the service would log for `call`
         let record = |call: &Call| {
-            let d = describe_call(call, 256);
+            let shown = Shown::of(call);
+            let d = describe_call(&shown, 256);
             let texts = [
                 "t",
                 "u",

@@ -25,8 +25,8 @@ mod webhook;
 pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
 pub use crate::store::{
-    AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED,
-    AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+    AUDIT_APPROVAL_ABANDONED, AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED,
+    AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
 };
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use crate::store::{NewDecision, StoredDecision};
@@ -36,7 +36,7 @@ pub use approvals::{
 };
 pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
 pub use decisions::{
-    DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
+    CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
     ImpactExample, ImpactGroup, Origin, check_client, outcome_name, parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};
@@ -84,6 +84,10 @@ pub enum ServiceError {
     FailedPrecondition(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A bounded resource is in use (a team's impact preview already running):
+    /// retrying later helps.
+    #[error("{0}")]
+    ResourceExhausted(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -185,6 +189,10 @@ pub struct Service {
     relayed: tokio::sync::broadcast::Sender<decisions::Relayed>,
     /// The approvals' outgoing webhook (never waited on).
     webhook: webhook::Webhook,
+    /// The approval waits open here, so a request whose caller went away is abandoned.
+    approval_waiters: approvals::Waiters,
+    /// The teams whose impact preview is running: one at a time per team.
+    previews: decisions::Previews,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -275,6 +283,8 @@ impl Service {
             decision_log,
             relayed,
             webhook: webhook::Webhook::start(WebhookLimits::default()),
+            approval_waiters: approvals::Waiters::default(),
+            previews: decisions::Previews::default(),
         }
     }
 

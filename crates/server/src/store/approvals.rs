@@ -22,6 +22,7 @@ pub const AUDIT_APPROVAL_REQUESTED: &str = "approval_requested";
 pub const AUDIT_APPROVAL_APPROVED: &str = "approval_approved";
 pub const AUDIT_APPROVAL_DENIED: &str = "approval_denied";
 pub const AUDIT_APPROVAL_EXPIRED: &str = "approval_expired";
+pub const AUDIT_APPROVAL_ABANDONED: &str = "approval_abandoned";
 
 /// Where a request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,6 +31,8 @@ pub enum ApprovalState {
     Approved,
     Denied,
     Expired,
+    /// The call that waited for it went away before anyone answered: it never runs.
+    Abandoned,
 }
 
 impl ApprovalState {
@@ -39,6 +42,7 @@ impl ApprovalState {
             Self::Approved => "approved",
             Self::Denied => "denied",
             Self::Expired => "expired",
+            Self::Abandoned => "abandoned",
         }
     }
 
@@ -48,6 +52,7 @@ impl ApprovalState {
             "approved" => Self::Approved,
             "denied" => Self::Denied,
             "expired" => Self::Expired,
+            "abandoned" => Self::Abandoned,
             other => return Err(StoreError::Corrupt(format!("approval state {other:?}"))),
         })
     }
@@ -58,6 +63,7 @@ impl ApprovalState {
             Self::Approved => AUDIT_APPROVAL_APPROVED,
             Self::Denied => AUDIT_APPROVAL_DENIED,
             Self::Expired => AUDIT_APPROVAL_EXPIRED,
+            Self::Abandoned => AUDIT_APPROVAL_ABANDONED,
         }
     }
 }

@@ -21,9 +21,9 @@ mod sqlite;
 mod tokens;
 
 pub use approvals::{
-    APPROVALS_NOTICE_PREFIX, AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED,
-    AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, Answer, Answered, ApprovalRecord,
-    ApprovalState, NewApproval, NewGrant,
+    APPROVALS_NOTICE_PREFIX, AUDIT_APPROVAL_ABANDONED, AUDIT_APPROVAL_APPROVED,
+    AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, Answer, Answered,
+    ApprovalRecord, ApprovalState, NewApproval, NewGrant,
 };
 pub use backend::Backend;
 pub use decisions::{
