@@ -758,9 +758,17 @@ async fn init_writes_a_valid_starter_and_keeps_existing_files() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // the `next:` line works from any directory: the paths inside follow the file
+    let said = String::from_utf8_lossy(&out.stdout);
+    let next = said
+        .lines()
+        .find_map(|l| l.strip_prefix("next: toolgate serve --config "))
+        .unwrap_or_else(|| panic!("no next: line in {said}"));
+    assert!(said.contains("auto-run on"), "{said}");
+    let elsewhere = tempfile::tempdir().unwrap();
     let check = command()
-        .args(["check-config", "--config", "toolgate.yaml"])
-        .current_dir(&at)
+        .args(["check-config", "--config", next])
+        .current_dir(elsewhere.path())
         .output()
         .await
         .unwrap();
@@ -770,7 +778,16 @@ async fn init_writes_a_valid_starter_and_keeps_existing_files() {
         String::from_utf8_lossy(&check.stderr)
     );
     let team = std::fs::read_to_string(at.join("team.yaml")).unwrap();
-    toolgate::policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    let team = toolgate::policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    let defaults = team
+        .auto_run_controls
+        .default_user_settings
+        .as_deref()
+        .expect("team defaults");
+    assert!(
+        defaults.use_yolo_mode,
+        "the starter's allowed calls auto-run"
+    );
     let again = command()
         .args(["init", "--dir", &at_str])
         .output()
