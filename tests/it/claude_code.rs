@@ -37,14 +37,14 @@ pub(crate) fn claude_binary() -> Option<PathBuf> {
 }
 
 /// The fake Messages API, answering `script`; killed when dropped.
-struct FakeModel {
+pub(crate) struct FakeModel {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl FakeModel {
-    fn start(dir: &Path, script: &Value) -> Self {
+    pub(crate) fn start(dir: &Path, script: &Value) -> Self {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
         let log = dir.join("requests.jsonl");
@@ -84,7 +84,7 @@ impl FakeModel {
     }
 
     /// The tool_result blocks the model was sent.
-    fn tool_results(&self) -> Vec<Value> {
+    pub(crate) fn tool_results(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -20,6 +20,7 @@ mod console;
 mod crash;
 mod decision_log;
 mod decisions;
+mod docs;
 mod export;
 mod faults;
 mod followed_files;
