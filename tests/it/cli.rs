@@ -874,3 +874,31 @@ async fn evaluate_takes_builtins_agents_and_arguments() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("--tool-input"), "{}", bad.stderr);
 }
+/// What only the server can check (a team's categories: `@readonlyy` is neither a
+/// preset nor one of them) fails the dry run and the diff as it fails the apply, each
+/// refusal placed at its line of the file; nothing is written.
+#[tokio::test]
+async fn dry_runs_ask_the_server_and_place_its_refusal() {
+    let (server, dir) = start().await;
+    let typo = write(
+        dir.path(),
+        "typo.yaml",
+        "team: acme\nauto_run_controls:\n  enabled: true\n  mcp_tool_allowlist:\n    - \"jira:*\"\n    - \"@readonlyy\"\n",
+    );
+    for args in [
+        vec!["admin", "apply", "-f", &typo, "--dry-run"],
+        vec!["admin", "diff", "-f", &typo],
+        vec!["admin", "apply", "-f", &typo],
+    ] {
+        let out = toolgate(&server, &args).await;
+        assert_eq!(out.code, 1, "{args:?}: {} {}", out.stdout, out.stderr);
+        assert!(
+            out.stderr
+                .contains("typo.yaml:6: auto_run_controls.mcp_tool_allowlist[1]"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(admin_settings(&server).await.revision, 0, "nothing written");
+    server.stop().await;
+}

@@ -186,6 +186,10 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
             "AdminService",
             json!({"teamId": TEAM, "autoRunControls": {}}),
         ),
+        "ValidateTeamAdminSettings" => (
+            "AdminService",
+            json!({"teamId": TEAM, "autoRunControls": {}}),
+        ),
         "ListAuditEvents" => ("AdminService", json!({"teamId": TEAM})),
         "GetUserSettings" => ("UserSettingsService", who),
         "UpdateUserSettings" => ("UserSettingsService", json!({"settings": who})),
