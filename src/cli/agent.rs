@@ -314,7 +314,12 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
             &Verdict {
                 outcome: d.outcome,
                 reason: d.reason,
-                message: d.message,
+                // nothing was ever written for the team: most likely a misspelt id
+                message: if d.revision == 0 {
+                    format!("{}; {}", no_settings(&team), d.message)
+                } else {
+                    d.message
+                },
                 revision: d.revision,
             },
             parsed.note.as_deref(),
@@ -366,6 +371,15 @@ pub fn with_hint(e: &ClientError, server: &str) -> String {
         _ => return e.to_string(),
     };
     format!("{e} ({hint})")
+}
+
+/// What a decision at revision 0 means: nothing was ever written for the team.
+pub(super) fn no_settings(team: &str) -> String {
+    if team.is_empty() {
+        "the token's team has no settings: check the team it was issued for".to_owned()
+    } else {
+        format!("team {team} has no settings: check --team")
+    }
 }
 
 /// The most workspace roots whose `.cursor/mcp.json` is read.

@@ -902,3 +902,68 @@ async fn dry_runs_ask_the_server_and_place_its_refusal() {
     assert_eq!(admin_settings(&server).await.revision, 0, "nothing written");
     server.stop().await;
 }
+
+/// The first hour's paper cuts: a misspelt team, a missing token, a token file that is
+/// not there and an operator listing decisions without a team each name their fix.
+#[tokio::test]
+async fn errors_name_the_flag_that_fixes_them() {
+    let (server, dir) = start().await;
+    let typo = toolgate_as(
+        &server,
+        "operator-token",
+        &[
+            "evaluate", "--team", "acmee", "--user", "alice", "--mcp", "jira:x",
+        ],
+    )
+    .await;
+    assert!(
+        typo.stderr
+            .contains("team acmee has no settings: check --team"),
+        "{}",
+        typo.stderr
+    );
+
+    // a HOME of its own: no client profile supplies a token
+    let no_token = command()
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--server", &format!("http://{}", server.addr)])
+        .args(["decisions", "list", "--team", TEAM])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&no_token.stderr);
+    assert!(
+        said.contains("--token-file") && said.contains("toolgate login"),
+        "{said}"
+    );
+
+    let missing = dir.path().join("nope");
+    let nope = command()
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--server", &format!("http://{}", server.addr)])
+        .arg("--token-file")
+        .arg(&missing)
+        .args(["decisions", "list", "--team", TEAM])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&nope.stderr);
+    assert!(said.contains("--token-file"), "{said}");
+
+    let operator = toolgate_as(&server, "operator-token", &["decisions", "list"]).await;
+    assert_eq!(operator.code, 2, "{}", operator.stderr);
+    assert!(
+        operator.stderr.contains("--team is needed"),
+        "{}",
+        operator.stderr
+    );
+    assert_eq!(
+        operator.stderr.lines().count(),
+        1,
+        "said once: {}",
+        operator.stderr
+    );
+    server.stop().await;
+}
