@@ -28,7 +28,14 @@ async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u6
     Ok((controls, s.revision))
 }
 
-fn read_policy(file: &std::path::Path) -> anyhow::Result<TeamPolicy> {
+/// A team policy file as read: its text (to place the server's refusals) and policy.
+struct PolicyDoc {
+    name: String,
+    text: String,
+    policy: TeamPolicy,
+}
+
+fn read_policy(file: &std::path::Path) -> anyhow::Result<PolicyDoc> {
     let text =
         policy_file::read_file(file).with_context(|| format!("reading {}", file.display()))?;
     let name = file.display().to_string();
@@ -38,7 +45,54 @@ fn read_policy(file: &std::path::Path) -> anyhow::Result<TeamPolicy> {
     for warning in policy_file::team_policy_warnings(&name, &text, &policy) {
         eprintln!("warning: {warning}");
     }
-    Ok(policy)
+    Ok(PolicyDoc { name, text, policy })
+}
+
+impl PolicyDoc {
+    /// The server's refusal of this file, each field it names placed at its line
+    /// (`team.yaml:7: auto_run_controls.mcp_tool_allowlist[1]: …`).
+    fn refusal(&self, status: tonic::Status) -> anyhow::Error {
+        use tonic_types::StatusExt;
+        let Some(bad) = status
+            .get_details_bad_request()
+            .filter(|b| !b.field_violations.is_empty())
+        else {
+            return rpc_error(status);
+        };
+        let lines: Vec<String> = bad
+            .field_violations
+            .iter()
+            .map(|v| match policy_file::line_at(&self.text, &v.field) {
+                Some(line) => format!("{}:{line}: {}: {}", self.name, v.field, v.description),
+                None => format!("{}: {}: {}", self.name, v.field, v.description),
+            })
+            .collect();
+        anyhow::anyhow!("the server refuses {}:\n{}", self.name, lines.join("\n"))
+    }
+
+    /// Asks the server to check the file as `apply` would, writing nothing. `Ok(None)`:
+    /// it may not be asked (a reader's `diff`, or a server without the check).
+    async fn validate(
+        &self,
+        c: &Clients,
+        expected: Option<u64>,
+    ) -> anyhow::Result<Option<tonic::Status>> {
+        let answer = c
+            .admin()
+            .validate_team_admin_settings(pb::ValidateTeamAdminSettingsRequest {
+                team_id: self.policy.team.clone(),
+                auto_run_controls: Some(controls_to_pb(&self.policy.auto_run_controls)),
+                expected_revision: expected,
+            })
+            .await;
+        match answer {
+            Ok(_) => Ok(None),
+            Err(status) if status.code() == tonic::Code::InvalidArgument => {
+                Err(self.refusal(status))
+            }
+            Err(status) => Ok(Some(status)),
+        }
+    }
 }
 
 /// One change to one field of the admin controls.
@@ -241,8 +295,17 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             Ok(0)
         }
         AdminCommand::Diff { file, impact } => {
-            let policy = read_policy(&file)?;
-            let (current, revision) = get_admin(c, &policy.team).await?;
+            let doc = read_policy(&file)?;
+            let (current, revision) = get_admin(c, &doc.policy.team).await?;
+            // what apply would refuse is refused here too; a reader, who may not ask,
+            // and a team the policy file manages still get the diff
+            if let Some(status) = doc.validate(c, None).await? {
+                match status.code() {
+                    tonic::Code::PermissionDenied | tonic::Code::Unimplemented => {}
+                    _ => eprintln!("note: {}", status.message()),
+                }
+            }
+            let policy = doc.policy;
             let impact = match impact {
                 Some(window) => Some(
                     super::decisions::impact(c, &policy.team, &policy.auto_run_controls, &window)
@@ -269,9 +332,23 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             expected_revision,
             impact,
         } => {
-            let policy = read_policy(&file)?;
-            let (current, revision) = get_admin(c, &policy.team).await?;
-            let expected = expected_revision.or(policy.revision).unwrap_or(revision);
+            let doc = read_policy(&file)?;
+            let (current, revision) = get_admin(c, &doc.policy.team).await?;
+            let expected = expected_revision
+                .or(doc.policy.revision)
+                .unwrap_or(revision);
+            if dry_run {
+                // the server checks what only it knows (the team's categories, the
+                // policy file, the caller's rights); a stale revision is reported below
+                match doc.validate(c, None).await? {
+                    Some(s) if s.code() == tonic::Code::Unimplemented => eprintln!(
+                        "warning: the server cannot check a policy without applying it (an older server): only the file's own checks ran"
+                    ),
+                    Some(s) => return Err(rpc_error(s)),
+                    None => {}
+                }
+            }
+            let policy = &doc.policy;
             let impact = match impact {
                 Some(window) => Some(
                     super::decisions::impact(c, &policy.team, &policy.auto_run_controls, &window)
@@ -335,6 +412,9 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
                     c.out.print(&report);
                     eprintln!("{message}");
                     Ok(EXIT_CONFLICT)
+                }
+                Err(status) if status.code() == tonic::Code::InvalidArgument => {
+                    Err(doc.refusal(status))
                 }
                 Err(status) => Err(rpc_error(status)),
             }

@@ -321,7 +321,12 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
         // the whole call is bounded below; the client's own step deadlines are wider,
         // so the answer says which deadline passed the same way every time
         deadline: Duration::from_millis(args.timeout_ms.max(1)) * 2,
-        client_kind: client.name().to_owned(),
+        // `hook check`'s sample call is recorded as a check, not as the agent's call
+        client_kind: if parsed.session.as_deref() == Some(CHECK_SESSION) {
+            CHECK_CLIENT.to_owned()
+        } else {
+            client.name().to_owned()
+        },
     };
     // one call: a single-threaded runtime starts in microseconds
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -391,7 +396,12 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
             &Verdict {
                 outcome: d.outcome,
                 reason: d.reason,
-                message: d.message,
+                // nothing was ever written for the team: most likely a misspelt id
+                message: if d.revision == 0 {
+                    format!("{}; {}", no_settings(&team), d.message)
+                } else {
+                    d.message
+                },
                 revision: d.revision,
             },
             parsed.note.as_deref(),
@@ -443,6 +453,15 @@ pub fn with_hint(e: &ClientError, server: &str) -> String {
         _ => return e.to_string(),
     };
     format!("{e} ({hint})")
+}
+
+/// What a decision at revision 0 means: nothing was ever written for the team.
+pub(super) fn no_settings(team: &str) -> String {
+    if team.is_empty() {
+        "the token's team has no settings: check the team it was issued for".to_owned()
+    } else {
+        format!("team {team} has no settings: check --team")
+    }
 }
 
 /// The most workspace roots whose `.cursor/mcp.json` is read.
@@ -557,7 +576,7 @@ fn install_target(
 }
 
 /// `'…'` around anything a shell would split or expand.
-fn shell_quote(word: &str) -> String {
+pub(super) fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .bytes()
@@ -824,6 +843,11 @@ fn installed(client: Client, doc: &serde_json::Value) -> Option<(String, Vec<(St
     Some((command, env))
 }
 
+/// The session id of `hook check`'s sample call: no client makes one up like it.
+const CHECK_SESSION: &str = "toolgate-hook-check";
+/// The client a sample call is recorded under in the decision log.
+const CHECK_CLIENT: &str = "hook-check";
+
 /// A harmless call in the client's own payload: reading a file, or `git status`.
 fn sample_call(client: Client, cwd: &str) -> (String, serde_json::Value) {
     use serde_json::json;
@@ -831,22 +855,22 @@ fn sample_call(client: Client, cwd: &str) -> (String, serde_json::Value) {
     match client {
         Client::ClaudeCode => (
             format!("Read {file}"),
-            json!({"session_id": "toolgate-hook-check", "hook_event_name": "PreToolUse",
+            json!({"session_id": CHECK_SESSION, "hook_event_name": "PreToolUse",
                 "cwd": cwd, "tool_name": "Read", "tool_input": {"file_path": file}}),
         ),
         Client::Codex => (
             "Bash `git status`".into(),
-            json!({"session_id": "toolgate-hook-check", "hook_event_name": "PreToolUse",
+            json!({"session_id": CHECK_SESSION, "hook_event_name": "PreToolUse",
                 "cwd": cwd, "tool_name": "Bash", "tool_input": {"command": "git status"}}),
         ),
         Client::Cursor => (
             "shell `git status`".into(),
-            json!({"hook_event_name": "beforeShellExecution", "command": "git status",
+            json!({"conversation_id": CHECK_SESSION, "hook_event_name": "beforeShellExecution", "command": "git status",
                 "cwd": cwd, "workspace_roots": [cwd]}),
         ),
         Client::Gemini => (
             format!("read_file {file}"),
-            json!({"session_id": "toolgate-hook-check", "hook_event_name": "BeforeTool",
+            json!({"session_id": CHECK_SESSION, "hook_event_name": "BeforeTool",
                 "cwd": cwd, "tool_name": "read_file", "tool_input": {"file_path": file}}),
         ),
     }

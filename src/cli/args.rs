@@ -423,6 +423,10 @@ pub enum TokenCommand {
         /// How long it is valid, e.g. 90d, 12h (at most 366 days).
         #[arg(long, default_value = "90d")]
         expires: String,
+        /// Write the token into this file (mode 0600, a new file) instead of printing
+        /// it: ready for `--token-file`.
+        #[arg(long, value_name = "FILE")]
+        secret_file: Option<std::path::PathBuf>,
     },
     /// Lists the team's tokens (ids, users, roles, expiry; never the secrets).
     List {

@@ -57,16 +57,46 @@ impl From<&pb::AuditEvent> for EventRow {
 
 impl Render for EventRow {
     fn human(&self) -> String {
-        format!(
-            "{:>6}  {}  {:<12} rev {:<5} {:<24} {}\n",
+        let line = format!(
+            "{:>6}  {}  {:<12} rev {:<5} {:<24} {:<16} {}",
             self.id,
             self.at,
             for_terminal(&self.team, false),
             self.revision,
             self.kind,
-            for_terminal(&self.actor, false)
-        )
+            for_terminal(&self.actor, false),
+            detail_summary(&self.detail)
+        );
+        format!("{}\n", line.trim_end())
     }
+}
+
+/// The most a detail summary shows on a line.
+const SUMMARY_CHARS: usize = 160;
+
+/// The event's plain fields (`reason=COMMAND_BLOCKED call=$ git push`), on one line,
+/// control characters escaped; lists and documents are left to `--output json`.
+fn detail_summary(detail: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let Some(map) = detail.as_object() else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    for (k, v) in map {
+        let text = match v {
+            Value::String(s) if !s.is_empty() => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(true) => "true".into(),
+            _ => continue,
+        };
+        parts.push(format!("{k}={text}"));
+    }
+    let mut line = for_terminal(&parts.join(" "), false).into_owned();
+    if line.chars().count() > SUMMARY_CHARS {
+        line = line.chars().take(SUMMARY_CHARS - 1).collect();
+        line.push('…');
+    }
+    line
 }
 
 const KIND_PREFIX: &str = "AUDIT_EVENT_KIND_";
@@ -184,6 +214,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_summary_shows_plain_fields_escaped_and_bounded() {
+        let d = serde_json::json!({"reason": "COMMAND_BLOCKED", "call": "$ git push\u{1b}[2J",
+                                   "doc": {"enabled": true}, "n": 3, "off": false});
+        assert_eq!(
+            detail_summary(&d),
+            "reason=COMMAND_BLOCKED call=$ git push\\u{1b}[2J n=3"
+        );
+        let long = serde_json::json!({"call": "x".repeat(500)});
+        assert_eq!(detail_summary(&long).chars().count(), SUMMARY_CHARS);
+        assert_eq!(detail_summary(&serde_json::Value::Null), "");
+    }
+
+    #[test]
     fn an_event_renders_as_one_line_with_its_time() {
         let e = pb::AuditEvent {
             id: 7,
@@ -205,7 +248,7 @@ mod tests {
         let list = EventList { events: vec![row] };
         assert_eq!(
             list.human(),
-            "     7  2023-11-14T22:13:20.005Z  acme         rev 2     admin_settings_updated   admin\n"
+            "     7  2023-11-14T22:13:20.005Z  acme         rev 2     admin_settings_updated   admin            kind=admin\n"
         );
     }
 

@@ -70,11 +70,31 @@ impl Clients {
 /// A failed RPC, with the server's message (and field violations) for people.
 pub(super) fn rpc_error(status: tonic::Status) -> anyhow::Error {
     use tonic_types::StatusExt;
+    // an operator's token names no team: the flag, not the API field, is the fix
+    if status.code() == tonic::Code::InvalidArgument
+        && status.message().contains("team_id")
+        && status.message().contains("operator")
+    {
+        return usage(
+            "--team is needed: an operator's token names no team, so name the one to act on".into(),
+        );
+    }
     let mut text = format!("{:?}: {}", status.code(), status.message());
     if let Some(bad) = status.get_details_bad_request() {
         for v in bad.field_violations {
-            text.push_str(&format!("\n  {}: {}", v.field, v.description));
+            let line = format!("{}: {}", v.field, v.description);
+            // the message often is the one violation: said once
+            if !status.message().contains(&line) {
+                text.push_str(&format!("\n  {line}"));
+            }
         }
+    }
+    if status.code() == tonic::Code::Unauthenticated {
+        text.push_str(if status.message().starts_with("missing authorization") {
+            " (no token was sent: give --token-file FILE holding your token, or run `toolgate login --server URL --token-file FILE` once)"
+        } else {
+            " (check the token in --token-file, or run `toolgate login` again with a token the server accepts)"
+        });
     }
     anyhow::anyhow!(text)
 }

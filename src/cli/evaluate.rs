@@ -89,7 +89,7 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
     let d = c
         .policy()
         .evaluate(pb::EvaluateRequest {
-            team_id: a.team,
+            team_id: a.team.clone(),
             user_id: a.user,
             call: Some(pb::ToolCall {
                 kind: Some(kind),
@@ -109,6 +109,10 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
         .unwrap_or_default();
     let outcome = pb::Outcome::try_from(d.outcome).unwrap_or_default();
     let reason = pb::Reason::try_from(d.reason).unwrap_or_default();
+    // nothing was ever written for the team: most likely a misspelt id
+    if d.revision == 0 {
+        eprintln!("{}", super::agent::no_settings(&a.team));
+    }
     c.out.print(&EvaluateReport::from_pb(&d, outcome, reason));
     Ok(match (a.exit_code, outcome) {
         (true, pb::Outcome::Ask) => EXIT_ASK,

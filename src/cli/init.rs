@@ -38,7 +38,8 @@ log:
 #     - { name: alice, role: member, team: TEAM, user: alice, sha256: \"<64 hex>\" }
 ";
 
-/// The policy file: one team, managed by the file.
+/// The policy file: one team, managed by the file, whose users start with auto-run on
+/// so the allowed calls run without asking from the first call.
 const POLICY: &str = "\
 # The server's policy file: the teams it names take their admin settings from
 # here (read-only through the API) and change when the file does.
@@ -50,11 +51,17 @@ teams:
       # shell command prefixes that may run without asking, word by word
       allowed: [\"git status\", \"git diff\", \"git log\", \"ls\", \"cargo test\"]
       # shell command prefixes that never run without asking
-      blocked: [\"rm -rf\", \"git push\"]
+      blocked: [\"git push\"]
+      # shell command prefixes that never run at all
+      denied: [\"rm -rf\"]
       # read-only built-in tools (Read, Grep, Glob, …) run without asking
       mcp_tool_allowlist: [\"@readonly\"]
       # deleting a file always asks
       delete_file_protection: true
+      # what a user who never wrote settings starts with: auto-run on, so the
+      # calls allowed above run without asking (everything else still asks)
+      default_user_settings:
+        use_yolo_mode: true
 # MCP servers whose tool.action names are limited, for every team:
 # mcp_servers:
 #   - server: gasoline
@@ -72,9 +79,13 @@ team: TEAM-api
 auto_run_controls:
   enabled: true
   allowed: [\"git status\", \"git diff\", \"ls\"]
-  blocked: [\"rm -rf\", \"git push\"]
+  blocked: [\"git push\"]
+  denied: [\"rm -rf\"]
   mcp_tool_allowlist: [\"@readonly\"]
   mcp_tool_blocklist: [\"github:delete_*\"]
+  # users start with auto-run on: the calls allowed above run without asking
+  default_user_settings:
+    use_yolo_mode: true
 ";
 
 /// The files `init` writes: (name, text) with the team filled in.
@@ -111,8 +122,16 @@ pub fn init(args: InitArgs) -> anyhow::Result<()> {
         println!("wrote {}", path.display());
     }
     println!(
-        "next: cd {} && toolgate check-config --config toolgate.yaml && toolgate serve --config toolgate.yaml",
-        args.dir.display()
+        "team {}: users start with auto-run on, so read-only tools (Read, Grep, …) and \
+         `git status`, `git diff`, `git log`, `ls`, `cargo test` run without asking; \
+         `git push` asks and `rm -rf` is refused",
+        args.team
     );
+    // absolute: the relative paths inside are read against the file, so this line
+    // works from any directory
+    let config = std::path::absolute(args.dir.join("toolgate.yaml"))
+        .map_err(|e| anyhow::anyhow!("--dir {}: {e}", args.dir.display()))?;
+    let config = super::agent::shell_quote(&config.display().to_string());
+    println!("next: toolgate serve --config {config}");
     Ok(())
 }

@@ -14,7 +14,15 @@ pub(super) async fn token(c: &Clients, cmd: TokenCommand) -> anyhow::Result<i32>
             user,
             role,
             expires,
+            secret_file,
         } => {
+            // checked before the token exists: a token nobody can read is wasted
+            if let Some(file) = secret_file.as_ref().filter(|f| f.exists()) {
+                return Err(usage(format!(
+                    "--secret-file {}: the file exists: nothing issued; give a new file's path",
+                    file.display()
+                )));
+            }
             let ttl = humantime::parse_duration(&expires).map_err(|e| {
                 usage(format!(
                     "--expires {expires:?}: {e}: give a duration such as 90d or 12h"
@@ -36,9 +44,27 @@ pub(super) async fn token(c: &Clients, cmd: TokenCommand) -> anyhow::Result<i32>
                 .await
                 .map_err(rpc_error)?
                 .into_inner();
+            let secret = match &secret_file {
+                Some(file) => {
+                    crate::files::write_atomic(
+                        file,
+                        crate::files::Mode::Exactly(0o600),
+                        format!("{}\n", r.secret).as_bytes(),
+                    )
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "--secret-file {}: {e}: the token was issued but not saved; revoke it with `toolgate token revoke {}`",
+                            file.display(),
+                            r.token.as_ref().map_or("", |t| t.token_id.as_str())
+                        )
+                    })?;
+                    Secret::InFile(file.display().to_string())
+                }
+                None => Secret::Shown(r.secret),
+            };
             c.out.print(&Created {
                 token: r.token.map(TokenRow::from),
-                secret: r.secret,
+                secret,
             });
         }
         TokenCommand::List { team, all } => {
@@ -128,19 +154,34 @@ impl TokenRow {
     }
 }
 
+/// The new token's secret: printed, or where it was written.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Secret {
+    #[serde(rename = "secret")]
+    Shown(String),
+    #[serde(rename = "secret_file")]
+    InFile(String),
+}
+
 #[derive(Debug, Serialize)]
 struct Created {
     token: Option<TokenRow>,
-    secret: String,
+    #[serde(flatten)]
+    secret: Secret,
 }
 
 impl Render for Created {
     fn human(&self) -> String {
         let mut out = self.token.as_ref().map(TokenRow::line).unwrap_or_default();
-        out.push_str(&format!(
-            "{}\nthis token is shown once: give it to its user now (e.g. in a file only they can read, for --token-file)\n",
-            self.secret
-        ));
+        match &self.secret {
+            Secret::Shown(secret) => out.push_str(&format!(
+                "{secret}\nthis token is shown once: give it to its user now (e.g. in a file only they can read, for --token-file)\n"
+            )),
+            Secret::InFile(file) => out.push_str(&format!(
+                "the token is in {file} (mode 0600), for --token-file; it is not stored and cannot be shown again\n"
+            )),
+        }
         out
     }
 }

@@ -80,11 +80,36 @@ pub struct WatchLine {
 impl Render for WatchLine {
     fn human(&self) -> String {
         let (revision, kind) = (self.revision, self.event);
-        if self.data.is_null() {
+        let mut fields = Vec::new();
+        settings_of("", &self.data, &mut fields);
+        if fields.is_empty() {
             format!("rev {revision:<6} {kind}\n")
         } else {
-            format!("rev {revision:<6} {kind:<9} {}\n", self.data)
+            format!("rev {revision:<6} {kind:<9} {}\n", fields.join("; "))
         }
+    }
+}
+
+/// The settings a value holds as `key: value` for people: nested keys dotted, what is
+/// off, empty or unset left out (JSON output keeps everything).
+fn settings_of(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(false) => {}
+        Value::Array(a) if a.is_empty() => {}
+        Value::String(s) if s.is_empty() => {}
+        Value::Object(map) => {
+            for (k, v) in map {
+                // the documents' own names, without the wrapper's
+                let key = match prefix {
+                    "" | "admin." | "controls." => k.clone(),
+                    _ => format!("{prefix}{k}"),
+                };
+                settings_of(&format!("{key}."), v, out);
+            }
+        }
+        Value::String(s) => out.push(format!("{}: {s}", prefix.trim_end_matches('.'))),
+        other => out.push(format!("{}: {other}", prefix.trim_end_matches('.'))),
     }
 }
 
@@ -103,8 +128,21 @@ mod tests {
         let user = WatchLine {
             revision: 4,
             event: "user",
-            data: json!({"user": "alice"}),
+            data: json!({"user": "alice", "mcp_allowed_tools": ["jira:*"], "by": "alice"}),
         };
-        assert_eq!(user.human(), "rev 4      user      {\"user\":\"alice\"}\n");
+        assert_eq!(
+            user.human(),
+            "rev 4      user      user: alice; mcp_allowed_tools: [\"jira:*\"]; by: alice\n"
+        );
+        let admin = WatchLine {
+            revision: 5,
+            event: "admin",
+            data: json!({"controls": {"enabled": true, "allowed": ["ls"], "kill_switch": false,
+                                      "approvals": {"mode": "headless"}}, "by": "admin"}),
+        };
+        assert_eq!(
+            admin.human(),
+            "rev 5      admin     enabled: true; allowed: [\"ls\"]; approvals.mode: headless; by: admin\n"
+        );
     }
 }

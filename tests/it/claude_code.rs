@@ -39,7 +39,7 @@ pub(crate) fn claude_binary() -> Option<PathBuf> {
 /// The fake Messages API, answering `script`; killed when dropped.
 pub(crate) struct FakeModel {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 

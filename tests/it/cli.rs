@@ -758,9 +758,17 @@ async fn init_writes_a_valid_starter_and_keeps_existing_files() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // the `next:` line works from any directory: the paths inside follow the file
+    let said = String::from_utf8_lossy(&out.stdout);
+    let next = said
+        .lines()
+        .find_map(|l| l.strip_prefix("next: toolgate serve --config "))
+        .unwrap_or_else(|| panic!("no next: line in {said}"));
+    assert!(said.contains("auto-run on"), "{said}");
+    let elsewhere = tempfile::tempdir().unwrap();
     let check = command()
-        .args(["check-config", "--config", "toolgate.yaml"])
-        .current_dir(&at)
+        .args(["check-config", "--config", next])
+        .current_dir(elsewhere.path())
         .output()
         .await
         .unwrap();
@@ -770,7 +778,16 @@ async fn init_writes_a_valid_starter_and_keeps_existing_files() {
         String::from_utf8_lossy(&check.stderr)
     );
     let team = std::fs::read_to_string(at.join("team.yaml")).unwrap();
-    toolgate::policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    let team = toolgate::policy_file::parse_team_policy("team.yaml", &team).unwrap();
+    let defaults = team
+        .auto_run_controls
+        .default_user_settings
+        .as_deref()
+        .expect("team defaults");
+    assert!(
+        defaults.use_yolo_mode,
+        "the starter's allowed calls auto-run"
+    );
     let again = command()
         .args(["init", "--dir", &at_str])
         .output()
@@ -856,4 +873,97 @@ async fn evaluate_takes_builtins_agents_and_arguments() {
     let bad = eval(&["--builtin", "Read", "--tool-input", "[1]"]).await;
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("--tool-input"), "{}", bad.stderr);
+}
+/// What only the server can check (a team's categories: `@readonlyy` is neither a
+/// preset nor one of them) fails the dry run and the diff as it fails the apply, each
+/// refusal placed at its line of the file; nothing is written.
+#[tokio::test]
+async fn dry_runs_ask_the_server_and_place_its_refusal() {
+    let (server, dir) = start().await;
+    let typo = write(
+        dir.path(),
+        "typo.yaml",
+        "team: acme\nauto_run_controls:\n  enabled: true\n  mcp_tool_allowlist:\n    - \"jira:*\"\n    - \"@readonlyy\"\n",
+    );
+    for args in [
+        vec!["admin", "apply", "-f", &typo, "--dry-run"],
+        vec!["admin", "diff", "-f", &typo],
+        vec!["admin", "apply", "-f", &typo],
+    ] {
+        let out = toolgate(&server, &args).await;
+        assert_eq!(out.code, 1, "{args:?}: {} {}", out.stdout, out.stderr);
+        assert!(
+            out.stderr
+                .contains("typo.yaml:6: auto_run_controls.mcp_tool_allowlist[1]"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(admin_settings(&server).await.revision, 0, "nothing written");
+    server.stop().await;
+}
+
+/// The first hour's paper cuts: a misspelt team, a missing token, a token file that is
+/// not there and an operator listing decisions without a team each name their fix.
+#[tokio::test]
+async fn errors_name_the_flag_that_fixes_them() {
+    let (server, dir) = start().await;
+    let typo = toolgate_as(
+        &server,
+        "operator-token",
+        &[
+            "evaluate", "--team", "acmee", "--user", "alice", "--mcp", "jira:x",
+        ],
+    )
+    .await;
+    assert!(
+        typo.stderr
+            .contains("team acmee has no settings: check --team"),
+        "{}",
+        typo.stderr
+    );
+
+    // a HOME of its own: no client profile supplies a token
+    let no_token = command()
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--server", &format!("http://{}", server.addr)])
+        .args(["decisions", "list", "--team", TEAM])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&no_token.stderr);
+    assert!(
+        said.contains("--token-file") && said.contains("toolgate login"),
+        "{said}"
+    );
+
+    let missing = dir.path().join("nope");
+    let nope = command()
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["--server", &format!("http://{}", server.addr)])
+        .arg("--token-file")
+        .arg(&missing)
+        .args(["decisions", "list", "--team", TEAM])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&nope.stderr);
+    assert!(said.contains("--token-file"), "{said}");
+
+    let operator = toolgate_as(&server, "operator-token", &["decisions", "list"]).await;
+    assert_eq!(operator.code, 2, "{}", operator.stderr);
+    assert!(
+        operator.stderr.contains("--team is needed"),
+        "{}",
+        operator.stderr
+    );
+    assert_eq!(
+        operator.stderr.lines().count(),
+        1,
+        "said once: {}",
+        operator.stderr
+    );
+    server.stop().await;
 }

@@ -1,6 +1,6 @@
 //! Every RPC over HTTP on the gRPC port: the Connect protocol's JSON (unary and
 //! streams), gRPC-Web, the same auth matrix as gRPC, the hostile inputs, CORS, the
-//! security headers, and the README's curl examples run as written.
+//! security headers, and docs/api.md's curl examples run as written.
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -183,6 +183,10 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
     match rpc {
         "GetTeamAdminSettings" => ("AdminService", json!({"teamId": TEAM})),
         "UpdateTeamAdminSettings" => (
+            "AdminService",
+            json!({"teamId": TEAM, "autoRunControls": {}}),
+        ),
+        "ValidateTeamAdminSettings" => (
             "AdminService",
             json!({"teamId": TEAM, "autoRunControls": {}}),
         ),
@@ -885,17 +889,17 @@ async fn cors_is_off_unless_the_origin_is_configured() {
     server.stop().await;
 }
 
-/// The README's `curl` examples (`sh curl-example` blocks), each run with real curl
-/// against a server set up as the README's first session leaves it; each answer must
+/// The `curl` examples of docs/api.md (`sh curl-example` blocks), each run with real
+/// curl against a server set up as the page says; each answer must
 /// hold what the `json curl-output` block after it shows (`"…"` stands for any value).
 #[tokio::test]
 async fn the_readme_curl_examples_run_as_written() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
     let examples = readme_examples(&readme);
     assert!(
         examples.len() >= 2,
-        "the README shows a decision and a team's settings"
+        "docs/api.md shows a decision and a team's settings"
     );
     let (server, _dir) = start().await;
     server
@@ -929,7 +933,7 @@ async fn the_readme_curl_examples_run_as_written() {
         let shown: Value = serde_json::from_str(&shown).unwrap();
         assert!(
             holds(&got, &shown),
-            "{command}\nanswered {got:#}\nthe README shows {shown:#}"
+            "{command}\nanswered {got:#}\ndocs/api.md shows {shown:#}"
         );
     }
     server.stop().await;

@@ -21,6 +21,7 @@ mod crash;
 mod decision_log;
 mod decisions;
 mod deny_crash;
+mod docs;
 mod export;
 mod faults;
 mod followed_files;

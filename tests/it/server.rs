@@ -818,6 +818,10 @@ pub(crate) const CALLERS: [&str; 8] = [
 pub(crate) const ROLE_MATRIX: &[(&str, [Code; 8])] = &[
     ("GetTeamAdminSettings", [OK, OK, OK, OK, OK, PD, UA, UA]),
     ("UpdateTeamAdminSettings", [OK, OK, PD, PD, PD, PD, UA, UA]),
+    (
+        "ValidateTeamAdminSettings",
+        [OK, OK, PD, PD, PD, PD, UA, UA],
+    ),
     ("ListAuditEvents", [OK, OK, PD, PD, PD, PD, UA, UA]),
     ("GetUserSettings", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("UpdateUserSettings", [OK, OK, OK, PD, PD, PD, UA, UA]),
@@ -856,6 +860,15 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
         "UpdateTeamAdminSettings" => server
             .admin(token)
             .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: team(),
+                auto_run_controls: Some(pb::AutoRunControls::default()),
+                expected_revision: None,
+            })
+            .await
+            .map(drop),
+        "ValidateTeamAdminSettings" => server
+            .admin(token)
+            .validate_team_admin_settings(pb::ValidateTeamAdminSettingsRequest {
                 team_id: team(),
                 auto_run_controls: Some(pb::AutoRunControls::default()),
                 expected_revision: None,

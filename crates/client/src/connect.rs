@@ -95,7 +95,7 @@ impl ClientConfig {
             (_, Some(f)) => {
                 let text = std::fs::read_to_string(f).map_err(|e| {
                     ClientError::Config(format!(
-                        "TOOLGATE_TOKEN_FILE {}: {e}: point it at a readable token file",
+                        "--token-file (TOOLGATE_TOKEN_FILE) {}: {e}: give the path of a readable file holding your token, or run `toolgate login`",
                         f.display()
                     ))
                 })?;
@@ -160,7 +160,7 @@ impl Client {
             })?
             .map_err(|e| ClientError::Unreachable {
                 server: config.server.clone(),
-                detail: error_chain(&e),
+                detail: tls_hint(&config.server, error_chain(&e)),
             })?;
         Ok(Self {
             channel,
@@ -224,5 +224,31 @@ impl Client {
             self.channel.clone(),
             self.bearer.clone(),
         )
+    }
+}
+
+/// A TLS handshake answered in plain text reads as a "corrupt message": say what it
+/// means and what to change.
+fn tls_hint(server: &str, detail: String) -> String {
+    let plain_server = detail.contains("InvalidContentType") || detail.contains("corrupt message");
+    match server.strip_prefix("https://") {
+        Some(rest) if plain_server => format!(
+            "{detail} (the server does not speak TLS: use http://{rest}, or turn TLS on at the server with tls.cert and tls.key)"
+        ),
+        _ => detail,
+    }
+}
+
+#[cfg(test)]
+mod tls_hint_tests {
+    #[test]
+    fn https_against_a_plain_server_names_the_fix() {
+        let said = super::tls_hint(
+            "https://127.0.0.1:7070",
+            "received corrupt message of type InvalidContentType".into(),
+        );
+        assert!(said.contains("use http://127.0.0.1:7070"), "{said}");
+        let other = super::tls_hint("https://h:1", "connection refused".into());
+        assert_eq!(other, "connection refused");
     }
 }

@@ -9,6 +9,7 @@
 
 mod auth;
 mod env;
+mod paths;
 mod redact;
 mod sections;
 mod validate;
@@ -202,7 +203,10 @@ impl Config {
         let figment = figment
             .merge(EnvMap(server_env.clone()))
             .merge(Serialized::defaults(cli));
-        let config = extract_every_section(&figment, &server_env, &mut problems);
+        let mut config = extract_every_section(&figment, &server_env, &mut problems);
+        if let Some(file) = &file {
+            paths::resolve_against_file(&mut config, &figment, file);
+        }
         if let Err(e) = config.validate() {
             problems.extend(
                 e.problems

@@ -355,3 +355,39 @@ fn http_settings_are_checked_with_their_fix() {
         "{err}"
     );
 }
+
+/// Relative paths the file writes are read against the file's directory; those a flag
+/// or a variable gives keep the working directory.
+#[test]
+fn relative_paths_in_a_file_follow_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toolgate.yaml");
+    std::fs::write(
+        &file,
+        "data_dir: data\npolicy_file: policy.yaml\nstore: {url: \"sqlite://db/t.db\"}\ntls: {cert: /abs/c.pem, key: k.pem}\n",
+    )
+    .unwrap();
+    let (c, _) = Config::load_checked(Some(&file), env(&[]), &CliOverrides::default()).unwrap();
+    let base = std::path::absolute(dir.path()).unwrap();
+    assert_eq!(c.data_dir, base.join("data"));
+    assert_eq!(c.policy_file, Some(base.join("policy.yaml")));
+    assert_eq!(
+        c.store.url,
+        Some(format!("sqlite://{}", base.join("db/t.db").display()))
+    );
+    assert_eq!(c.tls.cert, Some(PathBuf::from("/abs/c.pem")));
+    assert_eq!(c.tls.key, Some(base.join("k.pem")));
+
+    let cli = CliOverrides {
+        data_dir: Some("here".into()),
+        ..Default::default()
+    };
+    let (c, _) = Config::load_checked(
+        Some(&file),
+        env(&[("TOOLGATE_POLICY_FILE", "from-env.yaml")]),
+        &cli,
+    )
+    .unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("here"));
+    assert_eq!(c.policy_file, Some(PathBuf::from("from-env.yaml")));
+}

@@ -193,6 +193,28 @@ impl AdminService for Api {
         }))
     }
 
+    async fn validate_team_admin_settings(
+        &self,
+        req: Request<pb::ValidateTeamAdminSettingsRequest>,
+    ) -> Result<Response<pb::ValidateTeamAdminSettingsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let controls = r
+            .auto_run_controls
+            .ok_or_else(|| ServiceError::InvalidArgument {
+                field: "auto_run_controls".into(),
+                message: "must be set: send the complete controls to check".into(),
+            })?;
+        let controls = controls_from_pb(controls).map_err(ServiceError::from)?;
+        let current = self
+            .service
+            .validate_admin(&p, &r.team_id, &controls, r.expected_revision)
+            .await?;
+        Ok(Response::new(pb::ValidateTeamAdminSettingsResponse {
+            settings: Some(admin_to_pb(&r.team_id, &current)),
+        }))
+    }
+
     async fn list_audit_events(
         &self,
         req: Request<pb::ListAuditEventsRequest>,

@@ -59,10 +59,10 @@ pub fn parse_policy_test(file: &str, text: &str) -> Result<PolicyTest, Vec<Polic
     check_limits(file, text)?;
     let mut test: PolicyTest = serde_norway::from_str(text).map_err(|e| {
         let mut error = yaml_error(file, &e);
-        // the keys of a test file are in the README's "Testing a policy"
+        // the keys of a test file are in the page's section on testing
         error.message = error.message.replace(
-            "\"For org admins\", lists the keys",
-            "\"Testing a policy\", lists the keys",
+            "docs/team-policy.md lists the keys",
+            "docs/team-policy.md, \"Testing a policy\", lists the keys",
         );
         vec![error]
     })?;

@@ -23,7 +23,7 @@
 //! ```
 //!
 //! `auto_run_controls` takes every field of `AutoRunControls` and its extensions by
-//! its protobuf name (README.md, "For org admins", lists them); unknown keys are errors.
+//! its protobuf name (docs/team-policy.md lists them); unknown keys are errors.
 //!
 //! Both may carry `examples:` (calls and the answers they must get); a failing one
 //! refuses the policy. `toolgate test` files name a team policy and cases of the same

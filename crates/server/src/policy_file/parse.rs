@@ -55,7 +55,7 @@ pub(super) fn yaml_error(file: &str, e: &serde_norway::Error) -> PolicyFileError
     let fix = if message.contains("unknown field `allowed_tools`, expected `teams`") {
         "put a server's list under mcp_servers: [{server: ID, allowed_tools: [...]}]"
     } else if message.contains("unknown field") {
-        "remove or rename the key (README.md, \"For org admins\", lists the keys)"
+        "remove or rename the key (docs/team-policy.md lists the keys)"
     } else if message.contains("unknown variant") {
         "use one of the values named"
     } else if message.contains("invalid type") {

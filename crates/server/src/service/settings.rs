@@ -115,6 +115,53 @@ impl Service {
         self.hub.set_tool_actions(Arc::new(lists));
     }
 
+    /// Checks admin controls as `update_admin` would, writing nothing: the settings in
+    /// force, or the refusal the write would get.
+    pub async fn validate_admin(
+        &self,
+        p: &Principal,
+        team: &str,
+        controls: &AdminControls,
+        expected: Option<u64>,
+    ) -> Result<Versioned<AdminControls>, ServiceError> {
+        let team: &str = &check_id("team_id", team)?;
+        authorize(p, team, Action::WriteTeam)?;
+        if let Some(path) = self.managed_by(team) {
+            return Err(ServiceError::FailedPrecondition(format!(
+                "team {team} is managed by the policy file {path}: edit that file (the server reloads it) or remove the team from it"
+            )));
+        }
+        let current = self.hub.admin(team).await?.stored();
+        self.check_admin(controls, &current.doc)?;
+        match expected {
+            Some(expected) if expected != current.revision => Err(ServiceError::Conflict {
+                expected,
+                actual: current.revision,
+            }),
+            _ => Ok(current),
+        }
+    }
+
+    /// Every entry of the controls and of their default user settings, as a write
+    /// takes them (`before`: the document they replace).
+    fn check_admin(
+        &self,
+        controls: &AdminControls,
+        before: &AdminControls,
+    ) -> Result<(), ServiceError> {
+        self.check_doc("auto_run_controls.", &controls.lists(), || {
+            CompiledAdmin::compile_write(controls, before).map(drop)
+        })?;
+        if let Some(defaults) = &controls.default_user_settings {
+            self.check_doc(
+                "auto_run_controls.default_user_settings.",
+                &defaults.lists(),
+                || CompiledUser::compile(defaults).map(drop),
+            )?;
+        }
+        Ok(())
+    }
+
     /// Validates and stores admin controls as `actor`, with no authorization: for the
     /// policy file's reloads, whose authority is the file itself.
     pub async fn write_admin(
@@ -128,16 +175,7 @@ impl Service {
         // the document as it was: its allowlists' `@category` entries may outlive their
         // category, and the write's allow_list_updated records name what changed
         let before = self.hub.admin(team).await?.stored().doc;
-        self.check_doc("auto_run_controls.", &controls.lists(), || {
-            CompiledAdmin::compile_write(&controls, &before).map(drop)
-        })?;
-        if let Some(defaults) = &controls.default_user_settings {
-            self.check_doc(
-                "auto_run_controls.default_user_settings.",
-                &defaults.lists(),
-                || CompiledUser::compile(defaults).map(drop),
-            )?;
-        }
+        self.check_admin(&controls, &before)?;
         let store = &self.store;
         let stored = self
             .commit(team, store.put_admin(team, &controls, expected, actor))
