@@ -528,17 +528,14 @@ fn lock(dir: &Path) -> std::io::Result<Option<File>> {
 /// usual. A disk without the room refuses the segment.
 fn preallocate(file: &File) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    match rustix::fs::fallocate(
+    // a filesystem without fallocate appends as usual
+    if let Err(rustix::io::Errno::NOSPC) = rustix::fs::fallocate(
         file,
         rustix::fs::FallocateFlags::KEEP_SIZE,
         0,
         SEGMENT_BYTES,
     ) {
-        Err(rustix::io::Errno::NOSPC) => {
-            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
-        }
-        // a filesystem without it: appends as usual
-        _ => {}
+        return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
