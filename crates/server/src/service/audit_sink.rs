@@ -446,6 +446,7 @@ impl Writer {
             self.pending.push_back(entry);
         }
         self.take_offered();
+        self.journal_the_rest().await;
         while !self.pending.is_empty() || !self.encoded.is_empty() {
             // large batches: one commit (one fsync) for what is left, within the grace
             let n = self.pending.len().min(QUEUE);
@@ -461,6 +462,32 @@ impl Writer {
                 return;
             }
         }
+    }
+
+    /// At shutdown: the records the journal could not take when they came (a full
+    /// disk, its bound) are offered to it once more, the disk's reserve allowed.
+    async fn journal_the_rest(&mut self) {
+        let Some(journal) = &self.journal else { return };
+        let unjournaled: Vec<Record> = self
+            .pending
+            .iter()
+            .filter(|e| e.segment.is_none())
+            .map(|e| e.record.clone())
+            .collect();
+        if unjournaled.is_empty() {
+            return;
+        }
+        journal.use_reserve();
+        let Some(segment) = journal.append(&unjournaled).await else {
+            return;
+        };
+        for entry in self.pending.iter_mut().filter(|e| e.segment.is_none()) {
+            entry.segment = Some(segment);
+        }
+        info!(
+            records = unjournaled.len(),
+            "deny records that waited in memory are journaled at shutdown"
+        );
     }
 
     /// Takes the offered records into the batch being written.
