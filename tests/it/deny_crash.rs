@@ -445,7 +445,8 @@ impl Drop for Tmpfs {
 /// A member floods the server with large denials until its disk (a 48 MiB tmpfs) is
 /// full: the store releases its reserve, and the kill switch and a token's revocation
 /// still commit; the decision records wait. A SIGTERM then stops the server cleanly
-/// and says so in a few lines, not one per record.
+/// (journaling what waited in memory, on the reserve, as far as it goes) and says so
+/// in a few lines, not one per record.
 #[tokio::test]
 async fn a_full_disk_still_takes_the_kill_switch_and_a_revocation() {
     let Some(disk) = Tmpfs::mount("48m", "a_full_disk_still_takes_the_kill_switch") else {

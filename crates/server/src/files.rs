@@ -3,7 +3,7 @@
 //! leaves the old file whole (or no file), never a truncated one.
 //!
 //! Every write that replaces a file the server or the CLI keeps goes through
-//! [`write_atomic`]: the bootstrap token, the audit spill file, the clients' settings
+//! [`write_atomic`]: the bootstrap token, the clients' settings
 //! files `toolgate hook install` merges into.
 //!
 //! Beside it, the one bounded read ([`read_regular`]) and the one poller

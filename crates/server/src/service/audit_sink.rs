@@ -49,6 +49,8 @@ const MAX_PENDING: usize = 100_000;
 /// The first and the longest wait between tries of a failed write.
 const RETRY_MIN: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(5);
+/// Records journaled at once at shutdown.
+const SHUTDOWN_GROUP: usize = 256;
 /// Tries of a batch that fails for another reason than an unreachable store.
 const REJECTED_TRIES: u32 = 5;
 
@@ -446,6 +448,7 @@ impl Writer {
             self.pending.push_back(entry);
         }
         self.take_offered();
+        self.journal_the_rest().await;
         while !self.pending.is_empty() || !self.encoded.is_empty() {
             // large batches: one commit (one fsync) for what is left, within the grace
             let n = self.pending.len().min(QUEUE);
@@ -460,6 +463,53 @@ impl Writer {
                 }
                 return;
             }
+        }
+    }
+
+    /// At shutdown: the records the journal could not take when they came (a full
+    /// disk, its bound) are offered to it once more, in groups, the disk's reserve
+    /// allowed.
+    async fn journal_the_rest(&mut self) {
+        let Some(journal) = self.journal.clone() else {
+            return;
+        };
+        if self.pending.iter().all(|e| e.segment.is_some()) {
+            return;
+        }
+        journal.use_reserve();
+        let (mut journaled, mut failed) = (0, 0);
+        let mut group = Vec::new();
+        let mut at = Vec::new();
+        let last = self.pending.len();
+        for i in 0..=last {
+            if let Some(entry) = self.pending.get(i).filter(|e| e.segment.is_none()) {
+                group.push(entry.record.clone());
+                at.push(i);
+            }
+            if group.len() == SHUTDOWN_GROUP || (i == last && !group.is_empty()) {
+                match journal.append(&group).await {
+                    Some(segment) => {
+                        journaled += group.len();
+                        for &k in &at {
+                            self.pending[k].segment = Some(segment);
+                        }
+                    }
+                    None => failed += group.len(),
+                }
+                group.clear();
+                at.clear();
+            }
+        }
+        if failed > 0 {
+            error!(
+                journaled,
+                failed, "deny records that waited in memory could not all be journaled at shutdown"
+            );
+        } else {
+            info!(
+                journaled,
+                "deny records that waited in memory are journaled at shutdown"
+            );
         }
     }
 

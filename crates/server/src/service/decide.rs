@@ -131,8 +131,11 @@ impl Service {
                 decisions,
             )
             .await?;
-        // a batch's DENY records are journaled together: one wait for the disk
+        // a batch's DENY records are journaled together: one wait for the disk; its
+        // other records are offered after them, so the writer takes them in the order
+        // it always did (the DENYs of a batch first)
         let mut denied = Vec::new();
+        let mut others = Vec::new();
         for (call, d) in calls.iter().zip(&decisions) {
             // every record of the call is built from it masked: secrets are never kept
             let shown = Shown::of(call);
@@ -158,13 +161,14 @@ impl Service {
             } else {
                 self.audit_decision(p, team, user, eff.revision, shown.call(), &shown_d)
                     .await;
-                if let Some(record) = logged {
-                    self.log_decision(record, false).await;
-                }
+                others.extend(logged);
             }
         }
         if !denied.is_empty() {
             self.record_denies(denied).await;
+        }
+        for record in others {
+            self.log_decision(record, false).await;
         }
         Ok((decisions, eff.revision))
     }

@@ -72,7 +72,7 @@ struct Shared {
     max_bytes: u64,
     /// Bytes a new segment must leave free on the filesystem (the store's disk
     /// reserve, when they share it): a full disk's headroom is not the journal's.
-    keep_free: u64,
+    keep_free: std::sync::atomic::AtomicU64,
     /// Held for the journal's life: the directory's lock.
     _lock: File,
 }
@@ -154,7 +154,7 @@ impl DenyJournal {
             segments: Mutex::new(segments),
             failing: AtomicBool::new(false),
             max_bytes,
-            keep_free,
+            keep_free: std::sync::atomic::AtomicU64::new(keep_free),
             _lock: lock,
         });
         let first = numbers.last().map_or(1, |n| n + 1);
@@ -209,6 +209,12 @@ impl DenyJournal {
     /// `n` records of segment `number` are in the store.
     pub fn stored(&self, number: u64, n: u64) {
         self.shared.stored(number, n);
+    }
+
+    /// At shutdown, the disk's reserve is the journal's too: admin writes are over,
+    /// and records that wait only in memory would be lost.
+    pub fn use_reserve(&self) {
+        self.shared.keep_free.store(0, Ordering::Relaxed);
     }
 
     /// Bytes the journal's segments take.
@@ -384,7 +390,8 @@ impl Appender {
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             let room = rustix::fs::statvfs(&self.shared.dir)
                 .map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
-            if room < self.shared.keep_free.saturating_add(SEGMENT_BYTES) {
+            let keep_free = self.shared.keep_free.load(Ordering::Relaxed);
+            if room < keep_free.saturating_add(SEGMENT_BYTES) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::StorageFull,
                     format!("{room} bytes free: a new segment would take the disk's reserve"),
@@ -528,17 +535,14 @@ fn lock(dir: &Path) -> std::io::Result<Option<File>> {
 /// usual. A disk without the room refuses the segment.
 fn preallocate(file: &File) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    match rustix::fs::fallocate(
+    // a filesystem without fallocate appends as usual
+    if let Err(rustix::io::Errno::NOSPC) = rustix::fs::fallocate(
         file,
         rustix::fs::FallocateFlags::KEEP_SIZE,
         0,
         SEGMENT_BYTES,
     ) {
-        Err(rustix::io::Errno::NOSPC) => {
-            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
-        }
-        // a filesystem without it: appends as usual
-        _ => {}
+        return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;

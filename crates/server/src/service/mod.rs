@@ -311,7 +311,7 @@ impl Service {
     }
 
     /// At shutdown: writes the queued DENY records within `grace` (what the store does
-    /// not take is left in the spill file for the next start).
+    /// not take is left in the DENY journal for the next start).
     pub async fn drain_audit(&self, grace: Duration) {
         self.audit.drain(grace).await;
     }

@@ -64,7 +64,7 @@ impl NewDecision {
 /// One decision on its way to the log through the writer's waiting queue (a DENY's):
 /// [`NewDecision`] with its texts in one allocation, where sixteen strings were
 /// sixteen, each freed by the writer on another thread. ALLOW and ASK records skip
-/// it: they are encoded straight into [`EncodedDecisions`]. The spill file holds its
+/// it: they are encoded straight into [`EncodedDecisions`]. The DENY journal holds its
 /// JSON, which is [`NewDecision`]'s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "NewDecision", into = "NewDecision")]

@@ -192,8 +192,8 @@ DROP TABLE decisions;
     // audit trail's decision records pruned by time
     r"
 ALTER TABLE decision_blocks ADD COLUMN deny {int} NOT NULL DEFAULT 2;
-CREATE INDEX decision_blocks_deny ON decision_blocks (deny, max_at);
-CREATE INDEX audit_kind_at ON audit (kind, at);
+CREATE INDEX IF NOT EXISTS decision_blocks_deny ON decision_blocks (deny, max_at);
+CREATE INDEX IF NOT EXISTS audit_kind_at ON audit (kind, at);
 ",
 ];
 
