@@ -316,6 +316,15 @@ fn steps(fence: &Fence) -> Vec<Step> {
                     None => break,
                 }
             }
+            // a here-document's lines are the command's, up to its terminator
+            if let Some(word) = here_document_end(&command) {
+                for (_, more) in lines.by_ref() {
+                    command.push_str(&format!("\n{more}"));
+                    if more.trim() == word {
+                        break;
+                    }
+                }
+            }
             out.push(Step {
                 line: fence.line + 1 + i,
                 command,
@@ -333,6 +342,19 @@ fn steps(fence: &Fence) -> Vec<Step> {
         }
     }
     out
+}
+
+/// The terminator of a here-document the command opens (`<<'YAML'`, `<<EOF`).
+fn here_document_end(command: &str) -> Option<String> {
+    let after = command.split("<<").nth(1)?;
+    let word: String = after
+        .trim_start_matches('-')
+        .trim_start()
+        .trim_start_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!word.is_empty()).then_some(word)
 }
 
 /// Whether `line` matches `pattern`, where `[..]` stands for any text.
@@ -375,6 +397,8 @@ pub(crate) struct Session {
     pub(crate) home: PathBuf,
     ports: Vec<(u16, u16)>,
     background: Vec<tokio::process::Child>,
+    /// What `export NAME=…` steps set, for the steps after them.
+    exported: BTreeMap<String, String>,
 }
 
 impl Session {
@@ -391,6 +415,7 @@ impl Session {
             home,
             ports,
             background: Vec::new(),
+            exported: BTreeMap::new(),
         }
     }
 
@@ -441,6 +466,7 @@ impl Session {
             // and the client's
             .env("TOOLGATE_LISTEN", format!("127.0.0.1:{}", self.ports[0].1))
             .env("TOOLGATE_SERVER", self.server_url())
+            .envs(&self.exported)
             .stdin(Stdio::null())
             .kill_on_drop(true);
         cmd
@@ -466,6 +492,27 @@ impl Session {
             }
             return Ok(());
         }
+        // a shell's exports last: kept for the steps after this one
+        if let Some(assignments) = command.strip_prefix("export ") {
+            let names: Vec<&str> = assignments
+                .split_whitespace()
+                .filter_map(|a| a.split_once('=').map(|(n, _)| n))
+                .collect();
+            let show: String = names.iter().map(|n| format!(" \"${n}\"")).collect();
+            let out = self
+                .bash(&format!("{command} && printf '%s\\0'{show}"))
+                .output()
+                .await
+                .map_err(|e| format!("{place}: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("{place}: {}", String::from_utf8_lossy(&out.stderr)));
+            }
+            let values = String::from_utf8_lossy(&out.stdout).into_owned();
+            for (name, value) in names.iter().zip(values.split('\0')) {
+                self.exported.insert((*name).to_owned(), value.to_owned());
+            }
+            return Ok(());
+        }
         // a read of what the server writes in the background may be read again
         let settles = ["toolgate decisions list", "toolgate audit list"]
             .iter()
@@ -474,7 +521,7 @@ impl Session {
         loop {
             let out = tokio::time::timeout(
                 COMMAND_DEADLINE,
-                self.bash(&format!("{command} 2>&1")).output(),
+                self.bash(&format!("exec 2>&1\n{command}")).output(),
             )
             .await
             .map_err(|_| format!("{place}: still running after {COMMAND_DEADLINE:?}"))?
