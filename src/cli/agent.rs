@@ -306,12 +306,16 @@ fn decide(client: Client, args: &HookArgs, conn: &Connection, options: &Options)
         Ok(Err(e)) => hook::failure(client, &with_hint(&e, &server), options),
         Ok(Ok(d)) => hook::reply(
             client,
-            &Verdict {
-                outcome: d.outcome,
-                reason: d.reason,
-                message: d.message,
-                revision: d.revision,
-            },
+            // what the hook sees of the call's own files can only make it stricter
+            &hook::held(
+                &parsed,
+                Verdict {
+                    outcome: d.outcome,
+                    reason: d.reason,
+                    message: d.message,
+                    revision: d.revision,
+                },
+            ),
             parsed.note.as_deref(),
             options,
         ),
