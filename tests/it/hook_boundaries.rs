@@ -483,3 +483,65 @@ async fn powershell_write_tools_and_workdirs_are_read_as_what_they_do() {
     }
     server.stop().await;
 }
+
+/// Issue 36: what the server cannot see, the hook checks where the files are. A
+/// symbolic link already in the directory (`docs -> /elsewhere`) takes a write out;
+/// a nested repository's metadata (`config`, `HEAD`, `objects/`) is protected
+/// wherever it stands; an ordinary write still auto-runs.
+#[tokio::test]
+async fn the_hook_follows_links_and_finds_nested_repository_metadata() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["builtin:*".into()],
+            allowed: vec!["echo".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let up = format!("http://{}", server.addr);
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), project.path().join("docs")).unwrap();
+    let bare = project.path().join("vendor/lib.git");
+    std::fs::create_dir_all(bare.join("objects")).unwrap();
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(bare.join("config"), "[core]\n").unwrap();
+    let cwd = project.path().to_str().unwrap().to_owned();
+    for (tool, input, want) in [
+        (
+            "Bash",
+            json!({"command": "echo x >> docs/notes.txt"}),
+            "ask",
+        ),
+        (
+            "Bash",
+            json!({"command": "echo x > vendor/lib.git/hooks/post-checkout"}),
+            "ask",
+        ),
+        (
+            "Write",
+            json!({"file_path": format!("{cwd}/docs/a.txt"), "content": "x"}),
+            "ask",
+        ),
+        ("Bash", json!({"command": "echo x > notes.txt"}), "allow"),
+        (
+            "Write",
+            json!({"file_path": format!("{cwd}/src/new.rs"), "content": "x"}),
+            "allow",
+        ),
+    ] {
+        let payload = json!({"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input});
+        let out = hook(&up, "claude-code", &[], home.path(), &payload).await;
+        assert_eq!(out.exit, 0, "{input}: {}", out.stderr);
+        assert_eq!(
+            out.stdout["hookSpecificOutput"]["permissionDecision"], want,
+            "{input}: {}",
+            out.stdout
+        );
+    }
+    server.stop().await;
+}

@@ -14,6 +14,8 @@ mod mapping;
 pub mod powershell;
 mod writes;
 
+pub use writes::written_paths;
+
 pub use cursor::{McpDirectory, Trust};
 pub use mapping::{CLAUDE, CODEX, GEMINI, ToolTable, shell_line, tool_call};
 

@@ -3,7 +3,8 @@
 //! shell write is: a path outside the working directory or in a protected place
 //! (`.git/hooks/`, `~/.bashrc`, CI files) never auto-runs, whatever the policy allows.
 
-use crate::policy::{Place, place_of};
+use super::Parsed;
+use crate::policy::{BUILTIN_SERVER, Call, Place, parse_command_line, place_of, touches};
 use serde_json::Value;
 
 /// The tools that write files, and the keys of their input that name the file.
@@ -50,6 +51,64 @@ pub(super) fn held(tool: &str, input: &Value, cwd: Option<&str>) -> Option<Strin
         }
     })
 }
+
+/// The absolute paths a call writes or deletes inside its working directory, which
+/// the hook (where the files are) checks for symbolic links and nested repository
+/// metadata before an ALLOW stands: a shell line's writes as the reader places them,
+/// a write tool's files. Empty without an absolute working directory.
+pub fn written_paths(parsed: &Parsed, tool_input: Option<&Value>) -> Vec<String> {
+    let Some(cwd) = parsed.args.cwd.as_deref().filter(|c| c.starts_with('/')) else {
+        return Vec::new();
+    };
+    let join = |rel: &str| format!("{}/{rel}", cwd.trim_end_matches('/'));
+    match &parsed.call {
+        Call::Shell(line) => {
+            let read = parse_command_line(line);
+            touches(&read.commands, Some(cwd))
+                .into_iter()
+                .filter_map(|t| match t.place {
+                    Place::Inside(rel) => Some(join(&rel)),
+                    _ => None,
+                })
+                .collect()
+        }
+        Call::Mcp { server, tool }
+            if server == BUILTIN_SERVER && DECIDED_AS_WRITES.contains(&tool.as_str()) =>
+        {
+            let Some(input) = tool_input else {
+                return Vec::new();
+            };
+            let mut paths: Vec<String> = ["file_path", "notebook_path", "path"]
+                .iter()
+                .filter_map(|k| input.get(*k).and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect();
+            if let Some(patch) = patch_text(input).filter(|p| p.len() <= MAX_PATCH_BYTES) {
+                paths.extend(patch_paths(patch));
+            }
+            paths
+                .into_iter()
+                .filter_map(|p| match place_of(&p, Some(cwd)) {
+                    Place::Inside(rel) => Some(join(&rel)),
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The built-in names the write tools are decided as (`MultiEdit` and
+/// `apply_patch` as `edit_file`).
+const DECIDED_AS_WRITES: [&str; 7] = [
+    "Write",
+    "Edit",
+    "edit_file",
+    "NotebookEdit",
+    "write_file",
+    "replace",
+    "edit",
+];
 
 /// Codex's `apply_patch` input: the patch text under one of its keys, or the
 /// second word of an argv (`["apply_patch", "*** Begin Patch…"]`).
