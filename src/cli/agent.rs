@@ -304,7 +304,7 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
     } else {
         McpDirectory::default()
     };
-    let parsed = match hook::parse(client, &input, &directory) {
+    let mut parsed = match hook::parse(client, &input, &directory) {
         Ok(p) => p,
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
@@ -391,28 +391,94 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
             options,
         ),
         Ok(Err(e)) => hook::failure(client, &with_hint(&e, &server), options),
-        Ok(Ok(d)) => hook::reply(
-            client,
-            &Verdict {
-                outcome: d.outcome,
-                reason: d.reason,
-                // nothing was ever written for the team: most likely a misspelt id
-                message: if d.revision == 0 {
-                    format!("{}; {}", no_settings(&team), d.message)
-                } else {
-                    d.message
-                },
-                revision: d.revision,
-            },
-            parsed.note.as_deref(),
-            options,
-        ),
+        Ok(Ok(d)) => {
+            // an ALLOW stands only if what the call writes lands where the line says
+            if d.outcome == crate::policy::Outcome::Allow && parsed.hold.is_none() {
+                let cwd = parsed.args.cwd.clone().unwrap_or_default();
+                parsed.hold = hook::written_paths(&parsed, parsed.args.tool_input.as_ref())
+                    .iter()
+                    .find_map(|path| landing(Path::new(&cwd), Path::new(path)));
+            }
+            hook::reply(
+                client,
+                // what the hook sees of the call's own files can only make it stricter
+                &hook::held(
+                    &parsed,
+                    Verdict {
+                        outcome: d.outcome,
+                        reason: d.reason,
+                        // nothing was ever written for the team: most likely a misspelt id
+                        message: if d.revision == 0 {
+                            format!("{}; {}", no_settings(&team), d.message)
+                        } else {
+                            d.message
+                        },
+                        revision: d.revision,
+                    },
+                ),
+                parsed.note.as_deref(),
+                options,
+            )
+        }
     }
 }
 
-/// Whether a person at the client can answer an ASK: as told, else as the client
-/// shows it (Codex's hooks cannot ask; Claude Code marks `-p` runs in
-/// `CLAUDE_CODE_ENTRYPOINT`), else unknown.
+/// Where a path the call writes inside the working directory really lands, read
+/// from the files (the server cannot see them): `None` when it stays inside and out
+/// of protected places, else why not. A symbolic link on the way can take it out of
+/// the directory or into `.git/`; a directory holding `config`, `HEAD` and
+/// `objects/` is a repository's metadata, whose hooks and configuration run code.
+fn landing(cwd: &Path, path: &Path) -> Option<String> {
+    let shown = path.display();
+    // a directory that does not exist holds no link and no metadata to land in
+    let root = std::fs::canonicalize(cwd).ok()?;
+    // the longest part of the path that exists, resolved; the rest is created
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while std::fs::symlink_metadata(&existing).is_err() {
+        let Some(name) = existing.file_name().map(std::ffi::OsStr::to_owned) else {
+            break;
+        };
+        rest.push(name);
+        if !existing.pop() {
+            break;
+        }
+    }
+    let Ok(mut real) = std::fs::canonicalize(&existing) else {
+        return Some(format!(
+            "writes {shown}, which cannot be resolved to check where it lands"
+        ));
+    };
+    for name in rest.iter().rev() {
+        real.push(name);
+    }
+    let Ok(inside) = real.strip_prefix(&root) else {
+        return Some(format!(
+            "writes {shown}, which a symbolic link takes to {}, outside the working directory",
+            real.display()
+        ));
+    };
+    if let crate::policy::Place::Protected(name) =
+        crate::policy::place_of(&inside.to_string_lossy(), Some(&root.to_string_lossy()))
+    {
+        return Some(format!(
+            "writes {shown}, which lands in {} (a protected path: {name})",
+            real.display()
+        ));
+    }
+    let mut dir = real.parent();
+    while let Some(d) = dir.filter(|d| d.starts_with(&root)) {
+        if d.join("HEAD").is_file() && d.join("config").is_file() && d.join("objects").is_dir() {
+            return Some(format!(
+                "writes {shown}, inside {}, a repository's metadata (config, HEAD, objects/), whose hooks and configuration run code",
+                d.display()
+            ));
+        }
+        dir = d.parent();
+    }
+    None
+}
+
 fn interactive(client: Client, headless: Option<bool>) -> Option<bool> {
     if let Some(headless) = headless {
         return Some(!headless);

@@ -393,3 +393,160 @@ async fn a_hooked_calls_action_is_decided_by_the_tool_action_list() {
     assert_eq!(out.stdout["decision"], "allow", "{}", out.stdout);
     server.stop().await;
 }
+
+/// Issue 36 through the real hook: Claude Code's PowerShell aliases of a denied
+/// `rm -rf` are denied; the agent's own Write into `.git/hooks/` is not auto-run
+/// although `builtin:*` allows it; a Codex `workdir` of `~/.ssh` is a cd out of the
+/// working directory, so a write there is not auto-run; Codex's `bash -lc` of a
+/// read-only script auto-runs under `@readonly` without `bash` being allowed.
+#[tokio::test]
+async fn powershell_write_tools_and_workdirs_are_read_as_what_they_do() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["builtin:*".into()],
+            allowed: vec!["@readonly".into(), "echo".into()],
+            denied: vec!["rm -rf".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let up = format!("http://{}", server.addr);
+    let home = tempfile::tempdir().unwrap();
+    let claude = |tool: &str, input: Value| {
+        json!({"session_id": "s", "cwd": "/home/dev/proj", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input})
+    };
+    let decision = |out: &Ran| {
+        out.stdout["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for (tool, input, want) in [
+        (
+            "PowerShell",
+            json!({"command": "Remove-Item -Recurse -Force C:\\"}),
+            "deny",
+        ),
+        ("PowerShell", json!({"command": "ri -r -fo build"}), "deny"),
+        ("PowerShell", json!({"command": "Get-ChildItem"}), "ask"),
+        (
+            "Write",
+            json!({"file_path": "/home/dev/proj/.git/hooks/pre-commit", "content": "x"}),
+            "ask",
+        ),
+        (
+            "Edit",
+            json!({"file_path": "/home/dev/.bashrc", "old_string": "a", "new_string": "b"}),
+            "ask",
+        ),
+        (
+            "Write",
+            json!({"file_path": "/home/dev/proj/notes.txt", "content": "x"}),
+            "allow",
+        ),
+        ("Bash", json!({"command": "echo x > notes.txt"}), "allow"),
+        (
+            "Bash",
+            json!({"command": "echo x > pre-commit", "directory": ".git/hooks"}),
+            "ask",
+        ),
+    ] {
+        let out = hook(
+            &up,
+            "claude-code",
+            &[],
+            home.path(),
+            &claude(tool, input.clone()),
+        )
+        .await;
+        assert_eq!(out.exit, 0, "{tool} {input}: {}", out.stderr);
+        assert_eq!(decision(&out), want, "{tool} {input}: {}", out.stdout);
+    }
+    let codex = |input: Value| {
+        json!({"cwd": "/home/dev/proj", "hook_event_name": "PreToolUse", "model": "gpt-5.5",
+            "permission_mode": "default", "session_id": "s", "tool_name": "shell_command",
+            "tool_input": input, "tool_use_id": "call_1", "turn_id": "t"})
+    };
+    // Codex honours only deny: what is not allowed is denied, what is prints nothing
+    for (input, denied) in [
+        (
+            json!({"command": "echo key >> authorized_keys", "workdir": "/home/dev/.ssh"}),
+            true,
+        ),
+        (
+            json!({"command": ["bash", "-lc", "ls && git status"]}),
+            false,
+        ),
+        (json!({"command": ["bash", "-lc", "ls > out.txt"]}), true),
+    ] {
+        let out = hook(&up, "codex", &[], home.path(), &codex(input.clone())).await;
+        assert_eq!(out.exit, 0, "{input}: {}", out.stderr);
+        assert_eq!(decision(&out) == "deny", denied, "{input}: {}", out.stdout);
+    }
+    server.stop().await;
+}
+
+/// Issue 36: what the server cannot see, the hook checks where the files are. A
+/// symbolic link already in the directory (`docs -> /elsewhere`) takes a write out;
+/// a nested repository's metadata (`config`, `HEAD`, `objects/`) is protected
+/// wherever it stands; an ordinary write still auto-runs.
+#[tokio::test]
+async fn the_hook_follows_links_and_finds_nested_repository_metadata() {
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["builtin:*".into()],
+            allowed: vec!["echo".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let up = format!("http://{}", server.addr);
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), project.path().join("docs")).unwrap();
+    let bare = project.path().join("vendor/lib.git");
+    std::fs::create_dir_all(bare.join("objects")).unwrap();
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(bare.join("config"), "[core]\n").unwrap();
+    let cwd = project.path().to_str().unwrap().to_owned();
+    for (tool, input, want) in [
+        (
+            "Bash",
+            json!({"command": "echo x >> docs/notes.txt"}),
+            "ask",
+        ),
+        (
+            "Bash",
+            json!({"command": "echo x > vendor/lib.git/hooks/post-checkout"}),
+            "ask",
+        ),
+        (
+            "Write",
+            json!({"file_path": format!("{cwd}/docs/a.txt"), "content": "x"}),
+            "ask",
+        ),
+        ("Bash", json!({"command": "echo x > notes.txt"}), "allow"),
+        (
+            "Write",
+            json!({"file_path": format!("{cwd}/src/new.rs"), "content": "x"}),
+            "allow",
+        ),
+    ] {
+        let payload = json!({"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input});
+        let out = hook(&up, "claude-code", &[], home.path(), &payload).await;
+        assert_eq!(out.exit, 0, "{input}: {}", out.stderr);
+        assert_eq!(
+            out.stdout["hookSpecificOutput"]["permissionDecision"], want,
+            "{input}: {}",
+            out.stdout
+        );
+    }
+    server.stop().await;
+}

@@ -26,6 +26,17 @@ fn gemini_name(canonical: &str) -> &str {
 /// which reads the pattern as text, does not refuse it.
 const PLAIN_TAIL: &str = r#"[^"\\$`\x28\x29\x7b\x7d<>;&|*?\[\]~!#]*"#;
 
+/// git's global options that make it run a pager, another git or configuration's
+/// commands (toolgate finds them opaque).
+const GIT_OPAQUE: [&str; 6] = [
+    "git -p",
+    "git --paginate",
+    "git --exec-path",
+    "git -c",
+    "git --config-env",
+    "git --git-dir",
+];
+
 fn regex_escape(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
@@ -75,6 +86,21 @@ pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
                 ("commandRegex", json!(regex)),
                 ("decision", json!("allow")),
                 ("priority", json!(ALLOW)),
+            ],
+        );
+    }
+    // Gemini CLI lets some git commands run on its own (its read-only list); these
+    // spellings of them run what the line does not show, which toolgate asks for
+    for prefix in GIT_OPAQUE {
+        // the option alone, with a separate value or with `=value`
+        let regex = format!("{}(?:[ =]|\")", regex_escape(prefix));
+        rule(
+            &mut out,
+            &[
+                ("toolName", json!("run_shell_command")),
+                ("commandRegex", json!(regex)),
+                ("decision", json!("ask_user")),
+                ("priority", json!(ASK)),
             ],
         );
     }

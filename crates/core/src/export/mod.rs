@@ -158,6 +158,14 @@ fn shell(
             ));
             continue;
         }
+        // what the reader decides by its options and operands (sed -i, tar -x,
+        // git status --paginate) a native prefix rule would allow in every spelling
+        if crate::policy::checked_beyond_prefix(&w) {
+            plan.warnings.push(format!(
+                "allowed prefix {prefix:?} is not exported: toolgate reads its options and operands (what it runs, writes, deletes or contacts), which a native prefix rule cannot, so the client asks for it"
+            ));
+            continue;
+        }
         // `git status` stays beside a blocked `git push`: no command a native
         // `git status` rule allows is one toolgate blocks or denies; `git` alone would
         // allow `git -C . push`, which only toolgate sees as the blocked prefix

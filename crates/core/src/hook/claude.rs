@@ -3,6 +3,7 @@
 
 use super::mapping::{CLAUDE, call_args, str_field, tool_call};
 use super::{Answer, HookError, Parsed};
+use crate::policy::Call;
 use crate::policy::roles::AgentSpec;
 use serde_json::{Value, json};
 
@@ -11,8 +12,17 @@ pub fn parse(v: &Value) -> Result<Parsed, HookError> {
     let input = v.get("tool_input").unwrap_or(&Value::Null);
     let (call, note) = tool_call(tool, input, &CLAUDE)?;
     let mut parsed = Parsed::new(call, note);
+    // PowerShell's line is read as PowerShell too (its aliases of rm, its switches)
+    if tool == "PowerShell"
+        && let Call::Shell(line) = &parsed.call
+    {
+        parsed
+            .also
+            .push(Call::Shell(super::powershell::as_bash(line)));
+    }
     parsed.agent = agent(v);
-    parsed.args = call_args(v, v.get("tool_input"));
+    parsed.args = call_args(v, v.get("tool_input"), &mut parsed.call);
+    parsed.hold = super::writes::held(tool, input, parsed.args.cwd.as_deref());
     Ok(parsed)
 }
 

@@ -13,7 +13,8 @@ pub fn parse(v: &Value) -> Result<Parsed, HookError> {
     let input = v.get("tool_input").unwrap_or(&Value::Null);
     let (call, note) = tool_call(tool, input, &CODEX)?;
     let mut parsed = Parsed::new(call, note);
-    parsed.args = call_args(v, v.get("tool_input"));
+    parsed.args = call_args(v, v.get("tool_input"), &mut parsed.call);
+    parsed.hold = super::writes::held(tool, input, parsed.args.cwd.as_deref());
     Ok(parsed)
 }
 

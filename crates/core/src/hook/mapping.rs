@@ -262,7 +262,7 @@ fn stdin_line(input: &Value) -> Result<String, HookError> {
 }
 
 /// A word quoted so a shell reads it back as the same word.
-fn quote(word: &str) -> String {
+pub(super) fn quote(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()
@@ -290,9 +290,25 @@ pub(super) fn str_field<'a>(v: &'a Value, field: &'static str) -> Result<&'a str
 /// out (the server then places nothing against it).
 const MAX_CWD_BYTES: usize = 4096;
 
+/// Keys of a tool's input that name the directory its command runs in. The model
+/// writes them, so they are read as a `cd` on the line, never as the working
+/// directory itself.
+const DIRECTORY_KEYS: [&str; 6] = [
+    "workdir",
+    "dir_path",
+    "directory",
+    "cwd",
+    "working_directory",
+    "workingDirectory",
+];
+
 /// What the call touches as the payload says: its working directory (the payload's
-/// `cwd`, moved by a shell tool's own `workdir`/`dir_path`), and its arguments.
-pub(super) fn call_args(payload: &Value, tool_input: Option<&Value>) -> CallArgs {
+/// `cwd`), and its arguments. A directory the tool's input names (`workdir`,
+/// `dir_path`, …) is a `cd` on the line: one inside the working directory moves it
+/// there (where a protected place is still protected); one outside it (or with no
+/// working directory to hold it to) is put on a shell call's line as `cd DIR && …`,
+/// where the reader finds every write outside.
+pub(super) fn call_args(payload: &Value, tool_input: Option<&Value>, call: &mut Call) -> CallArgs {
     let text = |v: &Value, key: &str| {
         v.get(key)
             .and_then(Value::as_str)
@@ -300,23 +316,53 @@ pub(super) fn call_args(payload: &Value, tool_input: Option<&Value>) -> CallArgs
             .map(str::to_owned)
     };
     let mut cwd = text(payload, "cwd");
-    if let Some(input) = tool_input
-        && let Some(dir) = ["workdir", "dir_path", "directory"]
-            .into_iter()
-            .find_map(|k| text(input, k))
-    {
-        cwd = Some(match cwd {
-            Some(base) if !dir.starts_with('/') && !dir.starts_with('~') => {
-                format!("{}/{dir}", base.trim_end_matches('/'))
+    let dir = tool_input.and_then(|input| DIRECTORY_KEYS.into_iter().find_map(|k| text(input, k)));
+    if let Some(dir) = dir {
+        match inside(cwd.as_deref(), &dir) {
+            Some(moved) => cwd = Some(moved),
+            None => {
+                if let Call::Shell(line) = call {
+                    *line = format!("cd {} && {line}", quote(&dir));
+                }
             }
-            _ => dir,
-        });
+        }
     }
     CallArgs {
         tool_input: tool_input.filter(|i| i.is_object()).cloned(),
         cwd,
         ..CallArgs::default()
     }
+}
+
+/// `dir` resolved against the working directory, when it stays inside it.
+fn inside(cwd: Option<&str>, dir: &str) -> Option<String> {
+    let base = cwd.filter(|c| c.starts_with('/'))?;
+    if dir.starts_with('~') || dir.contains('\\') {
+        return None;
+    }
+    let joined = if dir.starts_with('/') {
+        dir.to_owned()
+    } else {
+        format!("{}/{dir}", base.trim_end_matches('/'))
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    let base_parts: Vec<&str> = base
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if base_parts.contains(&"..") || !parts.starts_with(&base_parts) {
+        return None;
+    }
+    Some(format!("/{}", parts.join("/")))
 }
 
 #[cfg(test)]
@@ -342,14 +388,48 @@ mod tests {
     }
 
     #[test]
-    fn a_shell_tools_workdir_moves_the_working_directory() {
+    fn a_shell_tools_workdir_is_a_cd() {
         let payload = json!({"cwd": "/home/dev/proj"});
-        let args = call_args(&payload, Some(&json!({"command": "ls", "workdir": "sub"})));
-        assert_eq!(args.cwd.as_deref(), Some("/home/dev/proj/sub"));
-        let args = call_args(&payload, Some(&json!({"workdir": "/tmp"})));
-        assert_eq!(args.cwd.as_deref(), Some("/tmp"));
+        let ls = || Call::Shell("ls".to_owned());
+        // inside: the working directory moves there
+        for (dir, want) in [
+            ("sub", "/home/dev/proj/sub"),
+            ("./sub/../src", "/home/dev/proj/src"),
+            ("/home/dev/proj/src", "/home/dev/proj/src"),
+            (".git/hooks", "/home/dev/proj/.git/hooks"),
+        ] {
+            let mut call = ls();
+            let args = call_args(
+                &payload,
+                Some(&json!({"command": "ls", "workdir": dir})),
+                &mut call,
+            );
+            assert_eq!(args.cwd.as_deref(), Some(want), "{dir:?}");
+            assert_eq!(call, ls(), "{dir:?}");
+        }
+        // outside: a cd on the line, from the working directory
+        for (key, dir, line) in [
+            ("workdir", "/tmp", "cd /tmp && ls"),
+            ("dir_path", "..", "cd .. && ls"),
+            ("directory", "~/.ssh", "cd '~/.ssh' && ls"),
+            ("cwd", "/home/dev/projx", "cd /home/dev/projx && ls"),
+            ("workdir", "sub/../../other", "cd sub/../../other && ls"),
+        ] {
+            let mut call = ls();
+            let args = call_args(&payload, Some(&json!({ key: dir })), &mut call);
+            assert_eq!(args.cwd.as_deref(), Some("/home/dev/proj"), "{dir:?}");
+            assert_eq!(call, Call::Shell(line.to_owned()), "{dir:?}");
+        }
+        // no working directory to hold it to
+        let mut call = ls();
+        let args = call_args(&json!({}), Some(&json!({"workdir": "/srv"})), &mut call);
         assert_eq!(
-            call_args(&payload, None).cwd.as_deref(),
+            (args.cwd, call),
+            (None, Call::Shell("cd /srv && ls".to_owned()))
+        );
+        let mut call = ls();
+        assert_eq!(
+            call_args(&payload, None, &mut call).cwd.as_deref(),
             Some("/home/dev/proj")
         );
     }

@@ -11,6 +11,10 @@ pub mod cursor;
 pub mod gemini;
 pub mod install;
 mod mapping;
+pub mod powershell;
+mod writes;
+
+pub use writes::written_paths;
 
 pub use cursor::{McpDirectory, Trust};
 pub use mapping::{CLAUDE, CODEX, GEMINI, ToolTable, shell_line, tool_call};
@@ -101,6 +105,9 @@ pub struct Parsed {
     /// The client's session (`session_id`; Cursor's `conversation_id`), which a
     /// central approval "for the session" is bound to.
     pub session: Option<String>,
+    /// Why the call never auto-runs whatever the server answers (an agent's own write
+    /// tool writing a protected place): [`held`] turns an ALLOW into ASK saying so.
+    pub hold: Option<String>,
 }
 
 impl Parsed {
@@ -112,7 +119,25 @@ impl Parsed {
             agent: AgentSpec::default(),
             args: CallArgs::default(),
             session: None,
+            hold: None,
         }
+    }
+}
+
+/// The server's verdict, held where the hook, which sees the call's own files,
+/// knows it must not auto-run: an ALLOW becomes ASK naming why.
+pub fn held(parsed: &Parsed, verdict: Verdict) -> Verdict {
+    match (&parsed.hold, verdict.outcome) {
+        (Some(why), Outcome::Allow) => Verdict {
+            outcome: Outcome::Ask,
+            reason: "COMMAND_BLOCKED".to_owned(),
+            message: format!(
+                "{why}, where no write auto-runs (the server alone would allow it: {})",
+                verdict.message.trim()
+            ),
+            revision: verdict.revision,
+        },
+        _ => verdict,
     }
 }
 

@@ -155,3 +155,37 @@ fn filter_tools_hides_tools_with_no_allowed_action() {
     let kept = filter_tools_in(&files, &admin, &user, "other", &tools).unwrap();
     assert!(kept.removed.is_empty());
 }
+
+/// Issue 36: a program with no row of the table is allowed only by an admin's
+/// explicit prefix, and the explanation says its effects are unknown.
+#[test]
+fn a_program_with_no_row_is_allowed_with_its_effects_unknown() {
+    let admin = CompiledAdmin::compile(&AdminControls {
+        enabled: true,
+        allowed: strings(&["terraform plan", "ls"]),
+        ..AdminControls::default()
+    })
+    .unwrap();
+    let user = CompiledUser::compile(&UserSettings {
+        use_yolo_mode: true,
+        ..UserSettings::default()
+    })
+    .unwrap();
+    let d = explain(&admin, &user, &Call::Shell("terraform plan -out=x".into()));
+    assert_eq!(d.outcome, Outcome::Allow);
+    assert!(
+        d.explanation
+            .iter()
+            .any(|c| c.name == "effects" && c.result.contains("effects are unknown")),
+        "{:?}",
+        d.explanation
+    );
+    let d = explain(&admin, &user, &Call::Shell("ls -la".into()));
+    assert!(
+        !d.explanation
+            .iter()
+            .any(|c| c.result.contains("effects are unknown")),
+        "{:?}",
+        d.explanation
+    );
+}
