@@ -136,12 +136,13 @@ impl Service {
         // it always did (the DENYs of a batch first)
         let mut denied = Vec::new();
         let mut others = Vec::new();
-        for (call, d) in calls.iter().zip(&decisions) {
-            // every record of the call is built from it masked: secrets are never kept
-            let shown = Shown::of(call);
+        // every record of a call is built from it masked: secrets are never kept (the
+        // masked calls outlive the loop, since the records offered after it borrow them)
+        let shown_calls: Vec<Shown<'_>> = calls.iter().map(Shown::of).collect();
+        for (shown, d) in shown_calls.iter().zip(&decisions) {
             let decided = (d.outcome, d.reason, d.matched_entry.as_deref());
             let logged =
-                self.decision_record(p, team, user, agent, origin, eff.revision, &shown, decided);
+                self.decision_record(p, team, user, agent, origin, eff.revision, shown, decided);
             let shown_d = if shown.masked.masked() {
                 secrets::mask_decision(d)
             } else {
