@@ -21,7 +21,8 @@ done
 ADDR=$(sed -n 's/.*serving addr=\([0-9.:]*\).*/\1/p' "$DIR/serve.log" | head -1)
 [ -n "$ADDR" ] || { echo "server did not start" >&2; cat "$DIR/serve.log" >&2; exit 1; }
 export TOOLGATE_SERVER="http://$ADDR" TOOLGATE_TOKEN_FILE="$DIR/data/bootstrap-token"
-export TOOLGATE_TEAM=bench TOOLGATE_USER=dev
+# a hook takes its settings from its flags only, as `hook install` writes them
+HOOK="$BIN hook claude-code --server http://$ADDR --token-file $DIR/data/bootstrap-token --team bench --user dev"
 cat >"$DIR/team.yaml" <<'YAML'
 team: bench
 auto_run_controls:
@@ -32,10 +33,10 @@ auto_run_controls:
 YAML
 "$BIN" admin apply -f "$DIR/team.yaml" >/dev/null
 # the hook must really decide (an error would block fast and flatter the figure)
-"$BIN" hook claude-code <"$PAYLOAD" | grep -q '"permissionDecision":"ask"\|"permissionDecision":"allow"' \
-  || { echo "the hook did not decide" >&2; "$BIN" hook claude-code <"$PAYLOAD"; exit 1; }
+$HOOK <"$PAYLOAD" | grep -q '"permissionDecision":"ask"\|"permissionDecision":"allow"' \
+  || { echo "the hook did not decide" >&2; $HOOK <"$PAYLOAD"; exit 1; }
 hyperfine --style basic --warmup 50 --runs "$RUNS" \
-  --export-json "$DIR/hook.json" "$BIN hook claude-code < $PAYLOAD" >/dev/null
+  --export-json "$DIR/hook.json" "$HOOK < $PAYLOAD" >/dev/null
 hyperfine --style basic --warmup 50 --runs "$RUNS" \
   --export-json "$DIR/floor.json" "$BIN --version" >/dev/null
 python3 - "$DIR/hook.json" "$DIR/floor.json" <<'PY'

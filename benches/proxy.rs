@@ -90,6 +90,7 @@ fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
         clients: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
     }
 }
 

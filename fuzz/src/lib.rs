@@ -4,6 +4,7 @@
 //! test that fails in seconds rather than at the end of a fuzz run.
 
 pub mod entry_parse;
+pub mod hook_config;
 pub mod hook_payload;
 pub mod http_json;
 pub mod internal_name;
@@ -19,6 +20,7 @@ pub type Target = fn(&[u8]);
 /// Every target by name, as `fuzz/run` and `seeds/` name them.
 pub const TARGETS: &[(&str, Target)] = &[
     ("entry_parse", entry_parse::run),
+    ("hook_config", hook_config::run),
     ("hook_payload", hook_payload::run),
     ("http_json", http_json::run),
     ("internal_name", internal_name::run),

@@ -412,7 +412,12 @@ mod tests {
         let quiet = reconcile(&flags, profile.clone(), None, &[]);
         assert_eq!(quiet.conn.server, "https://real:7070");
         assert_eq!((quiet.team.as_str(), quiet.user.as_str()), ("acme", ""));
-        let table: &[(&[(&str, &str)], &[&str])] = &[
+        // (the variables set, the ones named as ignored)
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            &'static [&'static str],
+        );
+        let table: &[Case] = &[
             (
                 &[("TOOLGATE_SERVER", "http://evil:1")],
                 &["TOOLGATE_SERVER"],

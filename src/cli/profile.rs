@@ -107,16 +107,21 @@ pub fn load_from(path: &Path) -> Result<Profile, ProfileError> {
             "larger than {MAX_PROFILE_BYTES} bytes: it is not a profile; run `toolgate login` again"
         )));
     }
-    let profile: Profile = toml::from_str(&text).map_err(|e| {
-        unreadable(format!(
-            "{}: keys are server, token, token_file, team, user and ca; run `toolgate login` again",
-            e.message()
-        ))
-    })?;
+    let profile = parse(&text).map_err(unreadable)?;
     if profile.token.is_some() {
         check_private(path)?;
     }
     Ok(profile)
+}
+
+/// A profile's text read, or what is wrong with it.
+pub fn parse(text: &str) -> Result<Profile, String> {
+    toml::from_str(text).map_err(|e: toml::de::Error| {
+        format!(
+            "{}: keys are server, token, token_file, team, user and ca; run `toolgate login` again",
+            e.message()
+        )
+    })
 }
 
 #[cfg(unix)]

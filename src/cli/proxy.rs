@@ -40,6 +40,11 @@ pub struct ProxyArgs {
     /// `headless` approval mode, its ASKs go to the approvers.
     #[arg(long)]
     headless: bool,
+    /// Tool descriptions longer than this many bytes are cut, with a marker saying so
+    /// (an upstream's text reaches the model as instructions).
+    #[arg(long, value_name = "BYTES", default_value_t = proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(256..=1_048_576))]
+    max_description_bytes: usize,
     /// The upstream command and its arguments, after `--`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -92,6 +97,7 @@ pub async fn run_proxy(
             wait: args.approval_wait,
             headless: args.headless,
         },
+        max_description_bytes: args.max_description_bytes,
     };
     match config.listen {
         Some(addr) => {

@@ -12,7 +12,7 @@ mod lines;
 mod session;
 mod upstream;
 
-pub use gate::Who;
+pub use gate::{DEFAULT_MAX_DESCRIPTION_BYTES, Who};
 pub use http::ClientTokens;
 pub use upstream::Target;
 
@@ -60,6 +60,9 @@ pub struct ProxyConfig {
     pub max_staleness: Duration,
     /// Central approvals: whether and how long a call waits for a person's answer.
     pub approvals: ApprovalWait,
+    /// Tool descriptions longer than this many bytes are cut, with a marker
+    /// ([`DEFAULT_MAX_DESCRIPTION_BYTES`] unless configured).
+    pub max_description_bytes: usize,
 }
 
 /// How the proxy takes part in central approvals.
@@ -94,7 +97,8 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
         config.max_staleness,
         upstream.tools(),
     )
-    .with_approvals(config.approvals);
+    .with_approvals(config.approvals)
+    .with_max_description(config.max_description_bytes);
     Ok(Arc::new(Shared {
         gate,
         upstream,

@@ -810,7 +810,11 @@ async fn receiver() -> (String, tokio::sync::mpsc::Receiver<Value>) {
 
 #[tokio::test]
 async fn the_webhook_gets_each_request_and_a_receiver_down_delays_nothing() {
-    let (server, _dir) = start().await;
+    // the receiver is a local relay on loopback, which the configuration must allow
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.approvals.webhook_allow_loopback = true;
+    let server = TestServer::start(config).await;
     let (url, mut posted) = receiver().await;
     team(
         &server,

@@ -233,6 +233,7 @@ async fn http(mode: &str) {
         clients: Some(clients),
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());

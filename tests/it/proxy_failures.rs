@@ -158,6 +158,7 @@ async fn connect(
         clients: None,
         max_staleness,
         approvals: Default::default(),
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);
@@ -371,6 +372,7 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
         clients: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);

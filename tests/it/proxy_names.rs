@@ -1,8 +1,10 @@
 //! `toolgate proxy` in front of a lying upstream (tests/python/lying_upstream.py, the
-//! standard library only): tool names seed 001 refuses, or that hold `/`, a control
-//! character or surrounding spaces, are hidden from `tools/list` and refused on
-//! `tools/call`, though `demo:get_*` would match them; honest names pass, and a call's
-//! `action` argument is decided as the seed 000 `tool.action` it names.
+//! standard library only): tool names seed 001 refuses, or that hold `/`, a control,
+//! invisible or bidirectional character, surrounding spaces or Latin mixed with
+//! Cyrillic letters, are hidden from `tools/list` and refused on `tools/call`, though
+//! `demo:get_*` would match them; honest names pass, a 110 KB description is cut to
+//! the proxy's limit, and a call's `action` argument is decided as the seed 000
+//! `tool.action` it names.
 
 use crate::support::*;
 
@@ -47,6 +49,7 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         clients: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);
@@ -57,19 +60,27 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         .expect("initialize");
     let peer = client.peer().clone();
     // the first listing may come before the upstream's: wait for it, bounded
-    let names = tokio::time::timeout(DEADLINE, async {
+    let tools = tokio::time::timeout(DEADLINE, async {
         loop {
-            let tools = peer.list_tools(None).await.expect("tools/list");
-            let names: Vec<String> = tools.tools.iter().map(|t| t.name.to_string()).collect();
-            if !names.is_empty() {
-                return names;
+            let tools = peer.list_tools(None).await.expect("tools/list").tools;
+            if !tools.is_empty() {
+                return tools;
             }
             tokio::task::yield_now().await;
         }
     })
     .await
     .expect("the upstream's tools listed in time");
-    assert_eq!(names, ["get_issue", "interact"]);
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, ["get_issue", "get_long", "interact"]);
+    let long = tools[1].description.as_deref().unwrap_or_default();
+    assert!(
+        long.len() < proxy::DEFAULT_MAX_DESCRIPTION_BYTES + 200,
+        "{} bytes passed on",
+        long.len()
+    );
+    assert!(long.contains("cut by toolgate"), "{long}");
+    assert_eq!(tools[0].description.as_deref(), Some("a tool"));
 
     for name in [
         "get_a/../delete_repo",
@@ -78,6 +89,10 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         "get_d\0",
         "get_e\nx",
         "get:f",
+        "get_\u{200b}hidden",
+        "get_\u{202e}exe.txt",
+        "get_\u{2066}x\u{2069}",
+        "get_d\u{435}lete",
     ] {
         let refused = tokio::time::timeout(
             DEADLINE,

@@ -206,6 +206,28 @@ async fn the_matrix_of_who_may_issue_which_role() {
             .map(|e| e.code());
         assert_eq!(got, *want, "{by} issuing {role:?} for {team}");
     }
+    // a user id the server gives its own principals is refused, by any issuer
+    for user in [
+        "bootstrap-operator",
+        "Bootstrap-Operator",
+        "anonymous",
+        "jwt:acme/alice@https://idp",
+        "JWT:x",
+        "file:/etc/toolgate/policy.yaml",
+        " bootstrap-operator",
+    ] {
+        let e = server
+            .tokens("operator-token")
+            .create_token(create(TEAM, user, Member))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{user}");
+        assert!(
+            e.message().contains("user_id") && e.message().contains("reserved"),
+            "{user}: {}",
+            e.message()
+        );
+    }
     // an unknown role number is refused by name
     let e = server
         .tokens("operator-token")

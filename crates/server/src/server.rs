@@ -217,6 +217,10 @@ impl App {
                 queue: config.approvals.webhook_queue,
                 attempts: config.approvals.webhook_attempts,
                 timeout: Duration::from_secs(config.approvals.webhook_timeout_secs),
+                reach: toolgate_core::secure_url::Reach {
+                    loopback: config.approvals.webhook_allow_loopback,
+                    private_networks: config.approvals.webhook_allow_private_networks,
+                },
             }),
         );
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);

@@ -75,6 +75,13 @@ pub struct ApprovalsConfig {
     pub webhook_attempts: u32,
     /// Seconds one try may take.
     pub webhook_timeout_secs: u64,
+    /// Whether webhooks may post to this machine (127.0.0.0/8, ::1): a local relay.
+    /// Checked on the address connected to.
+    pub webhook_allow_loopback: bool,
+    /// Whether webhooks may post to private ranges (10/8, 172.16/12, 192.168/16,
+    /// 100.64/10, fc00::/7). Link-local addresses and cloud metadata services are
+    /// never posted to.
+    pub webhook_allow_private_networks: bool,
 }
 
 impl Default for ApprovalsConfig {
@@ -83,6 +90,8 @@ impl Default for ApprovalsConfig {
             webhook_queue: 1000,
             webhook_attempts: 5,
             webhook_timeout_secs: 5,
+            webhook_allow_loopback: false,
+            webhook_allow_private_networks: false,
         }
     }
 }

@@ -65,6 +65,11 @@ impl Service {
     ) -> Result<CreatedToken, ServiceError> {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
+        // the user's name becomes the token's principal: none the server gives itself
+        // (`bootstrap-operator`, `anonymous`, `jwt:…`, `file:…`), or the audit trail
+        // would show the token as that principal
+        crate::auth::principal::check_principal_name(user)
+            .map_err(|e| ServiceError::invalid("user_id", e))?;
         // the same rule as every configured credential: no token acts for `*`
         if crate::auth::is_reserved_team(team) {
             return Err(ServiceError::invalid(
