@@ -603,6 +603,8 @@ fn emit(reply: &Reply, log: Option<&Path>) {
             reply.stdout.trim(),
             reply.stderr.trim()
         );
+        // the reply quotes the call: a log keeps it with its secrets masked
+        let line = toolgate_core::secrets::mask(&line);
         let appended = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

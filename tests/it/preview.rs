@@ -138,7 +138,8 @@ async fn the_time_budget_cuts_the_preview_short_and_says_so() {
 /// Not a test: the figure for the load, printed. Two previews (two teams)
 /// over 10,000 large logged commands each, while a third team's `Evaluate` is timed
 /// against the real binary. Run it with
-/// `cargo test --test it preview::figure -- --ignored --nocapture`.
+/// `cargo test --test it preview::figure -- --ignored --nocapture`
+/// (`TOOLGATE_FIGURE_BINARY=target/profiling/toolgate` for an optimised build).
 #[tokio::test(flavor = "multi_thread")]
 #[ignore]
 async fn figure_evaluate_latency_during_two_previews() {
@@ -148,7 +149,15 @@ async fn figure_evaluate_latency_during_two_previews() {
     config.log.format = toolgate::config::LogFormat::Json;
     let path = dir.path().join("toolgate.yaml");
     std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
-    let (_child, addr) = spawn_binary(&path);
+    // another build of the binary (the profiling profile) may be named instead
+    let (_child, addr) = match std::env::var_os("TOOLGATE_FIGURE_BINARY") {
+        Some(binary) => {
+            let mut command = std::process::Command::new(binary);
+            command.args(["serve", "--config"]).arg(&path);
+            spawn_server(command)
+        }
+        None => spawn_binary(&path),
+    };
     let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()

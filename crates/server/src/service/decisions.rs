@@ -235,9 +235,24 @@ pub enum CutShort {
     Time,
 }
 
-/// The teams whose impact preview is running.
-#[derive(Debug, Default)]
-pub(super) struct Previews(std::sync::Mutex<std::collections::HashSet<String>>);
+/// The teams whose impact preview is running, and the places on the blocking pool
+/// previews share: half the cores (at least one), so however many teams preview at
+/// once, the other half stays free for decisions.
+#[derive(Debug)]
+pub(super) struct Previews(
+    std::sync::Mutex<std::collections::HashSet<String>>,
+    tokio::sync::Semaphore,
+);
+
+impl Default for Previews {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Self(
+            Default::default(),
+            tokio::sync::Semaphore::new((cores / 2).max(1)),
+        )
+    }
+}
 
 /// A team's place in [`Previews`], held while its preview runs.
 struct PreviewSlot<'a> {
@@ -653,7 +668,23 @@ impl Service {
             limit: MAX_PAGE,
             ..DecisionQuery::default()
         };
+        // another team's preview may hold the places: wait within the time budget
+        let wait = tokio::time::Instant::from_std(deadline);
+        let place = match tokio::time::timeout_at(wait, self.previews.1.acquire()).await {
+            Ok(place) => Some(place.map_err(|_| {
+                ServiceError::Internal("the impact preview's places were closed".into())
+            })?),
+            Err(_) => {
+                if let Some(state) = run.as_mut() {
+                    state.impact.cut_short = Some(CutShort::Time);
+                }
+                None
+            }
+        };
         loop {
+            if place.is_none() {
+                break;
+            }
             let mut state = run.take().ok_or_else(|| {
                 ServiceError::Internal("the impact preview lost its state".into())
             })?;
