@@ -88,6 +88,7 @@ fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
         }),
         listen: None,
         clients: None,
+        http: Default::default(),
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     }

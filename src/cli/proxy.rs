@@ -23,9 +23,20 @@ pub struct ProxyArgs {
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
     /// HTTP mode: TOML or YAML file listing the users' bearer tokens (`tokens: [{name,
-    /// sha256, role: member, team, user}]`).
+    /// sha256, role: member, team, user}]`). Without it, on a loopback address only,
+    /// the proxy serves the one user --team and --user name.
     #[arg(long)]
     clients: Option<PathBuf>,
+    /// HTTP mode: a host name (any port) or host:port the proxy answers to, besides
+    /// localhost, 127.0.0.1 and [::1] on a loopback address; repeatable. Any other
+    /// Host gets 403 (DNS rebinding protection); on another address, Host is checked
+    /// only when this is given.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// HTTP mode: an origin (https://app.example.com) whose pages may call the proxy,
+    /// besides those of an allowed host; repeatable. Any other Origin gets 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
     /// The upstream's Streamable HTTP URL, instead of a command.
     #[arg(long, conflicts_with = "command")]
     upstream_url: Option<String>,
@@ -87,6 +98,10 @@ pub async fn run_proxy(
             .as_deref()
             .map(proxy::ClientTokens::load)
             .transpose()?,
+        http: proxy::HttpAccess {
+            allowed_hosts: args.allowed_hosts,
+            allowed_origins: args.allowed_origins,
+        },
         max_staleness: args.max_staleness,
         approvals: proxy::ApprovalWait {
             wait: args.approval_wait,

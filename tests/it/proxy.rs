@@ -231,6 +231,7 @@ async fn http(mode: &str) {
         who: None,
         listen: None,
         clients: Some(clients),
+        http: Default::default(),
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

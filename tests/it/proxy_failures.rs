@@ -156,6 +156,7 @@ async fn connect(
         }),
         listen: None,
         clients: None,
+        http: Default::default(),
         max_staleness,
         approvals: Default::default(),
     };
@@ -369,6 +370,7 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
         }),
         listen: None,
         clients: None,
+        http: Default::default(),
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

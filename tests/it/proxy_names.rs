@@ -45,6 +45,7 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         }),
         listen: None,
         clients: None,
+        http: Default::default(),
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };
