@@ -89,6 +89,7 @@ fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
         listen: None,
         clients: None,
         http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     }

@@ -10,6 +10,7 @@ mod gate;
 mod http;
 mod lines;
 mod origin;
+pub mod pins;
 mod relay;
 mod session;
 mod upstream;
@@ -62,6 +63,8 @@ pub struct ProxyConfig {
     pub clients: Option<ClientTokens>,
     /// HTTP: the `Host` and `Origin` values accepted.
     pub http: HttpAccess,
+    /// Tool pinning: the local pin file, when on.
+    pub pins: Option<std::path::PathBuf>,
     /// How long the last known tool list is kept while toolgate is unreachable (zero:
     /// fail closed at once).
     pub max_staleness: Duration,
@@ -114,7 +117,13 @@ fn shared(
         config.max_staleness,
         upstream.tools(),
     )
-    .with_approvals(config.approvals);
+    .with_approvals(config.approvals)
+    .with_pins(
+        config
+            .pins
+            .clone()
+            .map(|path| pins::Pins::new(path, &config.server_id, &config.upstream)),
+    );
     Ok(Arc::new(Shared {
         gate,
         upstream,

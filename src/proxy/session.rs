@@ -472,6 +472,22 @@ impl ServerHandler for Session {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
+        // a tool whose definition changed since it was pinned asks, whatever else allows it
+        let decision = if decision.outcome != Outcome::Deny
+            && self.shared.gate.changed_since_pinned(&who.team, &tool)
+        {
+            RemoteDecision {
+                outcome: Outcome::Ask,
+                reason: "TOOL_CHANGED".into(),
+                message: format!(
+                    "the definition of {server}:{tool} changed since it was pinned; an admin reviews the change (toolgate proxy --server-id {server} --pins FILE --pins-status) and accepts it (--repin {tool})"
+                ),
+                revision: decision.revision,
+                approval: None,
+            }
+        } else {
+            decision
+        };
         let outcome = decision.outcome;
         info!(team = %who.team, user = %who.user, server = %server, tool = %tool, outcome = ?outcome, revision = decision.revision, "tools/call decided");
         let shown = self.shared.was_shown(&who, &tool);

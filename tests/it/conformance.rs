@@ -157,6 +157,7 @@ async fn start_proxy(server: &TestServer, upstream: proxy::Target) -> (String, i
         listen: None,
         clients: None,
         http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

@@ -135,6 +135,7 @@ fn config(server: &TestServer) -> proxy::ProxyConfig {
         listen: None,
         clients: None,
         http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     }
@@ -159,7 +160,10 @@ async fn connect(
 }
 
 /// Waits for the first thing heard that `pick` accepts.
-async fn hear<T>(rx: &mut mpsc::UnboundedReceiver<Heard>, mut pick: impl FnMut(Heard) -> Option<T>) -> T {
+async fn hear<T>(
+    rx: &mut mpsc::UnboundedReceiver<Heard>,
+    mut pick: impl FnMut(Heard) -> Option<T>,
+) -> T {
     let found = async {
         while let Some(heard) = rx.recv().await {
             if let Some(t) = pick(heard) {
@@ -223,13 +227,19 @@ async fn a_cancelled_call_is_cancelled_upstream() {
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
         .expect("sent");
-    hear(&mut heard, |h| matches!(h, Heard::Log(ref t) if t == "slow started").then_some(())).await;
+    hear(&mut heard, |h| {
+        matches!(h, Heard::Log(ref t) if t == "slow started").then_some(())
+    })
+    .await;
     handle
         .cancel(Some("the user stopped it".into()))
         .await
         .expect("cancelled");
     // the upstream's handler saw the cancellation (it says so once cancelled)
-    hear(&mut heard, |h| matches!(h, Heard::Log(ref t) if t == "slow cancelled").then_some(())).await;
+    hear(&mut heard, |h| {
+        matches!(h, Heard::Log(ref t) if t == "slow cancelled").then_some(())
+    })
+    .await;
     client.cancel().await.ok();
     server.stop().await;
 }
@@ -261,14 +271,22 @@ async fn progress_keeps_the_clients_token_and_meta_reaches_the_upstream() {
         .expect("answered");
     let mut seen = Vec::new();
     while seen.len() < 3 {
-        seen.push(hear(&mut heard, |h| match h {
-            Heard::Progress(t, p) => Some((t, p)),
-            _ => None,
-        })
-        .await);
+        seen.push(
+            hear(&mut heard, |h| match h {
+                Heard::Progress(t, p) => Some((t, p)),
+                _ => None,
+            })
+            .await,
+        );
     }
-    assert!(seen.iter().all(|(t, _)| *t == token), "{seen:?} under {token:?}");
-    assert_eq!(seen.iter().map(|(_, p)| *p).collect::<Vec<_>>(), [0.0, 50.0, 100.0]);
+    assert!(
+        seen.iter().all(|(t, _)| *t == token),
+        "{seen:?} under {token:?}"
+    );
+    assert_eq!(
+        seen.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+        [0.0, 50.0, 100.0]
+    );
 
     let mut meta = RequestMetaObject::new();
     meta.0.insert(
@@ -291,8 +309,7 @@ async fn progress_keeps_the_clients_token_and_meta_reaches_the_upstream() {
     };
     let upstream_saw: serde_json::Value = serde_json::from_str(&text(&result)).unwrap();
     assert_eq!(
-        upstream_saw["traceparent"],
-        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        upstream_saw["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
         "{upstream_saw}"
     );
     assert_eq!(upstream_saw["com.example/tenant"], "blue", "{upstream_saw}");
@@ -427,5 +444,156 @@ async fn a_foreign_host_or_origin_gets_403_even_with_a_token() {
     let wide = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let refused = proxy::run_http(config, wide, async {}).await.unwrap_err();
     assert!(refused.to_string().contains("loopback"), "{refused}");
+    server.stop().await;
+}
+
+/// Counts the tool list changes announced.
+struct Announced(mpsc::UnboundedSender<()>);
+
+impl ClientHandler for Announced {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+async fn tool_names(peer: &Peer<RoleClient>) -> Vec<String> {
+    let tools = tokio::time::timeout(DEADLINE, peer.list_all_tools())
+        .await
+        .expect("tools/list in time")
+        .expect("tools/list");
+    tools.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+/// Waits, list change by list change, until the list is `want`.
+async fn listed_as(
+    peer: &Peer<RoleClient>,
+    changes: &mut mpsc::UnboundedReceiver<()>,
+    want: &[&str],
+) {
+    let settled = async {
+        loop {
+            if tool_names(peer).await == want {
+                return;
+            }
+            changes.recv().await.expect("client alive");
+        }
+    };
+    tokio::time::timeout(DEADLINE, settled)
+        .await
+        .unwrap_or_else(|_| panic!("the list never became {want:?}"));
+}
+
+fn toolgate_cli(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .output()
+        .expect("run toolgate");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[tokio::test]
+async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["pin:*".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let pins_dir = tempfile::tempdir().unwrap();
+    let pin_file = pins_dir.path().join("pins.json");
+    let mut config = config(&server);
+    config.server_id = "pin".into();
+    config.pins = Some(pin_file.clone());
+    config.upstream = proxy::Target::Command(vec![
+        "python3".into(),
+        format!(
+            "{}/tests/python/pin_upstream.py",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+    ]);
+    let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(proxy_io);
+    tokio::spawn(proxy::run_stream(config, read, write));
+    let (tx, mut changes) = mpsc::unbounded_channel();
+    let client = tokio::time::timeout(DEADLINE, Announced(tx).serve(client_io))
+        .await
+        .expect("initialize in time")
+        .expect("initialize");
+    let peer = client.peer().clone();
+
+    // first seen: pinned, shown, run
+    assert_eq!(tool_names(&peer).await, ["flip", "weather"]);
+    let city = serde_json::json!({"city": "Oslo"});
+    assert_eq!(
+        text(&call(&peer, "weather", city.clone()).await),
+        "sunny in Oslo"
+    );
+
+    // the upstream rewrites the description: hidden, and its call asks
+    assert_eq!(
+        text(&call(&peer, "flip", serde_json::json!({})).await),
+        "flipped"
+    );
+    listed_as(&peer, &mut changes, &["flip"]).await;
+    let asked = call(&peer, "weather", city.clone()).await;
+    assert_eq!(asked.is_error, Some(true));
+    let said = text(&asked);
+    assert!(
+        said.contains("pin:weather needs approval (TOOL_CHANGED)"),
+        "{said}"
+    );
+
+    // the admin sees the change, then accepts it
+    let pins = pin_file.to_str().unwrap();
+    let status = toolgate_cli(&[
+        "proxy",
+        "--server-id",
+        "pin",
+        "--pins",
+        pins,
+        "--pins-status",
+    ]);
+    assert!(
+        status.contains("weather changed since it was pinned"),
+        "{status}"
+    );
+    assert!(
+        status
+            .lines()
+            .any(|l| l.trim_start().starts_with("+ ") && l.contains("<IMPORTANT>")),
+        "{status}"
+    );
+    assert!(
+        status.lines().any(
+            |l| l.trim_start().starts_with("- ") && l.contains("Gets the weather of a city.\"")
+        ),
+        "{status}"
+    );
+    let repinned = toolgate_cli(&[
+        "proxy",
+        "--server-id",
+        "pin",
+        "--pins",
+        pins,
+        "--repin",
+        "weather",
+    ]);
+    assert!(repinned.contains("re-pinned acme pin"), "{repinned}");
+    listed_as(&peer, &mut changes, &["flip", "weather"]).await;
+    let ran = call(&peer, "weather", city).await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+    client.cancel().await.ok();
     server.stop().await;
 }

@@ -232,6 +232,7 @@ async fn http(mode: &str) {
         listen: None,
         clients: Some(clients),
         http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

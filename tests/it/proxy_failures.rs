@@ -157,6 +157,7 @@ async fn connect(
         listen: None,
         clients: None,
         http: Default::default(),
+        pins: None,
         max_staleness,
         approvals: Default::default(),
     };
@@ -371,6 +372,7 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
         listen: None,
         clients: None,
         http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

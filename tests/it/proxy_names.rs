@@ -46,6 +46,7 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         listen: None,
         clients: None,
         http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };
