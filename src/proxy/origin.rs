@@ -195,7 +195,15 @@ mod tests {
     }
 
     /// (loopback listener, allowed hosts, allowed origins, Host, Origin, accepted)
-    const CASES: &[(bool, &[&str], &[&str], Option<&str>, Option<&str>, bool)] = &[
+    type Case = (
+        bool,
+        &'static [&'static str],
+        &'static [&'static str],
+        Option<&'static str>,
+        Option<&'static str>,
+        bool,
+    );
+    const CASES: &[Case] = &[
         (true, &[], &[], Some("127.0.0.1:8080"), None, true),
         (
             true,

@@ -562,9 +562,10 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let mut params = ListPromptsRequest::default();
-        params.params = request;
-        let request = ClientRequest::ListPromptsRequest(params);
+        let request = ClientRequest::ListPromptsRequest(ListPromptsRequest {
+            params: request,
+            ..Default::default()
+        });
         match self.relay(request, &context).await? {
             ServerResult::ListPromptsResult(r) => Ok(complete(r, |r| &mut r.result_type)),
             _ => Err(unexpected("prompts/list")),
@@ -589,9 +590,10 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let mut params = ListResourcesRequest::default();
-        params.params = request;
-        let request = ClientRequest::ListResourcesRequest(params);
+        let request = ClientRequest::ListResourcesRequest(ListResourcesRequest {
+            params: request,
+            ..Default::default()
+        });
         match self.relay(request, &context).await? {
             ServerResult::ListResourcesResult(r) => Ok(complete(r, |r| &mut r.result_type)),
             _ => Err(unexpected("resources/list")),
@@ -603,9 +605,10 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let mut params = ListResourceTemplatesRequest::default();
-        params.params = request;
-        let request = ClientRequest::ListResourceTemplatesRequest(params);
+        let request = ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest {
+            params: request,
+            ..Default::default()
+        });
         match self.relay(request, &context).await? {
             ServerResult::ListResourceTemplatesResult(r) => Ok(complete(r, |r| &mut r.result_type)),
             _ => Err(unexpected("resources/templates/list")),
