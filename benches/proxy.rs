@@ -88,6 +88,8 @@ fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
         }),
         listen: None,
         clients: None,
+        http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,

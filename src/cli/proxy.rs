@@ -23,9 +23,20 @@ pub struct ProxyArgs {
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
     /// HTTP mode: TOML or YAML file listing the users' bearer tokens (`tokens: [{name,
-    /// sha256, role: member, team, user}]`).
+    /// sha256, role: member, team, user}]`). Without it, on a loopback address only,
+    /// the proxy serves the one user --team and --user name.
     #[arg(long)]
     clients: Option<PathBuf>,
+    /// HTTP mode: a host name (any port) or host:port the proxy answers to, besides
+    /// localhost, 127.0.0.1 and [::1] on a loopback address; repeatable. Any other
+    /// Host gets 403 (DNS rebinding protection); on another address, Host is checked
+    /// only when this is given.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// HTTP mode: an origin (https://app.example.com) whose pages may call the proxy,
+    /// besides those of an allowed host; repeatable. Any other Origin gets 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
     /// The upstream's Streamable HTTP URL, instead of a command.
     #[arg(long, conflicts_with = "command")]
     upstream_url: Option<String>,
@@ -45,6 +56,21 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "BYTES", default_value_t = proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(256..=1_048_576))]
     max_description_bytes: usize,
+    /// Tool pinning: a local JSON file (one per proxy) where each tool's name,
+    /// description and input schema are recorded (hashed) the first time the team's
+    /// proxy sees it; a tool whose definition later differs is hidden and its calls
+    /// ask until an admin accepts the change (--repin).
+    #[arg(long, value_name = "FILE")]
+    pins: Option<PathBuf>,
+    /// With --pins: print each tool whose definition changed, with the difference,
+    /// and exit (--team narrows it to one team).
+    #[arg(long, requires = "pins")]
+    pins_status: bool,
+    /// With --pins: accept the changed definition of this tool (`*`: every changed
+    /// tool of --server-id) and exit; the running proxy shows it again within a
+    /// second. Repeatable.
+    #[arg(long, value_name = "TOOL", requires = "pins")]
+    repin: Vec<String>,
     /// The upstream command and its arguments, after `--`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -63,6 +89,9 @@ pub async fn run_proxy(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
+    if let (Some(path), true) = (&args.pins, args.pins_status || !args.repin.is_empty()) {
+        return pins_admin(path, &args);
+    }
     let upstream = match (args.upstream_url, args.command.is_empty()) {
         (Some(url), _) => proxy::Target::Url(url),
         (None, false) => proxy::Target::Command(args.command),
@@ -92,6 +121,11 @@ pub async fn run_proxy(
             .as_deref()
             .map(proxy::ClientTokens::load)
             .transpose()?,
+        pins: args.pins,
+        http: proxy::HttpAccess {
+            allowed_hosts: args.allowed_hosts,
+            allowed_origins: args.allowed_origins,
+        },
         max_staleness: args.max_staleness,
         approvals: proxy::ApprovalWait {
             wait: args.approval_wait,
@@ -111,6 +145,40 @@ pub async fn run_proxy(
             proxy::run_http(config, listener, shutdown).await?;
         }
         None => proxy::run_stdio(config).await?,
+    }
+    Ok(())
+}
+
+/// `--pins-status` and `--repin`: the pin file's changed tools, and accepting them.
+fn pins_admin(path: &std::path::Path, args: &ProxyArgs) -> anyhow::Result<()> {
+    use proxy::pins::{PinFile, diff};
+    let mut file = PinFile::read(path).map_err(anyhow::Error::msg)?;
+    let team = args.team.as_deref();
+    if args.pins_status {
+        let changes = file.changes(&args.server_id, team);
+        if changes.is_empty() {
+            println!("no tool of {} changed since it was pinned", args.server_id);
+        }
+        for (key, tool, old, new) in changes {
+            println!("{key}: {tool} changed since it was pinned (hidden; its calls ask):");
+            for line in diff(old, new) {
+                println!("  {line}");
+            }
+        }
+    }
+    if !args.repin.is_empty() {
+        let done = file.repin(&args.server_id, team, &args.repin);
+        if done.is_empty() {
+            anyhow::bail!(
+                "--repin {}: no changed tool of {} by that name; --pins-status lists them",
+                args.repin.join(", "),
+                args.server_id
+            );
+        }
+        file.write(path).map_err(anyhow::Error::msg)?;
+        for line in done {
+            println!("re-pinned {line}");
+        }
     }
     Ok(())
 }

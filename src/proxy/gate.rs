@@ -16,6 +16,9 @@ use tracing::{debug, warn};
 
 pub use crate::grpc::client::RemoteDecision;
 
+/// How often the pin file is looked at for an admin's re-pin.
+const PIN_FILE_POLL: Duration = Duration::from_secs(1);
+
 /// Reconnect backoff of the watch stream.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -178,6 +181,13 @@ pub struct Gate {
     session: String,
     /// Longer tool descriptions are cut ([`cap_description`]).
     max_description_bytes: usize,
+    /// Tool pinning, when on: the pins, each team's tools whose definition changed,
+    /// and a generation bumped when the pin file changes (an admin re-pinned).
+    pins: Option<Arc<super::pins::Pins>>,
+    changed: DashMap<String, Arc<std::collections::BTreeSet<String>>>,
+    pins_moved: watch::Sender<u64>,
+    /// Held so the pin file's poller runs as long as the gate lives.
+    _pins_kept: watch::Receiver<u64>,
 }
 
 /// A principal's effective policy, compiled for local decisions.
@@ -216,6 +226,7 @@ impl Gate {
         staleness: Duration,
         upstream: watch::Receiver<UpstreamTools>,
     ) -> Arc<Self> {
+        let (pins_moved, _pins_kept) = watch::channel(0);
         Arc::new(Self {
             client,
             server_id,
@@ -226,6 +237,10 @@ impl Gate {
             approvals: super::ApprovalWait::default(),
             session: format!("proxy-{}", std::process::id()),
             max_description_bytes: DEFAULT_MAX_DESCRIPTION_BYTES,
+            pins: None,
+            changed: DashMap::new(),
+            pins_moved,
+            _pins_kept,
         })
     }
 
@@ -239,6 +254,42 @@ impl Gate {
             }
             Err(shared) => shared,
         }
+    }
+
+    /// Pins tools as `pins` says; the pin file is looked at every `PIN_FILE_POLL`
+    /// for an admin's re-pin.
+    #[must_use]
+    pub fn with_pins(self: Arc<Self>, pins: Option<super::pins::Pins>) -> Arc<Self> {
+        let Some(pins) = pins else { return self };
+        let mut gate = Arc::try_unwrap(self).unwrap_or_else(|_| unreachable!("not shared yet"));
+        let pins = Arc::new(pins);
+        gate.pins = Some(Arc::clone(&pins));
+        let moved = gate.pins_moved.clone();
+        tokio::spawn(async move {
+            let stamp = |p: &std::path::Path| {
+                std::fs::metadata(p)
+                    .ok()
+                    .map(|m| (m.modified().ok(), m.len()))
+            };
+            let mut last = stamp(pins.path());
+            loop {
+                tokio::time::sleep(PIN_FILE_POLL).await;
+                let now = stamp(pins.path());
+                if now != last {
+                    last = now;
+                    moved.send_modify(|g| *g += 1);
+                }
+                if moved.is_closed() {
+                    return;
+                }
+            }
+        });
+        Arc::new(gate)
+    }
+
+    /// Whether `tool`'s definition changed since `team`'s proxy pinned it.
+    pub fn changed_since_pinned(&self, team: &str, tool: &str) -> bool {
+        self.changed.get(team).is_some_and(|c| c.contains(tool))
     }
 
     /// Takes part in central approvals as `approvals` says.
@@ -370,8 +421,23 @@ impl Gate {
     /// `FilterTools` over `tools` whose names are valid; sorted by name for a stable
     /// order.
     async fn filter(&self, who: &Who, tools: &[Tool]) -> Result<(Vec<Tool>, u64), String> {
+        let changed = match &self.pins {
+            Some(pins) => {
+                let changed = Arc::new(pins.check(&who.team, tools)?);
+                self.changed.insert(who.team.clone(), Arc::clone(&changed));
+                changed
+            }
+            None => Default::default(),
+        };
         let tools: Vec<&Tool> = tools
             .iter()
+            .filter(|t| {
+                let moved = changed.contains(t.name.as_ref());
+                if moved {
+                    warn!(team = %who.team, server = %self.server_id, tool = %t.name, "upstream tool hidden: its definition changed since it was pinned");
+                }
+                !moved
+            })
             .filter(|t| match check_upstream_name(&t.name) {
                 Ok(()) => true,
                 Err(why) => {
@@ -416,7 +482,9 @@ impl Gate {
         let (policy_tx, mut policy_rx) = watch::channel::<Option<Result<u64, Instant>>>(None);
         let watcher = tokio::spawn(Arc::clone(&self).watch_policy(who.clone(), policy_tx));
         let mut upstream = self.upstream.clone();
+        let mut pins_moved = self.pins_moved.subscribe();
         loop {
+            pins_moved.borrow_and_update();
             let policy = *policy_rx.borrow_and_update();
             let tools = upstream.borrow_and_update().clone();
             let mut deadline = None;
@@ -471,6 +539,7 @@ impl Gate {
             tokio::select! {
                 r = policy_rx.changed() => if r.is_err() { break },
                 r = upstream.changed() => if r.is_err() { break },
+                r = pins_moved.changed() => if r.is_err() { break },
                 () = sleep => {}
                 () = view.closed() => break,
             }

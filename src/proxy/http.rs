@@ -1,5 +1,7 @@
 //! The proxy's Streamable HTTP endpoint: many clients at `/mcp`, each principal from
-//! its bearer token (checked here, before any MCP message is read).
+//! its bearer token (checked here, before any MCP message is read), or on a loopback
+//! listener without tokens, the one user it was started for. `Host` and `Origin` are
+//! checked first (`origin.rs`).
 
 use super::gate::Who;
 use super::session::{Session, Shared};
@@ -120,15 +122,24 @@ async fn bearer(State(clients): State<ClientTokens>, mut req: Request, next: Nex
 
 pub(super) async fn serve(
     shared: Arc<Shared>,
-    clients: ClientTokens,
+    clients: Option<ClientTokens>,
+    access: &super::HttpAccess,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ProxyError> {
     let stop = CancellationToken::new();
+    let loopback = listener.local_addr()?.ip().is_loopback();
+    if clients.is_none() && !loopback {
+        return Err(ProxyError::Config(
+            "clients: missing; without --clients the proxy serves its one user on a loopback address only (--listen 127.0.0.1:PORT)".into(),
+        ));
+    }
+    access.check().map_err(ProxyError::Config)?;
+    let checks = super::origin::Checks::new(access, loopback);
     let mut config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(Some(KEEP_ALIVE))
         .with_cancellation_token(stop.clone())
-        // the bearer token is what guards the endpoint, whatever Host it is reached by
+        // Host and Origin are checked by `origin::guard`, before the token
         .disable_allowed_hosts();
     config.max_request_body_bytes = MAX_MESSAGE_BYTES;
     let service = StreamableHttpService::new(
@@ -136,9 +147,14 @@ pub(super) async fn serve(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(clients, bearer));
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if let Some(clients) = clients {
+        router = router.layer(axum::middleware::from_fn_with_state(clients, bearer));
+    }
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        checks,
+        super::origin::guard,
+    ));
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;

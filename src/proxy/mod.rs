@@ -9,11 +9,16 @@
 mod gate;
 mod http;
 mod lines;
+mod origin;
+pub mod pins;
+mod relay;
 mod session;
 mod upstream;
 
 pub use gate::{DEFAULT_MAX_DESCRIPTION_BYTES, Who};
 pub use http::ClientTokens;
+pub use origin::HttpAccess;
+pub use relay::{ELICITATION, SAMPLING};
 pub use upstream::Target;
 
 use crate::grpc::client::{Client, ClientConfig};
@@ -52,9 +57,14 @@ pub struct ProxyConfig {
     pub upstream: Target,
     /// stdio: whose policy applies.
     pub who: Option<Who>,
-    /// HTTP: listen here, principals from the bearer tokens in `clients`.
+    /// HTTP: listen here, principals from the bearer tokens in `clients`, or without
+    /// them (on a loopback address only) `who`.
     pub listen: Option<SocketAddr>,
     pub clients: Option<ClientTokens>,
+    /// HTTP: the `Host` and `Origin` values accepted.
+    pub http: HttpAccess,
+    /// Tool pinning: the local pin file, when on.
+    pub pins: Option<std::path::PathBuf>,
     /// How long the last known tool list is kept while toolgate is unreachable (zero:
     /// fail closed at once).
     pub max_staleness: Duration,
@@ -75,7 +85,13 @@ pub struct ApprovalWait {
     pub headless: bool,
 }
 
-fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, ProxyError> {
+/// What every session shares; `single`: one client only (stdio), served by the shared
+/// upstream connection.
+fn shared(
+    config: &ProxyConfig,
+    fixed: Option<Who>,
+    single: bool,
+) -> Result<Arc<Shared>, ProxyError> {
     if config.server_id.trim().is_empty() {
         return Err(ProxyError::Config(
             "server-id: empty; give the MCP server's id as policy entries name it, e.g. --server-id github".into(),
@@ -90,7 +106,14 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
         toolgate.deadline = CALL_DEADLINE;
     }
     let client = Client::connect_lazy(toolgate).map_err(|e| ProxyError::Config(e.to_string()))?;
-    let upstream = upstream::Upstream::start(config.upstream.clone());
+    let (single, waiting) = if single {
+        // the connection waits for the client's initialize (or first request)
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let upstream = upstream::Upstream::start(config.upstream.clone(), waiting);
     let gate = gate::Gate::new(
         client,
         config.server_id.clone(),
@@ -98,12 +121,19 @@ fn shared(config: &ProxyConfig, fixed: Option<Who>) -> Result<Arc<Shared>, Proxy
         upstream.tools(),
     )
     .with_approvals(config.approvals)
-    .with_max_description(config.max_description_bytes);
+    .with_max_description(config.max_description_bytes)
+    .with_pins(
+        config
+            .pins
+            .clone()
+            .map(|path| pins::Pins::new(path, &config.server_id, &config.upstream)),
+    );
     Ok(Arc::new(Shared {
         gate,
         upstream,
         fixed,
         shown: Default::default(),
+        single,
     }))
 }
 
@@ -126,7 +156,7 @@ where
                 .into(),
         )
     })?;
-    let shared = shared(&config, Some(who))?;
+    let shared = shared(&config, Some(who), true)?;
     // a line that is not JSON or is too long is answered with a JSON-RPC error, and
     // the session lives on
     let (read, write) = tokio::io::split(lines::guard(read, write));
@@ -140,17 +170,30 @@ where
     Ok(())
 }
 
-/// Serves many clients over Streamable HTTP on `listener` until `shutdown` resolves.
+/// Serves many clients over Streamable HTTP on `listener` until `shutdown` resolves:
+/// each with its bearer token from `clients`, or without `clients`, on a loopback
+/// listener only, as the one user `who` names.
 pub async fn run_http(
     config: ProxyConfig,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ProxyError> {
-    let clients = config.clients.clone().ok_or_else(|| {
-        ProxyError::Config(
-            "clients: missing; give --clients FILE listing the bearer tokens of the users".into(),
-        )
-    })?;
-    let shared = shared(&config, None)?;
-    http::serve(shared, clients, listener, shutdown).await
+    let fixed = match (&config.clients, &config.who) {
+        (Some(_), _) => None,
+        (None, Some(who)) => Some(who.clone()),
+        (None, None) => {
+            return Err(ProxyError::Config(
+                "clients: missing; give --clients FILE listing the bearer tokens of the users, or on a loopback address --team and --user".into(),
+            ));
+        }
+    };
+    let shared = shared(&config, fixed, false)?;
+    http::serve(
+        shared,
+        config.clients.clone(),
+        &config.http,
+        listener,
+        shutdown,
+    )
+    .await
 }

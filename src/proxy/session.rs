@@ -1,7 +1,14 @@
 //! One downstream MCP session: tools/list filtered by the principal's live policy,
-//! tools/call decided by toolgate first, list changes announced, the rest passed on.
+//! tools/call decided by toolgate first, list changes announced, the rest passed on
+//! through the session's own upstream connection (`relay.rs`) once it has
+//! initialized, or the shared one (2026-07-28 clients, which have no session).
+
+// logging and `resources/subscribe` are the older generation's, deprecated in rmcp
+// for 2026-07-28, and what the proxy must relay
+#![allow(deprecated)]
 
 use super::gate::{Gate, RemoteDecision, Visible, Who};
+use super::relay::{self, Downstream, Own};
 use super::upstream::Upstream;
 use crate::grpc::client::ClientError;
 use crate::policy::Outcome;
@@ -11,13 +18,15 @@ use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, ServiceError, SubscriptionContext,
 };
 use rmcp::{ErrorData, ServerHandler};
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tracing::{debug, info};
 
 /// How long a request waits for a first policy view or a (re)started upstream.
 const READY_WAIT: Duration = Duration::from_secs(10);
+/// How often an announcer looks whether its session has ended.
+const CLOSED_POLL: Duration = Duration::from_secs(5);
 /// How long a user has to answer an approval asked through elicitation.
 const ELICIT_WAIT: Duration = Duration::from_secs(600);
 
@@ -32,6 +41,10 @@ pub struct Shared {
     /// that is denied now is answered as denied, not as unknown. Kept per principal,
     /// not per session, because 2026-07-28 clients have no session.
     pub shown: DashMap<Who, HashMap<String, Instant>>,
+    /// stdio: the one client, handed to the shared upstream connection once it has
+    /// initialized (that connection is the client's own).
+    /// None: not yet; Some(None): a client without a session (2026-07-28).
+    pub single: Option<tokio::sync::watch::Sender<Option<Option<Downstream>>>>,
 }
 
 /// How long a listed tool counts as shown to its principal.
@@ -61,6 +74,19 @@ impl Shared {
 pub struct Session {
     shared: Arc<Shared>,
     who: Arc<OnceLock<Who>>,
+    /// Set by `initialize`: what the session's own upstream connection relays to.
+    down: Arc<OnceLock<Downstream>>,
+    /// The session's own upstream connection, (re)opened on demand.
+    own: Arc<tokio::sync::Mutex<Option<Own>>>,
+    /// What the client set upstream, set again on a reopened connection.
+    level: Arc<Mutex<Option<LoggingLevel>>>,
+    subscribed: Arc<Mutex<BTreeSet<String>>>,
+}
+
+/// The upstream a request goes to, with what its relaying needs.
+struct Route {
+    peer: Peer<rmcp::service::RoleClient>,
+    down: Option<Downstream>,
 }
 
 impl Session {
@@ -68,7 +94,100 @@ impl Session {
         Self {
             shared,
             who: Arc::new(OnceLock::new()),
+            down: Arc::new(OnceLock::new()),
+            own: Arc::new(tokio::sync::Mutex::new(None)),
+            level: Arc::new(Mutex::new(None)),
+            subscribed: Arc::new(Mutex::new(BTreeSet::new())),
         }
+    }
+
+    /// stdio: a client that never initializes (2026-07-28) has the shared connection
+    /// opened at its first request, without a relay.
+    fn start_single(&self) {
+        if let Some(single) = &self.shared.single {
+            single.send_if_modified(|current| {
+                let first = current.is_none();
+                if first {
+                    *current = Some(None);
+                }
+                first
+            });
+        }
+    }
+
+    /// The session's own connection once it has initialized (opened again after the
+    /// upstream ended, with the log level and subscriptions the client had set), or
+    /// the shared one.
+    async fn route(&self) -> Result<Route, ErrorData> {
+        self.start_single();
+        let down = match (self.down.get(), &self.shared.single) {
+            (Some(down), None) => down,
+            (down, _) => {
+                return Ok(Route {
+                    peer: self.upstream().await?,
+                    down: down.cloned(),
+                });
+            }
+        };
+        let mut own = self.own.lock().await;
+        if let Some(running) = own.as_ref()
+            && !running.is_transport_closed()
+        {
+            return Ok(Route {
+                peer: running.peer().clone(),
+                down: Some(down.clone()),
+            });
+        }
+        let server = self.shared.gate.server_id().to_owned();
+        let opened = tokio::time::timeout(
+            READY_WAIT,
+            relay::open(self.shared.upstream.target(), down.clone()),
+        )
+        .await
+        .unwrap_or_else(|_| Err("timed out".into()))
+        .map_err(|e| {
+            ErrorData::internal_error(
+                format!("upstream server {server} is not running (restarting): {e}"),
+                None,
+            )
+        })?;
+        let peer = opened.peer().clone();
+        let level = self.level.lock().ok().and_then(|l| *l);
+        if let Some(level) = level {
+            let _ = peer.set_level(SetLevelRequestParams::new(level)).await;
+        }
+        let subscribed: Vec<String> = self
+            .subscribed
+            .lock()
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        for uri in subscribed {
+            let _ = peer.subscribe(SubscribeRequestParams::new(uri)).await;
+        }
+        *own = Some(opened);
+        Ok(Route {
+            peer,
+            down: Some(down.clone()),
+        })
+    }
+
+    /// `request` sent upstream as the client sent it (see `relay::forward`).
+    async fn relay(
+        &self,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let route = self.route().await?;
+        let down = route.down.as_ref();
+        relay::forward(
+            &route.peer,
+            request,
+            context,
+            down.map(|d| &d.progress),
+            down.map(|d| &d.inflight),
+        )
+        .await
+        .map_err(to_mcp)
     }
 
     /// The principal: fixed (stdio), the session's, or the request's (set by the HTTP
@@ -119,10 +238,10 @@ impl Session {
     }
 
     /// Sends `notifications/tools/list_changed` whenever the principal's visible set
-    /// changes, and passes on the upstream's other list changes, until the peer is gone.
+    /// changes, until the peer is gone (the upstream's other notifications come
+    /// through the session's own connection).
     fn announce(&self, who: Who, peer: Peer<RoleServer>) {
         let mut view = self.shared.gate.view(&who);
-        let mut notices = self.shared.upstream.notices();
         tokio::spawn(async move {
             let mut was_pending = matches!(*view.borrow_and_update(), Visible::Pending);
             loop {
@@ -134,11 +253,7 @@ impl Session {
                         if pending { continue }
                         peer.notify_tool_list_changed().await
                     }
-                    notice = notices.recv() => match notice {
-                        Ok(n) => peer.send_notification(n).await,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(_) => break,
-                    },
+                    () = peer_closed(&peer) => break,
                 };
                 if sent.is_err() {
                     break;
@@ -187,7 +302,15 @@ impl ServerHandler for Session {
             .and_then(|peer| peer.peer_info());
         let mut info = match upstream {
             Some(peer) => {
-                let mut info = InitializeResult::new(peer.capabilities.clone());
+                // only what the proxy serves: not the upstream's experimental or
+                // extension capabilities, which it does not relay
+                let theirs = &peer.capabilities;
+                let mut served = ServerCapabilities::default();
+                served.logging = theirs.logging.clone();
+                served.completions = theirs.completions.clone();
+                served.prompts = theirs.prompts.clone();
+                served.resources = theirs.resources.clone();
+                let mut info = InitializeResult::new(served);
                 if let Some(server) = &peer.server_info {
                     info = info.with_server_info(server.clone());
                 }
@@ -217,10 +340,37 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.who(&context.extensions)?;
+        let who = self.who(&context.extensions)?;
+        context.peer.set_peer_info(request.clone());
+        let down = Downstream {
+            peer: context.peer.clone(),
+            info: Arc::new(request.clone()),
+            who,
+            gate: Arc::clone(&self.shared.gate),
+            progress: Default::default(),
+            inflight: Default::default(),
+        };
+        let _ = self.down.set(down.clone());
+        match &self.shared.single {
+            // stdio: the shared connection opens now, as this client's
+            Some(single) => {
+                single.send_if_modified(|current| {
+                    let first = current.is_none();
+                    if first {
+                        *current = Some(Some(down));
+                    }
+                    first
+                });
+            }
+            // the upstream learns the client's capabilities now, not at the first call
+            None => {
+                if let Err(e) = self.route().await {
+                    debug!(error = %e.message, "the session's upstream connection is not open yet");
+                }
+            }
+        }
         // the capabilities answered are the upstream's: wait for it briefly
         let _ = self.shared.upstream.peer(READY_WAIT).await;
-        context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
 
@@ -241,6 +391,7 @@ impl ServerHandler for Session {
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         // 2026-07-28: notifications only on the stream the client opened for them
         let who = self.who(&subscription.request_context().extensions)?;
+        self.start_single();
         let mut view = self.shared.gate.view(&who);
         let mut notices = self.shared.upstream.notices();
         let sink = subscription.sink().clone();
@@ -273,6 +424,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let who = self.who(&context.extensions)?;
+        self.start_single();
         let visible = self.visible(&who).await;
         if let Visible::Closed(why) = &visible {
             info!(team = %who.team, user = %who.user, why = %why, "tools/list answered empty");
@@ -289,6 +441,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let who = self.who(&context.extensions)?;
+        self.start_single();
         let server = self.shared.gate.server_id().to_owned();
         let tool = request.name.to_string();
         // a name the upstream should not have listed is hidden, so unknown
@@ -318,6 +471,22 @@ impl ServerHandler for Session {
                 };
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
+        };
+        // a tool whose definition changed since it was pinned asks, whatever else allows it
+        let decision = if decision.outcome != Outcome::Deny
+            && self.shared.gate.changed_since_pinned(&who.team, &tool)
+        {
+            RemoteDecision {
+                outcome: Outcome::Ask,
+                reason: "TOOL_CHANGED".into(),
+                message: format!(
+                    "the definition of {server}:{tool} changed since it was pinned; an admin reviews the change (toolgate proxy --server-id {server} --pins FILE --pins-status) and accepts it (--repin {tool})"
+                ),
+                revision: decision.revision,
+                approval: None,
+            }
+        } else {
+            decision
         };
         let outcome = decision.outcome;
         info!(team = %who.team, user = %who.user, server = %server, tool = %tool, outcome = ?outcome, revision = decision.revision, "tools/call decided");
@@ -354,12 +523,32 @@ impl ServerHandler for Session {
                 .into());
             }
         }
-        let peer = match self.upstream().await {
-            Ok(peer) => peer,
+        let route = match self.route().await {
+            Ok(route) => route,
             Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.message)]).into()),
         };
-        match peer.call_tool(request).await {
-            Ok(result) => Ok(complete(result, |r| &mut r.result_type).into()),
+        let down = route.down.as_ref();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+        let answer = relay::forward(
+            &route.peer,
+            request,
+            &context,
+            down.map(|d| &d.progress),
+            down.map(|d| &d.inflight),
+        )
+        .await;
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                Ok(complete(result, |r| &mut r.result_type).into())
+            }
+            Ok(ServerResult::InputRequiredResult(result)) => {
+                Ok(CallToolResponse::InputRequired(result))
+            }
+            Ok(ServerResult::CreateTaskResult(result)) => Ok(CallToolResponse::Task(result)),
+            Ok(_) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "upstream server {server} answered tools/call with another result"
+            ))])
+            .into()),
             Err(ServiceError::McpError(e)) => Err(e),
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "upstream server {server} failed during the call: {e}"
@@ -371,71 +560,136 @@ impl ServerHandler for Session {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let result = self.upstream().await?.list_prompts(request).await;
-        result
-            .map(|r| complete(r, |r| &mut r.result_type))
-            .map_err(to_mcp)
+        let request = ClientRequest::ListPromptsRequest(ListPromptsRequest {
+            params: request,
+            ..Default::default()
+        });
+        match self.relay(request, &context).await? {
+            ServerResult::ListPromptsResult(r) => Ok(complete(r, |r| &mut r.result_type)),
+            _ => Err(unexpected("prompts/list")),
+        }
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let result = self.upstream().await?.get_prompt(request).await;
-        result
-            .map(|r| complete(r, |r| &mut r.result_type).into())
-            .map_err(to_mcp)
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(request));
+        match self.relay(request, &context).await? {
+            ServerResult::GetPromptResult(r) => Ok(complete(r, |r| &mut r.result_type).into()),
+            ServerResult::InputRequiredResult(r) => Ok(GetPromptResponse::InputRequired(r)),
+            _ => Err(unexpected("prompts/get")),
+        }
     }
 
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let result = self.upstream().await?.list_resources(request).await;
-        result
-            .map(|r| complete(r, |r| &mut r.result_type))
-            .map_err(to_mcp)
+        let request = ClientRequest::ListResourcesRequest(ListResourcesRequest {
+            params: request,
+            ..Default::default()
+        });
+        match self.relay(request, &context).await? {
+            ServerResult::ListResourcesResult(r) => Ok(complete(r, |r| &mut r.result_type)),
+            _ => Err(unexpected("resources/list")),
+        }
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let result = self
-            .upstream()
-            .await?
-            .list_resource_templates(request)
-            .await;
-        result
-            .map(|r| complete(r, |r| &mut r.result_type))
-            .map_err(to_mcp)
+        let request = ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest {
+            params: request,
+            ..Default::default()
+        });
+        match self.relay(request, &context).await? {
+            ServerResult::ListResourceTemplatesResult(r) => Ok(complete(r, |r| &mut r.result_type)),
+            _ => Err(unexpected("resources/templates/list")),
+        }
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let result = self.upstream().await?.read_resource(request).await;
-        result
-            .map(|r| complete(r, |r| &mut r.result_type).into())
-            .map_err(to_mcp)
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request));
+        match self.relay(request, &context).await? {
+            ServerResult::ReadResourceResult(r) => Ok(complete(r, |r| &mut r.result_type).into()),
+            ServerResult::InputRequiredResult(r) => Ok(ReadResourceResponse::InputRequired(r)),
+            _ => Err(unexpected("resources/read")),
+        }
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let result = self.upstream().await?.complete(request).await;
-        result
-            .map(|r| complete(r, |r| &mut r.result_type))
-            .map_err(to_mcp)
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(request));
+        match self.relay(request, &context).await? {
+            ServerResult::CompleteResult(r) => Ok(complete(r, |r| &mut r.result_type)),
+            _ => Err(unexpected("completion/complete")),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut level) = self.level.lock() {
+            *level = Some(request.level);
+        }
+        let request = ClientRequest::SetLevelRequest(SetLevelRequest::new(request));
+        self.relay(request, &context).await.map(drop)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri.clone();
+        let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(request));
+        self.relay(request, &context).await?;
+        if let Ok(mut subscribed) = self.subscribed.lock() {
+            subscribed.insert(uri);
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut subscribed) = self.subscribed.lock() {
+            subscribed.remove(&request.uri);
+        }
+        let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(request));
+        self.relay(request, &context).await.map(drop)
+    }
+}
+
+fn unexpected(method: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the upstream answered {method} with another result"),
+        None,
+    )
+}
+
+/// Resolves once `peer`'s session has ended.
+async fn peer_closed(peer: &Peer<RoleServer>) {
+    while !peer.is_transport_closed() {
+        tokio::time::sleep(CLOSED_POLL).await;
     }
 }
 

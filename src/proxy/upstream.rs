@@ -1,9 +1,19 @@
 //! The proxied MCP server: a child process or a Streamable HTTP URL, kept connected
 //! (restarted with backoff after a crash), with its full tool list kept current.
+//!
+//! With one client (stdio), this shared connection is also that client's: it opens
+//! once the client has initialized, with the client's capabilities, and relays to it
+//! (`relay.rs`), so one upstream process serves it. With many (HTTP), each session
+//! opens its own besides.
+
+// sampling and roots are the older generation's, deprecated in rmcp for 2026-07-28
+#![allow(deprecated)]
 
 use super::gate::UpstreamTools;
-use rmcp::model::{ServerNotification, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient};
+use super::relay::{Downstream, Relay};
+use rmcp::ErrorData;
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use std::sync::Arc;
@@ -37,6 +47,8 @@ pub struct Upstream {
     /// The upstream's notifications other than the tool list's (prompts and resources
     /// changed, resource updated, log messages), for the sessions to pass on.
     notices: broadcast::Sender<ServerNotification>,
+    /// stdio: the one client, once it has initialized; the connection waits for it.
+    single: Option<watch::Receiver<Option<Option<Downstream>>>>,
 }
 
 /// Handles what the upstream sends on its own.
@@ -44,9 +56,80 @@ pub struct Upstream {
 struct Listener {
     tools_changed: Arc<Notify>,
     notices: broadcast::Sender<ServerNotification>,
+    /// The one client this connection also serves (stdio).
+    relay: Option<Relay>,
 }
 
 impl ClientHandler for Listener {
+    fn get_info(&self) -> ClientInfo {
+        match &self.relay {
+            Some(relay) => relay.get_info(),
+            None => ClientInfo::default(),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match &self.relay {
+            Some(relay) => relay.create_message(params, context).await,
+            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        match &self.relay {
+            Some(relay) => relay.create_elicitation(params, context).await,
+            None => Err(ErrorData::method_not_found::<ElicitationCreateRequestMethod>()),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        match &self.relay {
+            Some(relay) => relay.list_roots(context).await,
+            None => Ok(ListRootsResult::default()),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(relay) = &self.relay {
+            relay.on_progress(params, context).await;
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(relay) = &self.relay {
+            relay.on_logging_message(params, context).await;
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(relay) = &self.relay {
+            relay.on_resource_updated(params, context).await;
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
     }
@@ -70,13 +153,17 @@ impl ClientHandler for Listener {
 
 impl Upstream {
     /// Starts the connection loop.
-    pub fn start(target: Target) -> Arc<Self> {
+    pub fn start(
+        target: Target,
+        single: Option<watch::Receiver<Option<Option<Downstream>>>>,
+    ) -> Arc<Self> {
         let (notices, _) = broadcast::channel(64);
         let upstream = Arc::new(Self {
             target,
             peer: watch::channel(None).0,
             tools: watch::channel(None).0,
             notices,
+            single,
         });
         tokio::spawn(Arc::clone(&upstream).supervise());
         upstream
@@ -111,10 +198,20 @@ impl Upstream {
     /// with backoff and starts again.
     async fn supervise(self: Arc<Self>) {
         let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
+        let mut single = self.single.clone();
         loop {
+            let relay = match single.as_mut() {
+                None => None,
+                Some(rx) => match rx.wait_for(Option::is_some).await {
+                    Ok(down) => down.clone().flatten().map(Relay::new),
+                    // the client is gone: nothing to serve
+                    Err(_) => return,
+                },
+            };
             let listener = Listener {
                 tools_changed: Arc::new(Notify::new()),
                 notices: self.notices.clone(),
+                relay,
             };
             let started = Instant::now();
             match self.connect(listener.clone()).await {
@@ -154,30 +251,45 @@ impl Upstream {
         &self,
         listener: Listener,
     ) -> Result<rmcp::service::RunningService<RoleClient, Listener>, String> {
-        let running = match &self.target {
-            Target::Command(argv) => {
-                let (program, args) = argv.split_first().ok_or("no upstream command given")?;
-                let mut command = tokio::process::Command::new(program);
-                command.args(args);
-                let transport = TokioChildProcess::builder(command)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|e| format!("spawn {program:?}: {e}"))?
-                    .0;
-                listener.serve(transport).await.map_err(|e| e.to_string())?
-            }
-            Target::Url(url) => {
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                listener.serve(transport).await.map_err(|e| e.to_string())?
-            }
-        };
-        // the proxy refilters on every list change: never serve a cached list
-        running
-            .peer()
-            .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-            .await;
-        Ok(running)
+        connect(&self.target, listener).await
     }
+
+    /// Where the upstream is: each downstream session opens its own connection there.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+}
+
+/// One MCP client connection to `target`, its server-to-client traffic handled by
+/// `handler`: the shared connection that follows the tool list, or a downstream
+/// session's own.
+pub async fn connect<H: ClientHandler>(
+    target: &Target,
+    handler: H,
+) -> Result<rmcp::service::RunningService<RoleClient, H>, String> {
+    let running = match target {
+        Target::Command(argv) => {
+            let (program, args) = argv.split_first().ok_or("no upstream command given")?;
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            let transport = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map_err(|e| format!("spawn {program:?}: {e}"))?
+                .0;
+            handler.serve(transport).await.map_err(|e| e.to_string())?
+        }
+        Target::Url(url) => {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            handler.serve(transport).await.map_err(|e| e.to_string())?
+        }
+    };
+    // the proxy refilters on every list change: never serve a cached list
+    running
+        .peer()
+        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    Ok(running)
 }
 
 /// Every page of the upstream's tools/list.

@@ -231,6 +231,8 @@ async fn http(mode: &str) {
         who: None,
         listen: None,
         clients: Some(clients),
+        http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,

@@ -47,6 +47,8 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         }),
         listen: None,
         clients: None,
+        http: Default::default(),
+        pins: None,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
