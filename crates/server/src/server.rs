@@ -152,8 +152,15 @@ impl App {
             };
         let http_addr = http_listener.as_ref().and_then(|l| l.local_addr().ok());
         let history = config.watch.history_per_team;
+        let max_staleness = Duration::from_secs(config.store.max_staleness_secs);
+        // a few pings within the bound: one lost or late still leaves it met
+        let heartbeat = max_staleness / 4;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
-            Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
+            Some(url) => Arc::new(
+                PostgresStore::connect(url, history)
+                    .await?
+                    .with_heartbeat(heartbeat),
+            ),
             None => Arc::new(SqliteStore::open(&config.sqlite_path(), history).await?),
         };
         if metrics.is_some() || config.telemetry.otlp_endpoint.is_some() {
@@ -161,14 +168,16 @@ impl App {
             store = Arc::new(crate::store::Metered(store));
         }
         let notices = store.notices().await?;
-        let hub = Arc::new(
-            Hub::new(
-                store,
-                config.watch.queue_size,
-                config.limits.max_cached_users_per_team,
-            )
-            .with_queue_bytes(config.watch.queue_bytes),
-        );
+        let mut hub = Hub::new(
+            store,
+            config.watch.queue_size,
+            config.limits.max_cached_users_per_team,
+        )
+        .with_queue_bytes(config.watch.queue_bytes);
+        if config.postgres_url().is_some() {
+            hub = hub.with_max_staleness(max_staleness);
+        }
+        let hub = Arc::new(hub);
         // before serving: a token issued earlier authenticates from the first call
         hub.reload_tokens().await?;
         let issued = hub.issued_tokens();
@@ -185,6 +194,14 @@ impl App {
             tokio::spawn(async move {
                 tokio::select! {
                     () = monitor => {}
+                    () = stop.cancelled() => {}
+                }
+            });
+            let currency = hub.clone().watch_currency(heartbeat / 2);
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = currency => {}
                     () = stop.cancelled() => {}
                 }
             });
@@ -499,16 +516,27 @@ pub async fn run(
         let sample = Arc::new(move || {
             let (hub, health, observed) = (hub.clone(), health.clone(), observed.clone());
             Box::pin(async move {
-                let stale_teams = health.borrow().stale.len();
+                let (stale_teams, store_up, listener_up) = {
+                    let h = health.borrow();
+                    (h.stale.len(), h.store.is_none(), h.listener)
+                };
                 crate::metrics::Sample {
                     audit_queue: observed.audit_waiting(),
                     cached_teams: hub.teams(),
                     cached_users: hub.cached_users_total(),
                     stale_teams,
-                    lag: hub.lag().await.ok().map(|lag| crate::metrics::Lag {
-                        max_revisions: lag.max_revisions,
-                        teams_behind: lag.teams_behind,
-                    }),
+                    store_up,
+                    listener_up,
+                    staleness: hub.staleness(),
+                    // a store cut off must not hang the scrape
+                    lag: tokio::time::timeout(Duration::from_secs(1), hub.lag())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .map(|lag| crate::metrics::Lag {
+                            max_revisions: lag.max_revisions,
+                            teams_behind: lag.teams_behind,
+                        }),
                 }
             }) as futures::future::BoxFuture<'static, _>
         });
@@ -747,9 +775,10 @@ where
     }))
 }
 
-/// Follows the hub's health: a store unfit for writes takes the server and the write
-/// services to NOT_SERVING (decisions go on from the cache); a stale team, whose
-/// committed changes may not be applied here, takes the server and `PolicyService`.
+/// Follows the hub's health: a store unfit for writes (or unreachable) takes the
+/// server and the write services to NOT_SERVING; a stale team, whose committed
+/// changes may not be applied here, or a policy not confirmed with a shared store
+/// within `store.max_staleness_secs`, takes the server and `PolicyService`.
 async fn report_health(
     mut hub: tokio::sync::watch::Receiver<crate::hub::HubHealth>,
     health: tonic_health::server::HealthReporter,
@@ -758,7 +787,7 @@ async fn report_health(
     loop {
         let (store_ok, current) = {
             let h = hub.borrow_and_update();
-            (h.store.is_none(), h.stale.is_empty())
+            (h.store.is_none(), h.current())
         };
         if stop.is_cancelled() {
             return;

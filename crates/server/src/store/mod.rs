@@ -30,7 +30,7 @@ pub use decisions::{
     StoredDecision, TEXT_COUNT,
 };
 pub use metered::Metered;
-pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
+pub use postgres::{DEFAULT_HEARTBEAT, NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
 pub use tokens::{
@@ -174,6 +174,12 @@ pub enum Notice {
     Decisions { first: u64, last: u64 },
     /// Notices may have been missed: everything must be re-read.
     Reconnected,
+    /// The listener heard a ping this process sent at `sent`: every notice committed
+    /// before then has been delivered.
+    Heard { sent: tokio::time::Instant },
+    /// The listener lost its connection, or heard nothing for too long: notices are
+    /// missed until [`Notice::Reconnected`].
+    Lost,
 }
 
 pub type NoticeStream = std::pin::Pin<Box<dyn futures::Stream<Item = Notice> + Send>>;
