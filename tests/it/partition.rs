@@ -227,3 +227,97 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A replica started while its database is down waits for it, serving health
+/// NOT_SERVING meanwhile, and starts once the database is up.
+#[tokio::test]
+async fn postgres_a_replica_started_before_its_database_waits_for_it() {
+    let Some(cluster) = support::pg::Cluster::start("a replica waiting for its database") else {
+        return;
+    };
+    cluster.ctl("stop");
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.store.url = Some(cluster.url());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // beside the test rather than spawned: building the app is not a `Send` future
+    let serving = toolgate::server::serve(listener, config, async {
+        let _ = stopped.await;
+    });
+    let test = async {
+        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect_lazy();
+        wait_for_health(&channel, ServingStatus::NotServing).await;
+        assert_eq!(
+            check(&channel, "toolgate.v1.PolicyService").await.unwrap(),
+            ServingStatus::NotServing as i32
+        );
+        cluster.ctl("start");
+        wait_for_health(&channel, ServingStatus::Serving).await;
+        let mut policy =
+            PolicyServiceClient::with_interceptor(channel.clone(), Auth::new("alice-token"));
+        let d = policy.evaluate(read_call()).await.unwrap().into_inner();
+        assert_eq!(d.decision.unwrap().revision, 0);
+        let _ = stop.send(());
+    };
+    let (served, ()) = tokio::time::timeout(DEADLINE * 2, async { tokio::join!(serving, test) })
+        .await
+        .expect("the test and the replica end");
+    served.expect("the replica waited, started and stopped");
+}
+
+async fn check(channel: &tonic::transport::Channel, service: &str) -> Result<i32, tonic::Status> {
+    let mut request = tonic::Request::new(HealthCheckRequest {
+        service: service.into(),
+    });
+    request.set_timeout(Duration::from_secs(10));
+    HealthClient::new(channel.clone())
+        .check(request)
+        .await
+        .map(|r| r.into_inner().status)
+}
+
+/// Waits for the overall health `want`, through the hand-over from the waiting
+/// server to the real one (a call may fail while the connection is replaced).
+async fn wait_for_health(channel: &tonic::transport::Channel, want: ServingStatus) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while check(channel, "").await.ok() != Some(want as i32) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "health never became {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Stopped while it waits, the replica exits cleanly.
+#[tokio::test]
+async fn a_replica_waiting_for_its_database_stops_when_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    // nothing listens there: the port of a listener just closed
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    config.store.url = Some(format!("postgres://postgres@127.0.0.1:{port}/postgres"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = toolgate::server::serve(listener, config, async {
+        let _ = stopped.await;
+    });
+    let test = async {
+        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect_lazy();
+        wait_for_health(&channel, ServingStatus::NotServing).await;
+        let _ = stop.send(());
+    };
+    let (served, ()) = tokio::time::timeout(DEADLINE, async { tokio::join!(serving, test) })
+        .await
+        .expect("the replica stops");
+    served.unwrap();
+}

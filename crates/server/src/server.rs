@@ -68,6 +68,8 @@ pub enum ServerError {
         addr: String,
         source: std::io::Error,
     },
+    #[error("start-up: {0}")]
+    StartUp(String),
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -486,6 +488,103 @@ fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
     )
     .map_err(err)?;
     Ok(token)
+}
+
+/// Builds the app and serves it on `listener` until `shutdown` completes: what
+/// `toolgate serve` runs. A store that cannot be reached yet (PostgreSQL starting
+/// beside the server, or a network not up) is waited for, with backoff and a log line
+/// per try; meanwhile `listener` answers health only, NOT_SERVING, so a load balancer
+/// or an orchestrator sees a replica that is starting rather than one that is gone.
+/// Any other error at start ends it.
+pub async fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let stop = CancellationToken::new();
+    {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            stop.cancel();
+        });
+    }
+    let Some((listener, app)) = build_when_ready(listener, config, &stop).await? else {
+        info!("stopped before the store was reached");
+        return Ok(());
+    };
+    run(listener, app, stop.cancelled_owned()).await
+}
+
+/// [`App::build`], retried while the store is unavailable, with `listener` serving
+/// health (NOT_SERVING) meanwhile; `None` when `stop` came first.
+async fn build_when_ready(
+    listener: TcpListener,
+    config: Config,
+    stop: &CancellationToken,
+) -> Result<Option<(TcpListener, App)>, ServerError> {
+    let first = match App::build(config.clone()).await {
+        Err(ServerError::Store(StoreError::Unavailable(e))) => e,
+        built => return Ok(Some((listener, built?))),
+    };
+    let listener = Arc::new(listener);
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in SERVICE_NAMES {
+        health
+            .set_service_status(name, ServingStatus::NotServing)
+            .await;
+    }
+    let ready = CancellationToken::new();
+    let accepting = {
+        let listener = listener.clone();
+        async_stream::stream! {
+            loop {
+                yield listener.accept().await.map(|(stream, _)| stream);
+            }
+        }
+    };
+    let waiting = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(health_service)
+            .serve_with_incoming_shutdown(accepting, ready.clone().cancelled_owned()),
+    );
+    let mut backoff =
+        toolgate_core::backoff::Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+    let mut error = first;
+    let built = loop {
+        let wait = backoff.next_wait();
+        warn!(error = %error, retry_in_ms = wait.as_millis() as u64, "store unreachable at start: waiting for it (health NOT_SERVING meanwhile)");
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = stop.cancelled() => break Ok(None),
+        }
+        match App::build(config.clone()).await {
+            Err(ServerError::Store(StoreError::Unavailable(e))) => error = e,
+            Err(e) => break Err(e),
+            Ok(app) => {
+                info!("store reached: starting");
+                break Ok(Some(app));
+            }
+        }
+    };
+    ready.cancel();
+    // the health-only server lets go of the listener once its connections close
+    let mut waiting = waiting;
+    if tokio::time::timeout(Duration::from_secs(5), &mut waiting)
+        .await
+        .is_err()
+    {
+        warn!("health clients still connected 5 s after the store was reached: closing them");
+        waiting.abort();
+        let _ = waiting.await;
+    }
+    let Some(app) = built? else {
+        return Ok(None);
+    };
+    let listener = Arc::try_unwrap(listener).map_err(|_| {
+        ServerError::StartUp("the listener is still held by the start-up health server".into())
+    })?;
+    Ok(Some((listener, app)))
 }
 
 /// Serves the app on `listener` until `shutdown` completes, then marks health
