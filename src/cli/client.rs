@@ -71,6 +71,14 @@ impl Clients {
 pub(super) fn rpc_error(status: tonic::Status) -> anyhow::Error {
     use tonic_types::StatusExt;
     let mut text = format!("{:?}: {}", status.code(), status.message());
+    if status
+        .get_details_error_info()
+        .is_some_and(|info| info.reason == crate::grpc::COMMIT_INDETERMINATE)
+    {
+        text.push_str(
+            "\n  the change may have been committed: read the settings (their revision) before writing again, and write with --expected-revision",
+        );
+    }
     if let Some(bad) = status.get_details_bad_request() {
         for v in bad.field_violations {
             text.push_str(&format!("\n  {}: {}", v.field, v.description));

@@ -50,6 +50,12 @@ pub enum StoreError {
     /// The backend cannot be reached.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The connection was lost after the commit was sent: the write may or may not
+    /// have committed, so it must not be retried blindly.
+    #[error(
+        "the connection to the store was lost after the commit was sent, so the write may have committed ({0}): read the revision before writing again"
+    )]
+    Indeterminate(String),
     /// A stored record that does not decode: the file or database was tampered with.
     #[error("corrupt record: {0}")]
     Corrupt(String),
