@@ -33,12 +33,13 @@ pub const TEAMS_BEHIND: &str = "toolgate_replica_teams_behind";
 pub const STORE_UP: &str = "toolgate_store_up";
 pub const LISTENER_UP: &str = "toolgate_store_listener_up";
 pub const POLICY_STALENESS: &str = "toolgate_policy_staleness_seconds";
+pub const DISK_FREE: &str = "toolgate_data_dir_free_bytes";
 /// Always 1, labelled with the version and the commit the binary was built from
 /// (`TOOLGATE_COMMIT` at build time; `unknown` without it).
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 22] = [
+pub const ALL: [(&str, &str); 23] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -108,6 +109,10 @@ pub const ALL: [(&str, &str); 22] = [
     (
         POLICY_STALENESS,
         "seconds since this replica last showed its policy current with the shared store (0 with the embedded store)",
+    ),
+    (
+        DISK_FREE,
+        "bytes free for the server on the data directory's disk (health is NOT_SERVING below 64 MiB)",
     ),
 ];
 
@@ -213,7 +218,7 @@ pub fn install(served: Vec<String>) -> Result<PrometheusHandle, MetricsError> {
         match name {
             RPC_DURATION | STORE_DURATION => metrics::describe_histogram!(name, help),
             WATCHERS | AUDIT_QUEUE | CACHED_TEAMS | CACHED_USERS | STALE_TEAMS | REVISION_LAG
-            | TEAMS_BEHIND | STORE_UP | LISTENER_UP | POLICY_STALENESS => {
+            | TEAMS_BEHIND | STORE_UP | LISTENER_UP | POLICY_STALENESS | DISK_FREE => {
                 metrics::describe_gauge!(name, help)
             }
             _ => metrics::describe_counter!(name, help),
@@ -365,6 +370,8 @@ pub struct Sample {
     /// Since the replica last showed its policy current; `None` with the embedded
     /// store (always current).
     pub staleness: Option<Duration>,
+    /// Bytes free on the data directory's disk, when they could be read.
+    pub disk_free: Option<u64>,
     /// Unset when the store could not be read: the lag gauges keep their last value
     /// and the store's error counter says why.
     pub lag: Option<Lag>,
@@ -415,6 +422,9 @@ pub async fn serve(
                 gauge!(LISTENER_UP).set(if up { 1.0 } else { 0.0 });
             }
             gauge!(POLICY_STALENESS).set(s.staleness.map_or(0.0, |d| d.as_secs_f64()));
+            if let Some(free) = s.disk_free {
+                gauge!(DISK_FREE).set(free as f64);
+            }
             if let Some(lag) = s.lag {
                 gauge!(REVISION_LAG).set(lag.max_revisions as f64);
                 gauge!(TEAMS_BEHIND).set(lag.teams_behind as f64);

@@ -199,6 +199,24 @@ impl App {
                     () = stop.cancelled() => {}
                 }
             });
+            let disk = {
+                let (hub, dir) = (hub.clone(), config.data_dir.clone());
+                let every = Duration::from_secs(config.store.check_secs);
+                async move {
+                    let mut tick = tokio::time::interval(every);
+                    loop {
+                        tick.tick().await;
+                        hub.set_disk(crate::disk::problem(&dir));
+                    }
+                }
+            };
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = disk => {}
+                    () = stop.cancelled() => {}
+                }
+            });
             let currency = hub.clone().watch_currency(heartbeat / 2);
             let stop = shutdown.clone();
             tokio::spawn(async move {
@@ -612,13 +630,16 @@ pub async fn run(
         let hub = service.hub().clone();
         let health = hub.health();
         let observed = service.clone();
+        let data_dir = config.data_dir.clone();
         let sample = Arc::new(move || {
             let (hub, health, observed) = (hub.clone(), health.clone(), observed.clone());
+            let data_dir = data_dir.clone();
             Box::pin(async move {
                 let (stale_teams, store_up, listener_up) = {
                     let h = health.borrow();
                     (h.stale.len(), h.store.is_none(), h.listener)
                 };
+                let disk_free = crate::disk::free_bytes(&data_dir).ok();
                 crate::metrics::Sample {
                     audit_queue: observed.audit_waiting(),
                     cached_teams: hub.teams(),
@@ -627,6 +648,7 @@ pub async fn run(
                     store_up,
                     listener_up,
                     staleness: hub.staleness(),
+                    disk_free,
                     // a store cut off must not hang the scrape
                     lag: tokio::time::timeout(Duration::from_secs(1), hub.lag())
                         .await
@@ -886,7 +908,7 @@ async fn report_health(
     loop {
         let (store_ok, current) = {
             let h = hub.borrow_and_update();
-            (h.store.is_none(), h.current())
+            (h.writable(), h.current())
         };
         if stop.is_cancelled() {
             return;

@@ -23,9 +23,16 @@ pub struct HubHealth {
     pub listener: Option<bool>,
     /// Why the replica's policy is not shown current within the bound, when it is not.
     pub behind: Option<String>,
+    /// Why the data directory's disk is unfit (nearly full), when it is.
+    pub disk: Option<String>,
 }
 
 impl HubHealth {
+    /// Whether writes can be taken here: the store fit and reached, the disk not full.
+    pub fn writable(&self) -> bool {
+        self.store.is_none() && self.disk.is_none()
+    }
+
     /// Whether decisions can be trusted here: no team waits for a failed catch-up and
     /// the policy was confirmed within the bound.
     pub fn current(&self) -> bool {
@@ -119,6 +126,21 @@ impl Hub {
                 None => tracing::info!("store fit for writes again"),
             }
             h.store = problem.clone();
+            true
+        });
+    }
+
+    /// Records what the data directory's disk is like (`None`: fine).
+    pub fn set_disk(&self, problem: Option<String>) {
+        self.health.send_if_modified(|h| {
+            if h.disk == problem {
+                return false;
+            }
+            match &problem {
+                Some(p) => tracing::error!(problem = %p, "disk nearly full: health is NOT_SERVING"),
+                None => tracing::info!("disk has room again"),
+            }
+            h.disk = problem.clone();
             true
         });
     }
