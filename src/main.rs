@@ -208,11 +208,11 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             let telemetry = toolgate::telemetry::init(&config)?;
             let addr = config.listen_addr();
             let served = async {
-                let app = toolgate::server::App::build(config).await?;
+                // bound first: while the store is waited for, health answers there
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("cannot listen on {addr}"))?;
-                toolgate::server::run(listener, app, shutdown_signal()).await?;
+                toolgate::server::serve(listener, config, shutdown_signal()).await?;
                 anyhow::Ok(())
             }
             .await;

@@ -258,6 +258,17 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
         Some(1.0),
         "{text}"
     );
+    // the embedded store: up, always current, on a disk with room
+    assert_eq!(sample(&text, "toolgate_store_up", &[]), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "toolgate_policy_staleness_seconds", &[]),
+        Some(0.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "toolgate_data_dir_free_bytes", &[]).is_some_and(|b| b > 0.0),
+        "{text}"
+    );
     // one replica: never behind its own store
     assert_eq!(
         sample(&text, "toolgate_replica_revision_lag", &[]),

@@ -80,6 +80,14 @@ pub(super) fn rpc_error(status: tonic::Status) -> anyhow::Error {
         );
     }
     let mut text = format!("{:?}: {}", status.code(), status.message());
+    if status
+        .get_details_error_info()
+        .is_some_and(|info| info.reason == crate::grpc::COMMIT_INDETERMINATE)
+    {
+        text.push_str(
+            "\n  the change may have been committed: read the settings (their revision) before writing again, and write with --expected-revision",
+        );
+    }
     if let Some(bad) = status.get_details_bad_request() {
         for v in bad.field_violations {
             let line = format!("{}: {}", v.field, v.description);

@@ -615,6 +615,9 @@ async fn postgres_killed_and_restarted_under_two_replicas() {
         let mut config = test_config(dir.path());
         config.store.url = Some(url);
         config.store.check_secs = 1;
+        // riding out the crash from memory is the subject here; past the bound on
+        // staleness only DENYs are answered (tests/it/partition.rs)
+        config.store.max_staleness_secs = 300;
         (TestServer::start(config).await, dir)
     };
     let (a, _da) = replica(cluster.url()).await;

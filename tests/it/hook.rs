@@ -30,14 +30,20 @@ async fn policy(server: &TestServer) {
     server.yolo("alice").await;
 }
 
-struct Outcome {
-    exit: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Outcome {
+    pub(crate) exit: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs the hook with `stdin`; every wait is bounded by the hook's own deadline.
-async fn hook(addr: &str, token: &str, client: &str, args: &[String], stdin: Vec<u8>) -> Outcome {
+pub(crate) async fn hook(
+    addr: &str,
+    token: &str,
+    client: &str,
+    args: &[String],
+    stdin: Vec<u8>,
+) -> Outcome {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
         cmd.env_remove(key);

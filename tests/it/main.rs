@@ -39,6 +39,7 @@ mod jwt;
 mod limits;
 mod matcher_props;
 mod packaging;
+mod partition;
 mod policy_file;
 mod policy_tests;
 mod policy_yaml;

@@ -13,6 +13,9 @@ async fn replica(url: &str) -> (TestServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path());
     config.store.url = Some(url.to_owned());
+    // these tests are about riding out an outage; the bound on staleness is
+    // partition.rs's (past it, only DENYs are answered)
+    config.store.max_staleness_secs = 300;
     (TestServer::start(config).await, dir)
 }
 

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod pause;
 pub mod pg;
 
 use std::path::Path;

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod config;
 pub mod connections;
 pub mod console;
+pub mod disk;
 pub mod files;
 pub mod grpc;
 pub mod http;

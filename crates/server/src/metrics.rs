@@ -32,12 +32,16 @@ pub const CACHED_USERS: &str = "toolgate_cached_users";
 pub const STALE_TEAMS: &str = "toolgate_stale_teams";
 pub const REVISION_LAG: &str = "toolgate_replica_revision_lag";
 pub const TEAMS_BEHIND: &str = "toolgate_replica_teams_behind";
+pub const STORE_UP: &str = "toolgate_store_up";
+pub const LISTENER_UP: &str = "toolgate_store_listener_up";
+pub const POLICY_STALENESS: &str = "toolgate_policy_staleness_seconds";
+pub const DISK_FREE: &str = "toolgate_data_dir_free_bytes";
 /// Always 1, labelled with the version and the commit the binary was built from
 /// (`TOOLGATE_COMMIT` at build time; `unknown` without it).
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 21] = [
+pub const ALL: [(&str, &str); 25] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -103,6 +107,22 @@ pub const ALL: [(&str, &str); 21] = [
     (
         TEAMS_BEHIND,
         "cached teams behind the store at all (read at each scrape)",
+    ),
+    (
+        STORE_UP,
+        "1 when the store answered its last check and takes writes, else 0",
+    ),
+    (
+        LISTENER_UP,
+        "1 when the change listener hears its own pings (shared store only), else 0",
+    ),
+    (
+        POLICY_STALENESS,
+        "seconds since this replica last showed its policy current with the shared store (0 with the embedded store)",
+    ),
+    (
+        DISK_FREE,
+        "bytes free for the server on the data directory's disk (health is NOT_SERVING below 64 MiB)",
     ),
 ];
 
@@ -207,7 +227,8 @@ pub fn install(served: Vec<String>) -> Result<PrometheusHandle, MetricsError> {
     for (name, help) in ALL {
         match name {
             RPC_DURATION | STORE_DURATION => metrics::describe_histogram!(name, help),
-            WATCHERS | AUDIT_QUEUE | CACHED_TEAMS | CACHED_USERS | STALE_TEAMS => {
+            WATCHERS | AUDIT_QUEUE | CACHED_TEAMS | CACHED_USERS | STALE_TEAMS | REVISION_LAG
+            | TEAMS_BEHIND | STORE_UP | LISTENER_UP | POLICY_STALENESS | DISK_FREE => {
                 metrics::describe_gauge!(name, help)
             }
             _ => metrics::describe_counter!(name, help),
@@ -362,6 +383,15 @@ pub struct Sample {
     pub cached_teams: usize,
     pub cached_users: usize,
     pub stale_teams: usize,
+    /// Whether the store answered its last check and takes writes.
+    pub store_up: bool,
+    /// Whether the change listener hears its own pings; `None` without one.
+    pub listener_up: Option<bool>,
+    /// Since the replica last showed its policy current; `None` with the embedded
+    /// store (always current).
+    pub staleness: Option<Duration>,
+    /// Bytes free on the data directory's disk, when they could be read.
+    pub disk_free: Option<u64>,
     /// Unset when the store could not be read: the lag gauges keep their last value
     /// and the store's error counter says why.
     pub lag: Option<Lag>,
@@ -407,6 +437,14 @@ pub async fn serve(
             gauge!(CACHED_TEAMS).set(s.cached_teams as f64);
             gauge!(CACHED_USERS).set(s.cached_users as f64);
             gauge!(STALE_TEAMS).set(s.stale_teams as f64);
+            gauge!(STORE_UP).set(if s.store_up { 1.0 } else { 0.0 });
+            if let Some(up) = s.listener_up {
+                gauge!(LISTENER_UP).set(if up { 1.0 } else { 0.0 });
+            }
+            gauge!(POLICY_STALENESS).set(s.staleness.map_or(0.0, |d| d.as_secs_f64()));
+            if let Some(free) = s.disk_free {
+                gauge!(DISK_FREE).set(free as f64);
+            }
             if let Some(lag) = s.lag {
                 gauge!(REVISION_LAG).set(lag.max_revisions as f64);
                 gauge!(TEAMS_BEHIND).set(lag.teams_behind as f64);

@@ -70,6 +70,8 @@ pub enum ServerError {
         addr: String,
         source: std::io::Error,
     },
+    #[error("start-up: {0}")]
+    StartUp(String),
 }
 
 /// Everything `run` serves, built from a configuration.
@@ -154,8 +156,15 @@ impl App {
             };
         let http_addr = http_listener.as_ref().and_then(|l| l.local_addr().ok());
         let history = config.watch.history_per_team;
+        let max_staleness = Duration::from_secs(config.store.max_staleness_secs);
+        // a few pings within the bound: one lost or late still leaves it met
+        let heartbeat = max_staleness / 4;
         let mut store: Arc<dyn Store> = match config.postgres_url() {
-            Some(url) => Arc::new(PostgresStore::connect(url, history).await?),
+            Some(url) => Arc::new(
+                PostgresStore::connect(url, history)
+                    .await?
+                    .with_heartbeat(heartbeat),
+            ),
             None => Arc::new(
                 SqliteStore::open(&config.sqlite_path(), history)
                     .await?
@@ -167,14 +176,16 @@ impl App {
             store = Arc::new(crate::store::Metered(store));
         }
         let notices = store.notices().await?;
-        let hub = Arc::new(
-            Hub::new(
-                store,
-                config.watch.queue_size,
-                config.limits.max_cached_users_per_team,
-            )
-            .with_queue_bytes(config.watch.queue_bytes),
-        );
+        let mut hub = Hub::new(
+            store,
+            config.watch.queue_size,
+            config.limits.max_cached_users_per_team,
+        )
+        .with_queue_bytes(config.watch.queue_bytes);
+        if config.postgres_url().is_some() {
+            hub = hub.with_max_staleness(max_staleness);
+        }
+        let hub = Arc::new(hub);
         // before serving: a token issued earlier authenticates from the first call
         hub.reload_tokens().await?;
         let issued = hub.issued_tokens();
@@ -191,6 +202,32 @@ impl App {
             tokio::spawn(async move {
                 tokio::select! {
                     () = monitor => {}
+                    () = stop.cancelled() => {}
+                }
+            });
+            let disk = {
+                let (hub, dir) = (hub.clone(), config.data_dir.clone());
+                let every = Duration::from_secs(config.store.check_secs);
+                async move {
+                    let mut tick = tokio::time::interval(every);
+                    loop {
+                        tick.tick().await;
+                        hub.set_disk(crate::disk::problem(&dir));
+                    }
+                }
+            };
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = disk => {}
+                    () = stop.cancelled() => {}
+                }
+            });
+            let currency = hub.clone().watch_currency(heartbeat / 2);
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = currency => {}
                     () = stop.cancelled() => {}
                 }
             });
@@ -490,6 +527,103 @@ fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
     Ok(token)
 }
 
+/// Builds the app and serves it on `listener` until `shutdown` completes: what
+/// `toolgate serve` runs. A store that cannot be reached yet (PostgreSQL starting
+/// beside the server, or a network not up) is waited for, with backoff and a log line
+/// per try; meanwhile `listener` answers health only, NOT_SERVING, so a load balancer
+/// or an orchestrator sees a replica that is starting rather than one that is gone.
+/// Any other error at start ends it.
+pub async fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let stop = CancellationToken::new();
+    {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            stop.cancel();
+        });
+    }
+    let Some((listener, app)) = build_when_ready(listener, config, &stop).await? else {
+        info!("stopped before the store was reached");
+        return Ok(());
+    };
+    run(listener, app, stop.cancelled_owned()).await
+}
+
+/// [`App::build`], retried while the store is unavailable, with `listener` serving
+/// health (NOT_SERVING) meanwhile; `None` when `stop` came first.
+async fn build_when_ready(
+    listener: TcpListener,
+    config: Config,
+    stop: &CancellationToken,
+) -> Result<Option<(TcpListener, App)>, ServerError> {
+    let first = match App::build(config.clone()).await {
+        Err(ServerError::Store(StoreError::Unavailable(e))) => e,
+        built => return Ok(Some((listener, built?))),
+    };
+    let listener = Arc::new(listener);
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in SERVICE_NAMES {
+        health
+            .set_service_status(name, ServingStatus::NotServing)
+            .await;
+    }
+    let ready = CancellationToken::new();
+    let accepting = {
+        let listener = listener.clone();
+        async_stream::stream! {
+            loop {
+                yield listener.accept().await.map(|(stream, _)| stream);
+            }
+        }
+    };
+    let waiting = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(health_service)
+            .serve_with_incoming_shutdown(accepting, ready.clone().cancelled_owned()),
+    );
+    let mut backoff =
+        toolgate_core::backoff::Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+    let mut error = first;
+    let built = loop {
+        let wait = backoff.next_wait();
+        warn!(error = %error, retry_in_ms = wait.as_millis() as u64, "store unreachable at start: waiting for it (health NOT_SERVING meanwhile)");
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = stop.cancelled() => break Ok(None),
+        }
+        match App::build(config.clone()).await {
+            Err(ServerError::Store(StoreError::Unavailable(e))) => error = e,
+            Err(e) => break Err(e),
+            Ok(app) => {
+                info!("store reached: starting");
+                break Ok(Some(app));
+            }
+        }
+    };
+    ready.cancel();
+    // the health-only server lets go of the listener once its connections close
+    let mut waiting = waiting;
+    if tokio::time::timeout(Duration::from_secs(5), &mut waiting)
+        .await
+        .is_err()
+    {
+        warn!("health clients still connected 5 s after the store was reached: closing them");
+        waiting.abort();
+        let _ = waiting.await;
+    }
+    let Some(app) = built? else {
+        return Ok(None);
+    };
+    let listener = Arc::try_unwrap(listener).map_err(|_| {
+        ServerError::StartUp("the listener is still held by the start-up health server".into())
+    })?;
+    Ok(Some((listener, app)))
+}
+
 /// Serves the app on `listener` until `shutdown` completes, then marks health
 /// NOT_SERVING, ends watch streams with UNAVAILABLE and drains in-flight calls for
 /// at most `shutdown_grace_secs`.
@@ -515,19 +649,34 @@ pub async fn run(
         let hub = service.hub().clone();
         let health = hub.health();
         let observed = service.clone();
+        let data_dir = config.data_dir.clone();
         let sample = Arc::new(move || {
             let (hub, health, observed) = (hub.clone(), health.clone(), observed.clone());
+            let data_dir = data_dir.clone();
             Box::pin(async move {
-                let stale_teams = health.borrow().stale.len();
+                let (stale_teams, store_up, listener_up) = {
+                    let h = health.borrow();
+                    (h.stale.len(), h.store.is_none(), h.listener)
+                };
+                let disk_free = crate::disk::free_bytes(&data_dir).ok();
                 crate::metrics::Sample {
                     audit_queue: observed.audit_waiting(),
                     cached_teams: hub.teams(),
                     cached_users: hub.cached_users_total(),
                     stale_teams,
-                    lag: hub.lag().await.ok().map(|lag| crate::metrics::Lag {
-                        max_revisions: lag.max_revisions,
-                        teams_behind: lag.teams_behind,
-                    }),
+                    store_up,
+                    listener_up,
+                    staleness: hub.staleness(),
+                    disk_free,
+                    // a store cut off must not hang the scrape
+                    lag: tokio::time::timeout(Duration::from_secs(1), hub.lag())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .map(|lag| crate::metrics::Lag {
+                            max_revisions: lag.max_revisions,
+                            teams_behind: lag.teams_behind,
+                        }),
                 }
             }) as futures::future::BoxFuture<'static, _>
         });
@@ -766,9 +915,10 @@ where
     }))
 }
 
-/// Follows the hub's health: a store unfit for writes takes the server and the write
-/// services to NOT_SERVING (decisions go on from the cache); a stale team, whose
-/// committed changes may not be applied here, takes the server and `PolicyService`.
+/// Follows the hub's health: a store unfit for writes (or unreachable) takes the
+/// server and the write services to NOT_SERVING; a stale team, whose committed
+/// changes may not be applied here, or a policy not confirmed with a shared store
+/// within `store.max_staleness_secs`, takes the server and `PolicyService`.
 async fn report_health(
     mut hub: tokio::sync::watch::Receiver<crate::hub::HubHealth>,
     health: tonic_health::server::HealthReporter,
@@ -777,7 +927,7 @@ async fn report_health(
     loop {
         let (store_ok, current) = {
             let h = hub.borrow_and_update();
-            (h.store.is_none(), h.stale.is_empty())
+            (h.writable(), h.current())
         };
         if stop.is_cancelled() {
             return;

@@ -15,13 +15,21 @@ pub struct StoreConfig {
     /// Seconds between checks of the store (the SQLite file still the one opened,
     /// `PRAGMA quick_check`) and retries of a catch-up that failed.
     pub check_secs: u64,
+    /// With a shared store (PostgreSQL): how long a replica may go without showing
+    /// its policy current before it answers no ALLOW or ASK and reports NOT_SERVING.
+    pub max_staleness_secs: u64,
 }
+
+/// The most `store.max_staleness_secs` may be: a replica cut off longer than this
+/// must not go on allowing.
+pub const MAX_STALENESS_LIMIT_SECS: u64 = 300;
 
 impl std::fmt::Debug for StoreConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreConfig")
             .field("url", &self.url.as_deref().map(super::redact::redact_url))
             .field("check_secs", &self.check_secs)
+            .field("max_staleness_secs", &self.max_staleness_secs)
             .finish()
     }
 }
@@ -31,6 +39,7 @@ impl Default for StoreConfig {
         Self {
             url: None,
             check_secs: 5,
+            max_staleness_secs: 5,
         }
     }
 }

@@ -160,6 +160,13 @@ impl Config {
         if self.store.check_secs == 0 {
             problems.push("store.check_secs: must be at least 1".into());
         }
+        let staleness = self.store.max_staleness_secs;
+        if !(1..=super::sections::MAX_STALENESS_LIMIT_SECS).contains(&staleness) {
+            problems.push(format!(
+                "store.max_staleness_secs: {staleness} is outside 1 to {}: give the seconds a replica may answer from a policy it has not confirmed with the store, e.g. 5",
+                super::sections::MAX_STALENESS_LIMIT_SECS
+            ));
+        }
         let c = &self.connections;
         for (name, value) in [
             ("max", c.max as u64),

@@ -5,6 +5,7 @@ mod approvals;
 pub mod convert;
 mod decisions;
 mod error;
+pub use error::COMMIT_INDETERMINATE;
 pub mod limits;
 pub mod observe;
 mod principal;

@@ -2,6 +2,7 @@
 //! whose catch-up failed (retried until it succeeds), and how far the cached teams
 //! are behind the store.
 
+use super::currency::MONITOR_DEADLINE;
 use super::{Hub, HubError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,26 @@ pub struct HubHealth {
     /// Teams whose latest catch-up failed (team → error): their committed changes
     /// may not be applied here yet.
     pub stale: BTreeMap<String, String>,
+    /// Whether the change listener hears its own pings (`None`: the store has no
+    /// listener, being this process's alone).
+    pub listener: Option<bool>,
+    /// Why the replica's policy is not shown current within the bound, when it is not.
+    pub behind: Option<String>,
+    /// Why the data directory's disk is unfit (nearly full), when it is.
+    pub disk: Option<String>,
+}
+
+impl HubHealth {
+    /// Whether writes can be taken here: the store fit and reached, the disk not full.
+    pub fn writable(&self) -> bool {
+        self.store.is_none() && self.disk.is_none()
+    }
+
+    /// Whether decisions can be trusted here: no team waits for a failed catch-up and
+    /// the policy was confirmed within the bound.
+    pub fn current(&self) -> bool {
+        self.stale.is_empty() && self.behind.is_none()
+    }
 }
 
 /// How far a replica is behind the store (the changes committed that it has not
@@ -70,11 +91,17 @@ impl Hub {
             tick.tick().await;
             self.check_store().await;
             if self.tokens_stale() {
-                let _ = self.reload_tokens_or_mark().await;
+                let _ = self
+                    .within(MONITOR_DEADLINE, async {
+                        Ok(self.reload_tokens_or_mark().await?)
+                    })
+                    .await;
             }
             let stale: Vec<String> = self.health.borrow().stale.keys().cloned().collect();
             for team in stale {
-                let _ = self.catch_up_or_mark(&team).await;
+                let _ = self
+                    .within(MONITOR_DEADLINE, self.catch_up_or_mark(&team))
+                    .await;
             }
             let gone = self.let_idle_teams_go(team_idle);
             if gone > 0 {
@@ -85,7 +112,11 @@ impl Hub {
 
     /// Asks the store whether writes can be trusted and records the answer.
     pub async fn check_store(&self) {
-        let problem = self.store.check().await.err().map(|e| e.to_string());
+        let checked = self
+            .within(MONITOR_DEADLINE, async { Ok(self.store.check().await?) })
+            .await;
+        self.set_reachable(checked.is_ok());
+        let problem = checked.err().map(|e| e.to_string());
         self.health.send_if_modified(|h| {
             if h.store == problem {
                 return false;
@@ -95,6 +126,21 @@ impl Hub {
                 None => tracing::info!("store fit for writes again"),
             }
             h.store = problem.clone();
+            true
+        });
+    }
+
+    /// Records what the data directory's disk is like (`None`: fine).
+    pub fn set_disk(&self, problem: Option<String>) {
+        self.health.send_if_modified(|h| {
+            if h.disk == problem {
+                return false;
+            }
+            match &problem {
+                Some(p) => tracing::error!(problem = %p, "disk nearly full: health is NOT_SERVING"),
+                None => tracing::info!("disk has room again"),
+            }
+            h.disk = problem.clone();
             true
         });
     }

@@ -14,7 +14,9 @@
 //!
 //! A catch-up that fails (the store unreadable) leaves the team stale: it is
 //! retried by [`Hub::monitor`] until it succeeds, and [`Hub::health`] says so
-//! meanwhile, as it does when the store reports itself unfit for writes.
+//! meanwhile, as it does when the store reports itself unfit for writes. With a
+//! shared store each team also carries when it was last shown current
+//! (`currency.rs`): past the bound, its view is marked [`Unconfirmed`].
 
 use crate::auth::Principal;
 use crate::auth::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
@@ -33,9 +35,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, broadcast, watch};
 
+mod currency;
 mod health;
 mod team;
 
+pub use currency::Unconfirmed;
+use currency::{Currency, MONITOR_DEADLINE, READ_DEADLINE};
 pub use health::{HubHealth, Lag};
 use team::Team;
 pub use team::{HubEvent, Published, Subscription};
@@ -127,6 +132,10 @@ pub struct Effective {
     pub user: Arc<CachedUser>,
     /// The policy file's `tool.action` lists, the same for every team.
     pub tool_actions: Arc<ToolActionLists>,
+    /// Set when this view cannot be shown current (the store shared and not reached
+    /// within the bound, or the user's settings not in memory while it is
+    /// unreachable): a DENY from it stands, anything else must not be answered.
+    pub unconfirmed: Option<Unconfirmed>,
 }
 
 /// The hub. Cheap to share behind an `Arc`.
@@ -139,6 +148,8 @@ pub struct Hub {
     /// Not stored: each replica reads them from its own policy file.
     tool_actions: ArcSwap<ToolActionLists>,
     started: Instant,
+    /// How current the cached policy is shown to be, for a shared store.
+    currency: Currency,
     health: watch::Sender<HubHealth>,
     /// The tokens issued through the API, re-read whole when they change.
     issued: Arc<IssuedTokens>,
@@ -262,6 +273,7 @@ impl Hub {
             max_cached_users: max_cached_users.max(1),
             tool_actions: ArcSwap::default(),
             started: Instant::now(),
+            currency: Currency::new(),
             health: watch::Sender::new(HubHealth::default()),
             issued: Arc::default(),
             tokens_stale: std::sync::atomic::AtomicBool::new(false),
@@ -305,10 +317,23 @@ impl Hub {
             team.touched.store(self.now_secs(), Ordering::Relaxed);
             return Ok(team.clone());
         }
+        if !self.reachable() {
+            return Err(HubError::Store(StoreError::Unavailable(format!(
+                "team {team_id} is not in this replica's memory and the store is unreachable"
+            ))));
+        }
+        let read_at = self.currency.now_ms();
         // the revision first: documents read after it are at least as new
-        let revision = self.store.team_revision(team_id).await?;
-        let admin = compile_stored_admin(team_id, self.store.get_admin(team_id).await?)?;
+        let (revision, admin) = self
+            .within(READ_DEADLINE, async {
+                let revision = self.store.team_revision(team_id).await?;
+                let admin = self.store.get_admin(team_id).await?;
+                Ok((revision, admin))
+            })
+            .await?;
+        let admin = compile_stored_admin(team_id, admin)?;
         let team = Arc::new(Team {
+            confirmed_ms: AtomicU64::new(read_at),
             published: AtomicU64::new(revision),
             admin: ArcSwap::from_pointee(admin),
             users: DashMap::new(),
@@ -387,19 +412,53 @@ impl Hub {
 
     /// The user's effective policy, from the cache (loading on a miss).
     pub async fn effective(&self, team_id: &str, user_id: &str) -> Result<Effective, HubError> {
+        self.effective_view(team_id, user_id, false).await
+    }
+
+    /// [`Hub::effective`] for deciding calls: while a shared store is unreachable, a
+    /// user not in memory is decided at once with settings of their own unknown (the
+    /// view is [`Unconfirmed`], so only a DENY from it may be answered) instead of
+    /// waiting on the store.
+    pub async fn effective_to_decide(
+        &self,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Effective, HubError> {
+        self.effective_view(team_id, user_id, true).await
+    }
+
+    async fn effective_view(
+        &self,
+        team_id: &str,
+        user_id: &str,
+        provisional: bool,
+    ) -> Result<Effective, HubError> {
         let team = self.team(team_id).await?;
         let revision = team.published.load(Ordering::Acquire);
         let admin = team.admin.load_full();
+        let mut unconfirmed = self.unconfirmed(team_id, &team);
         let cached = team.users.get(user_id).map(|u| u.clone());
         let user = match cached {
             Some(user) => user,
+            // an outage: decided at once from the team's policy with the user's own
+            // settings unknown (a DENY stands), not after the caller's deadline
+            None if provisional && !self.reachable() => {
+                unconfirmed.get_or_insert_with(|| {
+                    Unconfirmed(format!(
+                        "the settings of user {user_id} are not in this replica's memory and the store is unreachable: only a DENY of the team's policy can be answered; retry once the store is back or on another replica"
+                    ))
+                });
+                Arc::new(compile_user(team_id, Versioned::unset())?)
+            }
             None => {
                 let user = loop {
                     let before = team.evictions.load(Ordering::Acquire);
-                    let loaded = Arc::new(compile_user(
-                        team_id,
-                        self.store.get_user(team_id, user_id).await?,
-                    )?);
+                    let stored = self
+                        .within(READ_DEADLINE, async {
+                            Ok(self.store.get_user(team_id, user_id).await?)
+                        })
+                        .await?;
+                    let loaded = Arc::new(compile_user(team_id, stored)?);
                     // a change applied while we read wins if it is newer than what we read
                     let user = match team.users.entry(user_id.to_owned()) {
                         Entry::Occupied(mut cached) => {
@@ -430,6 +489,7 @@ impl Hub {
             admin,
             user,
             tool_actions: self.tool_actions(),
+            unconfirmed,
         })
     }
 
@@ -500,6 +560,14 @@ impl Hub {
     pub async fn catch_up(&self, team_id: &str) -> Result<(), HubError> {
         let team = self.team(team_id).await?;
         let _guard = team.catch_up.lock().await;
+        // what this catch-up reads is the store as of now or later
+        let read_at = self.currency.now_ms();
+        self.catch_up_team(team_id, &team).await?;
+        Self::confirm(&team, read_at);
+        Ok(())
+    }
+
+    async fn catch_up_team(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
         loop {
             let after = team.published.load(Ordering::Acquire);
             match self
@@ -508,14 +576,14 @@ impl Hub {
                 .await?
             {
                 History::Truncated => {
-                    self.reload(team_id, &team).await?;
+                    self.reload(team_id, team).await?;
                     team.resync();
                     return Ok(());
                 }
                 History::Changes(changes) => {
                     let full = changes.len() == CATCH_UP_BATCH as usize;
                     for change in changes {
-                        self.apply(team_id, &team, &change)?;
+                        self.apply(team_id, team, &change)?;
                         team.published.store(change.revision, Ordering::Release);
                         team.broadcast(
                             Arc::new(Published::new(change)),
@@ -535,6 +603,18 @@ impl Hub {
     /// triggers a catch-up of the team (or of every cached team after a reconnect).
     pub async fn follow(self: Arc<Self>, mut notices: NoticeStream) {
         while let Some(notice) = notices.next().await {
+            match notice {
+                Notice::Heard { sent } => {
+                    self.heard(sent);
+                    continue;
+                }
+                Notice::Lost => {
+                    self.set_listener(false);
+                    continue;
+                }
+                Notice::Reconnected => self.set_listener(true),
+                _ => {}
+            }
             if matches!(notice, Notice::Tokens | Notice::Reconnected) {
                 let _ = self.reload_tokens_or_mark().await;
             }
@@ -556,12 +636,15 @@ impl Hub {
                         .send(DecisionsCommitted::Range { first, last });
                     continue;
                 }
-                Notice::Team(_) | Notice::Tokens => continue,
+                Notice::Team(_) | Notice::Tokens | Notice::Heard { .. } | Notice::Lost => continue,
                 Notice::Reconnected => self.teams.iter().map(|t| t.key().clone()).collect(),
             };
             for team in teams {
-                // a failure leaves the team stale, retried by `monitor`
-                let _ = self.catch_up_or_mark(&team).await;
+                // a failure leaves the team stale, retried by `monitor`; a hung read
+                // must not hold up the notices behind it
+                let _ = self
+                    .within(MONITOR_DEADLINE, self.catch_up_or_mark(&team))
+                    .await;
             }
         }
     }

@@ -97,6 +97,9 @@ impl Subscription {
 
 #[derive(Debug)]
 pub(super) struct Team {
+    /// When the cache was last shown current, in milliseconds since the hub started
+    /// (see `currency.rs`).
+    pub(super) confirmed_ms: AtomicU64,
     /// The highest revision applied to this cache and broadcast.
     pub(super) published: AtomicU64,
     pub(super) admin: ArcSwap<CachedAdmin>,

@@ -25,6 +25,21 @@ impl Service {
         Ok(self.hub.effective(team, user).await?)
     }
 
+    /// [`Service::effective`] to decide calls with: it may be unconfirmed (see
+    /// [`refuse_unconfirmed`]) rather than wait on a store that does not answer.
+    async fn effective_to_decide(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+    ) -> Result<Effective, ServiceError> {
+        let (team, user) = own_subject(p, team, user);
+        let team: &str = &check_id("team_id", team)?;
+        let user: &str = &check_id("user_id", user)?;
+        authorize(p, team, Action::Evaluate(user))?;
+        Ok(self.hub.effective_to_decide(team, user).await?)
+    }
+
     /// Decides each call against one view of the policy; DENYs go to the audit trail.
     pub async fn evaluate(
         &self,
@@ -100,7 +115,7 @@ impl Service {
         for (i, call) in calls.iter().enumerate() {
             self.check_call_size(calls.len(), i, call)?;
         }
-        let eff = self.effective(p, team, user).await?;
+        let eff = self.effective_to_decide(p, team, user).await?;
         let decide = if explain {
             policy::explain_at
         } else {
@@ -120,6 +135,7 @@ impl Service {
                 )
             })
             .collect();
+        refuse_unconfirmed(&eff, &decisions)?;
         let decisions = self
             .apply_roles(
                 team,
@@ -224,6 +240,10 @@ impl Service {
     ) -> Result<(FilteredTools, u64), ServiceError> {
         check_client(client)?;
         let eff = self.effective(p, team, user).await?;
+        // a listing shows what may be called: nothing from a view not shown current
+        if let Some(why) = &eff.unconfirmed {
+            return Err(ServiceError::Unavailable(why.to_string()));
+        }
         let value: serde_json::Value = serde_json::from_str(tools_json).map_err(|e| {
             ServiceError::invalid(
                 "tools_json",
@@ -260,5 +280,18 @@ impl Service {
         )
         .await;
         Ok((filtered, eff.revision))
+    }
+}
+
+/// A view of the policy that cannot be shown current answers only DENYs: an ALLOW or
+/// an ASK from it could go against a kill switch set on another replica. The whole
+/// request is refused, `UNAVAILABLE`, so a hook blocks the call and a client retries
+/// on another replica; nothing is recorded, since nothing was answered.
+fn refuse_unconfirmed(eff: &Effective, decisions: &[Decision]) -> Result<(), ServiceError> {
+    match &eff.unconfirmed {
+        Some(why) if decisions.iter().any(|d| d.outcome != Outcome::Deny) => {
+            Err(ServiceError::Unavailable(why.to_string()))
+        }
+        _ => Ok(()),
     }
 }

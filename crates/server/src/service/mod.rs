@@ -88,6 +88,10 @@ pub enum ServiceError {
     /// retrying later helps.
     #[error("{0}")]
     ResourceExhausted(String),
+    /// A write whose commit may or may not have happened (its acknowledgement was
+    /// lost): the caller reads the revision before writing again.
+    #[error("{0}")]
+    Indeterminate(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -126,6 +130,7 @@ impl From<StoreError> for ServiceError {
         match e {
             StoreError::Conflict { expected, actual } => Self::Conflict { expected, actual },
             StoreError::Unavailable(m) => Self::Unavailable(m),
+            e @ StoreError::Indeterminate(_) => Self::Indeterminate(e.to_string()),
             other => Self::Internal(other.to_string()),
         }
     }

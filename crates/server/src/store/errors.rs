@@ -69,6 +69,18 @@ fn postgres_class(sqlstate: &str) -> ErrorClass {
     }
 }
 
+/// A failed `COMMIT`: when the database answered, nothing was committed and the
+/// error is what it says; when the connection failed instead, the commit may have
+/// been applied without its acknowledgement reaching us.
+pub(super) fn commit_error(e: sqlx::Error) -> StoreError {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => {
+            StoreError::Indeterminate(e.to_string())
+        }
+        other => other.into(),
+    }
+}
+
 /// How a damaged database file is named in the reasons that mention it.
 pub(super) const CORRUPT_FILE: &str = "the database file is damaged";
 /// How a write that failed for lack of disk space reads (the reserve's cue).
@@ -141,6 +153,20 @@ mod tests {
         }
         assert_eq!(postgres_class("XX001"), ErrorClass::Corrupt);
         assert_eq!(postgres_class("23505"), ErrorClass::Other);
+    }
+
+    #[test]
+    fn a_commit_whose_answer_was_lost_is_indeterminate() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert!(matches!(
+            commit_error(sqlx::Error::Io(io)),
+            StoreError::Indeterminate(_)
+        ));
+        // the pool never sent it: nothing was committed
+        assert!(matches!(
+            commit_error(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable(_)
+        ));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use decisions::{
     Retention, StoredDecision, TEXT_COUNT,
 };
 pub use metered::Metered;
-pub use postgres::{NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
+pub use postgres::{DEFAULT_HEARTBEAT, NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use reserve::{DiskReserve, RESERVE_FILE};
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
@@ -52,6 +52,12 @@ pub enum StoreError {
     /// The backend cannot be reached.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The connection was lost after the commit was sent: the write may or may not
+    /// have committed, so it must not be retried blindly.
+    #[error(
+        "the connection to the store was lost after the commit was sent, so the write may have committed ({0}): read the revision before writing again"
+    )]
+    Indeterminate(String),
     /// A stored record that does not decode: the file or database was tampered with.
     #[error("corrupt record: {0}")]
     Corrupt(String),
@@ -176,6 +182,12 @@ pub enum Notice {
     Decisions { first: u64, last: u64 },
     /// Notices may have been missed: everything must be re-read.
     Reconnected,
+    /// The listener heard a ping this process sent at `sent`: every notice committed
+    /// before then has been delivered.
+    Heard { sent: tokio::time::Instant },
+    /// The listener lost its connection, or heard nothing for too long: notices are
+    /// missed until [`Notice::Reconnected`].
+    Lost,
 }
 
 pub type NoticeStream = std::pin::Pin<Box<dyn futures::Stream<Item = Notice> + Send>>;

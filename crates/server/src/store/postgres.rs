@@ -1,6 +1,12 @@
 //! The PostgreSQL backend: the shared truth of several replicas. Revisions are
 //! allocated inside the writing transaction; `NOTIFY` wakes the other replicas, which
 //! then read the change table (so a missed notice loses nothing).
+//!
+//! The listener proves itself: every heartbeat the replica notifies itself through
+//! the pool, and hearing that ping back means every notice committed before it was
+//! sent has been delivered (PostgreSQL delivers notices in commit order). A listener
+//! that hears nothing for two heartbeats (a dead or silently partitioned connection)
+//! is dropped and reconnected.
 
 use super::backend::Backend;
 use super::schema::pending_migrations;
@@ -11,6 +17,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
 use std::time::Duration;
+use tokio::time::Instant;
 use toolgate_core::backoff::Backoff;
 
 /// The channel replicas announce commits on; the payload is the team id.
@@ -21,6 +28,13 @@ const MIGRATION_LOCK: i64 = 0x746f_6f6c_6761_7465;
 /// Another: the advisory lock that serialises the replicas' decision-log writers.
 const DECISIONS_LOCK: i64 = 0x746f_6f6c_6c6f_6773;
 
+/// A replica's ping to its own listener: `\u{3}ORIGIN:MILLIS`, the milliseconds
+/// since the backend was made, when the ping was sent.
+const PING_NOTICE_PREFIX: char = '\u{3}';
+
+/// How often a replica pings its own listener unless told otherwise.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(1);
+
 /// The store shared by replicas.
 pub type PostgresStore = SqlStore<PostgresBackend>;
 
@@ -30,6 +44,10 @@ pub struct PostgresBackend {
     /// Random per process: a replica's notices of its own decision-log records are
     /// known by it and skipped (it publishes those as it writes them).
     origin: u64,
+    /// How often the listener is pinged; silence for two of these drops it.
+    heartbeat: Duration,
+    /// What ping payloads count from.
+    epoch: Instant,
 }
 
 impl PostgresStore {
@@ -46,9 +64,59 @@ impl PostgresStore {
             backend: PostgresBackend {
                 pool,
                 origin: rand::random(),
+                heartbeat: DEFAULT_HEARTBEAT,
+                epoch: Instant::now(),
             },
             history_limit: history_limit.max(1),
         })
+    }
+
+    /// Pings the listener every `every` (at least 50 ms) instead of every second.
+    #[must_use]
+    pub fn with_heartbeat(mut self, every: Duration) -> Self {
+        self.backend.heartbeat = every.max(Duration::from_millis(50));
+        self
+    }
+}
+
+/// Sends the replica's pings until the stream that reads them is dropped. A ping that
+/// cannot be sent within a heartbeat is given up: the listener's silence says so.
+fn spawn_pinger(backend: &PostgresBackend) -> tokio::task::JoinHandle<()> {
+    let (pool, origin, every, epoch) = (
+        backend.pool.clone(),
+        backend.origin,
+        backend.heartbeat,
+        backend.epoch,
+    );
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let millis = epoch.elapsed().as_millis();
+            let payload = format!("{PING_NOTICE_PREFIX}{origin:016x}:{millis}");
+            let send = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(NOTIFY_CHANNEL)
+                .bind(payload)
+                .execute(&pool);
+            // the outcome is read from the listener, not from here
+            let _ = tokio::time::timeout(every, send).await;
+        }
+    })
+}
+
+/// A ping's origin and the milliseconds it carries, from `origin:millis`.
+fn ping_notice(payload: &str) -> Option<(u64, u64)> {
+    let (origin, millis) = payload.split_once(':')?;
+    Some((u64::from_str_radix(origin, 16).ok()?, millis.parse().ok()?))
+}
+
+/// Aborts the pinger when the notice stream is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -105,6 +173,19 @@ impl Backend for PostgresBackend {
         Ok(self.pool.acquire().await?)
     }
 
+    // a round trip, and a primary: a standby takes no writes
+    async fn check(&self) -> Result<(), StoreError> {
+        let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+            .fetch_one(&self.pool)
+            .await?;
+        if standby {
+            return Err(StoreError::Unavailable(
+                "the database is a standby (in recovery) and takes no writes: point store.url at the primary".into(),
+            ));
+        }
+        Ok(())
+    }
+
     async fn begin_snapshot(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -147,16 +228,26 @@ impl Backend for PostgresBackend {
 
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         let pool = self.pool.clone();
-        let origin = self.origin;
+        let (origin, epoch) = (self.origin, self.epoch);
+        // two heartbeats without hearing our own ping: the connection is dead or cut off
+        let silence = self.heartbeat * 2;
         let mut listener = Some(listen(&pool).await?);
+        let pinger = AbortOnDrop(spawn_pinger(self));
         let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
         let stream = async_stream::stream! {
+            let _pinger = pinger;
+            let mut heard = Instant::now();
             loop {
                 let Some(current) = listener.as_mut() else {
-                    match listen(&pool).await {
+                    // a connection cut off without a reset would hang here for good
+                    let listening = tokio::time::timeout(silence.max(Duration::from_secs(3)), listen(&pool))
+                        .await
+                        .unwrap_or_else(|_| Err(StoreError::Unavailable("no answer from the database".into())));
+                    match listening {
                         Ok(l) => {
                             listener = Some(l);
                             backoff.reset();
+                            heard = Instant::now();
                             // whatever was committed while we were deaf is read from the table
                             yield Notice::Reconnected;
                         }
@@ -167,8 +258,28 @@ impl Backend for PostgresBackend {
                     }
                     continue;
                 };
-                match current.try_recv().await {
+                // losing this race drops the listener, so its receive is never resumed
+                let received = tokio::select! {
+                    r = current.try_recv() => r,
+                    () = tokio::time::sleep_until(heard + silence) => {
+                        tracing::warn!(silent_ms = silence.as_millis() as u64, "postgresql listener: its own pings went unheard: reconnecting");
+                        listener = None;
+                        yield Notice::Lost;
+                        continue;
+                    }
+                };
+                match received {
                     Ok(Some(n)) if n.payload() == super::TOKENS_NOTICE => yield Notice::Tokens,
+                    Ok(Some(n)) if n.payload().starts_with(PING_NOTICE_PREFIX) => {
+                        let ping = &n.payload()[PING_NOTICE_PREFIX.len_utf8()..];
+                        // another replica's pings prove nothing about this listener
+                        if let Some((from, millis)) = ping_notice(ping)
+                            && from == origin
+                        {
+                            heard = Instant::now();
+                            yield Notice::Heard { sent: epoch + Duration::from_millis(millis) };
+                        }
+                    }
                     Ok(Some(n)) if n.payload().starts_with(super::APPROVALS_NOTICE_PREFIX) => {
                         let team = &n.payload()[super::APPROVALS_NOTICE_PREFIX.len_utf8()..];
                         yield Notice::Approvals(team.to_owned());
@@ -185,6 +296,7 @@ impl Backend for PostgresBackend {
                     Ok(None) | Err(_) => {
                         tracing::warn!("postgresql listener: connection lost");
                         listener = None;
+                        yield Notice::Lost;
                     }
                 }
             }
@@ -195,7 +307,15 @@ impl Backend for PostgresBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::decisions_notice;
+    use super::{decisions_notice, ping_notice};
+
+    #[test]
+    fn pings_read_back_and_bad_ones_are_refused() {
+        assert_eq!(ping_notice("00000000000000ff:1500"), Some((255, 1500)));
+        for bad in ["", "ff", "ff:", ":5", "zz:5", "ff:-5", "ff:1.5"] {
+            assert_eq!(ping_notice(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn decisions_notices_read_back_and_bad_ones_are_refused() {

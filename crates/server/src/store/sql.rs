@@ -191,7 +191,7 @@ where
                 .await?;
         }
         self.backend.announce(&mut *tx, team_id).await?;
-        tx.commit().await?;
+        tx.commit().await.map_err(super::errors::commit_error)?;
         Ok((to_u64(revision), now))
     }
 

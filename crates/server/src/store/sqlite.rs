@@ -280,6 +280,10 @@ impl Backend for SqliteBackend {
             };
             self.files.record(problem);
         }
+        // a read round trip on every check: a file that cannot be read is no store
+        let _: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master")
+            .fetch_one(&self.readers)
+            .await?;
         self.files.verify()
     }
 
