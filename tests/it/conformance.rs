@@ -158,6 +158,7 @@ async fn start_proxy(server: &TestServer, upstream: proxy::Target) -> (String, i
         clients: None,
         http: Default::default(),
         pins: None,
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

@@ -136,6 +136,7 @@ fn config(server: &TestServer) -> proxy::ProxyConfig {
         clients: None,
         http: Default::default(),
         pins: None,
+        max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     }
