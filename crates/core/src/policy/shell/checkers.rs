@@ -182,7 +182,14 @@ pub(super) fn sed_read<'a>(
         .filter_map(|(_, v)| v)
         .collect();
     if scripts.is_empty() && !files.is_empty() {
-        scripts.push(files.remove(0));
+        let script = files.remove(0);
+        if script.is_empty() {
+            // BSD sed's `-i ''`: its script is the next word, which GNU would write
+            out.opaque(format!(
+                "{name}'s script is empty: BSD sed reads `-i ''` as a suffix and the next word as the script"
+            ));
+        }
+        scripts.push(script);
     }
     // `@readonly` takes only what Codex's known-safe model takes: line ranges printed
     if !reading.has("-n") && !reading.has("--quiet") && !reading.has("--silent")
