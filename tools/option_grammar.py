@@ -4,6 +4,7 @@
 the program's own help on this machine, and where they were read from.
 
   tools/option_grammar.py gnu sort env sed      # GNU --help (getopt_long)
+  tools/option_grammar.py gnu 'pip3 list'       # a subcommand's --help
   tools/option_grammar.py git commit branch     # git SUB -h (parse-options)
 
 The output is reviewed before it goes into the table: a help text can omit an
@@ -21,14 +22,14 @@ def run(argv):
 
 
 def version(prog):
-    first = run([prog, "--version"]).strip().splitlines()
+    first = run([prog.split()[0], "--version"]).strip().splitlines()
     return first[0] if first else prog
 
 
 def gnu(prog):
     """Options of a GNU --help text: lines whose first non-blank is '-'."""
     shorts, longs = {}, {}
-    for line in run([prog, "--help"]).splitlines():
+    for line in run(prog.split() + ["--help"]).splitlines():
         stripped = line.strip()
         if not stripped.startswith("-"):
             continue

@@ -182,7 +182,20 @@ pub(super) fn sed_read<'a>(
         .filter_map(|(_, v)| v)
         .collect();
     if scripts.is_empty() && !files.is_empty() {
-        scripts.push(files.remove(0));
+        let script = files.remove(0);
+        if script.is_empty() {
+            // BSD sed's `-i ''`: its script is the next word, which GNU would write
+            out.opaque(format!(
+                "{name}'s script is empty: BSD sed reads `-i ''` as a suffix and the next word as the script"
+            ));
+        }
+        scripts.push(script);
+    }
+    // `@readonly` takes only what Codex's known-safe model takes: line ranges printed
+    if !reading.has("-n") && !reading.has("--quiet") && !reading.has("--silent")
+        || !scripts.iter().all(|s| prints_lines(s))
+    {
+        out.read_only = false;
     }
     for script in scripts {
         if let Some(why) = sed_script(script) {
@@ -190,6 +203,18 @@ pub(super) fn sed_read<'a>(
         }
     }
     files
+}
+
+/// `N p` or `N,M p`: a script that prints lines by number.
+fn prints_lines(script: &str) -> bool {
+    let Some(range) = script.strip_suffix('p') else {
+        return false;
+    };
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    match range.split_once(',') {
+        Some((a, b)) => number(a) && number(b),
+        None => number(range),
+    }
 }
 
 /// mawk's `-W` values that only change how it reads or prints; any other (`exec`,

@@ -387,7 +387,11 @@ fn apply_read(
 fn acts_option(program: &Program, option: &str) -> bool {
     program
         .effect_options()
-        .filter(|spec| !program.value_options.iter().any(|v| v == spec))
+        .filter(|spec| {
+            // opaque_unless names the options that make it safe, not effects
+            !program.value_options.iter().any(|v| v == spec)
+                && !program.opaque_unless.iter().any(|v| v == spec)
+        })
         .any(|spec| spec.split_once('=').map_or(spec, |(o, _)| o) == option)
 }
 

@@ -45,6 +45,10 @@ pub(crate) struct Grammar {
     in_order: bool,
     short: FxHashMap<char, Takes>,
     long: Vec<Long>,
+    /// Every long spelling (git's `--no-` forms too), sorted, with the index of
+    /// its canonical name in `canonical` and what it takes: a prefix is a range.
+    spellings: Vec<(String, usize, Takes)>,
+    canonical: Vec<String>,
     /// `-NUM` is an option (`head -5`, `git log -3`).
     digits: bool,
 }
@@ -147,13 +151,30 @@ impl Grammar {
                 negatable,
             });
         }
-        Ok(Self {
+        let mut grammar = Self {
             style,
             in_order,
             short: shorts,
             long: longs,
+            spellings: Vec::new(),
+            canonical: Vec::new(),
             digits,
-        })
+        };
+        let mut spellings = Vec::new();
+        let all: Vec<_> = grammar.long_spellings().collect();
+        for (spelling, canonical, takes) in all {
+            let at = match grammar.canonical.iter().position(|c| *c == canonical) {
+                Some(at) => at,
+                None => {
+                    grammar.canonical.push(canonical);
+                    grammar.canonical.len() - 1
+                }
+            };
+            spellings.push((spelling, at, takes));
+        }
+        spellings.sort_by(|a, b| a.0.cmp(&b.0));
+        grammar.spellings = spellings;
+        Ok(grammar)
     }
 
     /// Whether `name` (`-o`, `--output`, `--no-verify`) is an option of the grammar.
@@ -205,19 +226,24 @@ impl Grammar {
     /// Resolves a long option's name as the parser does: the exact name, else the
     /// one option it is a prefix of.
     fn resolve_long(&self, given: &str) -> Result<(String, Takes), String> {
-        let spellings: Vec<(String, String, Takes)> = self.long_spellings().collect();
-        if let Some((_, canonical, takes)) = spellings.iter().find(|(s, _, _)| s == given) {
-            return Ok((canonical.clone(), *takes));
-        }
-        let mut found: Vec<&(String, String, Takes)> = Vec::new();
-        for spelling in spellings.iter().filter(|(s, _, _)| s.starts_with(given)) {
+        let from = self
+            .spellings
+            .partition_point(|(s, _, _)| s.as_str() < given);
+        let matching = self.spellings[from..]
+            .iter()
+            .take_while(|(s, _, _)| s.starts_with(given));
+        let mut found: Vec<&(String, usize, Takes)> = Vec::new();
+        for spelling in matching {
+            if spelling.0 == given {
+                return Ok((self.canonical[spelling.1].clone(), spelling.2));
+            }
             if !found.iter().any(|f| f.1 == spelling.1) {
                 found.push(spelling);
             }
         }
         match found.as_slice() {
             [] => Err(format!("--{given} is an option the reader does not know")),
-            [(_, canonical, takes)] => Ok((canonical.clone(), *takes)),
+            [(_, canonical, takes)] => Ok((self.canonical[*canonical].clone(), *takes)),
             many => Err(format!(
                 "--{given} is ambiguous ({})",
                 many.iter()
