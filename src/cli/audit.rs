@@ -219,7 +219,7 @@ mod tests {
                                    "doc": {"enabled": true}, "n": 3, "off": false});
         assert_eq!(
             detail_summary(&d),
-            "reason=COMMAND_BLOCKED call=$ git push\\u{1b}[2J n=3"
+            "reason=COMMAND_BLOCKED call=$ git push\\x1b[2J n=3"
         );
         let long = serde_json::json!({"call": "x".repeat(500)});
         assert_eq!(detail_summary(&long).chars().count(), SUMMARY_CHARS);
