@@ -8,7 +8,8 @@
 //! and stderr together). In the output, `[..]` stands for any text within a line and
 //! a line `...` for any number of lines; `[exit: N]` as the last line says the command
 //! exits N (0 otherwise). A command ending in `&` is started in the background and
-//! waited for until every address it names accepts connections.
+//! waited for until every address it names accepts connections (a `toolgate serve`
+//! until its health says SERVING).
 //!
 //! Each file runs from a fresh working directory and a fresh HOME, its blocks in
 //! order. The ports the docs show (127.0.0.1:7070 and :7071) are free ones in the
@@ -490,6 +491,9 @@ impl Session {
                     self.wait_for(port, &place).await?;
                 }
             }
+            if command.contains("toolgate serve") {
+                self.wait_serving(&place).await?;
+            }
             return Ok(());
         }
         // a shell's exports last: kept for the steps after this one
@@ -569,6 +573,44 @@ impl Session {
             if tokio::time::Instant::now() >= give_up {
                 return Err(format!(
                     "{place}: nothing listened on the port within {COMMAND_DEADLINE:?}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the server says it is SERVING: its port accepts connections (for
+    /// health alone) before it has opened its store and written its bootstrap token.
+    async fn wait_serving(&mut self, place: &str) -> Result<(), String> {
+        let give_up = tokio::time::Instant::now() + COMMAND_DEADLINE;
+        let serving = tonic_health::ServingStatus::Serving as i32;
+        loop {
+            let status = async {
+                let channel = tonic::transport::Endpoint::from_shared(self.server_url())
+                    .ok()?
+                    .connect()
+                    .await
+                    .ok()?;
+                let request = tonic_health::pb::HealthCheckRequest {
+                    service: String::new(),
+                };
+                tonic_health::pb::health_client::HealthClient::new(channel)
+                    .check(request)
+                    .await
+                    .ok()
+                    .map(|r| r.into_inner().status)
+            };
+            if status.await == Some(serving) {
+                return Ok(());
+            }
+            for child in &mut self.background {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("{place}: ended ({status}) before it was serving"));
+                }
+            }
+            if tokio::time::Instant::now() >= give_up {
+                return Err(format!(
+                    "{place}: health was not SERVING within {COMMAND_DEADLINE:?}"
                 ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
