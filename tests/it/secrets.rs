@@ -233,8 +233,13 @@ async fn toolgate(server: &TestServer, token: &str, args: &[&str], stdin: &str) 
     }
     let mut child = cmd
         .args(args)
-        .env("TOOLGATE_SERVER", format!("http://{}", server.addr))
-        .env("TOOLGATE_TOKEN", token)
+        // as flags: a hook reads no environment
+        .args([
+            "--server",
+            &format!("http://{}", server.addr),
+            "--token",
+            token,
+        ])
         .env("HOME", "/nonexistent")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -291,7 +296,10 @@ async fn no_secret_is_kept_shown_or_sent() {
         .map(|c| c["secret"].as_str().unwrap())
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(test_config(dir.path())).await;
+    let mut config = test_config(dir.path());
+    // the test's receiver listens on loopback, which webhooks reach only when allowed
+    config.approvals.webhook_allow_loopback = true;
+    let server = TestServer::start(config).await;
     let (url, mut posted) = receiver().await;
     // every call asks and goes to the approvers, who hear of it by the webhook
     let approvals = pb::ApprovalSettings {

@@ -189,3 +189,24 @@ fn a_program_with_no_row_is_allowed_with_its_effects_unknown() {
         d.explanation
     );
 }
+
+/// An option the reader does not know makes a command opaque, never less than
+/// denied: the denied prefix still sees its words.
+#[test]
+fn an_unknown_option_does_not_soften_a_denied_prefix() {
+    let (admin, user) = setup(AdminControls {
+        enabled: true,
+        allowed: strings(&["@readonly"]),
+        denied: strings(&["rm -rf"]),
+        ..AdminControls::default()
+    });
+    for line in [
+        "rm -rf -Z /",
+        "rm -rf -fr -r -f -R --recursive --force -Recurse -Force 'C:\\'",
+        "rm -rf --no-such-option build",
+    ] {
+        let d = decide(&admin, &user, &Call::Shell(line.into()));
+        assert_eq!(d.outcome, Outcome::Deny, "{line}");
+        assert_eq!(d.reason, Reason::CommandDenied, "{line}");
+    }
+}

@@ -346,8 +346,11 @@ fn apply_read(
                         "{name} sets {var}, which names a program or code that runs"
                     ));
                 }
-                // an assignment is no read: what it changes the reader cannot follow
-                read_only = false;
+                // an assignment off the harmless list is no read: what it changes the
+                // reader cannot follow (and `closed.rs` makes the command opaque)
+                if super::closed::unsafe_assignment(word).is_some() {
+                    read_only = false;
+                }
                 start += 1;
             }
         }

@@ -151,7 +151,15 @@ impl Reader {
         };
         let found = effects(&words, command_at, unknown_args);
         if let Some(why) = found.opaque {
-            self.out.push(fail(why));
+            // opaque, so it never auto-runs; its words stay for the denied and blocked
+            // prefixes, which an option the reader does not know must not soften
+            // (`rm -rf -Z /` is denied under a denied `rm -rf`, not asked)
+            let mut c = fail(why);
+            c.words = words;
+            c.command_at = command_at;
+            c.command_words = candidates;
+            c.globs = globs.to_vec();
+            self.out.push(c);
             return;
         }
         let deletes = name == "find" && words.iter().any(|w| w == "-delete");
