@@ -33,7 +33,7 @@ pub struct ProxyArgs {
     /// only when this is given.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
-    /// HTTP mode: an origin (https://app.example.com) whose pages may call the proxy,
+    /// HTTP mode: an origin (`https://app.example.com`) whose pages may call the proxy,
     /// besides those of an allowed host; repeatable. Any other Origin gets 403.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,

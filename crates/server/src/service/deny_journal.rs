@@ -95,7 +95,7 @@ struct Append {
 impl DenyJournal {
     /// Opens the journal in `dir` (created, 0700), first moving in the records of a
     /// spill file of an older version (`legacy`); what earlier runs left is kept for
-    /// the writer ([`DenyJournal::take_replayed`]).
+    /// the writer (`DenyJournal::take_replayed`).
     /// `reserve`: the store's disk reserve (its directory and size), which the journal
     /// leaves free when it is on the same filesystem.
     pub fn open(
