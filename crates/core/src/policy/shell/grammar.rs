@@ -284,21 +284,7 @@ impl Grammar {
                     None => (long, None),
                 };
                 let (name, takes) = self.resolve_long(given)?;
-                let value = match (takes, attached) {
-                    (Takes::No, Some(_)) => {
-                        return Err(format!("--{name} takes no value, and {word:?} gives one"));
-                    }
-                    (Takes::No, None) | (Takes::Optional, None) => None,
-                    (_, Some(v)) => Some(v),
-                    (Takes::Required, None) => {
-                        i += 1;
-                        Some(
-                            args.get(i)
-                                .map(String::as_str)
-                                .ok_or_else(|| format!("--{name} without its value"))?,
-                        )
-                    }
-                };
+                let value = long_value(takes, attached, args, &mut i, ("--", &name, word))?;
                 out.items.push(Item::Option {
                     name: format!("--{name}"),
                     value,
@@ -318,23 +304,7 @@ impl Grammar {
                 };
                 match self.resolve_long(given) {
                     Ok((name, takes)) => {
-                        let value = match (takes, attached) {
-                            (Takes::No, Some(_)) => {
-                                return Err(format!(
-                                    "-{name} takes no value, and {word:?} gives one"
-                                ));
-                            }
-                            (Takes::No, None) | (Takes::Optional, None) => None,
-                            (_, Some(v)) => Some(v),
-                            (Takes::Required, None) => {
-                                i += 1;
-                                Some(
-                                    args.get(i)
-                                        .map(String::as_str)
-                                        .ok_or_else(|| format!("-{name} without its value"))?,
-                                )
-                            }
-                        };
+                        let value = long_value(takes, attached, args, &mut i, ("-", &name, word))?;
                         out.items.push(Item::Option {
                             name: format!("--{name}"),
                             value,
@@ -393,5 +363,30 @@ impl Grammar {
             i += 1;
         }
         Ok(out)
+    }
+}
+
+/// A resolved long option's value: the attached one, or the next word when it takes
+/// one (`i` moved past it). `spelled` is the dash it was written with, its name and
+/// the word, for the error.
+fn long_value<'a>(
+    takes: Takes,
+    attached: Option<&'a str>,
+    args: &'a [String],
+    i: &mut usize,
+    (dash, name, word): (&str, &str, &str),
+) -> Result<Option<&'a str>, String> {
+    match (takes, attached) {
+        (Takes::No, Some(_)) => Err(format!(
+            "{dash}{name} takes no value, and {word:?} gives one"
+        )),
+        (Takes::No, None) | (Takes::Optional, None) => Ok(None),
+        (_, Some(v)) => Ok(Some(v)),
+        (Takes::Required, None) => {
+            *i += 1;
+            args.get(*i)
+                .map(|v| Some(v.as_str()))
+                .ok_or_else(|| format!("{dash}{name} without its value"))
+        }
     }
 }
