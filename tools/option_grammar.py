@@ -5,6 +5,7 @@ the program's own help on this machine, and where they were read from.
 
   tools/option_grammar.py gnu sort env sed      # GNU --help (getopt_long)
   tools/option_grammar.py gnu 'pip3 list'       # a subcommand's --help
+  tools/option_grammar.py gnu 'curl --help all' # a help text asked for otherwise
   tools/option_grammar.py git commit branch     # git SUB -h (parse-options)
 
 The output is reviewed before it goes into the table: a help text can omit an
@@ -29,8 +30,11 @@ def version(prog):
 def gnu(prog):
     """Options of a GNU --help text: lines whose first non-blank is '-'."""
     shorts, longs = {}, {}
-    for line in run(prog.split() + ["--help"]).splitlines():
-        stripped = line.strip()
+    # a program whose full list needs more than --help names it (`curl --help all`)
+    argv = prog.split() if "--help" in prog else prog.split() + ["--help"]
+    for line in run(argv).splitlines():
+        # wget aligns its columns with two blanks after the comma
+        stripped = re.sub(r",\s+", ", ", line.strip())
         if not stripped.startswith("-"):
             continue
         head = re.split(r"\s{2,}", stripped)[0]
@@ -96,7 +100,8 @@ def main():
     for prog in progs:
         if kind == "gnu":
             s, ls = spec(*gnu(prog))
-            src = f"{version(prog)}, {prog} --help (Debian 12)"
+            shown = prog if "--help" in prog else f"{prog} --help"
+            src = f"{version(prog)}, {shown} (Debian 12)"
             print(f"# {prog}\nparser = \"getopt\"\nsource = \"{src}\"\nshort = \"{s}\"\nlong = {ls!r}\n".replace("'", '"'))
         else:
             s, ls = spec(*git(prog))

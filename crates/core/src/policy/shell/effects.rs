@@ -5,8 +5,8 @@
 
 use super::Cd;
 use super::checkers::{
-    awk_read, cc, gdb_read, git_config, git_config_read, sed_read, split_read, tar_old_style,
-    tar_read,
+    awk_read, cc, find_read, gdb_read, git_config, git_config_read, sed_read, split_read,
+    tar_old_style, tar_read,
 };
 use super::grammar::{Grammar, Reading};
 use super::programs::{Network, Operands, Program, Script, table};
@@ -132,6 +132,10 @@ fn apply(program: &Program, head: &[String], args: &[String], out: &mut Found) {
     let name = head.join(" ");
     if program.opaque {
         out.opaque(format!("{name}: {}", program.about));
+        return;
+    }
+    if program.script == Some(Script::Find) {
+        find_read(program, &name, args, out);
         return;
     }
     if let Some(grammar) = &program.grammar {
@@ -477,7 +481,7 @@ fn operands_read(
         Some(Script::GitConfig) => git_config_read(reading, &parsed.operands, out),
         Some(Script::Split) => split_read(name, reading, &parsed.operands, out),
         Some(Script::Gdb) => gdb_read(name, reading, out),
-        Some(Script::Cd) | Some(Script::Cc) | None => {}
+        Some(Script::Cd | Script::Cc | Script::Find) | None => {}
     }
     if parsed.deletes {
         out.deletes

@@ -25,6 +25,10 @@ pub(crate) enum Style {
     /// git's parse-options: as getopt_long, and every long option not marked `!`
     /// has a `--no-` form (a `no-x` option's negation is `--x`).
     Git,
+    /// git's revision and diff options (`git log`, `git diff`): as `Git`, but a
+    /// long option is only its whole name (they are parsed with
+    /// `PARSE_OPT_KEEP_UNKNOWN_OPT`, which takes no abbreviation).
+    GitExact,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +55,8 @@ pub(crate) struct Grammar {
     canonical: Vec<String>,
     /// `-NUM` is an option (`head -5`, `git log -3`).
     digits: bool,
+    /// Options after which every word is an operand (`python3 -c CODE ARGS…`).
+    stops: Vec<String>,
 }
 
 /// One word (or two, with a separate value) of an argument list.
@@ -130,7 +136,7 @@ impl Grammar {
         for spec in long {
             let (negatable, spec_rest) = match spec.strip_prefix('!') {
                 Some(rest) => (false, rest),
-                None => (style == Style::Git, spec.as_str()),
+                None => (matches!(style, Style::Git | Style::GitExact), spec.as_str()),
             };
             let (name, takes) = if let Some(n) = spec_rest.strip_suffix("::") {
                 (n, Takes::Optional)
@@ -159,6 +165,7 @@ impl Grammar {
             spellings: Vec::new(),
             canonical: Vec::new(),
             digits,
+            stops: Vec::new(),
         };
         let mut spellings = Vec::new();
         let all: Vec<_> = grammar.long_spellings().collect();
@@ -175,6 +182,18 @@ impl Grammar {
         spellings.sort_by(|a, b| a.0.cmp(&b.0));
         grammar.spellings = spellings;
         Ok(grammar)
+    }
+
+    /// Makes these options (by their canonical spelling, each one the grammar
+    /// knows) end the options: the words after them are operands.
+    pub fn stop_after(mut self, options: &[String]) -> Result<Self, String> {
+        if let Some(unknown) = options.iter().find(|o| !self.knows(o)) {
+            return Err(format!(
+                "stop option {unknown:?} is no option of its grammar"
+            ));
+        }
+        self.stops = options.to_vec();
+        Ok(self)
     }
 
     /// Whether `name` (`-o`, `--output`, `--no-verify`) is an option of the grammar.
@@ -237,6 +256,9 @@ impl Grammar {
             if spelling.0 == given {
                 return Ok((self.canonical[spelling.1].clone(), spelling.2));
             }
+            if self.style == Style::GitExact {
+                continue;
+            }
             if !found.iter().any(|f| f.1 == spelling.1) {
                 found.push(spelling);
             }
@@ -260,6 +282,14 @@ impl Grammar {
         let mut out = Reading::default();
         let mut i = 0;
         while i < args.len() {
+            if let Some(Item::Option { name, .. }) = out.items.last()
+                && self.stops.contains(name)
+            {
+                out.rest = Some(i);
+                out.items
+                    .extend(args[i..].iter().map(|w| Item::Operand(w.as_str())));
+                return Ok(out);
+            }
             let word = args[i].as_str();
             if word == "--" {
                 out.rest = Some(i + 1);

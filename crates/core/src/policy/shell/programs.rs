@@ -77,6 +77,13 @@ pub(crate) struct Program {
     pub long: Vec<String>,
     /// `-NUM` is an option (`head -5`, `git log -3`).
     pub digits: bool,
+    /// Options after which every word is an operand (python3's `-c CODE` and
+    /// `-m MODULE`: the rest are the code's arguments).
+    pub stops: Vec<String>,
+    /// How other builds of the program differ (BSD, macOS, busybox): their
+    /// options are read with this grammar, so one only they have is opaque.
+    #[allow(dead_code)]
+    pub dialect: String,
     /// Where the grammar was written from (the program and version whose `--help`,
     /// `-h` or manual it follows).
     pub source: String,
@@ -100,6 +107,8 @@ pub(crate) enum Parser {
     GetoptLongOnly,
     /// git's parse-options.
     Git,
+    /// git's revision and diff options: parse-options without abbreviations.
+    GitExact,
 }
 
 /// A program that runs the command its operands name.
@@ -154,6 +163,8 @@ pub(crate) enum Script {
     Split,
     Gdb,
     Cc,
+    /// find's expression: a closed list of primaries (`checkers.rs`).
+    Find,
 }
 
 impl Program {
@@ -280,8 +291,10 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
             Parser::Getopt => Style::Getopt,
             Parser::GetoptLongOnly => Style::LongOnly,
             Parser::Git => Style::Git,
+            Parser::GitExact => Style::GitExact,
         };
         let grammar = Grammar::new(style, &program.short, &program.long, program.digits)
+            .and_then(|g| g.stop_after(&program.stops))
             .map_err(|e| format!("{name}: {e}"))?;
         if program.source.trim().is_empty() {
             return Err(format!("{name} has a grammar but no `source`"));
