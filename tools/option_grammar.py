@@ -18,7 +18,8 @@ import sys
 
 
 def run(argv):
-    p = subprocess.run(argv, capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/local/bin:/usr/bin:/bin"})
+    # outside a repository: there `git diff -h` lists its options, inside only its usage
+    p = subprocess.run(argv, capture_output=True, text=True, cwd="/", env={"LC_ALL": "C", "PATH": "/usr/local/bin:/usr/bin:/bin"})
     return p.stdout + p.stderr
 
 

@@ -314,10 +314,28 @@ pub(super) fn git_config_read(reading: &Reading<'_>, operands: &[&str], out: &mu
         "--get-colorbool",
         "--show-origin",
     ];
+    // these change the file whatever else the line says (`--unset NAME` has one operand)
+    const WRITES: [&str; 6] = [
+        "--add",
+        "--replace-all",
+        "--unset",
+        "--unset-all",
+        "--rename-section",
+        "--remove-section",
+    ];
+    if operands.first() == Some(&"edit") {
+        out.opaque("git config edit runs an editor".to_owned());
+        return;
+    }
+    let writes = reading.options().any(|(o, _)| WRITES.contains(&o))
+        || matches!(
+            operands.first(),
+            Some(&"set" | &"unset" | &"rename-section" | &"remove-section")
+        );
     let reads = reading.options().any(|(o, _)| READS.contains(&o))
         || matches!(operands.first(), Some(&"get" | &"list"))
         || operands.len() <= 1;
-    if reads {
+    if reads && !writes {
         return;
     }
     let mut path = ".git/config".to_owned();

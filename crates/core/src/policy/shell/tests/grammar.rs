@@ -208,10 +208,18 @@ fn parseopt_spec(row: &Program) -> String {
 }
 
 /// git's normalised output (`set -- -m 'x' --no-quiet -- 'op'`) as words.
-fn parseopt(spec: &str, args: &[String]) -> Option<Vec<String>> {
+fn parseopt(spec: &str, in_order: bool, args: &[String]) -> Option<Vec<String>> {
     use std::io::Write;
+    // a `+` grammar stops at the first operand, as the subcommand's parser is told to
+    let stop: &[&str] = if in_order {
+        &["--stop-at-non-option"]
+    } else {
+        &[]
+    };
     let mut child = Command::new("git")
-        .args(["rev-parse", "--parseopt", "--"])
+        .args(["rev-parse", "--parseopt"])
+        .args(stop)
+        .arg("--")
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -305,7 +313,7 @@ fn git_rows_read_as_git_parse_options_reads_them() {
         }
         for args in lists {
             checked += 1;
-            let theirs = parseopt(&spec, &args);
+            let theirs = parseopt(&spec, g.in_order(), &args);
             match (ours_git(row, &args), theirs) {
                 (None, _) => opaque += 1,
                 // git refuses it: the command stops with a usage error
