@@ -74,10 +74,12 @@ def git(sub):
             continue
         short, _, no, name, arg = m.groups()
         arg = re.split(r"\s{2,}", arg)[0]
+        # git writes a value as `<x>`, `(a|b)` or `[…]` (`[=<x>]` optional); a long name that fills
+        # its column is followed by one blank and the description
         takes = 0
         if arg.startswith("["):
             takes = 1
-        elif arg.startswith(" ") and arg.strip():
+        elif arg.startswith(" ") and (arg.lstrip()[:1] in ("<", "(", "[") or arg.lstrip().startswith("...")):
             takes = 2
         if short:
             shorts[short[1]] = takes

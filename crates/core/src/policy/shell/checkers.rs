@@ -556,7 +556,7 @@ pub(super) fn find_read(program: &Program, name: &str, args: &[String], out: &mu
     let (mut deletes, mut starts_unknown) = (false, false);
     while let Some(word) = args.get(i).map(String::as_str) {
         let value = args.get(i + 1);
-        let newer_xy = word.len() == 9
+        let newer_xy = word.len() == 8
             && word.starts_with("-newer")
             && word[6..].chars().all(|c| "aBcmt".contains(c));
         if program.exec_until.iter().any(|s| s == word) {

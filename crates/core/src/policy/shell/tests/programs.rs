@@ -99,8 +99,10 @@ fn spellings(program: &Program, spec: &str, value: &str) -> Vec<String> {
             }
         }
     } else if let Some(c) = spec.strip_prefix('-').filter(|c| c.chars().count() == 1) {
+        // a flag that takes nothing (an optional value would take the letters after it)
         let flag = grammar
             .shorts()
+            .filter(|(_, takes)| *takes == crate::policy::shell::grammar::Takes::No)
             .map(|(f, _)| f)
             .filter(|f| !program.effect_options().any(|o| o == format!("-{f}")))
             .find(|f| {
