@@ -412,3 +412,68 @@ fn sed_scripts_that_run_or_write() {
         assert_eq!(sed_script(script), None, "{script:?}");
     }
 }
+
+/// BSD (macOS), busybox and toybox spellings, read with the GNU grammars: an option
+/// only another dialect has is opaque, and where the dialects read a word apart
+/// (BSD sed's `-i ''`) the command is never allowed; what both read alike still is.
+#[test]
+fn bsd_macos_and_busybox_spellings() {
+    // (line, what it does where it comes from)
+    let never_allowed = [
+        (
+            "sed -i '' 's/a/b/' .git/config",
+            "BSD sed: edits .git/config in place",
+        ),
+        (
+            "sed -i '' 's/a/b/' notes.txt",
+            "BSD sed: '' is the suffix, GNU reads it as the script",
+        ),
+        (
+            "sed -i.bak 's/a/b/' .git/config",
+            "both: edits .git/config, keeps a .bak",
+        ),
+        (
+            "sed -E -i '' 's/a/b/' .git/hooks/pre-commit",
+            "BSD sed: edits a hook",
+        ),
+        (
+            "sed -I '' 's/a/b/' notes.txt",
+            "BSD sed -I: in place across files",
+        ),
+        ("find -E . -regex '.*'", "BSD find -E: extended regexps"),
+        ("find -x . -name y", "BSD find -x: one file system"),
+        ("find -s . -name y", "BSD find -s: sorted"),
+        ("find -f dir . -name y", "BSD find -f: a start point"),
+        ("find . -depth 2 -name y", "BSD find -depth N"),
+        ("find . -Bnewer f", "macOS find -Bnewer"),
+        ("find . -flags uchg", "BSD find -flags"),
+        ("ls -@ .", "macOS ls -@: extended attributes"),
+        ("ls -O .", "BSD ls -O: file flags"),
+        ("xargs -J % cp % /tmp", "BSD xargs -J: the replace string"),
+        ("cp -c a b", "macOS cp -c: clonefile"),
+        (
+            "tar --newer-mtime-than f -cf o.tar .",
+            "bsdtar --newer-mtime-than",
+        ),
+        ("busybox sed -i s/a/b/ .git/config", "busybox sed in place"),
+        ("toybox sed -i s/a/b/ .bashrc", "toybox sed in place"),
+        ("busybox find . -exec rm {} \\;", "busybox find runs rm"),
+    ];
+    for (line, what) in never_allowed {
+        assert!(
+            !outcomes(line).contains(&Outcome::Allow),
+            "ALLOWED: {line} ({what})"
+        );
+    }
+    for line in [
+        "sed -E 's/a/b/' notes.txt",
+        "sed -n '1,5p' notes.txt",
+        "find . -name '*.c' -type f",
+        "ls -la",
+        "tar -czf out.tar.gz src",
+        "xargs -0 grep x",
+        "sort -r notes.txt",
+    ] {
+        assert_eq!(outcomes(line), [Outcome::Allow; 2], "{line}");
+    }
+}
