@@ -29,6 +29,8 @@ pub(crate) enum Style {
     /// long option is only its whole name (they are parsed with
     /// `PARSE_OPT_KEEP_UNKNOWN_OPT`, which takes no abbreviation).
     GitExact,
+    /// Go's pflag (cobra: docker, kubectl): whole names only, no `--no-` forms.
+    Pflag,
 }
 
 #[derive(Debug, Clone)]
@@ -256,7 +258,7 @@ impl Grammar {
             if spelling.0 == given {
                 return Ok((self.canonical[spelling.1].clone(), spelling.2));
             }
-            if self.style == Style::GitExact {
+            if matches!(self.style, Style::GitExact | Style::Pflag) {
                 continue;
             }
             if !found.iter().any(|f| f.1 == spelling.1) {

@@ -109,6 +109,8 @@ pub(crate) enum Parser {
     Git,
     /// git's revision and diff options: parse-options without abbreviations.
     GitExact,
+    /// Go's pflag (docker, kubectl): whole names only.
+    Pflag,
 }
 
 /// A program that runs the command its operands name.
@@ -292,6 +294,7 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
             Parser::GetoptLongOnly => Style::LongOnly,
             Parser::Git => Style::Git,
             Parser::GitExact => Style::GitExact,
+            Parser::Pflag => Style::Pflag,
         };
         let grammar = Grammar::new(style, &program.short, &program.long, program.digits)
             .and_then(|g| g.stop_after(&program.stops))
