@@ -340,8 +340,9 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
 }
 
 /// Whether an allowed prefix lets code run that the line does not show: its program
-/// (or the subcommand it names) is a code runner of the table (`python`, `node`,
-/// `make`, `npm run`, `npx`, `cargo run`), or a shell given a script (`bash`).
+/// (or the subcommand it names, or one of its subcommands when it names none) is a
+/// code runner of the table (`python`, `node`, `make`, `npm run`, `npx`, `cargo run`,
+/// `docker run`), or a shell given a script (`bash`).
 pub fn runs_unseen_code(prefix: &str) -> bool {
     let mut words = prefix.split_whitespace();
     let Some(first) = words.next() else {
@@ -356,10 +357,11 @@ pub fn runs_unseen_code(prefix: &str) -> bool {
     if row.code_runner {
         return true;
     }
-    words
-        .next()
-        .and_then(|sub| row.subcommands.get(sub))
-        .is_some_and(|sub| sub.code_runner)
+    match words.next() {
+        Some(sub) => row.subcommands.get(sub).is_some_and(|sub| sub.code_runner),
+        // the program alone allows every subcommand (`docker` allows `docker run`)
+        None => row.subcommands.values().any(|sub| sub.code_runner),
+    }
 }
 
 /// The program a command word runs, as blocked and denied prefixes compare it: the
