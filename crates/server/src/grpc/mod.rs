@@ -168,6 +168,7 @@ impl AdminService for Api {
         let admin = self.service.get_admin(&p, &team).await?;
         Ok(Response::new(pb::GetTeamAdminSettingsResponse {
             settings: Some(admin_to_pb(&team, &admin.stored())),
+            managed_by: self.service.managed_by(&team).unwrap_or_default(),
         }))
     }
 

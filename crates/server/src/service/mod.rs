@@ -333,8 +333,8 @@ impl Service {
         }));
     }
 
-    /// Where `team` is managed, if not through the API.
-    fn managed_by(&self, team: &str) -> Option<String> {
+    /// Where `team` is managed, if not through the API: the policy file's path.
+    pub fn managed_by(&self, team: &str) -> Option<String> {
         self.managed
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
