@@ -169,8 +169,10 @@ async fn get_principal_says_who_the_caller_is_and_which_teams_it_may_read() {
 
 /// The console in Debian's Chromium, driven by Playwright's Python package against the
 /// real binary: sign-in, a refused and an applied edit, a live decision, the kill
-/// switch's confirmation, a member without admin controls; screenshots of each page
-/// in `target/console-screenshots/`.
+/// switch's confirmation, a member without admin controls or an Approvals tab, a
+/// file-managed team shown read only; every page of an admin and of a member at 1280
+/// and 390 px with nothing wider than the screen; screenshots of each in
+/// `target/console-screenshots/`.
 #[test]
 fn the_console_in_a_real_browser() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
