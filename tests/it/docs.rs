@@ -514,10 +514,16 @@ impl Session {
             }
             return Ok(());
         }
-        // a read of what the server writes in the background may be read again
-        let settles = ["toolgate decisions list", "toolgate audit list"]
-            .iter()
-            .any(|c| step.command.starts_with(c));
+        // a read of what the server writes in the background (the logs, a reloaded
+        // policy file) may be read again
+        let settles = [
+            "toolgate decisions list",
+            "toolgate audit list",
+            "toolgate admin get",
+            "toolgate evaluate",
+        ]
+        .iter()
+        .any(|c| step.command.starts_with(c));
         let give_up = tokio::time::Instant::now() + SETTLE_DEADLINE;
         loop {
             let out = tokio::time::timeout(
