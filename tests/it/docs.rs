@@ -521,6 +521,9 @@ impl Session {
             "toolgate audit list",
             "toolgate admin get",
             "toolgate evaluate",
+            "toolgate approvals list",
+            // a file a background command writes
+            "cat ",
         ]
         .iter()
         .any(|c| step.command.starts_with(c));
