@@ -10,6 +10,7 @@ import { killSwitchPage } from "./pages/killswitch";
 import { policyPage } from "./pages/policy";
 import { usersPage } from "./pages/users";
 import { session } from "./session";
+import { getTeamView, mayApprove } from "./team";
 import type { Principal } from "./types";
 
 interface Page {
@@ -17,6 +18,8 @@ interface Page {
   title: string;
   /** Shown to admins (and operators) only. */
   adminOnly: boolean;
+  /** Shown to a member only once the team's policy names them an approver. */
+  approversOnly?: boolean;
   render(root: HTMLElement, team: string, signal: AbortSignal): Promise<void>;
 }
 
@@ -25,7 +28,7 @@ const PAGES: Page[] = [
   { route: "users", title: "Users", adminOnly: false, render: (r, t) => usersPage(r, t) },
   { route: "decisions", title: "Decisions", adminOnly: false, render: decisionsPage },
   { route: "audit", title: "Audit trail", adminOnly: true, render: (r, t) => auditPage(r, t) },
-  { route: "approvals", title: "Approvals", adminOnly: false, render: approvalsPage },
+  { route: "approvals", title: "Approvals", adminOnly: false, approversOnly: true, render: approvalsPage },
   { route: "kill-switch", title: "Kill switch", adminOnly: false, render: (r, t) => killSwitchPage(r, t) },
 ];
 
@@ -76,7 +79,7 @@ function signInPage(message?: string): void {
         h(
           "p",
           { class: "help", id: "token-help" },
-          "An API token, or a token from your identity provider when this server accepts them. It is kept in this browser tab only, and forgotten when you sign out or close the tab.",
+          "An API token: a team admin makes one with toolgate token create --team TEAM --user YOU (it is shown once), and the file you gave toolgate login holds yours. A token from your identity provider works too when this server accepts them. It is kept in this browser tab only, and forgotten when you sign out or close the tab.",
         ),
         h("button", { type: "submit", class: "primary" }, "Sign in"),
       ),
@@ -120,9 +123,11 @@ function shell(): void {
         h(
           "ul",
           {},
-          PAGES.filter((pg) => admin || !pg.adminOnly).map((pg) =>
-            h("li", {}, h("a", { href: `#/${pg.route}`, "aria-current": pg === page ? "page" : false }, pg.title)),
-          ),
+          PAGES.filter((pg) => admin || !pg.adminOnly).map((pg) => {
+            const li = h("li", { hidden: !admin && pg.approversOnly && pg !== page }, h("a", { href: `#/${pg.route}`, "aria-current": pg === page ? "page" : false }, pg.title));
+            if (li.hidden) showIfApprover(li, team);
+            return li;
+          }),
         ),
       ),
       h(
@@ -165,6 +170,18 @@ function shell(): void {
     }
     fill(main, h("h2", {}, page.title), h("p", { class: "status error", role: "alert" }, e instanceof Error ? e.message : String(e)));
   });
+}
+
+/** Unhides a member's Approvals link once the team's policy says they approve. */
+function showIfApprover(li: HTMLElement, forTeam: string): void {
+  if (!forTeam) return;
+  getTeamView(forTeam)
+    .then((view) => {
+      if (forTeam === team && mayApprove(session.principal(), view.settings.autoRunControls)) li.hidden = false;
+    })
+    .catch(() => {
+      // the link stays hidden: the page would only show the same refusal
+    });
 }
 
 async function start(): Promise<void> {

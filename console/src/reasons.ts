@@ -1,4 +1,5 @@
 // What each decision reason means, in words, for the decision log's explanations.
+// tests/it/console.rs fails when the server has a reason this table lacks.
 
 export const REASONS: Record<string, string> = {
   REASON_KILL_SWITCH: "The team's kill switch is on: every call is denied.",
@@ -23,6 +24,10 @@ export const REASONS: Record<string, string> = {
   REASON_NOT_IN_ROLE_ALLOWLIST: "The operation is not in the agent's allow-list for its category.",
   REASON_RESTRICTED: "A restriction on what the call touches failed or could not be checked.",
   REASON_COMMAND_DENIED: "A part of the command line matches a denied prefix: it never runs.",
+  REASON_APPROVED: "A person approved the call, or a grant of theirs for the session or a time covers it.",
+  REASON_APPROVAL_DENIED: "An approver denied the call; their reason is in the message.",
+  REASON_APPROVAL_EXPIRED: "Nobody answered the approval request before its deadline, so the call was refused.",
+  REASON_TOOL_CHANGED: "The MCP server changed the tool's description or schema since it was pinned: a person decides.",
 };
 
 export function reasonName(reason: string | undefined): string {

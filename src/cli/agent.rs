@@ -913,8 +913,9 @@ fn installed(client: Client, doc: &serde_json::Value) -> Option<(String, Vec<(St
 
 /// The session id of `hook check`'s sample call: no client makes one up like it.
 const CHECK_SESSION: &str = "toolgate-hook-check";
-/// The client a sample call is recorded under in the decision log.
-const CHECK_CLIENT: &str = "hook-check";
+/// The client a sample call names: the server keeps its ALLOW or ASK out of the
+/// decision log and sends it to no approver (it is a check, not an agent's call).
+const CHECK_CLIENT: &str = crate::service::CHECK_CLIENT;
 
 /// A harmless call in the client's own payload: reading a file, or `git status`.
 fn sample_call(client: Client, cwd: &str) -> (String, serde_json::Value) {

@@ -335,14 +335,20 @@ fn group_row(g: &pb::ImpactGroup) -> ImpactGroupRow {
 impl Render for ImpactReport {
     fn human(&self) -> String {
         let mut out = format!(
-            "impact on the logged calls of the last {} ({} to {}):\n  {} decided again: {} change outcome, {} unchanged, {} unknown (command kept cut short)\n",
+            "impact on the logged calls of the last {} ({} to {}):\n  {} decided again: {} change outcome, {} unchanged, {} unknown{}\n",
             self.window,
             self.window_start,
             self.window_end,
             self.decided,
             self.changed,
             self.unchanged,
-            self.unknown
+            self.unknown,
+            // why a call cannot be decided again, said only when one could not
+            if self.unknown > 0 {
+                " (command kept cut short)"
+            } else {
+                ""
+            }
         );
         match self.cut_short.as_str() {
             "records" => out.push_str("  cut short: the window holds more calls than one preview decides (decision_log.preview_max_records); only the newest were decided again\n"),

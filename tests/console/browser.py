@@ -10,8 +10,11 @@ log), then checks: sign-in; a bad allowlist entry shows the server's message and
 nothing is applied; a good edit is applied with its revision; a decision made through
 the API appears in the log without a reload, with its explanation; a pending approval
 is approved and the waiting call runs; the kill switch asks for confirmation naming
-the team; a member sees no admin control. A case whose API this server does not offer
-yet says so and is skipped. A screenshot of each page goes to --screenshots.
+the team; a member sees no admin control and no Approvals tab; a team the policy file
+manages is read only from the start. Every page, an admin's and a member's, is shown at
+1280 and at 390 px (a phone): at 390 px nothing is wider than the screen, and each
+width's screenshot goes to --screenshots. A case whose API this server does not offer
+yet says so and is skipped.
 """
 
 import argparse
@@ -34,6 +37,20 @@ from playwright.sync_api import expect, sync_playwright
 TEAM = "acme"
 ADMIN = "console-admin-token"
 MEMBER = "console-alice-token"
+# a team the server's policy file manages: the console shows it read only
+FILED_TEAM = "filed"
+FILED_ADMIN = "console-filed-admin-token"
+# the pages, by route, and the heading each shows once it has loaded
+PAGES = [
+    ("policy", "Policy of team"),
+    ("users", "Users of team"),
+    ("decisions", "Decisions of team"),
+    ("audit", "Audit trail of team"),
+    ("approvals", "Approvals of team"),
+    ("kill-switch", "Kill switch of team"),
+]
+WIDE = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
 CHROMIUM = os.environ.get("TOOLGATE_TEST_CHROMIUM", "/usr/bin/chromium")
 # every wait has a deadline: a start, a page, an element
 DEADLINE_SECS = 30
@@ -58,6 +75,8 @@ def sha256(token):
 def start_server(binary, work):
     """`toolgate serve` on 127.0.0.1:0 with the console; (process, console URL)."""
     config = work / "toolgate.yaml"
+    policy = work / "policy.yaml"
+    policy.write_text(json.dumps({"teams": [{"team": FILED_TEAM, "auto_run_controls": {"enabled": True, "allowed": ["git status"]}}]}))
     config.write_text(
         json.dumps(
             {
@@ -65,10 +84,12 @@ def start_server(binary, work):
                 "data_dir": str(work / "data"),
                 "log": {"format": "json", "level": "info"},
                 "console": {"listen": "127.0.0.1:0"},
+                "policy_file": str(policy),
                 "auth": {
                     "tokens": [
                         {"name": "console-admin", "sha256": sha256(ADMIN), "role": "admin", "team": TEAM},
                         {"name": "alice", "sha256": sha256(MEMBER), "role": "member", "team": TEAM, "user": "alice"},
+                        {"name": "filed-admin", "sha256": sha256(FILED_ADMIN), "role": "admin", "team": FILED_TEAM},
                     ]
                 },
             }
@@ -156,6 +177,68 @@ def sign_in(page, base, token, who):
 
 def shot(page, folder, name):
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+# every element wider than the screen, named for the failure message
+OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > width + 0.5) {
+      out.push(`${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${el.className && typeof el.className === "string" ? "." + el.className.trim().replace(/ +/g, ".") : ""} right=${Math.round(r.right)}`);
+    }
+  }
+  return { scroll: document.documentElement.scrollWidth, client: width, out: out.slice(0, 10) };
+}"""
+
+# words broken anywhere rather than where they may be: no element asks for it
+BREAK_ALL = """() => [...document.querySelectorAll("body *")]
+  .filter((el) => getComputedStyle(el).wordBreak === "break-all")
+  .map((el) => el.tagName.toLowerCase() + (el.className ? "." + el.className : ""))
+  .slice(0, 10)"""
+
+# each filter label above its own input, not beside another one
+LABELS_WITH_INPUTS = """() => [...document.querySelectorAll("form.filters label")].flatMap((label) => {
+  const input = document.getElementById(label.htmlFor);
+  if (!input) return [`${label.textContent}: no input`];
+  const l = label.getBoundingClientRect();
+  const i = input.getBoundingClientRect();
+  const above = l.bottom <= i.top + 1 && i.top - l.bottom < 12 && Math.abs(l.left - i.left) < 2;
+  return above ? [] : [`${label.textContent}: label at (${l.left},${l.bottom}), input at (${i.left},${i.top})`];
+})"""
+
+
+def no_overflow(page, where):
+    got = page.evaluate(OVERFLOWING)
+    assert got["scroll"] <= got["client"], f"{where}: the page is {got['scroll']} px wide on a {got['client']} px screen: {got['out']}"
+    broken = page.evaluate(BREAK_ALL)
+    assert not broken, f"{where}: words broken mid-word by {broken}"
+
+
+def open_page(page, base, route, heading):
+    page.goto(f"{base}/#/{route}")
+    expect(page.locator("main h2")).to_contain_text(heading)
+    # a page's data arrives after its heading: wait until nothing says it is loading
+    expect(page.locator("main")).not_to_contain_text("Loading…")
+
+
+def every_page(page, base, folder, who, routes=PAGES):
+    """Each page at 1280 and 390 px: a screenshot of each, and nothing wider than a phone."""
+    for n, (route, heading) in enumerate(routes):
+        for name, size in (("1280", WIDE), ("390", PHONE)):
+            page.set_viewport_size(size)
+            open_page(page, base, route, heading)
+            if size is PHONE:
+                details = page.locator("main details")
+                if details.count() > 0:
+                    details.first.locator("summary").click()
+                no_overflow(page, f"{who}'s {route} at {name} px")
+            if page.locator("form.filters").count() > 0:
+                misplaced = page.evaluate(LABELS_WITH_INPUTS)
+                assert not misplaced, f"{who}'s {route} at {name} px: {misplaced}"
+            shot(page, folder, f"{who}-{n + 1:02}-{route}-{name}")
+    page.set_viewport_size(WIDE)
 
 
 def check_session_only(page):
@@ -258,6 +341,9 @@ def run(base, folder, browser_dir):
         page = context.new_page()
         violations = []
         page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+        # every file a page asks for exists (the API's refusals are POSTs, and expected)
+        missing = []
+        page.on("response", lambda r: missing.append(r.url) if r.request.method == "GET" and r.status >= 400 else None)
 
         # sign in
         page.goto(f"{base}/")
@@ -265,6 +351,10 @@ def run(base, folder, browser_dir):
         sign_in(page, base, ADMIN, "console-admin (admin)")
         expect(page.locator("h2")).to_contain_text(f"Policy of team {TEAM}")
         check_session_only(page)
+        # the long form's Apply stays on screen, at its top as at its end
+        expect(page.locator("#apply")).to_be_in_viewport()
+        page.locator("#ctl-roles").scroll_into_view_if_needed()
+        expect(page.locator("#apply")).to_be_in_viewport()
         shot(page, folder, "02-policy")
 
         # a bad allowlist entry: the server's message inline, nothing applied
@@ -312,6 +402,13 @@ def run(base, folder, browser_dir):
         status, alice = api(base, "UserSettingsService/GetUserSettings", {"teamId": TEAM, "userId": "alice"}, ADMIN)
         alice = alice["settings"]
         assert alice.get("useYoloMode") is True, alice
+        # the team's allowlists replace alice's (admin controls on, replace mode): said beside them and on save
+        replaced = page.locator('#user-detail [data-field="mcp_allowed_tools"] .replaced')
+        expect(replaced).to_contain_text("changes no decision")
+        expect(page.locator('#user-detail [data-field="command_denylist"] .replaced')).to_have_count(0)
+        page.fill("#user-mcpAllowedTools", "github:list_issues")
+        page.click('button[aria-label="Save MCP tools that may auto-run"]')
+        expect(page.locator("#user-detail p.status")).to_contain_text("changes no decision")
         shot(page, folder, "06-users")
 
         # the decision log, live
@@ -383,6 +480,9 @@ def run(base, folder, browser_dir):
         assert decision.get("reason") == "REASON_KILL_SWITCH", decision
         shot(page, folder, "11-kill-switch-on")
 
+        # every page of an admin, at both widths
+        every_page(page, base, folder, "admin")
+
         # a member sees no admin control
         page.click("#sign-out")
         expect(page.locator("#token")).to_be_visible()
@@ -401,13 +501,27 @@ def run(base, folder, browser_dir):
         page.click("text=Users")
         expect(page.locator("#user-detail h3")).to_contain_text("Settings of alice")
         shot(page, folder, "13-member-users")
-
-        # phone width
-        page.set_viewport_size({"width": 390, "height": 844})
-        page.click("text=Policy")
-        expect(page.locator("h2")).to_contain_text("Policy")
-        shot(page, folder, "14-member-policy-phone")
+        # alice approves nothing: no Approvals tab, and its address says who answers instead of an error
+        expect(page.get_by_role("link", name="Approvals")).to_be_hidden()
+        open_page(page, base, "approvals", "Approvals of team")
+        expect(page.locator("#approvals-not-approver")).to_contain_text("admins and the approvers")
+        expect(page.locator("main .error")).to_have_count(0)
+        every_page(page, base, folder, "member", [pg for pg in PAGES if pg[0] != "audit"])
         check_session_only(page)
+
+        # a team the policy file manages: read only from the start, the file named
+        page.click("#sign-out")
+        sign_in(page, base, FILED_ADMIN, "filed-admin (admin)")
+        open_page(page, base, "policy", f"Policy of team {FILED_TEAM}")
+        expect(page.locator("#managed-note")).to_contain_text("policy.yaml")
+        expect(page.locator("#apply")).to_have_count(0)
+        expect(page.locator("#ctl-enabled")).to_be_disabled()
+        expect(page.locator("#ctl-allowed")).to_have_value("git status")
+        open_page(page, base, "kill-switch", f"Kill switch of team {FILED_TEAM}")
+        expect(page.locator("#kill-toggle")).to_have_count(0)
+        expect(page.locator("#managed-note")).to_be_visible()
+        every_page(page, base, folder, "filed-admin", [PAGES[0], PAGES[5]])
+        assert not missing, f"files the pages asked for and did not get: {missing}"
         assert not violations, f"content security policy violations: {violations}"
         context.close()
 

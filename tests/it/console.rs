@@ -32,6 +32,7 @@ async fn assets_are_served_from_the_binary_with_a_strict_content_security_policy
         ("/", "text/html; charset=utf-8"),
         ("/app.js", "text/javascript; charset=utf-8"),
         ("/app.css", "text/css; charset=utf-8"),
+        ("/favicon.ico", "image/x-icon"),
         ("/no-such-page", "text/plain; charset=utf-8"),
     ] {
         let response = http.get(format!("{url}{path}")).send().await.unwrap();
@@ -168,8 +169,10 @@ async fn get_principal_says_who_the_caller_is_and_which_teams_it_may_read() {
 
 /// The console in Debian's Chromium, driven by Playwright's Python package against the
 /// real binary: sign-in, a refused and an applied edit, a live decision, the kill
-/// switch's confirmation, a member without admin controls; screenshots of each page
-/// in `target/console-screenshots/`.
+/// switch's confirmation, a member without admin controls or an Approvals tab, a
+/// file-managed team shown read only; every page of an admin and of a member at 1280
+/// and 390 px with nothing wider than the screen; screenshots of each in
+/// `target/console-screenshots/`.
 #[test]
 fn the_console_in_a_real_browser() {
     let ci = std::env::var("CI").as_deref() == Ok("true");
@@ -251,6 +254,7 @@ async fn only_the_consoles_own_files_are_answered() {
         ("/", 200),
         ("/app.js", 200),
         ("/app.css", 200),
+        ("/favicon.ico", 200),
         ("/index.html", 404),
         ("/%2e%2e/Cargo.toml", 404),
         ("/..%2fCargo.toml", 404),
@@ -284,4 +288,47 @@ async fn only_the_consoles_own_files_are_answered() {
     );
     assert!(head.bytes().await.unwrap().is_empty());
     server.stop().await;
+}
+
+/// The console's source, read as text.
+fn console_source(file: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("console/src")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every reason the server decides with is explained in `console/src/reasons.ts`, so
+/// the decision log never says "No explanation is known" for a reason of its own.
+#[test]
+fn every_reason_has_an_explanation_in_the_console() {
+    let reasons = console_source("reasons.ts");
+    let missing: Vec<String> = toolgate::policy::Reason::ALL
+        .iter()
+        .map(|r| format!("REASON_{}", r.as_str()))
+        .filter(|name| !reasons.contains(&format!("  {name}: \"")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "console/src/reasons.ts has no explanation for {missing:?}: add a line `REASON_…: \"…\",` for each, then rebuild console/dist"
+    );
+}
+
+/// The audit trail's kind filter offers every kind the API has (`console/src/kinds.ts`).
+#[test]
+fn the_audit_filter_offers_every_audit_kind() {
+    let kinds = console_source("kinds.ts");
+    let missing: Vec<&str> = (1..)
+        .map_while(|n| pb::AuditEventKind::try_from(n).ok())
+        .map(|k| {
+            k.as_str_name()
+                .strip_prefix("AUDIT_EVENT_KIND_")
+                .expect("the enum's prefix")
+        })
+        .filter(|name| !kinds.contains(&format!("  \"{name}\",")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "console/src/kinds.ts lacks the audit kinds {missing:?}: add them, then rebuild console/dist"
+    );
 }

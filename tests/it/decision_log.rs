@@ -986,6 +986,58 @@ async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
     }
 }
 
+/// `hook check`'s sample call (client `hook-check`) checks an installation: its ALLOW
+/// and ASK stay out of the log, its DENY does not; an agent's call right after it is
+/// logged as ever (and, written after it, shows the check's were never queued).
+#[tokio::test]
+async fn a_hook_checks_sample_call_is_not_logged_unless_denied() {
+    let (server, _dir) = start().await;
+    server.set_controls(controls()).await;
+    server.yolo("alice").await;
+    let mut all = watch(&server, "admin-token", team_filter()).await;
+    let mut policy = server.policy("alice-token");
+    for (call, outcome) in [
+        (mcp("github", "get_issue"), pb::Outcome::Allow),
+        (mcp("jira", "get_issue"), pb::Outcome::Ask),
+        (mcp("evil", "x"), pb::Outcome::Deny),
+        (mcp("slack", "post"), pb::Outcome::Allow),
+    ] {
+        let client = if matches!(&call.kind, Some(pb::tool_call::Kind::Mcp(m)) if m.server == "slack")
+        {
+            "claude-code"
+        } else {
+            "hook-check"
+        };
+        let d = policy
+            .evaluate(evaluate(call, client))
+            .await
+            .unwrap()
+            .into_inner()
+            .decision
+            .unwrap();
+        assert_eq!(d.outcome(), outcome, "{client}");
+    }
+    let got = next_records(&mut all, 2).await;
+    // the writer may take the DENY's queue and the ALLOW's in either order
+    let mut seen: Vec<_> = got
+        .iter()
+        .map(|r| (r.client.as_str(), r.outcome()))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("claude-code", pb::Outcome::Allow),
+            ("hook-check", pb::Outcome::Deny)
+        ]
+    );
+    assert_eq!(
+        list_all(&server, "admin-token", team_filter()).await.len(),
+        2
+    );
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn allow_sampling_keeps_asks_and_denies() {
     let dir = tempfile::tempdir().unwrap();

@@ -395,6 +395,21 @@ async fn managed_teams_are_read_only_through_the_api() {
         })
         .await
         .unwrap();
+    // a reader is told up front (the console shows the team read only), and only for its teams
+    for (team, token, managed_by) in [
+        (TEAM, "admin-token", file.display().to_string()),
+        (OTHER_TEAM, "other-admin-token", String::new()),
+    ] {
+        let got = server
+            .admin(token)
+            .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+                team_id: team.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(got.managed_by, managed_by, "{team}");
+    }
 
     // the CLI's kill switch says why it cannot
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))

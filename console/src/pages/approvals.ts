@@ -5,6 +5,7 @@
 import { ApiError, call, stream } from "../api";
 import { fill, h, showError, showOk, statusLine, uid } from "../dom";
 import { reasonName } from "../reasons";
+import { cardTable, cell } from "../layout";
 import type { Approval } from "../types";
 
 const DURATIONS: [number, string][] = [
@@ -35,6 +36,15 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
   } catch (e) {
     if (e instanceof ApiError && e.code === "unimplemented") {
       fill(root, h("h2", {}, `Approvals of team ${team}`), h("p", { class: "muted", id: "approvals-unavailable" }, "This server does not offer approvals."));
+      return;
+    }
+    if (e instanceof ApiError && e.code === "permission_denied") {
+      // a member who is no approver: say who answers, rather than show the refusal
+      fill(
+        root,
+        h("h2", {}, `Approvals of team ${team}`),
+        h("p", { class: "note", id: "approvals-not-approver" }, `Requests of team ${team} are answered by its admins and the approvers its policy names; you are not one of them. A call of yours that waits for an answer says so in your agent, and ends when an approver answers or its time runs out.`),
+      );
       return;
     }
     throw e;
@@ -131,11 +141,11 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
           h(
             "tr",
             {},
-            h("td", {}, when(a.answeredAt ?? a.deadline)),
-            h("td", {}, h("code", {}, a.summary ?? "")),
-            h("td", {}, a.userId ?? ""),
-            h("td", {}, stateName(a)),
-            h("td", {}, `${a.answeredBy ?? ""}${a.scope ? ` (${a.scope.replace(/^APPROVAL_SCOPE_/, "").toLowerCase()})` : ""}${a.answerReason ? `: ${a.answerReason}` : ""}${a.allowlistEntry ? `, added ${a.allowlistEntry}` : ""}`),
+            cell("When", when(a.answeredAt ?? a.deadline)),
+            cell("Call", h("code", {}, a.summary ?? "")),
+            cell("User", a.userId ?? ""),
+            cell("State", stateName(a)),
+            cell("By", `${a.answeredBy ?? ""}${a.scope ? ` (${a.scope.replace(/^APPROVAL_SCOPE_/, "").toLowerCase()})` : ""}${a.answerReason ? `: ${a.answerReason}` : ""}${a.allowlistEntry ? `, added ${a.allowlistEntry}` : ""}`),
           ),
         ),
     );
@@ -182,13 +192,7 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
     live,
     status,
     h("section", { "aria-label": "Waiting for an answer" }, h("h3", {}, "Waiting for an answer"), pendingList),
-    h(
-      "table",
-      {},
-      h("caption", {}, "Answered and expired, newest first"),
-      h("thead", {}, h("tr", {}, ["When", "Call", "User", "State", "By"].map((c) => h("th", { scope: "col" }, c)))),
-      answeredBody,
-    ),
+    cardTable("Answered and expired, newest first", ["When", "Call", "User", "State", "By"], answeredBody),
   );
   void follow();
 }

@@ -2,20 +2,11 @@
 
 import { call } from "../api";
 import { fill, h, showError, statusLine } from "../dom";
+import { AUDIT_KINDS } from "../kinds";
+import { cardTable, cell, labelled } from "../layout";
 import type { AuditEvent } from "../types";
 import { num } from "../types";
 
-const KINDS = [
-  "ADMIN_SETTINGS_UPDATED",
-  "USER_SETTINGS_UPDATED",
-  "DECISION_DENIED",
-  "DECISION_MADE",
-  "TOKEN_CREATED",
-  "TOKEN_REVOKED",
-  "ALLOW_LIST_UPDATED",
-  "POLICY_FILE_RELOADED",
-  "POLICY_FILE_REJECTED",
-];
 
 /** `AUDIT_EVENT_KIND_ADMIN_SETTINGS_UPDATED` → `admin_settings_updated` (older servers sent the latter). */
 function kindName(kind: unknown): string {
@@ -35,7 +26,7 @@ function detail(e: AuditEvent): string {
 export async function auditPage(root: HTMLElement, team: string): Promise<void> {
   const status = statusLine();
   const tbody = h("tbody", { id: "audit-rows" });
-  const kind = h("select", { id: "a-kind" }, h("option", { value: "" }, "any"), KINDS.map((k) => h("option", { value: `AUDIT_EVENT_KIND_${k}` }, k.toLowerCase().replace(/_/g, " "))));
+  const kind = h("select", { id: "a-kind" }, h("option", { value: "" }, "any"), AUDIT_KINDS.map((k) => h("option", { value: `AUDIT_EVENT_KIND_${k}` }, k.toLowerCase().replace(/_/g, " "))));
   const actor = h("input", { id: "a-actor", type: "text", autocapitalize: "off", spellcheck: "false" });
   let after = 0;
   let events: AuditEvent[] = [];
@@ -64,11 +55,11 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
           h(
             "tr",
             {},
-            h("td", {}, e.at ? new Date(e.at).toLocaleString() : ""),
-            h("td", {}, h("code", {}, kindName(e.kind))),
-            h("td", {}, e.actor ?? ""),
-            h("td", {}, String(num(e.revision))),
-            h("td", {}, h("details", {}, h("summary", {}, "Detail"), h("pre", {}, detail(e)))),
+            cell("Time", e.at ? new Date(e.at).toLocaleString() : ""),
+            cell("Kind", h("code", {}, kindName(e.kind))),
+            cell("Actor", e.actor ?? ""),
+            cell("Revision", String(num(e.revision))),
+            cell("Detail", h("details", {}, h("summary", {}, "Detail"), h("pre", {}, detail(e)))),
           ),
         ),
       );
@@ -91,20 +82,12 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
           void load();
         },
       },
-      h("label", { for: "a-kind" }, "Kind"),
-      kind,
-      h("label", { for: "a-actor" }, "Actor"),
-      actor,
+      labelled("Kind", kind),
+      labelled("Actor", actor),
       h("button", { type: "submit" }, "Apply filters"),
     ),
     status,
-    h(
-      "table",
-      {},
-      h("caption", {}, "Audit events, newest first"),
-      h("thead", {}, h("tr", {}, ["Time", "Kind", "Actor", "Revision", "Detail"].map((c) => h("th", { scope: "col" }, c)))),
-      tbody,
-    ),
+    cardTable("Audit events, newest first", ["Time", "Kind", "Actor", "Revision", "Detail"], tbody),
   );
   await load();
 }

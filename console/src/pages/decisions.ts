@@ -4,6 +4,7 @@
 import { ApiError, call, stream } from "../api";
 import { callKey, timeChart, topChart } from "../charts";
 import { fill, h, showError, showOk, statusLine } from "../dom";
+import { labelled } from "../layout";
 import { explain, outcomeName, reasonName } from "../reasons";
 import type { DecidedCall, DecisionFilter, DecisionRecord } from "../types";
 import { num } from "../types";
@@ -156,16 +157,11 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
           void load();
         },
       },
-      h("label", { for: "f-outcome" }, "Outcome"),
-      outcome,
-      h("label", { for: "f-user" }, "User"),
-      user,
-      h("label", { for: "f-tool" }, "Tool starts with"),
-      tool,
-      h("label", { for: "f-command" }, "Command starts with"),
-      command,
-      h("label", { for: "f-since" }, "Since"),
-      since,
+      labelled("Outcome", outcome),
+      labelled("User", user),
+      labelled("Tool starts with", tool),
+      labelled("Command starts with", command),
+      labelled("Since", since),
       h("button", { type: "submit" }, "Apply filters"),
     ),
     live,

@@ -4,12 +4,15 @@
 import { ApiError, getTeamSettings, putTeamSettings } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { session } from "../session";
+import { getTeamView, managedNote } from "../team";
 import { num } from "../types";
 
 export async function killSwitchPage(root: HTMLElement, team: string): Promise<void> {
-  const admin = session.isAdmin();
+  const view = await getTeamView(team);
+  // a policy file's team: the file turns its kill switch, so no button here
+  const admin = session.isAdmin() && !view.managedBy;
   const status = statusLine();
-  let settings = await getTeamSettings(team);
+  let settings = view.settings;
   const state = h("p", { id: "kill-state", class: "big" });
   const confirmBox = h("div", { class: "confirm", hidden: true });
   const toggle = h("button", { type: "button", id: "kill-toggle", class: "danger" });
@@ -63,5 +66,5 @@ export async function killSwitchPage(root: HTMLElement, team: string): Promise<v
   };
   toggle.addEventListener("click", ask);
   show();
-  fill(root, h("h2", {}, `Kill switch of team ${team}`), state, admin ? toggle : h("p", { class: "note" }, "Only the team's admins may turn it."), confirmBox, status);
+  fill(root, h("h2", {}, `Kill switch of team ${team}`), state, admin ? toggle : view.managedBy ? managedNote(team, view.managedBy) : h("p", { class: "note" }, "Only the team's admins may turn it."), confirmBox, status);
 }

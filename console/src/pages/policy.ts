@@ -6,8 +6,10 @@ import { diff, renderDiff } from "../diff";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { APPROVAL_FIELDS, CONTROL_FIELDS, USER_FIELDS } from "../fields";
 import { settingsForm } from "../form";
+import { cardTable, cell } from "../layout";
 import { outcomeName, reasonName } from "../reasons";
 import { session } from "../session";
+import { getTeamView, managedNote } from "../team";
 import type { AutoRunControls, Preview, TeamAdminSettings } from "../types";
 import { num } from "../types";
 import { describeCall } from "./decisions";
@@ -15,8 +17,10 @@ import { describeCall } from "./decisions";
 type Doc = Record<string, unknown>;
 
 export async function policyPage(root: HTMLElement, team: string): Promise<void> {
-  const admin = session.isAdmin();
-  let base: TeamAdminSettings = await getTeamSettings(team);
+  const view = await getTeamView(team);
+  // a team a policy file manages is shown read only from the start, not refused after Apply
+  const admin = session.isAdmin() && !view.managedBy;
+  let base: TeamAdminSettings = view.settings;
   const status = statusLine();
   const summary = h("div", { class: "summary", role: "alert" });
   const changes = h("section", { "aria-label": "Changes" });
@@ -156,7 +160,7 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
     root,
     h("h2", {}, `Policy of team ${team}`),
     revisionLine,
-    admin ? null : h("p", { class: "note" }, "You may read this policy; only the team's admins may change it."),
+    view.managedBy ? managedNote(team, view.managedBy) : admin ? null : h("p", { class: "note" }, "You may read this policy; only the team's admins may change it."),
     summary,
     h(
       "form",
@@ -171,17 +175,19 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
       h("fieldset", {}, h("legend", {}, "Admin controls"), controls.element),
       h("fieldset", {}, h("legend", {}, "Central approvals"), approvals.element),
       h("fieldset", {}, h("legend", {}, "Defaults for users who set nothing themselves"), defaults.element),
+      // the bar stays on screen while the long form scrolls, with the last result beside it
       admin
         ? h(
             "div",
-            { class: "actions" },
+            { class: "actions apply-bar", id: "apply-bar" },
             h("button", { type: "button", id: "show-changes", onclick: showChanges }, "Show changes"),
             h("button", { type: "button", id: "preview-impact", onclick: () => void preview() }, "Preview impact"),
             h("button", { type: "submit", id: "apply", class: "primary" }, "Apply"),
+            status,
           )
         : null,
     ),
-    status,
+    admin ? null : status,
     conflict,
     changes,
     impact,
@@ -212,11 +218,9 @@ function renderPreview(el: HTMLElement, p: Preview): void {
     p.truncated ? h("p", { id: "impact-cut-short", class: "muted" }, cutShortText(p.cutShort)) : null,
     (p.groups ?? []).length === 0
       ? null
-      : h(
-          "table",
-          {},
-          h("caption", {}, "Calls whose outcome changes, by tool or command"),
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "From"), h("th", { scope: "col" }, "To"), h("th", { scope: "col" }, "Tool or command"), h("th", { scope: "col" }, "Calls"), h("th", { scope: "col" }, "Examples"))),
+      : cardTable(
+          "Calls whose outcome changes, by tool or command",
+          ["From", "To", "Tool or command", "Calls", "Examples"],
           h(
             "tbody",
             {},
@@ -224,11 +228,11 @@ function renderPreview(el: HTMLElement, p: Preview): void {
               h(
                 "tr",
                 {},
-                h("td", {}, outcomeName(g.from)),
-                h("td", {}, outcomeName(g.to)),
-                h("td", {}, h("code", {}, g.key ?? "")),
-                h("td", {}, String(num(g.count))),
-                h("td", {}, (g.examples ?? []).map((x) => h("div", {}, `${describeCall(x.record?.call)} (${x.record?.userId ?? ""}) → ${reasonName(x.newReason)}`))),
+                cell("From", outcomeName(g.from)),
+                cell("To", outcomeName(g.to)),
+                cell("Tool or command", h("code", {}, g.key ?? "")),
+                cell("Calls", String(num(g.count))),
+                cell("Examples", (g.examples ?? []).map((x) => h("div", {}, `${describeCall(x.record?.call)} (${x.record?.userId ?? ""}) → ${reasonName(x.newReason)}`))),
               ),
             ),
           ),

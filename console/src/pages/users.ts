@@ -6,6 +6,7 @@ import { fill, h, showError, showOk, statusLine } from "../dom";
 import { USER_FIELDS, get, lines } from "../fields";
 import { settingsForm } from "../form";
 import { session } from "../session";
+import { getTeamView, replacedText, replacedUserFields } from "../team";
 import type { IssuedToken, UserSettings } from "../types";
 import { num } from "../types";
 
@@ -22,11 +23,16 @@ export async function usersPage(root: HTMLElement, team: string): Promise<void> 
       // the list is a convenience: any user can still be opened by id
     }
   }
+  // which of a user's lists the team's replace: said beside them and when one is saved
+  const replaced = await getTeamView(team).then(
+    (view) => replacedUserFields(view.settings.autoRunControls),
+    () => new Set<string>(),
+  );
   const detail = h("section", { id: "user-detail", "aria-label": "User settings" });
   const list = h(
     "ul",
     { class: "users", id: "user-list" },
-    [...known].sort().map((u) => h("li", {}, h("button", { type: "button", class: "link", onclick: () => void openUser(detail, team, u) }, u))),
+    [...known].sort().map((u) => h("li", {}, h("button", { type: "button", class: "link", onclick: () => void openUser(detail, team, u, replaced) }, u))),
   );
   const open = h("input", { id: "open-user", type: "text", autocapitalize: "off", spellcheck: "false" });
   fill(
@@ -42,7 +48,7 @@ export async function usersPage(root: HTMLElement, team: string): Promise<void> 
             "aria-label": "Open a user",
             onsubmit: (ev: Event) => {
               ev.preventDefault();
-              if (open.value.trim()) void openUser(detail, team, open.value.trim());
+              if (open.value.trim()) void openUser(detail, team, open.value.trim(), replaced);
             },
           },
           h("label", { for: "open-user" }, "User id"),
@@ -51,10 +57,10 @@ export async function usersPage(root: HTMLElement, team: string): Promise<void> 
         ),
     detail,
   );
-  if (member && p?.userId) await openUser(detail, team, p.userId);
+  if (member && p?.userId) await openUser(detail, team, p.userId, replaced);
 }
 
-async function openUser(el: HTMLElement, team: string, user: string): Promise<void> {
+async function openUser(el: HTMLElement, team: string, user: string, replaced: Set<string>): Promise<void> {
   const status = statusLine();
   let settings: UserSettings;
   try {
@@ -71,6 +77,7 @@ async function openUser(el: HTMLElement, team: string, user: string): Promise<vo
   };
   showRevision();
   const form = settingsForm(USER_FIELDS, settings as Record<string, unknown>, { readOnly: !mayWrite, idPrefix: `user` });
+  for (const key of replaced) form.row(key)?.append(h("p", { class: "note replaced" }, replacedText(team)));
   if (mayWrite) {
     for (const field of USER_FIELDS) {
       const row = form.row(field.key);
@@ -90,7 +97,8 @@ async function openUser(el: HTMLElement, team: string, user: string): Promise<vo
               try {
                 settings = await patchUserSettings(changed, field.key);
                 showRevision();
-                showOk(status, `Saved ${field.label} at revision ${num(settings.revision)}.`);
+                const unused = replaced.has(field.key) ? ` ${replacedText(team)}` : "";
+                showOk(status, `Saved ${field.label} at revision ${num(settings.revision)}.${unused}`);
               } catch (e) {
                 if (e instanceof ApiError && e.code === "invalid_argument") form.showProblems(problems(e.message));
                 showError(status, e instanceof Error ? e.message : String(e));

@@ -36,4 +36,10 @@ pub static ASSETS: &[Asset] = &[
         content_type: "text/css; charset=utf-8",
         body: dist!("app.css"),
     },
+    // asked for by every browser on every page, linked or not
+    Asset {
+        path: "/favicon.ico",
+        content_type: "image/x-icon",
+        body: dist!("favicon.ico"),
+    },
 ];

@@ -168,6 +168,7 @@ impl AdminService for Api {
         let admin = self.service.get_admin(&p, &team).await?;
         Ok(Response::new(pb::GetTeamAdminSettingsResponse {
             settings: Some(admin_to_pb(&team, &admin.stored())),
+            managed_by: self.service.managed_by(&team).unwrap_or_default(),
         }))
     }
 
@@ -380,16 +381,20 @@ impl PolicyService for Api {
         let decision = decisions
             .pop()
             .ok_or_else(|| ServiceError::Internal("no decision".into()))?;
-        // an ASK may be covered by a grant, or go to the team's approvers
-        let ask = r.approval.map(|a| crate::service::ApprovalAsk {
-            can_wait: a.can_wait,
-            interactive: a.interactive,
-            client: a.client,
-            session_id: Some(a.session_id)
-                .filter(|s| !s.is_empty())
-                .or(agent.session.clone()),
-            cwd: args.cwd.clone(),
-        });
+        // an ASK may be covered by a grant, or go to the team's approvers (never a
+        // check's: nobody is waiting for its answer)
+        let ask = r
+            .approval
+            .filter(|_| !origin.is_check())
+            .map(|a| crate::service::ApprovalAsk {
+                can_wait: a.can_wait,
+                interactive: a.interactive,
+                client: a.client,
+                session_id: Some(a.session_id)
+                    .filter(|s| !s.is_empty())
+                    .or(agent.session.clone()),
+                cwd: args.cwd.clone(),
+            });
         let (decision, ticket) = self
             .service
             .settle_ask(

@@ -47,11 +47,32 @@ pub fn to_json(desc: &MessageDescriptor, bytes: &[u8]) -> Result<Vec<u8>, Status
         ServiceError::Internal(format!("{} does not decode: {e}", desc.full_name()))
     })?;
     let mut out = Vec::with_capacity(bytes.len() * 2);
-    let mut writer = serde_json::Serializer::new(&mut out);
+    let mut writer = serde_json::Serializer::with_formatter(&mut out, WholeNumbers);
     message
         .serialize_with_options(&mut writer, &SerializeOptions::new())
         .map_err(|e| ServiceError::Internal(format!("{} as JSON: {e}", desc.full_name())))?;
     Ok(out)
+}
+
+/// Compact JSON that writes a whole double within ±2⁵³ as an integer (`5`, not
+/// `5.0`): a `google.protobuf.Value` holds every number as a double, so a count in
+/// a `Struct` (GetServerConfig's configuration) would otherwise read as a fraction.
+/// Both spellings are the same JSON number, so a reader loses nothing.
+struct WholeNumbers;
+
+impl serde_json::ser::Formatter for WholeNumbers {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        const EXACT: f64 = 9_007_199_254_740_992.0; // 2⁵³
+        if value.fract() == 0.0 && value.abs() <= EXACT {
+            #[allow(clippy::cast_possible_truncation)] // whole and within ±2⁵³: exact
+            return self.write_i64(writer, value as i64);
+        }
+        serde_json::ser::CompactFormatter.write_f64(writer, value)
+    }
 }
 
 fn invalid(field: &str, message: String) -> Status {
@@ -193,6 +214,25 @@ mod tests {
         let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
         let e = to_protobuf(&evaluate, deep.as_bytes()).unwrap_err();
         assert!(e.message().contains("nests deeper"), "{}", e.message());
+    }
+
+    #[test]
+    fn whole_doubles_are_written_as_integers() {
+        let desc = message("google.protobuf.Value");
+        for (number, json) in [
+            (5.0, "5"),
+            (-3.0, "-3"),
+            (0.0, "0"),
+            (0.25, "0.25"),
+            (9_007_199_254_740_992.0, "9007199254740992"),
+            (1e300, "1e+300"),
+        ] {
+            let value = prost_types::Value {
+                kind: Some(prost_types::value::Kind::NumberValue(number)),
+            };
+            let out = to_json(&desc, &value.encode_to_vec()).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), json, "{number}");
+        }
     }
 
     #[test]

@@ -175,7 +175,7 @@ impl Service {
                     logged,
                     &mut denied,
                 );
-            } else {
+            } else if !origin.is_check() {
                 self.audit_decision(p, team, user, eff.revision, shown.call(), &shown_d)
                     .await;
                 others.extend(logged);

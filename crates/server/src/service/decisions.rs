@@ -85,6 +85,18 @@ pub struct Origin {
     pub client: String,
 }
 
+/// The client `toolgate hook check` names for its sample call: a check of the
+/// installation, not an agent's call, so its ALLOW or ASK is kept out of the decision
+/// log (a DENY is still recorded, as every DENY is).
+pub const CHECK_CLIENT: &str = "hook-check";
+
+impl Origin {
+    /// Whether the request only checks an installation (its ALLOW or ASK unrecorded).
+    pub fn is_check(&self) -> bool {
+        self.client == CHECK_CLIENT
+    }
+}
+
 /// A request's `client`: empty, or lowercase letters, digits and `-`, at most
 /// `MAX_CLIENT_BYTES` (32).
 pub fn check_client(client: &str) -> Result<(), ServiceError> {

@@ -36,8 +36,9 @@ pub use approvals::{
 };
 pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
 pub use decisions::{
-    CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource, DecisionWatch, Impact,
-    ImpactExample, ImpactGroup, Origin, check_client, outcome_name, parse_outcome, parse_reason,
+    CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
+    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, outcome_name,
+    parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};
 pub use principal::MAX_VISIBLE_TEAMS;
@@ -333,8 +334,8 @@ impl Service {
         }));
     }
 
-    /// Where `team` is managed, if not through the API.
-    fn managed_by(&self, team: &str) -> Option<String> {
+    /// Where `team` is managed, if not through the API: the policy file's path.
+    pub fn managed_by(&self, team: &str) -> Option<String> {
         self.managed
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

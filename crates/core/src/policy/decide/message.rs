@@ -130,14 +130,17 @@ pub(in crate::policy) fn advice(d: &Decision, call: &Call) -> Option<String> {
         Candidate::Mcp { server, tool } => Some(format!("{server}:{tool}")),
         Candidate::Command(_) => None,
     });
-    let commands: Vec<&str> = d
-        .candidates
-        .iter()
-        .filter_map(|c| match c {
-            Candidate::Command(command) => Some(command.as_str()),
-            Candidate::Mcp { .. } => None,
-        })
-        .collect();
+    // the advice names each command's narrowest prefix, never the whole line with its
+    // options and operands (`git push`, not `git push --force origin main`)
+    let mut commands: Vec<String> = Vec::new();
+    for c in &d.candidates {
+        if let Candidate::Command(command) = c
+            && let Some(prefix) = shell::narrowest_prefix(command)
+            && !commands.contains(&prefix)
+        {
+            commands.push(prefix);
+        }
+    }
     let commands = if commands.is_empty() {
         "the commands it runs".to_owned()
     } else {
@@ -206,7 +209,7 @@ pub(in crate::policy) fn advice(d: &Decision, call: &Call) -> Option<String> {
             format!("ask an admin to add {commands} to the team's allowed commands")
         }
         Reason::CommandNotAllowlisted => {
-            format!("add {commands} (or a prefix of it) to your command allowlist")
+            format!("add {commands} to your command allowlist (a longer prefix allows less)")
         }
         Reason::CommandDenied => {
             "a denied command never runs, whatever else allows it: only an admin can take it off the team's denied list".to_owned()

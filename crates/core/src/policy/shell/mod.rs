@@ -21,7 +21,7 @@ mod words;
 pub use closed::{checked_beyond_prefix, literal_script, unknown_prefix_program, unknown_program};
 pub use places::{Place, Touch, place_of, touches};
 pub use prefixes::{Prefix, PrefixList};
-pub use programs::{program_name, runs_unseen_code};
+pub use programs::{narrowest_prefix, program_name, runs_unseen_code};
 
 /// The entry of a command list that stands for the curated read-only commands.
 pub const READONLY: &str = "@readonly";

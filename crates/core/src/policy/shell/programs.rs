@@ -364,6 +364,38 @@ pub fn runs_unseen_code(prefix: &str) -> bool {
     }
 }
 
+/// The narrowest prefix worth allowing for a command written as `text`: its program
+/// word and the subcommands the table knows (`git push` for `git push --force origin
+/// main`, `rm` for `rm -rf build`), never an option or an operand; leading `VAR=value`
+/// assignments are left out. A wrapper (`sudo`), a shell or a code runner keeps every
+/// word: its name alone would allow anything, and which of its words name the program
+/// it runs is not known from the text. `None` for a line with no command word.
+pub fn narrowest_prefix(text: &str) -> Option<String> {
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .skip_while(|w| {
+            w.split_once('=').is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+            })
+        })
+        .collect();
+    let first = *words.first()?;
+    if runs_unseen_code(first) || super::rules::WRAPPERS.contains(&program_name(first).as_str()) {
+        return Some(words.join(" "));
+    }
+    let mut prefix = first.to_owned();
+    let mut row = table().get(first);
+    for word in &words[1..] {
+        let Some(program) = row else { break };
+        row = program.subcommands.get(*word);
+        if row.is_some() {
+            prefix.push(' ');
+            prefix.push_str(word);
+        }
+    }
+    Some(prefix)
+}
+
 /// The program a command word runs, as blocked and denied prefixes compare it: the
 /// file name (either slash), lowercased (`RM` runs `rm` on macOS and Windows file
 /// systems), without a trailing `.exe`.

@@ -10,7 +10,7 @@ pub(super) const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh"
 
 /// Commands that run other commands from their arguments: any later word may be the
 /// command that really runs.
-const WRAPPERS: [&str; 31] = [
+pub(super) const WRAPPERS: [&str; 31] = [
     "env",
     "command",
     "builtin",
