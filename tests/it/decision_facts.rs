@@ -209,3 +209,49 @@ async fn evaluate_says_what_an_allow_rests_on() {
     report(failures);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn writing_a_prefix_of_unknown_effects_is_warned_about() {
+    let (server, _dir) = support::start().await;
+    let controls = pb::AutoRunControls {
+        enabled: true,
+        allowed: ["ls", "frobnicate --all", "python3", "git status"]
+            .map(String::from)
+            .to_vec(),
+        ..Default::default()
+    };
+    let mut admin = server.admin("admin-token");
+    let checked = admin
+        .validate_team_admin_settings(pb::ValidateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(controls.clone()),
+            expected_revision: None,
+        })
+        .await
+        .expect("validate")
+        .into_inner();
+    let written = admin
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(controls),
+            expected_revision: None,
+        })
+        .await
+        .expect("update")
+        .into_inner();
+    for warnings in [&checked.warnings, &written.warnings] {
+        let fields: Vec<&str> = warnings.iter().map(|w| w.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "auto_run_controls.allowed[1]",
+                "auto_run_controls.allowed[2]"
+            ]
+        );
+        assert!(
+            warnings[0].message.contains("effects are unknown"),
+            "{warnings:?}"
+        );
+    }
+    server.stop().await;
+}
