@@ -140,14 +140,18 @@ export async function getTeamSettings(team: string): Promise<TeamAdminSettings> 
   return r.settings ?? {};
 }
 
-/** Replaces the team's controls if they are still at `revision`; the settings as stored. */
-export async function putTeamSettings(team: string, controls: AutoRunControls, revision: number): Promise<TeamAdminSettings> {
-  const r = await call<{ settings?: TeamAdminSettings }>("AdminService", "UpdateTeamAdminSettings", {
+/** Replaces the team's controls if they are still at `revision`; the settings as stored, and what in them may not mean what the admin thinks. */
+export async function putTeamSettings(
+  team: string,
+  controls: AutoRunControls,
+  revision: number,
+): Promise<TeamAdminSettings & { warnings?: { field?: string; message?: string }[] }> {
+  const r = await call<{ settings?: TeamAdminSettings; warnings?: { field?: string; message?: string }[] }>("AdminService", "UpdateTeamAdminSettings", {
     teamId: team,
     autoRunControls: controls,
     expectedRevision: String(revision),
   });
-  return r.settings ?? {};
+  return { ...(r.settings ?? {}), warnings: r.warnings };
 }
 
 export async function getUserSettings(team: string, user: string): Promise<UserSettings> {

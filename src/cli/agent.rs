@@ -395,7 +395,9 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
             // an ALLOW stands only if what the call writes lands where the line says
             if d.outcome == crate::policy::Outcome::Allow && parsed.hold.is_none() {
                 let cwd = parsed.args.cwd.clone().unwrap_or_default();
-                parsed.hold = hook::written_paths(&parsed, parsed.args.tool_input.as_ref())
+                let paths =
+                    hook::written_paths(&parsed, parsed.args.tool_input.as_ref(), &d.stays_inside);
+                parsed.hold = paths
                     .iter()
                     .find_map(|path| landing(Path::new(&cwd), Path::new(path)));
             }

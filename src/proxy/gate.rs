@@ -392,6 +392,8 @@ impl Gate {
             ),
             revision: last.revision,
             approval: None,
+            stays_inside: d.unchecked.stays_inside,
+            effects_unknown: d.unchecked.effects_unknown,
         })
     }
 

@@ -484,6 +484,8 @@ impl ServerHandler for Session {
                 ),
                 revision: decision.revision,
                 approval: None,
+                stays_inside: Vec::new(),
+                effects_unknown: Vec::new(),
             }
         } else {
             decision

@@ -19,6 +19,7 @@ mod cli;
 mod conformance;
 mod console;
 mod crash;
+mod decision_facts;
 mod decision_log;
 mod decisions;
 mod deny_crash;

@@ -1,10 +1,12 @@
 //! Properties of the shell reader: it never panics, whatever the bytes, and a blocked
-//! command word spelled, quoted, wrapped and joined at random is never auto-run.
+//! command word spelled, quoted, wrapped and joined at random is never auto-run; the
+//! order of `allowed` never changes a decision; and the agent's own write tools
+//! never auto-write a protected place or outside the working directory.
 
 use proptest::prelude::*;
 use toolgate::policy::{
-    AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, UserSettings, decide,
-    parse_command_line,
+    AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Site, ToolActionLists, UserSettings,
+    decide, decide_at, parse_command_line,
 };
 
 /// Spellings bash reads as `rm`.
@@ -221,5 +223,86 @@ proptest! {
             (other.outcome, other.reason),
             "{:?} under {:?} and {:?}", line, allowed, permuted
         );
+    }
+}
+
+/// The agent's write tools as the server is sent them, and the key naming the file.
+const WRITE_TOOLS: &[(&str, &str)] = &[
+    ("Write", "file_path"),
+    ("Edit", "file_path"),
+    ("edit_file", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+    ("write_file", "file_path"),
+    ("write_file", "path"),
+    ("replace", "file_path"),
+    ("apply_patch", "input"),
+];
+/// Where no write auto-runs, relative to the working directory `/p`.
+const HELD_TARGETS: &[&str] = &[
+    ".git/config",
+    ".git/hooks/pre-commit",
+    ".GIT/HOOKS/x",
+    ".git./config",
+    "GIT~1/config",
+    ".github/workflows/ci.yml",
+    ".cargo/config.toml",
+    ".claude/settings.json",
+    ".bashrc",
+    ".ssh/authorized_keys",
+    "../outside",
+    "/etc/passwd",
+    "~/.profile",
+    "C:/x",
+    "\\\\host\\share\\x",
+    "sub/../../x",
+];
+/// Ways to write a path inside `/p` that lead to the same place.
+const PATH_FORMS: &[&str] = &["", "./", "/p/", "sub/../", "./sub/../", "/p/./"];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The agent's own write tool writing a protected place or outside the working
+    /// directory, named any way, is never ALLOWED by the server, however allowed
+    /// the tool is; the same file inside is, and its ALLOW names the file.
+    #[test]
+    fn a_write_tool_never_writes_a_protected_place_or_outside(
+        (tool, key) in prop::sample::select(WRITE_TOOLS.to_vec()),
+        target in prop::sample::select(HELD_TARGETS.to_vec()),
+        form in prop::sample::select(PATH_FORMS.to_vec()),
+        backslashes in any::<bool>(),
+    ) {
+        let everything = CompiledUser::compile(&UserSettings {
+            use_yolo_mode: true,
+            yolo_enable_run_everything: true,
+            ..UserSettings::default()
+        })
+        .unwrap();
+        let admin = CompiledAdmin::compile(&AdminControls::default()).unwrap();
+        let relative = !(target.starts_with('/') || target.starts_with('~') || target.contains(':') || target.starts_with('\\'));
+        let mut path = if relative { format!("{form}{target}") } else { target.to_owned() };
+        if backslashes && relative && !form.starts_with('/') {
+            path = path.replace('/', "\\");
+        }
+        let input = |path: &str| if key == "input" {
+            serde_json::json!({ "input": format!("*** Begin Patch\n*** Update File: {path}\n*** End Patch") })
+        } else {
+            serde_json::json!({ key: path })
+        };
+        let call = Call::Mcp { server: "builtin".into(), tool: tool.into() };
+        let files = ToolActionLists::default();
+        let held = input(&path);
+        let site = Site { cwd: Some("/p"), tool_input: Some(&held) };
+        let d = decide_at(&files, &admin, &everything, &call, site);
+        prop_assert_ne!(d.outcome, Outcome::Allow, "{} {:?}: {}", tool, path, d.message(&call));
+        // the reference: a plain file inside is allowed, on the condition it stays
+        // (a path that climbs with `..` is outside, wherever it ends)
+        let form = if form.contains("..") { "" } else { form };
+        let fine = input(&format!("{form}src/lib.rs"));
+        let site = Site { cwd: Some("/p"), tool_input: Some(&fine) };
+        let d = decide_at(&files, &admin, &everything, &call, site);
+        prop_assert_eq!(d.outcome, Outcome::Allow, "{} {}src/lib.rs: {}", tool, form, d.message(&call));
+        prop_assert_eq!(d.unchecked.stays_inside, vec!["/p/src/lib.rs".to_owned()]);
     }
 }

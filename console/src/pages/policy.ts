@@ -120,6 +120,10 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
       showRevision();
       changes.replaceChildren();
       showOk(status, `Applied: the team is at revision ${num(applied.revision)}.`);
+      // valid, but maybe not what the admin means (a program whose effects are unknown)
+      if (applied.warnings?.length) {
+        fill(summary, h("p", {}, "Applied, with warnings:"), h("ul", {}, applied.warnings.map((w) => h("li", {}, `${w.field}: ${w.message}`))));
+      }
     } catch (e) {
       if (e instanceof ApiError && e.code === "aborted") {
         const current = await getTeamSettings(team);

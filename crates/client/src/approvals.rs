@@ -37,6 +37,8 @@ fn refused(reason: &str, message: String) -> RemoteDecision {
         message,
         revision: 0,
         approval: None,
+        stays_inside: Vec::new(),
+        effects_unknown: Vec::new(),
     }
 }
 
@@ -62,6 +64,8 @@ fn answer_of(d: pb::Decision, id: &str) -> RemoteDecision {
         message: d.message,
         revision: d.revision,
         approval: None,
+        stays_inside: d.paths_stay_inside,
+        effects_unknown: d.effects_unknown,
     }
 }
 

@@ -129,6 +129,8 @@ impl Client {
                     .unwrap_or(std::time::UNIX_EPOCH),
                 request_id: t.request_id,
             }),
+            stays_inside: d.paths_stay_inside,
+            effects_unknown: d.effects_unknown,
         })
     }
 

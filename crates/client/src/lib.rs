@@ -46,6 +46,12 @@ pub struct RemoteDecision {
     pub revision: u64,
     /// Set when the ASK went to the team's approvers: the request to wait on.
     pub approval: Option<ApprovalTicket>,
+    /// With ALLOW: paths the call writes that must stay inside the working directory
+    /// (no symbolic link out, no repository metadata on the way), which only the
+    /// side where the files are can check; an ALLOW whose path fails is an ASK.
+    pub stays_inside: Vec<String>,
+    /// With ALLOW: programs whose effects nobody checked ("effects unknown").
+    pub effects_unknown: Vec<String>,
 }
 
 /// The effective policy of one user, as the server computes it.

@@ -375,6 +375,8 @@ pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
                 value: o.value.clone(),
             })
             .collect(),
+        effects_unknown: d.unchecked.effects_unknown,
+        paths_stay_inside: d.unchecked.stays_inside,
         approval: None,
     }
 }

@@ -4,45 +4,35 @@
 //! (`.git/hooks/`, `~/.bashrc`, CI files) never auto-runs, whatever the policy allows.
 
 use super::Parsed;
-use crate::policy::{BUILTIN_SERVER, Call, Place, parse_command_line, place_of, touches};
+use crate::policy::{
+    BUILTIN_SERVER, Call, Place, is_write_tool, parse_command_line, place_of, tool_written_files,
+    touches,
+};
 use serde_json::Value;
 
-/// The tools that write files, and the keys of their input that name the file.
-const WRITE_TOOLS: [(&str, &[&str]); 8] = [
-    ("Write", &["file_path"]),
-    ("Edit", &["file_path"]),
-    ("MultiEdit", &["file_path"]),
-    ("NotebookEdit", &["notebook_path"]),
-    ("write_file", &["file_path", "path"]),
-    ("replace", &["file_path", "path"]),
-    ("edit", &["file_path", "path"]),
-    ("apply_patch", &[]),
+/// The client's tools that write files; each is decided as a built-in write tool,
+/// whose files the server reads from the same input (the hook holds them too, for a
+/// server that does not).
+const WRITE_TOOLS: [&str; 8] = [
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "write_file",
+    "replace",
+    "edit",
+    "apply_patch",
 ];
-
-/// The most bytes of a patch read for the files it names; a longer one is held.
-const MAX_PATCH_BYTES: usize = 1 << 20;
 
 /// Why a write tool's call must not auto-run, or `None` (or not a write tool).
 pub(super) fn held(tool: &str, input: &Value, cwd: Option<&str>) -> Option<String> {
-    let (_, keys) = WRITE_TOOLS.iter().find(|(name, _)| *name == tool)?;
-    let paths: Vec<String> = if tool == "apply_patch" {
-        match patch_text(input) {
-            Some(patch) if patch.len() <= MAX_PATCH_BYTES => patch_paths(patch),
-            _ => {
-                return Some(format!(
-                    "{tool}: the patch cannot be read for the files it writes"
-                ));
-            }
-        }
-    } else {
-        keys.iter()
-            .filter_map(|k| input.get(*k).and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect()
-    };
-    if paths.is_empty() {
-        return Some(format!("{tool}: no file it writes is named"));
+    if !WRITE_TOOLS.contains(&tool) {
+        return None;
     }
+    let paths = match tool_written_files(input) {
+        Ok(paths) => paths,
+        Err(why) => return Some(format!("{tool}: {why}")),
+    };
     paths.iter().find_map(|path| match place_of(path, cwd) {
         Place::Inside(_) => None,
         Place::Outside(why) => Some(format!("{tool} writes {path:?}: {why}")),
@@ -54,14 +44,30 @@ pub(super) fn held(tool: &str, input: &Value, cwd: Option<&str>) -> Option<Strin
 
 /// The absolute paths a call writes or deletes inside its working directory, which
 /// the hook (where the files are) checks for symbolic links and nested repository
-/// metadata before an ALLOW stands: a shell line's writes as the reader places them,
-/// a write tool's files. Empty without an absolute working directory.
-pub fn written_paths(parsed: &Parsed, tool_input: Option<&Value>) -> Vec<String> {
+/// metadata before an ALLOW stands: those the decision names (`stays_inside`, what
+/// the server's ALLOW rests on), and the hook's own reading of the call (a shell
+/// line's writes as the reader places them, a write tool's files), so a server that
+/// names none is checked all the same. Empty without an absolute working directory.
+pub fn written_paths(
+    parsed: &Parsed,
+    tool_input: Option<&Value>,
+    stays_inside: &[String],
+) -> Vec<String> {
     let Some(cwd) = parsed.args.cwd.as_deref().filter(|c| c.starts_with('/')) else {
         return Vec::new();
     };
     let join = |rel: &str| format!("{}/{rel}", cwd.trim_end_matches('/'));
-    match &parsed.call {
+    let mut paths: Vec<String> = stays_inside
+        .iter()
+        .map(|p| {
+            if p.starts_with('/') {
+                p.clone()
+            } else {
+                join(p)
+            }
+        })
+        .collect();
+    let own: Vec<String> = match &parsed.call {
         Call::Shell(line) => {
             let read = parse_command_line(line);
             touches(&read.commands, Some(cwd))
@@ -72,21 +78,10 @@ pub fn written_paths(parsed: &Parsed, tool_input: Option<&Value>) -> Vec<String>
                 })
                 .collect()
         }
-        Call::Mcp { server, tool }
-            if server == BUILTIN_SERVER && DECIDED_AS_WRITES.contains(&tool.as_str()) =>
-        {
-            let Some(input) = tool_input else {
-                return Vec::new();
-            };
-            let mut paths: Vec<String> = ["file_path", "notebook_path", "path"]
-                .iter()
-                .filter_map(|k| input.get(*k).and_then(Value::as_str))
-                .map(str::to_owned)
-                .collect();
-            if let Some(patch) = patch_text(input).filter(|p| p.len() <= MAX_PATCH_BYTES) {
-                paths.extend(patch_paths(patch));
-            }
-            paths
+        Call::Mcp { server, tool } if server == BUILTIN_SERVER && is_write_tool(tool) => {
+            let files = tool_input.and_then(|input| tool_written_files(input).ok());
+            files
+                .unwrap_or_default()
                 .into_iter()
                 .filter_map(|p| match place_of(&p, Some(cwd)) {
                     Place::Inside(rel) => Some(join(&rel)),
@@ -95,56 +90,13 @@ pub fn written_paths(parsed: &Parsed, tool_input: Option<&Value>) -> Vec<String>
                 .collect()
         }
         _ => Vec::new(),
-    }
-}
-
-/// The built-in names the write tools are decided as (`MultiEdit` and
-/// `apply_patch` as `edit_file`).
-const DECIDED_AS_WRITES: [&str; 7] = [
-    "Write",
-    "Edit",
-    "edit_file",
-    "NotebookEdit",
-    "write_file",
-    "replace",
-    "edit",
-];
-
-/// Codex's `apply_patch` input: the patch text under one of its keys, or the
-/// second word of an argv (`["apply_patch", "*** Begin Patch…"]`).
-fn patch_text(input: &Value) -> Option<&str> {
-    for key in ["input", "patch", "command", "cmd"] {
-        match input.get(key) {
-            Some(Value::String(s)) => return Some(s),
-            Some(Value::Array(argv)) => {
-                return argv
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .find(|s| s.contains("***"));
-            }
-            _ => {}
+    };
+    for path in own {
+        if !paths.contains(&path) {
+            paths.push(path);
         }
     }
-    input.as_str()
-}
-
-/// The files a patch adds, updates, deletes or moves to.
-fn patch_paths(patch: &str) -> Vec<String> {
-    patch
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim_start();
-            [
-                "*** Add File:",
-                "*** Update File:",
-                "*** Delete File:",
-                "*** Move to:",
-            ]
-            .iter()
-            .find_map(|head| line.strip_prefix(head))
-            .map(|p| p.trim().to_owned())
-        })
-        .collect()
+    paths
 }
 
 #[cfg(test)]

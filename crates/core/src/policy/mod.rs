@@ -23,8 +23,8 @@ pub use builtin::{
     canonical as canonical_builtin, cli_name as builtin_cli_name,
 };
 pub use decide::{
-    FilteredTools, ListedTool, decide, decide_at, decide_in, decide_listing, explain, explain_at,
-    explain_in, filter_tools, filter_tools_in,
+    FilteredTools, ListedTool, Site, decide, decide_at, decide_in, decide_listing, explain,
+    explain_at, explain_in, filter_tools, filter_tools_in, is_write_tool, tool_written_files,
 };
 pub use entry::{
     Entry, Glob, MAX_NAME_LEN, Side, format_entry, glob_match, split_internal_name,
@@ -164,6 +164,32 @@ pub struct Decision {
     pub obligations: Option<Arc<[roles::Obligation]>>,
     /// Whose settings decided, for the advice in [`Decision::message`].
     pub scope: Scope,
+    /// What an ALLOW rests on that the decision could not check itself; empty for
+    /// every other outcome (and for an ALLOW of a plain read).
+    pub unchecked: Unchecked,
+}
+
+/// What an ALLOW of a command line or a write tool rests on beyond the policy: the
+/// programs whose effects nobody checked, and the paths that must stay where they
+/// look. Said in the decision's message and returned by `Evaluate`, so a client that
+/// is not toolgate's own hook knows it too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unchecked {
+    /// Programs an allowed prefix names that have no row of the program table
+    /// ("effects unknown"): what they run, write or delete was not checked.
+    pub effects_unknown: Vec<String>,
+    /// Paths the call writes or deletes inside its working directory (absolute when
+    /// the working directory is known, else relative to it): the ALLOW holds only
+    /// if each stays inside it and out of protected places once symbolic links are
+    /// resolved, and no directory on the way is a repository's metadata (`config`,
+    /// `HEAD`, `objects/`). Only the client, where the files are, can check that.
+    pub stays_inside: Vec<String>,
+}
+
+impl Unchecked {
+    pub fn is_empty(&self) -> bool {
+        self.effects_unknown.is_empty() && self.stays_inside.is_empty()
+    }
 }
 
 /// Whose settings a decision was made under, so its message can say what would
@@ -185,14 +211,20 @@ impl Decision {
 
     /// A sentence for people about this decision on `call`.
     pub fn message(&self, call: &Call) -> String {
-        match &self.detail {
+        let mut out = match &self.detail {
             // the part and effect that decided, then what would change the answer
             Some(detail) => match decide::advice(self, call) {
                 Some(advice) => format!("{detail}; {advice}"),
                 None => detail.to_string(),
             },
             None => decide::message(self, call),
+        };
+        // what the ALLOW rests on that nobody checked, said with it
+        if !self.unchecked.is_empty() {
+            out.push_str("; ");
+            out.push_str(&decide::unchecked(&self.unchecked));
         }
+        out
     }
 }
 

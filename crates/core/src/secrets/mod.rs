@@ -335,13 +335,17 @@ pub fn mask_decision(d: &Decision) -> Cow<'_, Decision> {
             Candidate::Mcp { .. } => Cow::Borrowed(""),
         })
         .collect();
+    // the paths an ALLOW depends on come from the line, secrets and all
+    let paths: Vec<Cow<'_, str>> = d.unchecked.stays_inside.iter().map(|p| mask(p)).collect();
     let changed = matches!(detail, Some(Cow::Owned(_)))
-        || candidates.iter().any(|c| matches!(c, Cow::Owned(_)));
+        || candidates.iter().any(|c| matches!(c, Cow::Owned(_)))
+        || paths.iter().any(|p| matches!(p, Cow::Owned(_)));
     if !changed {
         return Cow::Borrowed(d);
     }
     let mut out = d.clone();
     out.detail = detail.map(|t| Arc::from(t.as_ref()));
+    out.unchecked.stays_inside = paths.into_iter().map(Cow::into_owned).collect();
     for (c, masked) in out.candidates.iter_mut().zip(candidates) {
         if let Candidate::Command(text) = c {
             *text = masked.into_owned();

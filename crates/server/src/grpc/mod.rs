@@ -186,12 +186,14 @@ impl AdminService for Api {
                     .into(),
             })?;
         let controls = controls_from_pb(controls).map_err(ServiceError::from)?;
+        let warnings = warnings_to_pb(&controls);
         let stored = self
             .service
             .update_admin(&p, &r.team_id, controls, r.expected_revision)
             .await?;
         Ok(Response::new(pb::UpdateTeamAdminSettingsResponse {
             settings: Some(admin_to_pb(&r.team_id, &stored)),
+            warnings,
         }))
     }
 
@@ -214,6 +216,7 @@ impl AdminService for Api {
             .await?;
         Ok(Response::new(pb::ValidateTeamAdminSettingsResponse {
             settings: Some(admin_to_pb(&r.team_id, &current)),
+            warnings: warnings_to_pb(&controls),
         }))
     }
 
@@ -586,4 +589,16 @@ pub fn served_paths() -> Vec<String> {
         }
     }
     paths
+}
+
+/// The policy's warnings about admin controls (what `admin apply` prints), for the
+/// console and other clients of the API.
+fn warnings_to_pb(controls: &crate::policy::AdminControls) -> Vec<pb::PolicyWarning> {
+    crate::policy::warnings(controls)
+        .into_iter()
+        .map(|w| pb::PolicyWarning {
+            field: format!("auto_run_controls.{}", w.field),
+            message: w.message,
+        })
+        .collect()
 }

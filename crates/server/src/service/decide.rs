@@ -7,7 +7,7 @@ use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
 use crate::policy::roles::{AgentSpec, CallArgs};
-use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError};
+use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError, Site};
 use crate::secrets;
 use std::borrow::Cow;
 
@@ -121,17 +121,22 @@ impl Service {
         } else {
             policy::decide_at
         };
-        // a command line's writes are placed against the client's working directory
+        // a command line's writes are placed against the client's working directory,
+        // and a write tool's files (read from its input) the same way
         let decisions: Vec<Decision> = calls
             .iter()
             .enumerate()
             .map(|(i, c)| {
+                let site = args.get(i).map_or_else(Site::default, |a| Site {
+                    cwd: a.cwd.as_deref(),
+                    tool_input: a.tool_input.as_ref(),
+                });
                 decide(
                     &eff.tool_actions,
                     &eff.admin.compiled,
                     &eff.user.compiled,
                     c,
-                    args.get(i).and_then(|a| a.cwd.as_deref()),
+                    site,
                 )
             })
             .collect();

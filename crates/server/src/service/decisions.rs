@@ -756,7 +756,7 @@ fn redecide(
         let (o, reason, m) = policy::decide_listing(files, admin, user, &r.server, &r.tool);
         return (o, reason, m.map(|m| m.to_string()));
     }
-    let mut d = policy::decide_at(files, admin, user, call, None);
+    let mut d = policy::decide_at(files, admin, user, call, policy::Site::default());
     let agent = AgentSpec {
         id: (!r.agent_id.is_empty()).then(|| r.agent_id.clone()),
         role: (!r.role.is_empty()).then(|| r.role.clone()),

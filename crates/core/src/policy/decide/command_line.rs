@@ -10,7 +10,7 @@ use super::{Action, Explain, Parts, Quiet, kill_switch, modes};
 use crate::policy::lists::{CompiledAdmin, CompiledUser};
 use crate::policy::shell::{self, Origin, Place, READONLY, SimpleCommand};
 use crate::policy::tool_actions::ToolActionLists;
-use crate::policy::{Candidate, EntryText, Outcome, Reason, builtin};
+use crate::policy::{Candidate, EntryText, Outcome, Reason, Unchecked, builtin};
 use std::sync::Arc;
 
 /// A decision on a line, and the sentence that names the part and effect behind it.
@@ -157,7 +157,7 @@ pub(super) fn command_line<E: Explain>(
     admin: &CompiledAdmin,
     user: &CompiledUser,
     (line, cwd): (&str, Option<&str>),
-    ex: &mut E,
+    (unchecked, ex): (&mut Unchecked, &mut E),
 ) -> Decided {
     if let Some(parts) = kill_switch(admin, ex) {
         return (parts, None);
@@ -284,6 +284,17 @@ pub(super) fn command_line<E: Explain>(
     ex.check("blocked", || {
         "no command matches a blocked prefix, none is opaque, every write stays inside".to_owned()
     });
+    // an ALLOW holds only while each write lands where the line says: the client,
+    // where the files are, checks that
+    let stays_inside = || {
+        touches
+            .iter()
+            .filter_map(|t| match &t.place {
+                Place::Inside(rel) => Some(super::write_tools::inside_path(cwd, rel)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
     // each write and deletion is the file call it is, in the same context
     let file_calls = || {
         for touch in &touches {
@@ -317,6 +328,7 @@ pub(super) fn command_line<E: Explain>(
             });
             return decided;
         }
+        unchecked.stays_inside = stays_inside();
         return (
             (Outcome::Allow, Reason::RunEverything, None, Vec::new()),
             None,
@@ -327,6 +339,7 @@ pub(super) fn command_line<E: Explain>(
     }
     let mut first_prefix = None;
     let mut unlisted = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
     for command in commands
         .iter()
         .filter(|c| !matches!(c.origin, Origin::Equivalent | Origin::Argument))
@@ -347,13 +360,16 @@ pub(super) fn command_line<E: Explain>(
                 unlisted.push(Candidate::Command(command.text.clone()));
             }
             Some(p) => {
-                if let Some(program) = shell::unknown_program(&command.words, command.command_at) {
+                if let Some(program) = shell::unchecked_program(command) {
                     ex.check("effects", || {
                         format!(
-                            "{} is allowed by {p:?}, but its effects are unknown: {program:?} has no row of the program table, so what it runs, writes or deletes is not checked",
+                            "{} is allowed by {p:?}, but its effects are unknown: {program:?} has no row of the program table or runs code the line does not show, so what it runs, writes or deletes is not checked",
                             part(command)
                         )
                     });
+                    if !unknown.contains(&program) {
+                        unknown.push(program);
+                    }
                 }
                 first_prefix.get_or_insert_with(|| p.clone());
             }
@@ -376,6 +392,8 @@ pub(super) fn command_line<E: Explain>(
         ex.check("allowed", || {
             "every command matches an allowed prefix, and every write may auto-run".to_owned()
         });
+        unchecked.effects_unknown = unknown;
+        unchecked.stays_inside = stays_inside();
         return (
             (
                 Outcome::Allow,

@@ -3,7 +3,7 @@
 //! the admin's replaces the user's, the user's own setting where it is theirs.
 
 use crate::policy::{
-    Call, Candidate, Decision, ListMode, Outcome, Reason, Scope, qualified_name, shell,
+    Call, Candidate, Decision, ListMode, Outcome, Reason, Scope, Unchecked, qualified_name, shell,
     split_internal_name,
 };
 use std::fmt::Write as _;
@@ -225,4 +225,30 @@ pub(in crate::policy) fn advice(d: &Decision, call: &Call) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// What an ALLOW rests on that nobody checked, for people: the programs whose effects
+/// are unknown and the paths that must stay inside the working directory.
+pub(in crate::policy) fn unchecked(u: &Unchecked) -> String {
+    let quoted = |items: &[String]| {
+        items
+            .iter()
+            .map(|i| format!("{i:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::with_capacity(2);
+    if !u.effects_unknown.is_empty() {
+        parts.push(format!(
+            "effects unknown: what {} runs, writes or deletes is not checked (no row of the program table, or code the line does not show)",
+            quoted(&u.effects_unknown)
+        ));
+    }
+    if !u.stays_inside.is_empty() {
+        parts.push(format!(
+            "only if {} stays inside the working directory (no symbolic link out or into a protected place, no repository metadata on the way), which the client checks where the files are",
+            quoted(&u.stays_inside)
+        ));
+    }
+    parts.join("; ")
 }

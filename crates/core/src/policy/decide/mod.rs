@@ -7,7 +7,8 @@
 use super::entry::split_internal_name;
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::tool_actions::ToolActionLists;
-use super::{Call, Candidate, Check, Decision, EntryText, Outcome, Reason, Scope};
+use super::{Call, Candidate, Check, Decision, EntryText, Outcome, Reason, Scope, Unchecked};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Records the checks of a decision, or not: the quiet form costs nothing.
@@ -53,7 +54,7 @@ pub fn decide(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decisi
         &ToolActionLists::default(),
         admin,
         user,
-        (call, None),
+        (call, Site::default()),
         Quiet,
     )
 }
@@ -64,7 +65,7 @@ pub fn explain(admin: &CompiledAdmin, user: &CompiledUser, call: &Call) -> Decis
         &ToolActionLists::default(),
         admin,
         user,
-        (call, None),
+        (call, Site::default()),
         Record(Vec::new()),
     )
 }
@@ -76,7 +77,7 @@ pub fn decide_in(
     user: &CompiledUser,
     call: &Call,
 ) -> Decision {
-    decide_with(files, admin, user, (call, None), Quiet)
+    decide_with(files, admin, user, (call, Site::default()), Quiet)
 }
 
 /// [`explain`] under the policy file's `tool.action` lists.
@@ -86,30 +87,62 @@ pub fn explain_in(
     user: &CompiledUser,
     call: &Call,
 ) -> Decision {
-    decide_with(files, admin, user, (call, None), Record(Vec::new()))
+    decide_with(
+        files,
+        admin,
+        user,
+        (call, Site::default()),
+        Record(Vec::new()),
+    )
 }
 
-/// [`decide_in`] for a call made in the working directory `cwd` (absolute): a
-/// command line's writes under it are inside.
-pub fn decide_at(
+/// Where a call is made and what it was given, beyond the call itself: the working
+/// directory (absolute) a command line's writes are placed against, and a tool's
+/// input, from which a write tool's files are read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Site<'a> {
+    pub cwd: Option<&'a str>,
+    pub tool_input: Option<&'a Value>,
+}
+
+impl<'a> Site<'a> {
+    /// A call made in `cwd`, with no tool input.
+    pub fn at(cwd: Option<&'a str>) -> Self {
+        Self {
+            cwd,
+            tool_input: None,
+        }
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Site<'a> {
+    fn from(cwd: Option<&'a str>) -> Self {
+        Self::at(cwd)
+    }
+}
+
+/// [`decide_in`] for a call made at `site`: a command line's writes under its
+/// working directory are inside, and a write tool's files are held to the same
+/// places.
+pub fn decide_at<'a>(
     files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
     call: &Call,
-    cwd: Option<&str>,
+    site: impl Into<Site<'a>>,
 ) -> Decision {
-    decide_with(files, admin, user, (call, cwd), Quiet)
+    decide_with(files, admin, user, (call, site.into()), Quiet)
 }
 
-/// [`explain_in`] for a call made in the working directory `cwd`.
-pub fn explain_at(
+/// [`explain_in`] for a call made at `site`.
+pub fn explain_at<'a>(
     files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
     call: &Call,
-    cwd: Option<&str>,
+    site: impl Into<Site<'a>>,
 ) -> Decision {
-    decide_with(files, admin, user, (call, cwd), Record(Vec::new()))
+    decide_with(files, admin, user, (call, site.into()), Record(Vec::new()))
 }
 
 /// The action a `tool.action` list is asked about.
@@ -125,20 +158,34 @@ fn decide_with<E: Explain>(
     files: &ToolActionLists,
     admin: &CompiledAdmin,
     user: &CompiledUser,
-    (call, cwd): (&Call, Option<&str>),
+    (call, site): (&Call, Site<'_>),
     mut ex: E,
 ) -> Decision {
     let mut allowed_tools = None;
     let mut detail = None;
+    let mut unchecked = Unchecked::default();
     let (outcome, reason, matched_entry, candidates) = match call {
-        Call::Mcp { server, tool } => mcp(
-            files,
-            admin,
-            user,
-            (server, tool, Action::Given(None)),
-            &mut allowed_tools,
-            &mut ex,
-        ),
+        Call::Mcp { server, tool } => {
+            let parts = mcp(
+                files,
+                admin,
+                user,
+                (server, tool, Action::Given(None)),
+                &mut allowed_tools,
+                &mut ex,
+            );
+            if parts.0 == Outcome::Allow && server == super::builtin::SERVER {
+                match write_tools::hold(tool, &site) {
+                    Ok(inside) => unchecked.stays_inside = inside,
+                    Err((held, why)) => {
+                        ex.check("places", || why.clone());
+                        detail = Some(Arc::from(why));
+                        return finish(call, held, (allowed_tools, detail, unchecked), admin, ex);
+                    }
+                }
+            }
+            parts
+        }
         Call::McpAction {
             server,
             tool,
@@ -169,7 +216,13 @@ fn decide_with<E: Explain>(
             )
         }
         Call::Shell(line) => {
-            let (parts, why) = command_line(files, admin, user, (line, cwd), &mut ex);
+            let (parts, why) = command_line(
+                files,
+                admin,
+                user,
+                (line, site.cwd),
+                (&mut unchecked, &mut ex),
+            );
             detail = why.map(|why| {
                 let verdict = match parts.0 {
                     Outcome::Deny => "is denied",
@@ -182,6 +235,30 @@ fn decide_with<E: Explain>(
         }
         Call::DeleteFile(path) => delete(admin, user, path, &mut ex),
     };
+    if !unchecked.is_empty() {
+        ex.check("unchecked", || message::unchecked(&unchecked));
+    }
+    finish(
+        call,
+        (outcome, reason, matched_entry, candidates),
+        (allowed_tools, detail, unchecked),
+        admin,
+        ex,
+    )
+}
+
+/// What a decision says beside its parts: the policy file's patterns, the sentence
+/// written when it was made, what an ALLOW rests on.
+type Beyond = (Option<Arc<[String]>>, Option<Arc<str>>, Unchecked);
+
+/// The decision from its parts.
+fn finish<E: Explain>(
+    call: &Call,
+    (outcome, reason, matched_entry, candidates): Parts,
+    (allowed_tools, detail, unchecked): Beyond,
+    admin: &CompiledAdmin,
+    ex: E,
+) -> Decision {
     // only what the advice of a decision that is not ALLOW reads: an allowed call
     // pays for none of it
     let scope = if outcome == Outcome::Allow {
@@ -212,6 +289,12 @@ fn decide_with<E: Explain>(
         detail,
         obligations: None,
         scope,
+        // only an ALLOW rests on what it could not check
+        unchecked: if outcome == Outcome::Allow {
+            unchecked
+        } else {
+            Unchecked::default()
+        },
     }
 }
 
@@ -244,9 +327,11 @@ mod message;
 #[cfg(test)]
 mod tests;
 mod tools_list;
+mod write_tools;
 
 use command_line::command_line;
 use deletion::delete;
 use mcp::mcp;
-pub(super) use message::{advice, message};
+pub(super) use message::{advice, message, unchecked};
 pub use tools_list::{FilteredTools, ListedTool, decide_listing, filter_tools, filter_tools_in};
+pub use write_tools::{is_write_tool, tool_written_files};

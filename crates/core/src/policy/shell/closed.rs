@@ -509,13 +509,37 @@ pub fn literal_script(command: &SimpleCommand) -> bool {
 /// of the program table and is not known to only read (`terraform`, `zip`,
 /// `fakeroot`). An allowed prefix that names one is the admin's explicit choice,
 /// but what it runs and writes cannot be checked.
-pub fn unknown_program(words: &[String], command_at: usize) -> Option<String> {
+fn unknown_program(words: &[String], command_at: usize) -> Option<String> {
     let program = program_name(words.get(command_at)?);
     (table().get(&program).is_none()
         && !reads_arguments(&program)
         && !SHELLS.contains(&program.as_str())
         && !ASSIGNING.contains(&program.as_str()))
     .then_some(program)
+}
+
+/// The program of an allowed command whose effects the reader does not check: one
+/// with no row ([`unknown_program`]), a code runner of the table (`python`, `make`,
+/// `npm run`) or a shell not given a literal script, which run code the line does
+/// not show. Every ALLOW of such a command says "effects unknown".
+pub fn unchecked_program(command: &SimpleCommand) -> Option<String> {
+    let program = program_name(command.words.get(command.command_at)?);
+    let unchecked = match table().named(&program) {
+        None => {
+            !reads_arguments(&program)
+                && !SHELLS.contains(&program.as_str())
+                && !ASSIGNING.contains(&program.as_str())
+        }
+        Some(row) => {
+            let sub = command.words.get(command.command_at + 1);
+            let code = row.code_runner
+                || sub
+                    .and_then(|s| row.subcommands.get(s.as_str()))
+                    .is_some_and(|s| s.code_runner);
+            code || (SCRIPT_SHELLS.contains(&program.as_str()) && !literal_script(command))
+        }
+    };
+    unchecked.then_some(program)
 }
 
 /// [`unknown_program`] for a configured prefix (its assignments skipped).

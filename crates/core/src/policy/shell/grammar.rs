@@ -244,6 +244,12 @@ impl Grammar {
         self.in_order
     }
 
+    /// getopt_long_only: `-name` is a long option too.
+    #[cfg(test)]
+    pub fn long_only(&self) -> bool {
+        self.style == Style::LongOnly
+    }
+
     /// Resolves a long option's name as the parser does: the exact name, else the
     /// one option it is a prefix of.
     fn resolve_long(&self, given: &str) -> Result<(String, Takes), String> {

@@ -18,7 +18,9 @@ mod redirects;
 mod rules;
 mod words;
 
-pub use closed::{checked_beyond_prefix, literal_script, unknown_prefix_program, unknown_program};
+pub use closed::{
+    checked_beyond_prefix, literal_script, unchecked_program, unknown_prefix_program,
+};
 pub use places::{Place, Touch, place_of, touches};
 pub use prefixes::{Prefix, PrefixList};
 pub use programs::{narrowest_prefix, program_name, runs_unseen_code};

@@ -263,8 +263,12 @@ impl Programs {
     /// The row of a command word: by file name, without case, `.exe` dropped
     /// (`/usr/bin/RM` and `rm.exe` are `rm`).
     pub fn get(&self, command_word: &str) -> Option<&Program> {
-        let name = program_name(command_word);
-        self.by_name.get(name.as_str()).map(|&i| &self.programs[i])
+        self.named(&program_name(command_word))
+    }
+
+    /// The row of a name already read by [`program_name`].
+    pub fn named(&self, name: &str) -> Option<&Program> {
+        self.by_name.get(name).map(|&i| &self.programs[i])
     }
 
     #[cfg(test)]

@@ -1,8 +1,11 @@
 //! The program table, row by row: every option, operand and subcommand that runs a
 //! program, given a blocked command, and every one that writes, given a target
 //! outside the working directory or in a protected path, is never ALLOWED, however
-//! the line is spelt around it (a property test); and the checkers of programs with
-//! a language of their own.
+//! the line is spelt around it (a property test) and however the program's parser
+//! lets the option be spelt (a unique prefix, `=` or a separate value, bundled after
+//! a flag, one dash for getopt_long_only, after an operand where options permute,
+//! given twice with the target last); and the checkers of programs with a language
+//! of their own.
 
 use crate::policy::shell::checkers::sed_script;
 use crate::policy::shell::programs::{Operands, Program, Programs, Script, table};
@@ -110,22 +113,47 @@ fn spellings(program: &Program, spec: &str, value: &str) -> Vec<String> {
                     r.options().count() == 1 && r.options().all(|(_, v)| v.is_none())
                 })
             });
-        if let Some(flag) = flag {
+        // a bundle the parser reads as the option (getopt_long_only may read `-nx`
+        // as the long option `--nx`)
+        let bundles = flag.filter(|f| {
+            grammar
+                .read(&[format!("-{f}{c}"), value.to_owned()])
+                .is_ok_and(|r| r.options().any(|(o, _)| o == spec))
+        });
+        if let Some(flag) = bundles {
             out.push(format!("-{flag}{c} {value}"));
             out.push(format!("-{flag}{c}{value}"));
         }
     }
+    // getopt_long_only takes every long spelling after one dash too (`-ex`, `-eval=`)
+    if grammar.long_only() {
+        let single: Vec<String> = out
+            .iter()
+            .filter_map(|f| f.strip_prefix("--"))
+            .filter(|rest| rest.split(['=', ' ']).next().is_some_and(|n| n.len() > 1))
+            .map(|rest| format!("-{rest}"))
+            .collect();
+        out.extend(single);
+    }
     out
+}
+
+/// Whether a row's options may come after its operands (getopt_long permutes the
+/// arguments unless its spec starts with `+`; git's parse-options reads them too).
+fn permutes(program: &Program) -> bool {
+    program.grammar.as_ref().is_some_and(|g| !g.in_order())
 }
 
 fn templates_of(program: &Program, head: &str, out: &mut Templates) {
     let quoted_run = single_quoted("{RUN}");
     for spec in &program.run_options {
-        out.runs.extend(
-            spellings(program, spec, &quoted_run)
-                .into_iter()
-                .map(|f| format!("{head} {f}")),
-        );
+        for f in spellings(program, spec, &quoted_run) {
+            out.runs.push(format!("{head} {f}"));
+            // after an operand, where the parser still reads it as an option
+            if permutes(program) {
+                out.runs.push(format!("{head} x {f}"));
+            }
+        }
     }
     for spec in &program.exec_until {
         out.runs.push(format!("{head} . {spec} {{RUN}} \\;"));
@@ -146,16 +174,30 @@ fn templates_of(program: &Program, head: &str, out: &mut Templates) {
     }
     for spec in program.opaque_options.iter().filter(|s| !s.ends_with('=')) {
         out.runs.push(format!("{head} {spec} x"));
+        // every other spelling, where the row knows how its parser reads them
+        if program.grammar.as_ref().is_some_and(|g| g.knows(spec)) {
+            out.runs.extend(
+                spellings(program, spec, "x")
+                    .into_iter()
+                    .map(|f| format!("{head} {f}")),
+            );
+        }
     }
     if program.opaque {
         out.runs.push(format!("{head} x"));
     }
     for spec in &program.write_options {
-        out.writes.extend(
-            spellings(program, spec, "{PATH}")
-                .into_iter()
-                .map(|f| format!("{head} {f} in")),
-        );
+        // the same option given first with a harmless value: the last one counts
+        let harmless = forms(spec, "ok.txt").into_iter().next();
+        for f in spellings(program, spec, "{PATH}") {
+            out.writes.push(format!("{head} {f} in"));
+            if permutes(program) {
+                out.writes.push(format!("{head} in {f}"));
+            }
+            if let Some(first) = &harmless {
+                out.writes.push(format!("{head} {first} {f} in"));
+            }
+        }
     }
     for prefix in &program.write_prefixes {
         out.writes.push(format!("{head} {prefix}{{PATH}}"));
@@ -273,6 +315,8 @@ fn every_row_is_caught() {
         "sort --out={PATH}",
         "cp --targ {PATH}",
         "tar --index={PATH}",
+        "sort in -o {PATH}",
+        "sort -o ok.txt -o {PATH}",
     ] {
         assert!(
             t.writes.iter().any(|w| w.starts_with(spelling)),
@@ -283,6 +327,9 @@ fn every_row_is_caught() {
         "sort --compress-p=",
         "git grep --open=",
         "tar --checkpoint-act=exec=",
+        "sort x --compress-program=",
+        "gdb -command x",
+        "gdb -comm=x",
     ] {
         assert!(
             t.runs.iter().any(|w| w.starts_with(spelling)),
