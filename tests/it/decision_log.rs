@@ -663,6 +663,8 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         reason: "ALLOWLISTED".into(),
         matched_entry: String::new(),
         revision: 1,
+        count: 1,
+        first_at_ms: at_ms,
     }
 }
 
@@ -760,6 +762,9 @@ async fn records_read_back_exactly_as_written() {
                     reason: t(14),
                     matched_entry: t(15),
                     revision: u64::MAX >> 2,
+                    // every third stands for repeats of a principal past its budget
+                    count: if i % 3 == 0 { i as u64 + 2 } else { 1 },
+                    first_at_ms: 1_700_000_000_000 - if i % 3 == 0 { 60_000 } else { -(i as i64) },
                 }
             })
             .collect();

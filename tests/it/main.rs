@@ -25,6 +25,7 @@ mod deny_crash;
 mod docs;
 mod export;
 mod faults;
+mod flood;
 mod followed_files;
 mod gateway;
 mod hardening;
