@@ -978,6 +978,8 @@ async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
                 max_per_team: 1_000_000,
                 deny_older_than_ms: now - 30 * day,
                 deny_max_per_team: 1_000_000,
+                audit_older_than_ms: i64::MIN,
+                audit_max_per_team: u64::MAX >> 2,
                 max_removed: u64::MAX,
             })
             .await
@@ -1531,6 +1533,8 @@ async fn deny_records_are_kept_by_their_own_retention() {
             max_per_team: u64::MAX >> 2,
             deny_older_than_ms: i64::MIN,
             deny_max_per_team: u64::MAX >> 2,
+            audit_older_than_ms: i64::MIN,
+            audit_max_per_team: u64::MAX >> 2,
             max_removed: u64::MAX >> 2,
         };
         // a pass bound smaller than what is due: one block of 500, and it says so
@@ -1586,5 +1590,53 @@ async fn deny_records_are_kept_by_their_own_retention() {
         let revisions: Vec<u64> = audit.iter().map(|e| e.revision).collect();
         assert_eq!(revisions, [8, 9]);
         assert_eq!(count("ALLOW").await, 100);
+        // the trail's other records have a retention of their own: by count, then by
+        // age; the decision records stay
+        let other = |i: u64| NewAuditEvent {
+            team_id: "acme".into(),
+            revision: 100 + i,
+            actor: "admin".into(),
+            kind: "token_revoked".into(),
+            detail: serde_json::json!({}),
+        };
+        store
+            .append_audit(&(0..5).map(other).collect::<Vec<_>>())
+            .await
+            .unwrap();
+        let kinds = |kind: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .list_audit(&AuditFilter {
+                        team_id: Some("acme".into()),
+                        limit: 100,
+                        kind: Some(kind.into()),
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.revision)
+                    .collect::<Vec<u64>>()
+            }
+        };
+        let pruned = store
+            .prune_decisions(&Retention {
+                audit_max_per_team: 3,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert_eq!(pruned.audit_removed, 2);
+        assert_eq!(kinds("token_revoked").await, [102, 103, 104]);
+        store
+            .prune_decisions(&Retention {
+                audit_older_than_ms: i64::MAX,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert!(kinds("token_revoked").await.is_empty());
+        assert_eq!(kinds("decision_denied").await, [8, 9]);
     }
 }

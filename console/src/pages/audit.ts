@@ -4,6 +4,7 @@ import { call } from "../api";
 import { fill, h, showError, statusLine } from "../dom";
 import type { AuditEvent } from "../types";
 import { num } from "../types";
+import { shedPanel } from "./shed";
 
 const KINDS = [
   "ADMIN_SETTINGS_UPDATED",
@@ -15,6 +16,7 @@ const KINDS = [
   "ALLOW_LIST_UPDATED",
   "POLICY_FILE_RELOADED",
   "POLICY_FILE_REJECTED",
+  "DECISIONS_SHED",
 ];
 
 /** `AUDIT_EVENT_KIND_ADMIN_SETTINGS_UPDATED` → `admin_settings_updated` (older servers sent the latter). */
@@ -105,6 +107,7 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
       h("thead", {}, h("tr", {}, ["Time", "Kind", "Actor", "Revision", "Detail"].map((c) => h("th", { scope: "col" }, c)))),
       tbody,
     ),
+    shedPanel(team),
   );
   await load();
 }

@@ -329,6 +329,11 @@ pub struct DecisionLogConfig {
     /// Milliseconds one impact preview may take; past it, it answers with what it decided
     /// so far, marked cut short.
     pub preview_max_ms: u64,
+    /// Days the audit trail's other records (settings changes, tokens, approvals,
+    /// policy-file reloads) are kept; its decision records follow `deny_max_age_days`.
+    pub audit_max_age_days: u64,
+    /// Most of those other audit records kept per team; past it, the oldest go first.
+    pub audit_max_records_per_team: u64,
     /// Decision-log and audit records one principal may have written per minute;
     /// past it, its repeated DENYs are counted into one record and its other records
     /// are shed (counted, and named in a `decisions_shed` audit event).
@@ -361,6 +366,8 @@ impl Default for DecisionLogConfig {
             disk_reserve_bytes: 64 * 1024 * 1024,
             preview_max_records: 200_000,
             preview_max_ms: 10_000,
+            audit_max_age_days: 400,
+            audit_max_records_per_team: 1_000_000,
             // a person's agent makes a call every few seconds, a busy CI job a few
             // hundred a minute: these are far above both, and 140 times below what
             // one token wrote before there were budgets
@@ -390,6 +397,11 @@ impl DecisionLogConfig {
             ("watch_buffer", self.watch_buffer as u64),
             ("deny_max_age_days", self.deny_max_age_days),
             ("deny_max_records_per_team", self.deny_max_records_per_team),
+            ("audit_max_age_days", self.audit_max_age_days),
+            (
+                "audit_max_records_per_team",
+                self.audit_max_records_per_team,
+            ),
             ("max_pruned_per_pass", self.max_pruned_per_pass),
             ("preview_max_records", self.preview_max_records),
             ("preview_max_ms", self.preview_max_ms),

@@ -895,15 +895,16 @@ where
                 pruned.removed += removed;
                 pruned.capped |= capped;
             }
-            let (removed, capped) = prune_audit::<B::Db>(
-                &mut tx,
-                r.deny_older_than_ms,
-                r.deny_max_per_team,
-                r.max_removed,
-            )
-            .await?;
-            pruned.audit_removed = removed;
-            pruned.capped |= capped;
+            for (kinds, older_than, max_per_team) in [
+                (DECISION_AUDIT, r.deny_older_than_ms, r.deny_max_per_team),
+                (OTHER_AUDIT, r.audit_older_than_ms, r.audit_max_per_team),
+            ] {
+                let (removed, capped) =
+                    prune_audit::<B::Db>(&mut tx, kinds, older_than, max_per_team, r.max_removed)
+                        .await?;
+                pruned.audit_removed += removed;
+                pruned.capped |= capped;
+            }
             tx.commit().await?;
             Ok(pruned)
         }
@@ -922,6 +923,10 @@ pub struct Retention {
     /// DENY records, and the audit trail's decision records, by limits of their own.
     pub deny_older_than_ms: i64,
     pub deny_max_per_team: u64,
+    /// The audit trail's other records (settings changes, tokens, approvals, policy
+    /// file reloads), by limits of their own.
+    pub audit_older_than_ms: i64,
+    pub audit_max_per_team: u64,
     /// Most records of each kind one pass removes by age; the rest wait for later
     /// passes.
     pub max_removed: u64,
@@ -932,7 +937,7 @@ pub struct Retention {
 pub struct Pruned {
     /// Decision-log records.
     pub removed: u64,
-    /// The audit trail's DENY (and `audit.decisions: all`) records.
+    /// The audit trail's records.
     pub audit_removed: u64,
     /// More was due by age than `max_removed`: left for the next pass.
     pub capped: bool,
@@ -949,6 +954,8 @@ const DENY_CLASS: &str = "deny <> 0";
 /// The audit kinds of decisions, which retention removes (settings changes, tokens
 /// and approvals are kept).
 const DECISION_AUDIT: &str = "kind IN ('decision_denied', 'decision_made', 'decisions_shed')";
+/// The audit trail's other kinds, which have a retention of their own.
+const OTHER_AUDIT: &str = "kind NOT IN ('decision_denied', 'decision_made', 'decisions_shed')";
 
 /// Removes a class's blocks past the age (at most `max_removed` records of whole
 /// blocks, oldest first; a block that straddles the age is rewritten only when the
@@ -1044,10 +1051,11 @@ where
     Ok((count, capped))
 }
 
-/// Removes the audit trail's decision records past the age (at most `max_removed`,
-/// oldest first), then each team's oldest past `max_per_team`.
+/// Removes the audit trail's records of `kinds` (a condition) past the age (at most
+/// `max_removed`, oldest first), then each team's oldest past `max_per_team`.
 async fn prune_audit<Db>(
     tx: &mut Db::Connection,
+    kinds: &str,
     older_than_ms: i64,
     max_per_team: u64,
     max_removed: u64,
@@ -1063,7 +1071,7 @@ where
 {
     use sqlx::Row as _;
     let due: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM audit WHERE {DECISION_AUDIT} AND at < $1"
+        "SELECT COUNT(*) FROM audit WHERE {kinds} AND at < $1"
     ))
     .bind(older_than_ms)
     .fetch_one(&mut *tx)
@@ -1072,7 +1080,7 @@ where
     let mut count = to_u64(due).min(max_removed);
     if count > 0 {
         sqlx::query(&format!(
-            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {DECISION_AUDIT} AND at < $1
+            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {kinds} AND at < $1
              ORDER BY id LIMIT $2)"
         ))
         .bind(older_than_ms)
@@ -1081,7 +1089,7 @@ where
         .await?;
     }
     let over = sqlx::query(&format!(
-        "SELECT team_id, COUNT(*) AS n FROM audit WHERE {DECISION_AUDIT}
+        "SELECT team_id, COUNT(*) AS n FROM audit WHERE {kinds}
          GROUP BY team_id HAVING COUNT(*) > $1"
     ))
     .bind(to_i64(max_per_team))
@@ -1093,7 +1101,7 @@ where
         let excess = n - to_i64(max_per_team);
         count += to_u64(excess);
         sqlx::query(&format!(
-            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {DECISION_AUDIT}
+            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {kinds}
              AND team_id = $1 ORDER BY id LIMIT $2)"
         ))
         .bind(&team)
