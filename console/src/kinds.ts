@@ -17,4 +17,5 @@ export const AUDIT_KINDS: string[] = [
   "APPROVAL_DENIED",
   "APPROVAL_EXPIRED",
   "APPROVAL_ABANDONED",
+  "DECISIONS_SHED",
 ];

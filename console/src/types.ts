@@ -97,6 +97,9 @@ export interface DecisionRecord {
   reason?: string;
   matchedEntry?: string;
   revision?: U64;
+  /** Identical DENYs the record stands for (its principal was past its budget). */
+  count?: U64;
+  firstAt?: string;
 }
 
 export interface DecisionFilter {

@@ -224,25 +224,35 @@ fn toolgate_env() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The hook's settings from `flags` and the client profile; the profile's trouble, if
-/// any, beside them (the hook then answers with a failure).
+/// The hook's settings from the managed configuration, `flags` and the client
+/// profile; the trouble of either file, if any, beside them (the hook then answers
+/// with a failure, and a refused managed configuration never fails open).
 fn settings_of(flags: &Flags, env: &[(String, String)]) -> (Reconciled, Option<String>) {
+    let managed = hook_config::load_managed(&hook_config::managed_path());
+    let (managed, managed_trouble) = match managed {
+        Ok(m) => (m.unwrap_or_default(), None),
+        Err(e) => (
+            hook_config::Managed {
+                fail_open: Some(false),
+                ..Default::default()
+            },
+            Some(e),
+        ),
+    };
     let path = hook_config::profile_path(flags.profile.as_deref());
     let loaded = path
         .as_deref()
         .map(hook_config::load_profile)
         .transpose()
         .map(Option::unwrap_or_default);
-    match loaded {
-        Ok(profile) => (
-            hook_config::reconcile(flags, profile, path.as_deref(), env),
-            None,
-        ),
-        Err(e) => (
-            hook_config::reconcile(flags, Default::default(), path.as_deref(), env),
-            Some(e.to_string()),
-        ),
-    }
+    let (profile, profile_trouble) = match loaded {
+        Ok(profile) => (profile, None),
+        Err(e) => (Default::default(), Some(e.to_string())),
+    };
+    (
+        hook_config::reconcile(&managed, flags, profile, path.as_deref(), env),
+        managed_trouble.or(profile_trouble),
+    )
 }
 
 /// Runs a hook command; returns the exit code. Never panics out, never errors out.
@@ -270,9 +280,18 @@ pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
     let log = args.log.clone();
     let env = toolgate_env();
     let mut notice = None;
+    let mut options = options;
     let mut reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (settings, trouble) = settings_of(&args.flags(conn), &env);
         notice = hook_config::notice(&settings.ignored);
+        // the managed configuration's answer to an ASK and fail-open win over the flags
+        options.fail_open = settings.fail_open;
+        options.ask = match settings.ask.as_deref() {
+            Some("ask") => Some(AskAs::Ask),
+            Some("deny") => Some(AskAs::Deny),
+            Some("defer") => Some(AskAs::Defer),
+            _ => None,
+        };
         match trouble {
             Some(e) => hook::failure(client, &e, &options),
             None => decide(client, &args, &settings, &options),
@@ -1015,6 +1034,16 @@ fn check(args: CheckArgs) -> Result<i32, String> {
     }
     let resolved = settings.conn.clone();
     let (team, user) = (settings.team.clone(), settings.user.clone());
+    let sources: Vec<String> = settings
+        .sources
+        .iter()
+        .map(|(key, source)| format!("{key} {}", source.name()))
+        .collect();
+    println!(
+        "from:    {} (managed: {})",
+        sources.join(", "),
+        hook_config::managed_path().display()
+    );
     println!("server:  {}", resolved.server);
     let whom = whoami(resolved.clone(), &team, &user);
     let reached = match &whom {

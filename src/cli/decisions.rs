@@ -112,6 +112,12 @@ pub struct DecisionRow {
     pub reason: String,
     pub matched_entry: String,
     pub revision: u64,
+    /// Identical DENYs the record stands for (its principal was past its budget):
+    /// `at` is the last, `first_at` the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_at: Option<String>,
 }
 
 impl From<&pb::DecisionRecord> for DecisionRow {
@@ -144,6 +150,8 @@ impl From<&pb::DecisionRecord> for DecisionRow {
             reason: short(r.reason().as_str_name(), "REASON_"),
             matched_entry: r.matched_entry.clone(),
             revision: r.revision,
+            count: (r.count > 1).then_some(r.count),
+            first_at: (r.count > 1).then(|| rfc3339(r.first_at)),
         }
     }
 }
@@ -165,8 +173,12 @@ impl Render for DecisionRow {
         } else {
             format!("{}/{}", self.user, self.agent)
         };
+        let repeats = match (self.count, &self.first_at) {
+            (Some(n), Some(first)) => format!("  ×{n} since {first}"),
+            _ => String::new(),
+        };
         format!(
-            "{}  {:<5} {:<24} {:<16} {:<12} {}\n",
+            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}\n",
             self.at,
             self.outcome,
             self.reason,
@@ -461,6 +473,21 @@ mod tests {
         );
         assert_eq!(row.command_bytes, Some(15));
         assert_eq!(row.source, "unspecified");
+        // a record that counts repeats of a principal past its budget
+        let counted = pb::DecisionRecord {
+            count: 3,
+            first_at: Some(prost_types::Timestamp {
+                seconds: 1_699_999_990,
+                nanos: 0,
+            }),
+            outcome: pb::Outcome::Deny as i32,
+            ..r
+        };
+        assert!(
+            DecisionRow::from(&counted)
+                .human()
+                .ends_with("$ git push origin  ×3 since 2023-11-14T22:13:10.000Z\n")
+        );
     }
 
     #[test]

@@ -3,6 +3,11 @@
 //! never the environment, which a repository's client settings can set (Claude Code
 //! merges a project's `.claude/settings.json` `env` over the user's). A variable that
 //! disagrees with what the hook uses is ignored and named once.
+//!
+//! A managed configuration (`/etc/toolgate/client.toml`, root's) is the admin's layer:
+//! each key it sets (server, CA, token file, team, how to answer an ASK, fail-open)
+//! wins over the hook's flags and the profile, so neither the user nor a repository
+//! can point a managed install elsewhere.
 
 use super::args::{Connection, Output, Resolved};
 use super::profile::{self, Profile, ProfileError};
@@ -181,8 +186,175 @@ pub struct Reconciled {
     /// Empty: the token's own.
     pub team: String,
     pub user: String,
+    /// `--ask` as the hook uses it (the managed file's when it sets one).
+    pub ask: Option<String>,
+    pub fail_open: bool,
     /// The environment variables set to something else than the hook uses.
     pub ignored: Vec<&'static str>,
+    /// Where each setting came from, for `hook check`.
+    pub sources: Vec<(&'static str, Source)>,
+}
+
+/// Where one of the hook's settings came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The managed configuration (root's), which wins.
+    Managed,
+    /// The installed hook command's flags.
+    Flag,
+    /// The user's client profile.
+    Profile,
+    /// Nothing set it.
+    Default,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Managed => "managed",
+            Source::Flag => "flag",
+            Source::Profile => "profile",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// The managed configuration's path where nothing else is built in.
+pub const MANAGED_PATH: &str = "/etc/toolgate/client.toml";
+/// A managed configuration is a handful of lines: anything larger is not one.
+const MAX_MANAGED_BYTES: u64 = 64 * 1024;
+
+/// The admin's managed client configuration: each key set is pinned.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Managed {
+    pub server: Option<String>,
+    pub ca: Option<PathBuf>,
+    pub token_file: Option<PathBuf>,
+    pub team: Option<String>,
+    /// `ask`, `deny` or `defer`.
+    pub ask: Option<String>,
+    pub fail_open: Option<bool>,
+}
+
+/// Where the managed configuration is read: [`MANAGED_PATH`], or the path a package
+/// built in (`TOOLGATE_MANAGED_CLIENT_CONFIG` at build time). A test build (debug
+/// assertions on) also takes `TOOLGATE_TEST_MANAGED_CONFIG` from the environment; a
+/// release build never reads the path from anything a repository can set.
+pub fn managed_path() -> PathBuf {
+    if cfg!(debug_assertions)
+        && let Some(p) = std::env::var_os("TOOLGATE_TEST_MANAGED_CONFIG")
+    {
+        return PathBuf::from(p);
+    }
+    PathBuf::from(option_env!("TOOLGATE_MANAGED_CLIENT_CONFIG").unwrap_or(MANAGED_PATH))
+}
+
+/// The owner a managed configuration must have: root; a test build also accepts the
+/// uid in `TOOLGATE_TEST_MANAGED_OWNER` (so tests need not run as root).
+fn managed_owner() -> u32 {
+    if cfg!(debug_assertions)
+        && let Some(uid) = std::env::var("TOOLGATE_TEST_MANAGED_OWNER")
+            .ok()
+            .and_then(|u| u.parse().ok())
+    {
+        return uid;
+    }
+    0
+}
+
+/// The managed configuration at `path`, none when there is no file. A file that is
+/// not owned by root (`owner`), that others than its owner may change, that is too
+/// large or does not read is refused: the hook then fails closed.
+pub fn load_managed(path: &Path) -> Result<Option<Managed>, String> {
+    load_managed_owned_by(path, managed_owner())
+}
+
+fn load_managed_owned_by(path: &Path, owner: u32) -> Result<Option<Managed>, String> {
+    use std::io::Read as _;
+    let shown = path.display();
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("managed client configuration {shown}: {e}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("managed client configuration {shown}: {e}"))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if meta.uid() != owner {
+            return Err(format!(
+                "managed client configuration {shown} is refused: it belongs to uid {}, not root: run `chown root {shown}` (only the admin may write it)",
+                meta.uid()
+            ));
+        }
+        let mode = meta.mode() & 0o777;
+        if mode & 0o022 != 0 {
+            return Err(format!(
+                "managed client configuration {shown} is refused: others than root may change it (mode {mode:o}): run `chmod go-w {shown}`"
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = owner;
+    if !meta.is_file() {
+        return Err(format!(
+            "managed client configuration {shown} is not a file: remove it or make it one"
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_MANAGED_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("managed client configuration {shown}: {e}"))?;
+    if text.len() as u64 > MAX_MANAGED_BYTES {
+        return Err(format!(
+            "managed client configuration {shown} is larger than {MAX_MANAGED_BYTES} bytes: keep only its settings"
+        ));
+    }
+    let managed: Managed = toml::from_str(&text).map_err(|e| {
+        format!(
+            "managed client configuration {shown} does not read: {}: the keys are server, ca, token_file, team, ask and fail_open",
+            e.message()
+        )
+    })?;
+    if let Some(ask) = &managed.ask
+        && !matches!(ask.as_str(), "ask" | "deny" | "defer")
+    {
+        return Err(format!(
+            "managed client configuration {shown}: ask = {ask:?} is not one of ask, deny, defer"
+        ));
+    }
+    Ok(Some(managed))
+}
+
+/// `flags` with the managed configuration's keys over them (managed > flags), and the
+/// keys the managed file pinned.
+pub fn pin(flags: &Flags, managed: &Managed) -> Flags {
+    let mut pinned = flags.clone();
+    if let Some(server) = &managed.server {
+        pinned.server = Some(server.clone());
+    }
+    if let Some(ca) = &managed.ca {
+        pinned.ca = Some(ca.clone());
+    }
+    if let Some(token_file) = &managed.token_file {
+        // a token given on the command line would win over the file: the file is
+        // what the admin pinned
+        pinned.token = None;
+        pinned.token_file = Some(token_file.clone());
+    }
+    if let Some(team) = &managed.team {
+        pinned.team = Some(team.clone());
+    }
+    if let Some(ask) = &managed.ask {
+        pinned.ask = Some(ask.clone());
+    }
+    if let Some(fail_open) = managed.fail_open {
+        pinned.fail_open = fail_open;
+    }
+    pinned
 }
 
 /// The variables a hook once read (or a client profile's path), now ignored: each is
@@ -204,14 +376,74 @@ pub const HOOK_VARS: &[&str] = &[
     "TOOLGATE_HOOK_HEADLESS",
 ];
 
-/// The hook's settings from its flags and `profile` (read from `profile_path`); `env`
-/// is only compared, never used.
+/// The hook's settings from the managed configuration, its flags and `profile` (read
+/// from `profile_path`), in that order; `env` is only compared, never used.
 pub fn reconcile(
+    managed: &Managed,
     flags: &Flags,
     profile: Profile,
     profile_path: Option<&Path>,
     env: &[(String, String)],
 ) -> Reconciled {
+    let source = |pinned: bool, flag: bool, profiled: bool| {
+        if pinned {
+            Source::Managed
+        } else if flag {
+            Source::Flag
+        } else if profiled {
+            Source::Profile
+        } else {
+            Source::Default
+        }
+    };
+    let token_pinned = managed.token_file.is_some();
+    let sources = vec![
+        (
+            "server",
+            source(
+                managed.server.is_some(),
+                flags.server.is_some(),
+                profile.server.is_some(),
+            ),
+        ),
+        (
+            "token",
+            source(
+                token_pinned,
+                flags.token.is_some() || flags.token_file.is_some(),
+                profile.token.is_some() || profile.token_file.is_some(),
+            ),
+        ),
+        (
+            "ca",
+            source(
+                managed.ca.is_some(),
+                flags.ca.is_some(),
+                profile.ca.is_some(),
+            ),
+        ),
+        (
+            "team",
+            source(
+                managed.team.is_some(),
+                flags.team.is_some(),
+                profile.team.is_some(),
+            ),
+        ),
+        (
+            "user",
+            source(false, flags.user.is_some(), profile.user.is_some()),
+        ),
+        (
+            "ask",
+            source(managed.ask.is_some(), flags.ask.is_some(), false),
+        ),
+        (
+            "fail-open",
+            source(managed.fail_open.is_some(), flags.fail_open, false),
+        ),
+    ];
+    let flags = &pin(flags, managed);
     let conn = flags.connection().resolve_with(profile);
     let team = flags.team.clone().or(conn.team.clone()).unwrap_or_default();
     let user = flags.user.clone().or(conn.user.clone()).unwrap_or_default();
@@ -263,7 +495,10 @@ pub fn reconcile(
         conn,
         team,
         user,
+        ask: flags.ask.clone(),
+        fail_open: flags.fail_open,
         ignored,
+        sources,
     }
 }
 
@@ -409,7 +644,7 @@ mod tests {
             user: Some("alice".into()),
             ..Profile::default()
         };
-        let quiet = reconcile(&flags, profile.clone(), None, &[]);
+        let quiet = reconcile(&Managed::default(), &flags, profile.clone(), None, &[]);
         assert_eq!(quiet.conn.server, "https://real:7070");
         assert_eq!((quiet.team.as_str(), quiet.user.as_str()), ("acme", ""));
         // (the variables set, the ones named as ignored)
@@ -455,7 +690,13 @@ mod tests {
             (&[("TOOLGATE_LISTEN", "x"), ("PATH", "/bin")], &[]),
         ];
         for (vars, named) in table {
-            let r = reconcile(&flags, profile.clone(), None, &env(vars));
+            let r = reconcile(
+                &Managed::default(),
+                &flags,
+                profile.clone(),
+                None,
+                &env(vars),
+            );
             assert_eq!(r.ignored, *named, "{vars:?}");
             assert_eq!(r.conn.server, quiet.conn.server, "{vars:?}");
             assert_eq!(r.conn.token, quiet.conn.token, "{vars:?}");
@@ -487,5 +728,115 @@ mod tests {
         let home = profile_path(None).expect("the user database names a home");
         assert!(home.ends_with(".config/toolgate/client.toml"), "{home:?}");
         assert_eq!(profile_path(Some(&path)), Some(path));
+    }
+
+    /// The managed configuration's keys win over the flags and the profile, and each
+    /// setting says where it came from.
+    #[test]
+    fn managed_keys_win_and_sources_are_named() {
+        let flags = Flags {
+            server: Some("https://flag:7070".into()),
+            token: Some("flag-token".into()),
+            team: Some("flag-team".into()),
+            ask: Some("defer".into()),
+            fail_open: true,
+            ..Flags::default()
+        };
+        let profile = Profile {
+            user: Some("alice".into()),
+            ca: Some("/profile/ca.pem".into()),
+            ..Profile::default()
+        };
+        let managed = Managed {
+            server: Some("https://managed:7070".into()),
+            token_file: Some("/etc/toolgate/token".into()),
+            team: Some("acme".into()),
+            ask: Some("deny".into()),
+            fail_open: Some(false),
+            ca: None,
+        };
+        let env = env(&[("TOOLGATE_SERVER", "https://flag:7070")]);
+        let r = reconcile(&managed, &flags, profile.clone(), None, &env);
+        assert_eq!(r.conn.server, "https://managed:7070");
+        assert_eq!(r.conn.token, None);
+        assert_eq!(
+            r.conn.token_file,
+            Some(PathBuf::from("/etc/toolgate/token"))
+        );
+        assert_eq!(r.team, "acme");
+        assert_eq!((r.ask.as_deref(), r.fail_open), (Some("deny"), false));
+        // the variable names what the flags said, which the hook no longer uses
+        assert_eq!(r.ignored, ["TOOLGATE_SERVER"]);
+        let sources: Vec<(&str, &str)> = r.sources.iter().map(|(k, s)| (*k, s.name())).collect();
+        assert_eq!(
+            sources,
+            [
+                ("server", "managed"),
+                ("token", "managed"),
+                ("ca", "profile"),
+                ("team", "managed"),
+                ("user", "profile"),
+                ("ask", "managed"),
+                ("fail-open", "managed"),
+            ]
+        );
+        // nothing managed: flags, then the profile, then defaults
+        let r = reconcile(&Managed::default(), &Flags::default(), profile, None, &[]);
+        assert_eq!(r.sources[0], ("server", Source::Default));
+        assert_eq!(r.sources[4], ("user", Source::Profile));
+        assert!(!r.fail_open);
+    }
+
+    /// Only a root-owned file nobody else may change is read; every other file, and
+    /// every file that does not read, is refused with what to do.
+    #[cfg(unix)]
+    #[test]
+    fn a_managed_configuration_must_be_roots_and_well_formed() {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client.toml");
+        // the file's owner stands in for root (the test's override)
+        assert_eq!(load_managed_owned_by(&path, 0), Ok(None));
+        std::fs::write(&path, "server = 'https://tg:7070'\nfail_open = false\n").unwrap();
+        let me = std::fs::metadata(&path).unwrap().uid();
+        let not_me = me.wrapping_add(1);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let read = load_managed_owned_by(&path, me).unwrap().unwrap();
+        assert_eq!(read.server.as_deref(), Some("https://tg:7070"));
+        assert_eq!(read.fail_open, Some(false));
+        let err = load_managed_owned_by(&path, not_me).unwrap_err();
+        assert!(err.contains("chown root"), "{err}");
+        for mode in [0o664, 0o646, 0o666, 0o777] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = load_managed_owned_by(&path, me).unwrap_err();
+            assert!(err.contains("chmod go-w"), "{mode:o}: {err}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // hostile or broken contents
+        let table: &[(&str, &str)] = &[
+            ("server = 1", "does not read"),
+            ("env = { TOOLGATE_SERVER = 'x' }", "the keys are"),
+            ("ask = 'allow'", "not one of ask, deny, defer"),
+            ("server = 'unclosed", "does not read"),
+            ("fail_open = 'yes'", "does not read"),
+        ];
+        for (text, says) in table {
+            std::fs::write(&path, text).unwrap();
+            let err = load_managed_owned_by(&path, me).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        std::fs::write(
+            &path,
+            format!("# {}", "x".repeat(MAX_MANAGED_BYTES as usize)),
+        )
+        .unwrap();
+        assert!(
+            load_managed_owned_by(&path, me)
+                .unwrap_err()
+                .contains("larger than")
+        );
+        let sub = dir.path().join("dir");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(load_managed_owned_by(&sub, me).is_err());
     }
 }

@@ -663,6 +663,8 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         reason: "ALLOWLISTED".into(),
         matched_entry: String::new(),
         revision: 1,
+        count: 1,
+        first_at_ms: at_ms,
     }
 }
 
@@ -760,6 +762,9 @@ async fn records_read_back_exactly_as_written() {
                     reason: t(14),
                     matched_entry: t(15),
                     revision: u64::MAX >> 2,
+                    // every third stands for repeats of a principal past its budget
+                    count: if i % 3 == 0 { i as u64 + 2 } else { 1 },
+                    first_at_ms: 1_700_000_000_000 - if i % 3 == 0 { 60_000 } else { -(i as i64) },
                 }
             })
             .collect();
@@ -973,6 +978,8 @@ async fn ids_given_are_the_listed_ones_and_retention_reaches_every_team() {
                 max_per_team: 1_000_000,
                 deny_older_than_ms: now - 30 * day,
                 deny_max_per_team: 1_000_000,
+                audit_older_than_ms: i64::MIN,
+                audit_max_per_team: u64::MAX >> 2,
                 max_removed: u64::MAX,
             })
             .await
@@ -1578,6 +1585,8 @@ async fn deny_records_are_kept_by_their_own_retention() {
             max_per_team: u64::MAX >> 2,
             deny_older_than_ms: i64::MIN,
             deny_max_per_team: u64::MAX >> 2,
+            audit_older_than_ms: i64::MIN,
+            audit_max_per_team: u64::MAX >> 2,
             max_removed: u64::MAX >> 2,
         };
         // a pass bound smaller than what is due: one block of 500, and it says so
@@ -1633,5 +1642,53 @@ async fn deny_records_are_kept_by_their_own_retention() {
         let revisions: Vec<u64> = audit.iter().map(|e| e.revision).collect();
         assert_eq!(revisions, [8, 9]);
         assert_eq!(count("ALLOW").await, 100);
+        // the trail's other records have a retention of their own: by count, then by
+        // age; the decision records stay
+        let other = |i: u64| NewAuditEvent {
+            team_id: "acme".into(),
+            revision: 100 + i,
+            actor: "admin".into(),
+            kind: "token_revoked".into(),
+            detail: serde_json::json!({}),
+        };
+        store
+            .append_audit(&(0..5).map(other).collect::<Vec<_>>())
+            .await
+            .unwrap();
+        let kinds = |kind: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .list_audit(&AuditFilter {
+                        team_id: Some("acme".into()),
+                        limit: 100,
+                        kind: Some(kind.into()),
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.revision)
+                    .collect::<Vec<u64>>()
+            }
+        };
+        let pruned = store
+            .prune_decisions(&Retention {
+                audit_max_per_team: 3,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert_eq!(pruned.audit_removed, 2);
+        assert_eq!(kinds("token_revoked").await, [102, 103, 104]);
+        store
+            .prune_decisions(&Retention {
+                audit_older_than_ms: i64::MAX,
+                ..keep_all
+            })
+            .await
+            .unwrap();
+        assert!(kinds("token_revoked").await.is_empty());
+        assert_eq!(kinds("decision_denied").await, [8, 9]);
     }
 }

@@ -28,7 +28,7 @@ fn write_config(dir: &std::path::Path, store_url: Option<&str>) -> std::path::Pa
     path
 }
 
-async fn channel(addr: &str) -> tonic::transport::Channel {
+pub(crate) async fn channel(addr: &str) -> tonic::transport::Channel {
     tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -36,7 +36,7 @@ async fn channel(addr: &str) -> tonic::transport::Channel {
         .unwrap()
 }
 
-async fn kill_switch_on(addr: &str) {
+pub(crate) async fn kill_switch_on(addr: &str) {
     AdminServiceClient::with_interceptor(channel(addr).await, Auth::new("admin-token"))
         .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
             team_id: TEAM.into(),
@@ -410,10 +410,10 @@ fn stop(mut child: ServerProcess) {
 
 /// A small tmpfs mounted at a new directory, unmounted when dropped; `None` (after
 /// saying so) where mounting is not allowed.
-struct Tmpfs(tempfile::TempDir);
+pub(crate) struct Tmpfs(pub(crate) tempfile::TempDir);
 
 impl Tmpfs {
-    fn mount(size: &str, test: &str) -> Option<Self> {
+    pub(crate) fn mount(size: &str, test: &str) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
         let mounted = std::process::Command::new("mount")
             .args([

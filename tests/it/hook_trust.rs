@@ -230,6 +230,97 @@ async fn a_hostile_environment_changes_no_answer_of_any_client() {
     server.stop().await;
 }
 
+/// The admin's managed configuration wins over the hook's flags: with the flags
+/// naming a decoy, a token on the command line and `--ask defer --fail-open`, the
+/// managed file's server, token file and `ask = "deny"` are used. A managed file
+/// others may change is refused and the hook blocks, even with `--fail-open`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_managed_configuration_wins_over_the_flags() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let (server, _data) = start().await;
+    policy(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let decoy = Decoy::new();
+    let token = dir.join("alice-token");
+    private_file(&token, "alice-token\n");
+    let managed = dir.join("managed.toml");
+    std::fs::write(
+        &managed,
+        format!(
+            "server = 'http://{}'\ntoken_file = '{}'\nask = 'deny'\nfail_open = false\n",
+            server.addr,
+            token.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&managed, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // the test build's stand-ins for the fixed path and for root
+    let env: Vec<(String, String)> = vec![
+        (
+            "TOOLGATE_TEST_MANAGED_CONFIG".into(),
+            managed.display().to_string(),
+        ),
+        (
+            "TOOLGATE_TEST_MANAGED_OWNER".into(),
+            std::fs::metadata(&managed).unwrap().uid().to_string(),
+        ),
+    ];
+    let flags: Vec<String> = [
+        "--server".to_owned(),
+        decoy.url(),
+        "--token".into(),
+        "admin-token".into(),
+        "--ask".into(),
+        "defer".into(),
+        "--fail-open".into(),
+        "--timeout-ms".into(),
+        "5000".into(),
+    ]
+    .into();
+    let denied = run_hook(
+        "claude-code",
+        &flags,
+        &env,
+        &shell_payload("claude-code", "rm -rf /"),
+    )
+    .await;
+    assert!(
+        denied.stdout.contains("COMMAND_DENIED"),
+        "{} {}",
+        denied.stdout,
+        denied.stderr
+    );
+    // ASK answered as the managed file says (deny), not deferred as the flag says
+    let asked = run_hook(
+        "claude-code",
+        &flags,
+        &env,
+        &shell_payload("claude-code", "touch /tmp/toolgate-managed-marker"),
+    )
+    .await;
+    let v: Value = serde_json::from_str(asked.stdout.trim()).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{}",
+        asked.stdout
+    );
+    assert!(!decoy.reached(), "the flags' server was asked");
+    // a managed file the group may change: refused, the call blocked despite --fail-open
+    std::fs::set_permissions(&managed, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let refused = run_hook(
+        "claude-code",
+        &flags,
+        &env,
+        &shell_payload("claude-code", "git status"),
+    )
+    .await;
+    assert_eq!(refused.exit, 2, "{} {}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("chmod go-w"), "{}", refused.stderr);
+    assert!(!decoy.reached());
+    server.stop().await;
+}
+
 /// A hook installed the old way (its settings in Claude Code's `env`, a list of
 /// tools) is reported by `hook check` and rewritten by `hook install`.
 #[tokio::test(flavor = "multi_thread")]

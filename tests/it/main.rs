@@ -26,6 +26,7 @@ mod deny_crash;
 mod docs;
 mod export;
 mod faults;
+mod flood;
 mod followed_files;
 mod gateway;
 mod hardening;

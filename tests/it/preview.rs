@@ -147,6 +147,13 @@ async fn figure_evaluate_latency_during_two_previews() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&dir.path().join("data"));
     config.log.format = toolgate::config::LogFormat::Json;
+    // one principal plants 80 MB of records in seconds: past the decision log's
+    // default budget, which would keep most of them out
+    let log = &mut config.decision_log;
+    log.principal_records_per_minute = 1_000_000;
+    log.principal_bytes_per_minute = 1 << 30;
+    log.team_records_per_minute = 1_000_000;
+    log.team_bytes_per_minute = 1 << 30;
     let path = dir.path().join("toolgate.yaml");
     std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
     // another build of the binary (the profiling profile) may be named instead

@@ -6,6 +6,7 @@ import { AUDIT_KINDS } from "../kinds";
 import { cardTable, cell, labelled } from "../layout";
 import type { AuditEvent } from "../types";
 import { num } from "../types";
+import { shedPanel } from "./shed";
 
 
 /** `AUDIT_EVENT_KIND_ADMIN_SETTINGS_UPDATED` → `admin_settings_updated` (older servers sent the latter). */
@@ -88,6 +89,7 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
     ),
     status,
     cardTable("Audit events, newest first", ["Time", "Kind", "Actor", "Revision", "Detail"], tbody),
+    shedPanel(team),
   );
   await load();
 }

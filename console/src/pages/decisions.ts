@@ -30,7 +30,7 @@ function row(r: DecisionRecord, fresh: boolean): HTMLElement {
     { class: fresh ? "new" : "", "data-id": r.id ?? "" },
     h("td", {}, r.at ? new Date(r.at).toLocaleString() : ""),
     h("td", {}, h("span", { class: `badge ${outcome.toLowerCase()}` }, outcome)),
-    h("td", { class: "call" }, h("code", {}, describeCall(r.call))),
+    h("td", { class: "call" }, h("code", {}, describeCall(r.call)), num(r.count) > 1 ? ` ×${num(r.count)}` : ""),
     h("td", {}, r.userId ?? ""),
     h(
       "td",

@@ -22,6 +22,7 @@ pub const AUDIT_WRITTEN: &str = "toolgate_audit_records_written_total";
 pub const AUDIT_DROPPED: &str = "toolgate_audit_records_dropped_total";
 pub const DECISION_LOG_WRITTEN: &str = "toolgate_decision_log_records_written_total";
 pub const DECISION_LOG_SHED: &str = "toolgate_decision_log_records_shed_total";
+pub const DECISION_LOG_OVER_BUDGET: &str = "toolgate_decision_log_over_budget_total";
 pub const DENY_JOURNAL_FAILED: &str = "toolgate_deny_journal_failed_total";
 pub const DISK_FULL: &str = "toolgate_disk_full";
 pub const STORE_DURATION: &str = "toolgate_store_duration_seconds";
@@ -41,7 +42,7 @@ pub const DISK_FREE: &str = "toolgate_data_dir_free_bytes";
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 25] = [
+pub const ALL: [(&str, &str); 26] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -75,7 +76,11 @@ pub const ALL: [(&str, &str); 25] = [
     ),
     (
         DECISION_LOG_SHED,
-        "ALLOW and ASK decision log records shed because the writer's queue was full",
+        "ALLOW and ASK decision log records shed because the writer's queue was full or their principal was past its budget",
+    ),
+    (
+        DECISION_LOG_OVER_BUDGET,
+        "records of a principal past its decision-log budget, by principal (the first 64 named, the rest `_other`) and outcome: `shed` not written, `coalesced` DENYs counted into another record",
     ),
     (
         DENY_JOURNAL_FAILED,
@@ -346,6 +351,38 @@ pub fn decision_log_written(n: usize) {
 
 pub fn decision_log_shed(n: usize) {
     counter!(DECISION_LOG_SHED).increment(n as u64);
+}
+
+/// Principals named in [`DECISION_LOG_OVER_BUDGET`]'s label; the later ones are
+/// counted under `principal="_other"` (their names are in the `decisions_shed` audit
+/// events), so a flood of new principals cannot grow the metrics without bound.
+pub const OVER_BUDGET_PRINCIPALS: usize = 64;
+
+/// A principal's records past its decision-log budget since the last report: `shed`
+/// records not written, `denies` DENYs counted into another record.
+pub fn decision_log_over_budget(principal: &str, shed: u64, denies: u64) {
+    static NAMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let label = {
+        let mut named = NAMED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if named.iter().any(|n| n == principal) {
+            principal.to_owned()
+        } else if named.len() < OVER_BUDGET_PRINCIPALS {
+            named.push(principal.to_owned());
+            principal.to_owned()
+        } else {
+            "_other".to_owned()
+        }
+    };
+    if shed > 0 {
+        counter!(DECISION_LOG_OVER_BUDGET, "principal" => label.clone(), "outcome" => "shed")
+            .increment(shed);
+    }
+    if denies > 0 {
+        counter!(DECISION_LOG_OVER_BUDGET, "principal" => label, "outcome" => "coalesced")
+            .increment(denies);
+    }
 }
 
 /// DENY records the journal could not take.

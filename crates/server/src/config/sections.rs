@@ -329,6 +329,22 @@ pub struct DecisionLogConfig {
     /// Milliseconds one impact preview may take; past it, it answers with what it decided
     /// so far, marked cut short.
     pub preview_max_ms: u64,
+    /// Days the audit trail's other records (settings changes, tokens, approvals,
+    /// policy-file reloads) are kept; its decision records follow `deny_max_age_days`.
+    pub audit_max_age_days: u64,
+    /// Most of those other audit records kept per team; past it, the oldest go first.
+    pub audit_max_records_per_team: u64,
+    /// Decision-log and audit records one principal may have written per minute;
+    /// past it, its repeated DENYs are counted into one record and its other records
+    /// are shed (counted, and named in a `decisions_shed` audit event).
+    pub principal_records_per_minute: u64,
+    /// Bytes of decision-log and audit records one principal may have written per
+    /// minute; past it, as past `principal_records_per_minute`.
+    pub principal_bytes_per_minute: u64,
+    /// Records all of a team's principals together may have written per minute.
+    pub team_records_per_minute: u64,
+    /// Bytes all of a team's principals together may have written per minute.
+    pub team_bytes_per_minute: u64,
 }
 
 impl Default for DecisionLogConfig {
@@ -350,6 +366,15 @@ impl Default for DecisionLogConfig {
             disk_reserve_bytes: 64 * 1024 * 1024,
             preview_max_records: 200_000,
             preview_max_ms: 10_000,
+            audit_max_age_days: 400,
+            audit_max_records_per_team: 1_000_000,
+            // a person's agent makes a call every few seconds, a busy CI job a few
+            // hundred a minute: these are far above both, and 140 times below what
+            // one token wrote before there were budgets
+            principal_records_per_minute: 20_000,
+            principal_bytes_per_minute: 32 * 1024 * 1024,
+            team_records_per_minute: 200_000,
+            team_bytes_per_minute: 256 * 1024 * 1024,
         }
     }
 }
@@ -372,9 +397,19 @@ impl DecisionLogConfig {
             ("watch_buffer", self.watch_buffer as u64),
             ("deny_max_age_days", self.deny_max_age_days),
             ("deny_max_records_per_team", self.deny_max_records_per_team),
+            ("audit_max_age_days", self.audit_max_age_days),
+            (
+                "audit_max_records_per_team",
+                self.audit_max_records_per_team,
+            ),
             ("max_pruned_per_pass", self.max_pruned_per_pass),
             ("preview_max_records", self.preview_max_records),
             ("preview_max_ms", self.preview_max_ms),
+            (
+                "principal_records_per_minute",
+                self.principal_records_per_minute,
+            ),
+            ("team_records_per_minute", self.team_records_per_minute),
         ] {
             if value == 0 {
                 problems.push(format!(
@@ -397,6 +432,31 @@ impl DecisionLogConfig {
                 "decision_log.journal_dir: is empty: give a directory for the DENY journal, or leave it unset for <data_dir>/deny-journal"
                     .into(),
             );
+        }
+        for (key, value) in [
+            (
+                "principal_bytes_per_minute",
+                self.principal_bytes_per_minute,
+            ),
+            ("team_bytes_per_minute", self.team_bytes_per_minute),
+        ] {
+            if value < 64 * 1024 {
+                problems.push(format!(
+                    "decision_log.{key}: {value} is less than 64 KiB: a minute's budget must hold a few whole records, e.g. 33554432 (32 MiB)"
+                ));
+            }
+        }
+        if self.team_records_per_minute < self.principal_records_per_minute {
+            problems.push(format!(
+                "decision_log.team_records_per_minute: {} is below decision_log.principal_records_per_minute ({}): a team's budget holds its principals', so raise it to at least that",
+                self.team_records_per_minute, self.principal_records_per_minute
+            ));
+        }
+        if self.team_bytes_per_minute < self.principal_bytes_per_minute {
+            problems.push(format!(
+                "decision_log.team_bytes_per_minute: {} is below decision_log.principal_bytes_per_minute ({}): a team's budget holds its principals', so raise it to at least that",
+                self.team_bytes_per_minute, self.principal_bytes_per_minute
+            ));
         }
         if self.max_stored_command_bytes < 256 {
             problems.push(

@@ -108,7 +108,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Wat
 }
 
 /// The audit trail's kinds as the store writes them, beside their enum values.
-const AUDIT_KINDS: [(pb::AuditEventKind, &str); 14] = [
+const AUDIT_KINDS: [(pb::AuditEventKind, &str); 15] = [
     (
         pb::AuditEventKind::AdminSettingsUpdated,
         "admin_settings_updated",
@@ -155,6 +155,10 @@ const AUDIT_KINDS: [(pb::AuditEventKind, &str); 14] = [
     (
         pb::AuditEventKind::ApprovalAbandoned,
         crate::service::AUDIT_APPROVAL_ABANDONED,
+    ),
+    (
+        pb::AuditEventKind::DecisionsShed,
+        crate::service::AUDIT_DECISIONS_SHED,
     ),
 ];
 

@@ -120,6 +120,12 @@ pub(super) fn record_to_pb(r: StoredDecision) -> pb::DecisionRecord {
             .into(),
         matched_entry: d.matched_entry,
         revision: d.revision,
+        count: d.count,
+        first_at: if d.count > 1 {
+            timestamp(d.first_at_ms)
+        } else {
+            None
+        },
     }
 }
 

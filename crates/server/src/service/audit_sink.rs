@@ -13,6 +13,7 @@
 //! at any moment, during an outage or not, loses none; the next start replays them.
 
 use super::Service;
+use super::budget::{Budgets, FLUSH_EVERY};
 use super::deny_journal::DenyJournal;
 use crate::auth::Principal;
 use crate::hub::Hub;
@@ -83,18 +84,24 @@ pub struct AuditWriter {
     /// Records the writer holds, not yet written (the metrics' queue depth).
     held: Arc<std::sync::atomic::AtomicUsize>,
     journal: Option<Arc<DenyJournal>>,
+    /// The budgets per principal and team (`budget.rs`).
+    budgets: Arc<Budgets>,
     stop: CancellationToken,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// Writes the budgets' counted records and shed events every [`FLUSH_EVERY`].
+    flusher: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl AuditWriter {
     /// Starts the writer, first writing what a previous run left in the journal.
-    pub fn start(
+    pub(super) fn start(
         hub: Arc<Hub>,
         journal: Option<Arc<DenyJournal>>,
+        budgets: Budgets,
         log_queue: usize,
         watch_buffer: usize,
     ) -> Self {
+        let budgets = Arc::new(budgets);
         let (tx, rx) = mpsc::channel(QUEUE);
         let offered = Arc::new(Offered::new(log_queue.max(1)));
         let (published, _) = tokio::sync::broadcast::channel(watch_buffer.max(1));
@@ -113,6 +120,8 @@ impl AuditWriter {
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(pending.len()));
         let writer = Writer {
             offered: offered.clone(),
+            budgets: budgets.clone(),
+            fresh: EncodedDecisions::default(),
             encoded: EncodedDecisions::default(),
             spare: EncodedDecisions::default(),
             published: published.clone(),
@@ -123,20 +132,32 @@ impl AuditWriter {
             outage: false,
         };
         let task = tokio::spawn(writer.run(rx, stop.clone()));
+        let flusher = tokio::spawn(flush_budgets(
+            budgets.clone(),
+            journal.clone(),
+            tx.clone(),
+            stop.clone(),
+        ));
         Self {
             tx,
             offered,
             published,
             held,
             journal,
+            budgets,
             stop,
             task: std::sync::Mutex::new(Some(task)),
+            flusher: std::sync::Mutex::new(Some(flusher)),
         }
     }
 
     /// Queues a record (not journaled: an ALLOW's or ASK's audit record); a full queue
-    /// makes the caller wait for room rather than lose it.
+    /// makes the caller wait for room rather than lose it. Past its principal's budget
+    /// it is shed (counted).
     pub async fn send(&self, event: NewAuditEvent) {
+        if !self.budgets.admit_audit(&event) {
+            return;
+        }
         self.send_entry(Entry {
             record: Record::Audit(event),
             segment: None,
@@ -144,24 +165,19 @@ impl AuditWriter {
         .await;
     }
 
-    /// A DENY's records: journaled (the call returns once they are on disk), then
-    /// queued for the store, waiting for room.
+    /// A DENY's records: those within their principal's budget journaled (the call
+    /// returns once they are on disk), then queued for the store, waiting for room;
+    /// the rest counted by the budgets, written with their counts every
+    /// [`FLUSH_EVERY`].
     pub(super) async fn record_deny(&self, records: Vec<Record>) {
-        let segment = match &self.journal {
-            Some(journal) => journal.append(&records).await,
-            None => None,
-        };
-        for record in records {
-            self.send_entry(Entry { record, segment }).await;
+        let records = self.budgets.admit_denies(records);
+        if !records.is_empty() {
+            journal_and_queue(self.journal.as_deref(), &self.tx, records).await;
         }
     }
 
     async fn send_entry(&self, entry: Entry) {
-        if self.tx.send(entry).await.is_err() {
-            // only once the writer is gone, after the drain at shutdown (a journaled
-            // record is written at the next start)
-            debug!("audit writer stopped: a record was not queued");
-        }
+        send_entry(&self.tx, entry).await;
     }
 
     /// Offers an ALLOW or ASK decision-log record: when the queue is full it is shed
@@ -196,6 +212,19 @@ impl AuditWriter {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         let Some(task) = task else { return };
+        let flusher = self
+            .flusher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(flusher) = flusher {
+            flusher.abort();
+        }
+        // what the budgets counted goes with the rest
+        let due = self.budgets.take_due();
+        if !due.is_empty() {
+            journal_and_queue(self.journal.as_deref(), &self.tx, due).await;
+        }
         self.stop.cancel();
         // the DENY records are in the journal already, so a write cut short by the
         // deadline loses nothing
@@ -319,8 +348,57 @@ impl Offered {
     }
 }
 
+/// Journals records, then queues them for the writer.
+async fn journal_and_queue(
+    journal: Option<&DenyJournal>,
+    tx: &mpsc::Sender<Entry>,
+    records: Vec<Record>,
+) {
+    let segment = match journal {
+        Some(journal) => journal.append(&records).await,
+        None => None,
+    };
+    for record in records {
+        send_entry(tx, Entry { record, segment }).await;
+    }
+}
+
+async fn send_entry(tx: &mpsc::Sender<Entry>, entry: Entry) {
+    if tx.send(entry).await.is_err() {
+        // only once the writer is gone, after the drain at shutdown (a journaled
+        // record is written at the next start)
+        debug!("audit writer stopped: a record was not queued");
+    }
+}
+
+/// Every [`FLUSH_EVERY`], the budgets' counted records and shed events are journaled
+/// and queued as a DENY's records are (past the budgets: they are what the budgets
+/// left of many records).
+async fn flush_budgets(
+    budgets: Arc<Budgets>,
+    journal: Option<Arc<DenyJournal>>,
+    tx: mpsc::Sender<Entry>,
+    stop: CancellationToken,
+) {
+    let mut every = tokio::time::interval(FLUSH_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let due = budgets.take_due();
+        if !due.is_empty() {
+            journal_and_queue(journal.as_deref(), &tx, due).await;
+        }
+    }
+}
+
 struct Writer {
     offered: Arc<Offered>,
+    budgets: Arc<Budgets>,
+    /// The offered records just taken, before the budgets (its room kept).
+    fresh: EncodedDecisions,
     /// The decision-log records of the batch being written: the DENY ones of
     /// `pending`, then the offered ones taken.
     encoded: EncodedDecisions,
@@ -513,9 +591,19 @@ impl Writer {
         }
     }
 
-    /// Takes the offered records into the batch being written.
+    /// Takes the offered records into the batch being written, but those past their
+    /// principal's or team's budget (shed, counted).
     fn take_offered(&mut self) {
-        self.offered.take(&mut self.encoded, &mut self.spare);
+        let mut fresh = std::mem::take(&mut self.fresh);
+        self.offered.take(&mut fresh, &mut self.spare);
+        self.budgets.retain_offered(&mut fresh);
+        if self.encoded.is_empty() {
+            std::mem::swap(&mut self.encoded, &mut fresh);
+        } else {
+            self.encoded.append(&fresh);
+        }
+        fresh.clear();
+        self.fresh = fresh;
     }
 
     /// Writes the `n` oldest pending records and the offered ones taken. Offered
@@ -773,6 +861,8 @@ mod tests {
             reason: "COMMAND_DENIED".into(),
             matched_entry: "rm".into(),
             revision: 3,
+            count: 4,
+            first_at_ms: -5,
         };
         let record = Record::Decision {
             decision: decision.into(),

@@ -1187,6 +1187,7 @@ pub(super) async fn prune(store: Arc<dyn Store>, log: DecisionLogConfig, stop: C
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let days = |d: u64| i64::try_from(d.saturating_mul(86_400_000)).unwrap_or(i64::MAX);
     let (max_age, deny_max_age) = (days(log.max_age_days), days(log.deny_max_age_days));
+    let audit_max_age = days(log.audit_max_age_days);
     let mut clock: Option<RetentionClock> = None;
     let mut capped = false;
     loop {
@@ -1210,6 +1211,8 @@ pub(super) async fn prune(store: Arc<dyn Store>, log: DecisionLogConfig, stop: C
             max_per_team: log.max_records_per_team,
             deny_older_than_ms: now.saturating_sub(deny_max_age),
             deny_max_per_team: log.deny_max_records_per_team,
+            audit_older_than_ms: now.saturating_sub(audit_max_age),
+            audit_max_per_team: log.audit_max_records_per_team,
             max_removed: log.max_pruned_per_pass,
         };
         match store.prune_decisions(&retention).await {

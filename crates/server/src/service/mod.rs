@@ -10,6 +10,7 @@
 
 mod approvals;
 mod audit_sink;
+mod budget;
 mod decide;
 mod decisions;
 mod deny_journal;
@@ -35,6 +36,7 @@ pub use approvals::{
     call_from_json as approval_call,
 };
 pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
+pub use budget::AUDIT_DECISIONS_SHED;
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
     DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, outcome_name,
@@ -260,6 +262,7 @@ impl Service {
         let audit = AuditWriter::start(
             hub.clone(),
             journal,
+            budget::Budgets::new(&decision_log),
             decision_log.queue_size,
             decision_log.watch_buffer,
         );

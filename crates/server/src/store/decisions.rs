@@ -51,6 +51,25 @@ pub struct NewDecision {
     pub reason: String,
     pub matched_entry: String,
     pub revision: u64,
+    /// Identical DENYs this record stands for: more than 1 when a principal past its
+    /// budget repeated the call (the service's `budget.rs`), then `at_ms` is the last.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u64,
+    /// Unix milliseconds of the first of `count` identical DENYs (`at_ms` when 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_at_ms: i64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl NewDecision {
@@ -72,6 +91,9 @@ pub struct PackedDecision {
     pub at_ms: i64,
     pub subject_bytes: u64,
     pub revision: u64,
+    /// Identical DENYs it stands for, and the first one's time (see [`NewDecision`]).
+    pub count: u64,
+    pub first_at_ms: i64,
     /// The texts in the store's order, one after the other.
     text: Box<str>,
     /// Where each text ends in `text`.
@@ -93,9 +115,17 @@ impl PackedDecision {
             at_ms,
             subject_bytes,
             revision,
+            count: 1,
+            first_at_ms: at_ms,
             text: text.into_boxed_str(),
             ends,
         }
+    }
+
+    /// What makes two records the same call by the same principal with the same
+    /// outcome: every text (the time, revision and count aside).
+    pub fn same_call_key(&self) -> (&str, &[u32; TEXT_COUNT]) {
+        (&self.text, &self.ends)
     }
 
     /// The texts, in the store's order: team, user, principal, agent, role, client,
@@ -113,12 +143,15 @@ impl PackedDecision {
 
     /// The record with a string per text.
     pub fn unpack(&self) -> NewDecision {
-        NewDecision::from_texts(
+        let mut d = NewDecision::from_texts(
             self.at_ms,
             self.texts().map(str::to_owned),
             self.subject_bytes,
             self.revision,
-        )
+        );
+        d.count = self.count;
+        d.first_at_ms = self.first_at_ms;
+        d
     }
 }
 
@@ -168,13 +201,22 @@ impl NewDecision {
             reason,
             matched_entry,
             revision,
+            count: 1,
+            first_at_ms: at_ms,
         }
     }
 }
 
 impl From<&NewDecision> for PackedDecision {
     fn from(d: &NewDecision) -> Self {
-        Self::new(d.at_ms, texts(d), d.subject_bytes, d.revision)
+        let mut packed = Self::new(d.at_ms, texts(d), d.subject_bytes, d.revision);
+        packed.count = d.count.max(1);
+        packed.first_at_ms = if d.first_at_ms == 0 {
+            d.at_ms
+        } else {
+            d.first_at_ms
+        };
+        packed
     }
 }
 
@@ -207,6 +249,8 @@ struct Encoded {
     at_ms: i64,
     start: usize,
     team_end: usize,
+    /// The principal's JSON string (quoted, escaped as stored).
+    principal: (usize, usize),
     end: usize,
     /// A DENY's record: stored in blocks of DENY records only, which have a retention
     /// of their own.
@@ -222,14 +266,30 @@ impl EncodedDecisions {
         subject_bytes: u64,
         revision: u64,
     ) {
+        self.push_counted(at_ms, texts, subject_bytes, revision, (1, at_ms));
+    }
+
+    /// Appends a record that stands for `count` identical ones since `first_at_ms`.
+    fn push_counted(
+        &mut self,
+        at_ms: i64,
+        texts: [&str; TEXT_COUNT],
+        subject_bytes: u64,
+        revision: u64,
+        (count, first_at_ms): (u64, i64),
+    ) {
         use std::io::Write as _;
         let start = self.text.len();
         self.text.extend_from_slice(texts[0].as_bytes());
         let team_end = self.text.len();
         // writing to a Vec cannot fail; a &str always serialises
         let _ = write!(self.text, "{at_ms}");
-        for text in texts {
+        let mut principal = (0, 0);
+        for (k, text) in texts.into_iter().enumerate() {
             self.text.push(b',');
+            if k == PRINCIPAL {
+                principal.0 = self.text.len();
+            }
             // most texts need no escape: copied as they are (what serde_json writes
             // for them too), the rest through serde_json
             if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
@@ -239,12 +299,24 @@ impl EncodedDecisions {
                 self.text.extend_from_slice(text.as_bytes());
                 self.text.push(b'"');
             }
+            if k == PRINCIPAL {
+                principal.1 = self.text.len();
+            }
         }
-        let _ = write!(self.text, ",{subject_bytes},{revision}]");
+        // a single record's form stays the one older versions read
+        if count > 1 {
+            let _ = write!(
+                self.text,
+                ",{subject_bytes},{revision},{count},{first_at_ms}]"
+            );
+        } else {
+            let _ = write!(self.text, ",{subject_bytes},{revision}]");
+        }
         self.records.push(Encoded {
             at_ms,
             start,
             team_end,
+            principal,
             end: self.text.len(),
             deny: texts[OUTCOME] == "DENY",
         });
@@ -252,7 +324,13 @@ impl EncodedDecisions {
 
     /// Appends a packed record.
     pub fn push_packed(&mut self, d: &PackedDecision) {
-        self.push(d.at_ms, d.texts(), d.subject_bytes, d.revision);
+        self.push_counted(
+            d.at_ms,
+            d.texts(),
+            d.subject_bytes,
+            d.revision,
+            (d.count, d.first_at_ms),
+        );
     }
 
     /// Appends every record of `other`.
@@ -263,6 +341,7 @@ impl EncodedDecisions {
             at_ms: r.at_ms,
             start: r.start + shift,
             team_end: r.team_end + shift,
+            principal: (r.principal.0 + shift, r.principal.1 + shift),
             end: r.end + shift,
             deny: r.deny,
         }));
@@ -280,6 +359,44 @@ impl EncodedDecisions {
     pub fn clear(&mut self) {
         self.text.clear();
         self.records.clear();
+    }
+
+    /// Keeps the records `keep` says yes to, given each one's team, principal (as a
+    /// JSON string) and size in bytes; the count of those let go.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &[u8], usize) -> bool) -> usize {
+        let kept: Vec<bool> = (0..self.records.len())
+            .map(|i| {
+                let r = &self.records[i];
+                keep(
+                    self.team(i),
+                    &self.text[r.principal.0..r.principal.1],
+                    r.end - r.start,
+                )
+            })
+            .collect();
+        let dropped = kept.iter().filter(|k| !**k).count();
+        if dropped == 0 {
+            return 0;
+        }
+        let mut out = EncodedDecisions {
+            text: Vec::with_capacity(self.text.len()),
+            records: Vec::with_capacity(self.records.len() - dropped),
+        };
+        for (r, _) in self.records.iter().zip(&kept).filter(|(_, k)| **k) {
+            let shift = out.text.len() as isize - r.start as isize;
+            let moved = |at: usize| (at as isize + shift) as usize;
+            out.text.extend_from_slice(&self.text[r.start..r.end]);
+            out.records.push(Encoded {
+                at_ms: r.at_ms,
+                start: moved(r.start),
+                team_end: moved(r.team_end),
+                principal: (moved(r.principal.0), moved(r.principal.1)),
+                end: moved(r.end),
+                deny: r.deny,
+            });
+        }
+        *self = out;
+        dropped
     }
 
     fn team(&self, i: usize) -> &[u8] {
@@ -348,6 +465,8 @@ pub struct DecisionQuery {
 pub const TEXT_COUNT: usize = 16;
 /// Where the outcome is among a record's texts.
 const OUTCOME: usize = 13;
+/// Where the principal is among a record's texts.
+const PRINCIPAL: usize = 2;
 /// Records a block holds at most, and the size past which it takes no more: a
 /// batch of more is stored as several, so a listing never decodes much more than a
 /// page (a record keeps up to `max_stored_command_bytes` of a command).
@@ -403,7 +522,8 @@ where
 }
 
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
-/// (migration 8 writes the same from the rows it moves).
+/// (migration 8 writes the same from the rows it moves), then `count, first_at` for
+/// a record that stands for identical DENYs of a principal past its budget.
 struct JsonRecord(StoredDecision);
 
 impl<'de> Deserialize<'de> for JsonRecord {
@@ -414,7 +534,7 @@ impl<'de> Deserialize<'de> for JsonRecord {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(
                     f,
-                    "a decision record: [id, at, {TEXT_COUNT} texts, subject_bytes, revision]"
+                    "a decision record: [id, at, {TEXT_COUNT} texts, subject_bytes, revision] and optionally count, first_at"
                 )
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
@@ -438,10 +558,20 @@ impl<'de> Deserialize<'de> for JsonRecord {
                 }
                 let subject_bytes: u64 = next(&mut seq, &mut read)?;
                 let revision: u64 = next(&mut seq, &mut read)?;
+                let mut decision = NewDecision::from_texts(at_ms, texts, subject_bytes, revision);
+                if let Some(count) = seq.next_element::<u64>()? {
+                    read += 1;
+                    decision.count = count;
+                    decision.first_at_ms = next(&mut seq, &mut read)?;
+                    if count < 2 || decision.first_at_ms > at_ms {
+                        return Err(serde::de::Error::custom(
+                            "a counted decision record needs a count of at least 2 and a first time not after its last",
+                        ));
+                    }
+                }
                 if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
                     return Err(serde::de::Error::invalid_length(read + 1, &self));
                 }
-                let decision = NewDecision::from_texts(at_ms, texts, subject_bytes, revision);
                 Ok(JsonRecord(StoredDecision { id, decision }))
             }
         }
@@ -765,15 +895,16 @@ where
                 pruned.removed += removed;
                 pruned.capped |= capped;
             }
-            let (removed, capped) = prune_audit::<B::Db>(
-                &mut tx,
-                r.deny_older_than_ms,
-                r.deny_max_per_team,
-                r.max_removed,
-            )
-            .await?;
-            pruned.audit_removed = removed;
-            pruned.capped |= capped;
+            for (kinds, older_than, max_per_team) in [
+                (DECISION_AUDIT, r.deny_older_than_ms, r.deny_max_per_team),
+                (OTHER_AUDIT, r.audit_older_than_ms, r.audit_max_per_team),
+            ] {
+                let (removed, capped) =
+                    prune_audit::<B::Db>(&mut tx, kinds, older_than, max_per_team, r.max_removed)
+                        .await?;
+                pruned.audit_removed += removed;
+                pruned.capped |= capped;
+            }
             tx.commit().await?;
             Ok(pruned)
         }
@@ -792,6 +923,10 @@ pub struct Retention {
     /// DENY records, and the audit trail's decision records, by limits of their own.
     pub deny_older_than_ms: i64,
     pub deny_max_per_team: u64,
+    /// The audit trail's other records (settings changes, tokens, approvals, policy
+    /// file reloads), by limits of their own.
+    pub audit_older_than_ms: i64,
+    pub audit_max_per_team: u64,
     /// Most records of each kind one pass removes by age; the rest wait for later
     /// passes.
     pub max_removed: u64,
@@ -802,7 +937,7 @@ pub struct Retention {
 pub struct Pruned {
     /// Decision-log records.
     pub removed: u64,
-    /// The audit trail's DENY (and `audit.decisions: all`) records.
+    /// The audit trail's records.
     pub audit_removed: u64,
     /// More was due by age than `max_removed`: left for the next pass.
     pub capped: bool,
@@ -818,7 +953,9 @@ const OTHER_CLASS: &str = "deny = 0";
 const DENY_CLASS: &str = "deny <> 0";
 /// The audit kinds of decisions, which retention removes (settings changes, tokens
 /// and approvals are kept).
-const DECISION_AUDIT: &str = "kind IN ('decision_denied', 'decision_made')";
+const DECISION_AUDIT: &str = "kind IN ('decision_denied', 'decision_made', 'decisions_shed')";
+/// The audit trail's other kinds, which have a retention of their own.
+const OTHER_AUDIT: &str = "kind NOT IN ('decision_denied', 'decision_made', 'decisions_shed')";
 
 /// Removes a class's blocks past the age (at most `max_removed` records of whole
 /// blocks, oldest first; a block that straddles the age is rewritten only when the
@@ -914,10 +1051,11 @@ where
     Ok((count, capped))
 }
 
-/// Removes the audit trail's decision records past the age (at most `max_removed`,
-/// oldest first), then each team's oldest past `max_per_team`.
+/// Removes the audit trail's records of `kinds` (a condition) past the age (at most
+/// `max_removed`, oldest first), then each team's oldest past `max_per_team`.
 async fn prune_audit<Db>(
     tx: &mut Db::Connection,
+    kinds: &str,
     older_than_ms: i64,
     max_per_team: u64,
     max_removed: u64,
@@ -933,7 +1071,7 @@ where
 {
     use sqlx::Row as _;
     let due: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM audit WHERE {DECISION_AUDIT} AND at < $1"
+        "SELECT COUNT(*) FROM audit WHERE {kinds} AND at < $1"
     ))
     .bind(older_than_ms)
     .fetch_one(&mut *tx)
@@ -942,7 +1080,7 @@ where
     let mut count = to_u64(due).min(max_removed);
     if count > 0 {
         sqlx::query(&format!(
-            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {DECISION_AUDIT} AND at < $1
+            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {kinds} AND at < $1
              ORDER BY id LIMIT $2)"
         ))
         .bind(older_than_ms)
@@ -951,7 +1089,7 @@ where
         .await?;
     }
     let over = sqlx::query(&format!(
-        "SELECT team_id, COUNT(*) AS n FROM audit WHERE {DECISION_AUDIT}
+        "SELECT team_id, COUNT(*) AS n FROM audit WHERE {kinds}
          GROUP BY team_id HAVING COUNT(*) > $1"
     ))
     .bind(to_i64(max_per_team))
@@ -963,7 +1101,7 @@ where
         let excess = n - to_i64(max_per_team);
         count += to_u64(excess);
         sqlx::query(&format!(
-            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {DECISION_AUDIT}
+            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {kinds}
              AND team_id = $1 ORDER BY id LIMIT $2)"
         ))
         .bind(&team)
@@ -1063,7 +1201,10 @@ mod tests {
             "ALLOW",
             "",
         ];
-        let records = [record(i64::MIN, hostile), record(i64::MAX, hostile)];
+        let mut counted = record(i64::MAX, hostile);
+        counted.count = u64::MAX;
+        counted.first_at_ms = i64::MIN;
+        let records = [record(i64::MIN, hostile), counted];
         let encoded = EncodedDecisions::from(&[&records[0], &records[1]][..]);
         let ids = [u64::MAX >> 1, 0];
         let mut read = Vec::new();
@@ -1083,7 +1224,16 @@ mod tests {
         let texts = vec!["\"\""; TEXT_COUNT].join(",");
         let whole = format!("[[1,2,{texts},3,4]]");
         assert_eq!(decode(&whole).unwrap()[0].decision.revision, 4);
+        let counted = format!("[[1,2,{texts},3,4,5,1]]");
+        let read = decode(&counted).unwrap();
+        assert_eq!(
+            (read[0].decision.count, read[0].decision.first_at_ms),
+            (5, 1)
+        );
         let long = format!("[[1,2,{texts},3,4,5]]");
+        let longer = format!("[[1,2,{texts},3,4,5,1,0]]");
+        let count_of_one = format!("[[1,2,{texts},3,4,1,1]]");
+        let first_after_last = format!("[[1,2,{texts},3,4,5,9]]");
         let short = format!("[[1,2,{texts},3]]");
         let negative = format!("[[-1,2,{texts},3,4]]");
         for bad in [
@@ -1093,12 +1243,41 @@ mod tests {
             "{}",
             "[[1,2,\"a\"]]",
             &long,
+            &longer,
+            &count_of_one,
+            &first_after_last,
             &short,
             &negative,
         ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }
         assert!(decode("[]").unwrap().is_empty());
+    }
+
+    /// Retaining keeps the chosen records whole, readable, in order, and sees each
+    /// one's principal as its JSON string.
+    #[test]
+    fn retained_records_read_back() {
+        let mut encoded = EncodedDecisions::default();
+        for i in 0..6 {
+            let principal = format!("p\"{}", i % 2);
+            let mut texts: [&str; TEXT_COUNT] = ["x"; TEXT_COUNT];
+            texts[PRINCIPAL] = &principal;
+            encoded.push(i, texts, 1, 2);
+        }
+        let mut seen = Vec::new();
+        let dropped = encoded.retain(|team, principal, bytes| {
+            assert_eq!(team, b"x");
+            assert!(bytes > 16 * 3);
+            seen.push(principal.to_vec());
+            principal == br#""p\"1""#
+        });
+        assert_eq!((dropped, encoded.len()), (3, 3));
+        assert_eq!(seen.len(), 6);
+        for i in 0..3 {
+            let r = encoded.decode(i, 0).unwrap().decision;
+            assert_eq!((r.at_ms, r.principal.as_str()), (2 * i as i64 + 1, "p\"1"));
+        }
     }
 
     #[test]

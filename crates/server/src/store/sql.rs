@@ -56,6 +56,28 @@ where
         self.backend.write_connection().await
     }
 
+    /// An admin write (settings, the kill switch, a revocation), tried once more when it
+    /// failed for lack of space and that failure released the disk reserve: the write
+    /// the reserve is kept for commits at the first ask, not only once something else
+    /// met the full disk.
+    pub(super) async fn on_the_reserve<T, F, Fut>(&self, write: F) -> Result<T, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        let was_full = self.backend.disk_full();
+        match write().await {
+            Err(StoreError::Unavailable(reason))
+                if !was_full
+                    && reason.starts_with(super::errors::DISK_FULL)
+                    && self.backend.disk_full() =>
+            {
+                write().await
+            }
+            other => other,
+        }
+    }
+
     /// After a write transaction: a connection whose transaction failed is closed, not
     /// reused (after a failed commit it may still be inside it); a write that
     /// committed is acknowledged only if the backend still trusts it to last.
@@ -306,8 +328,17 @@ where
         let change = ChangeDoc::Admin {
             controls: controls.clone(),
         };
-        self.put(team_id, DocKey::Admin, controls, change, expected, actor)
-            .await
+        self.on_the_reserve(|| {
+            self.put(
+                team_id,
+                DocKey::Admin,
+                controls,
+                change.clone(),
+                expected,
+                actor,
+            )
+        })
+        .await
     }
 
     async fn get_user(
@@ -330,9 +361,11 @@ where
             user_id: user_id.to_owned(),
             settings: settings.clone(),
         };
-        let key = DocKey::User(user_id);
-        self.put(team_id, key, settings, change, expected, actor)
-            .await
+        self.on_the_reserve(|| {
+            let key = DocKey::User(user_id);
+            self.put(team_id, key, settings, change.clone(), expected, actor)
+        })
+        .await
     }
 
     async fn changes_after(
@@ -494,7 +527,8 @@ where
         token_id: &str,
         actor: &str,
     ) -> Result<Option<IssuedToken>, StoreError> {
-        self.mark_token_revoked(token_id, actor).await
+        self.on_the_reserve(|| self.mark_token_revoked(token_id, actor))
+            .await
     }
 
     async fn list_tokens(
