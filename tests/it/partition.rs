@@ -4,6 +4,8 @@
 //! replica or refused by it once `store.max_staleness_secs` has passed, its health
 //! turns NOT_SERVING, Claude Code's hook never answers `allow` for the killed team
 //! from then on, and once the partition heals the replica converges on the kill switch.
+//! What the cut-off replica would show or stream (the effective policy, a watch) is
+//! refused as well: a client acts on what it is shown.
 
 use crate::hook::hook;
 use crate::support;
@@ -11,11 +13,12 @@ use crate::support;
 use std::time::Duration;
 use support::pause::PausableProxy;
 use support::*;
-use tonic::Code;
+use tonic::{Code, Status};
 use tonic_health::ServingStatus;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 use toolgate::proto::v1 as pb;
+use toolgate::proto::v1::watch_policy_response::Event;
 
 /// Every wait of this file ends by then.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -97,6 +100,51 @@ async fn hook_answer(server: &TestServer) -> String {
         .to_owned()
 }
 
+fn alice_policy() -> pb::GetEffectivePolicyRequest {
+    pb::GetEffectivePolicyRequest {
+        team_id: TEAM.into(),
+        user_id: "alice".into(),
+    }
+}
+
+async fn watch_alice(
+    server: &TestServer,
+) -> Result<tonic::Streaming<pb::WatchPolicyResponse>, Status> {
+    server
+        .policy("alice-token")
+        .watch_policy(pb::WatchPolicyRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            after_revision: None,
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// How a watch stream ends: the status it ends with (every wait within [`DEADLINE`]).
+async fn watch_end(events: &mut tonic::Streaming<pb::WatchPolicyResponse>) -> Status {
+    let ended = tokio::time::timeout(DEADLINE, async {
+        loop {
+            match events.message().await {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("the stream ended without a status"),
+                Err(status) => return status,
+            }
+        }
+    });
+    ended.await.expect("the stream ends within the deadline")
+}
+
+/// A refusal that says why: the staleness and the bound.
+fn assert_stale_refusal(e: &Status) {
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    let bound = format!("store.max_staleness_secs ({MAX_STALENESS_SECS} s)");
+    assert!(
+        e.message().contains(&bound) && e.message().contains(" s ago"),
+        "{e:?}"
+    );
+}
+
 async fn health(server: &TestServer, service: &str) -> i32 {
     HealthClient::new(server.channel.clone())
         .check(HealthCheckRequest {
@@ -149,6 +197,8 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
     }
     wait_health(&b, ServingStatus::Serving).await;
     assert_eq!(hook_answer(&b).await, "allow");
+    let mut watching = watch_alice(&b).await.expect("B streams alice's policy");
+    watching.message().await.unwrap().expect("the snapshot");
 
     proxy.pause();
     let killed = a
@@ -187,6 +237,21 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
         health(&b, "toolgate.v1.PolicyService").await,
         ServingStatus::NotServing as i32
     );
+    // nor does it show or stream the policy it cannot vouch for: the open stream ends
+    // UNAVAILABLE (clients resume elsewhere), a new one and the effective policy are
+    // refused
+    assert_stale_refusal(&watch_end(&mut watching).await);
+    let e = match watch_alice(&b).await {
+        Ok(mut events) => watch_end(&mut events).await,
+        Err(e) => e,
+    };
+    assert_stale_refusal(&e);
+    let e = b
+        .policy("alice-token")
+        .get_effective_policy(alice_policy())
+        .await
+        .expect_err("no policy shown that cannot be shown current");
+    assert_stale_refusal(&e);
     // from now on, until B reaches the store again, nothing is allowed there
     for _ in 0..3 {
         let e = b
@@ -224,6 +289,18 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
         (pb::Reason::KillSwitch as i32, killed)
     );
     assert_eq!(hook_answer(&b).await, "deny");
+    let mut policy = b.policy("alice-token");
+    let shown = policy.get_effective_policy(alice_policy()).await.unwrap();
+    let shown = shown.into_inner().policy.unwrap();
+    let controls = shown.admin.unwrap().auto_run_controls.unwrap();
+    assert!(controls.kill_switch);
+    assert_eq!(shown.revision, killed);
+    let mut events = watch_alice(&b).await.expect("B streams again");
+    let first = events.message().await.unwrap().expect("the snapshot");
+    assert!(
+        matches!(first.event, Some(Event::Snapshot(ref s)) if s.policy.as_ref().unwrap().revision == killed),
+        "{first:?}"
+    );
     a.stop().await;
     b.stop().await;
 }
