@@ -4,9 +4,13 @@
 //! replica or refused by it once `store.max_staleness_secs` has passed, its health
 //! turns NOT_SERVING, Claude Code's hook never answers `allow` for the killed team
 //! from then on, and once the partition heals the replica converges on the kill switch.
+//! The real Claude Code CLI (when `TOOLGATE_TEST_CLAUDE` names it), its hook pointed
+//! at the cut-off replica, runs alice's `Read` before the partition and never during
+//! it: the model is sent no file content, only the refusal.
 //! What the cut-off replica would show or stream (the effective policy, a watch) is
 //! refused as well: a client acts on what it is shown.
 
+use crate::claude_code::{Session, claude_binary, install_hook, run_claude};
 use crate::hook::hook;
 use crate::support;
 
@@ -145,6 +149,30 @@ fn assert_stale_refusal(e: &Status) {
     );
 }
 
+/// The text of the file Claude Code's `Read` is scripted to read.
+const MARKER: &str = "the-notes-only-a-read-shows";
+
+/// Claude Code, its hook asking `server`, runs alice's scripted `Read` of a file in
+/// `dir` holding [`MARKER`]; returns the session and whether the file's text reached
+/// the model (the call ran).
+async fn claude_reads(
+    claude: &std::path::Path,
+    dir: &std::path::Path,
+    server: &TestServer,
+) -> (Session, bool) {
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, MARKER).unwrap();
+    let settings = install_hook(dir, server, "alice-token");
+    let call =
+        serde_json::json!({"name": "Read", "input": {"file_path": notes.display().to_string()}});
+    let session = run_claude(claude, dir, &settings, call).await;
+    let ran = session
+        .tool_results
+        .iter()
+        .any(|r| r["content"].to_string().contains(MARKER));
+    (session, ran)
+}
+
 async fn health(server: &TestServer, service: &str) -> i32 {
     HealthClient::new(server.channel.clone())
         .check(HealthCheckRequest {
@@ -197,6 +225,17 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
     }
     wait_health(&b, ServingStatus::Serving).await;
     assert_eq!(hook_answer(&b).await, "allow");
+    // the real Claude Code through B: the Read runs while B can see
+    let claude = claude_binary();
+    let claude_dir = tempfile::tempdir().unwrap();
+    if let Some(claude) = &claude {
+        let (s, ran) = claude_reads(claude, claude_dir.path(), &b).await;
+        assert!(
+            ran,
+            "the Read ran through B before the partition: {}",
+            s.result
+        );
+    }
     let mut watching = watch_alice(&b).await.expect("B streams alice's policy");
     watching.message().await.unwrap().expect("the snapshot");
 
@@ -263,6 +302,23 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
         assert!(e.message().contains("max_staleness_secs"), "{e:?}");
         assert_eq!(hook_answer(&b).await, "blocked");
     }
+    // the real Claude Code pointed at B: its hook fails closed, the Read does not run
+    // and the model is sent the refusal, not the file
+    if let Some(claude) = &claude {
+        let (s, ran) = claude_reads(claude, claude_dir.path(), &b).await;
+        assert!(
+            !ran,
+            "nothing runs through a cut-off replica: {:?}",
+            s.tool_results
+        );
+        assert_eq!(s.tool_results.len(), 1, "{:?}", s.tool_results);
+        assert_eq!(s.tool_results[0]["is_error"], true, "{:?}", s.tool_results);
+        let told = s.tool_results[0]["content"].to_string();
+        assert!(
+            told.contains("max_staleness_secs"),
+            "the model was told: {told}"
+        );
+    }
     // what B's memory denies is still denied (and recorded): no newer policy can
     // make answering DENY unsafe
     let mut delete = read_call();
@@ -289,6 +345,12 @@ async fn postgres_a_cut_off_replica_stops_allowing_and_converges_after() {
         (pb::Reason::KillSwitch as i32, killed)
     );
     assert_eq!(hook_answer(&b).await, "deny");
+    if let Some(claude) = &claude {
+        let (s, ran) = claude_reads(claude, claude_dir.path(), &b).await;
+        assert!(!ran, "the kill switch holds on B: {:?}", s.tool_results);
+        let told = s.tool_results[0]["content"].to_string();
+        assert!(told.contains("KILL_SWITCH"), "the model was told: {told}");
+    }
     let mut policy = b.policy("alice-token");
     let shown = policy.get_effective_policy(alice_policy()).await.unwrap();
     let shown = shown.into_inner().policy.unwrap();
