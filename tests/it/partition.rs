@@ -460,3 +460,99 @@ async fn a_replica_waiting_for_its_database_stops_when_told() {
         .expect("the replica stops");
     served.unwrap();
 }
+
+/// A durable write whose commit reached the database but whose acknowledgement was
+/// lost (the proxy drops the database's answer to `COMMIT` and closes the
+/// connection) answers `UNKNOWN` with the reason `COMMIT_INDETERMINATE`, whatever
+/// the write: a token issued (through the CLI, which prints the advice to read
+/// first) and admin settings (through the API); reading back shows each committed.
+#[tokio::test]
+async fn postgres_a_commit_whose_answer_is_lost_is_indeterminate() {
+    use tonic_types::StatusExt as _;
+    let Some(url) = support::pg::fresh_database("a lost commit acknowledgement").await else {
+        return;
+    };
+    let proxy = PausableProxy::start(database_addr(&url)).await;
+    let (b, _db) = replica(&through(&url, proxy.addr)).await;
+
+    // a token, through the CLI
+    proxy.lose_commit_answer_after("INSERT INTO issued_tokens");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["token", "create", "--server"])
+        .arg(format!("http://{}", b.addr))
+        .args(["--token", "admin-token", "--team", TEAM, "--user", "bob"])
+        .env_remove("TOOLGATE_TOKEN")
+        .env_remove("TOOLGATE_SERVER")
+        .env("HOME", _db.path())
+        .output();
+    let out = tokio::time::timeout(DEADLINE, out)
+        .await
+        .expect("the CLI answers within the deadline")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(proxy.lost_answers(), 1, "{stderr}");
+    assert!(stderr.contains("Unknown"), "{stderr}");
+    assert!(stderr.contains("may have been committed"), "{stderr}");
+    let listed = b.tokens("admin-token");
+    let listed = listed
+        .clone()
+        .list_tokens(pb::ListTokensRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        listed
+            .tokens
+            .iter()
+            .map(|t| t.user_id.as_str())
+            .collect::<Vec<_>>(),
+        ["bob"],
+        "the token was committed though its answer was lost"
+    );
+
+    // admin settings, through the API
+    proxy.lose_commit_answer_after("INSERT INTO admin_settings");
+    let e = b
+        .admin("admin-token")
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                enabled: true,
+                kill_switch: true,
+                ..Default::default()
+            }),
+            expected_revision: Some(0),
+        })
+        .await
+        .expect_err("the acknowledgement was lost");
+    assert_eq!(proxy.lost_answers(), 2);
+    assert_eq!(e.code(), Code::Unknown, "{e:?}");
+    assert_eq!(
+        e.get_details_error_info().map(|i| i.reason),
+        Some(toolgate::grpc::COMMIT_INDETERMINATE.to_owned()),
+        "{e:?}"
+    );
+    assert!(e.message().contains("read the revision"), "{e:?}");
+    // reading shows it committed (applied here once the change's notice arrives)
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let read = b
+            .admin("admin-token")
+            .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+            })
+            .await;
+        let settings = read.unwrap().into_inner().settings.unwrap();
+        if settings.revision > 0 {
+            assert!(settings.auto_run_controls.unwrap().kill_switch);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the committed settings never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.stop().await;
+}
