@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
-//! [--tls] [--evaluate-only] [--http] [--no-decision-log]`
+//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -19,7 +19,10 @@
 //! `--evaluate-only` runs only the closed-loop `Evaluate`: run it alternately with and
 //! without a flag to compare on a busy machine. `--http` with `--evaluate-only` runs
 //! the same `Evaluate` as JSON over HTTP/1.1 (the Connect protocol, one keep-alive
-//! connection per worker) after the gRPC run: what the transcoding costs.
+//! connection per worker) after the gRPC run: what the transcoding costs. `--deny`
+//! with `--evaluate-only` makes the evaluated call one the team blocks, so every
+//! call is a DENY and writes its record through the DENY journal: the DENY path's
+//! cost, next to the same run without the flag.
 //! The decision log is on, as by default; `--no-decision-log` turns it off (what
 //! recording every decision costs). With it on, `--evaluate-only` then counts the
 //! records the log holds against the decisions made, and with `--metrics` reads the
@@ -52,6 +55,8 @@ struct Args {
     metrics: bool,
     tls: bool,
     evaluate_only: bool,
+    /// `--evaluate-only`'s call is one the team blocks: every answer a DENY.
+    deny: bool,
     decision_log: bool,
     http: bool,
 }
@@ -70,6 +75,7 @@ impl Args {
             metrics: false,
             tls: false,
             evaluate_only: false,
+            deny: false,
             decision_log: true,
             http: false,
         };
@@ -91,6 +97,7 @@ impl Args {
                 "--metrics" => args.metrics = true,
                 "--tls" => args.tls = true,
                 "--evaluate-only" => args.evaluate_only = true,
+                "--deny" => args.deny = true,
                 "--no-decision-log" => args.decision_log = false,
                 "--http" => args.http = true,
                 "--rates" => {
@@ -163,6 +170,8 @@ impl Measured {
 enum Rpc {
     Health,
     Evaluate,
+    /// `Evaluate` of a call the team blocks (`--deny`): a DENY, recorded.
+    EvaluateDeny,
     /// `Evaluate` as Connect JSON over HTTP/1.1.
     EvaluateJson,
     EvaluateBatch,
@@ -226,6 +235,24 @@ impl Caller {
                         .decision
                         .as_ref()
                         .is_some_and(|d| d.outcome == pb::Outcome::Allow as i32)
+                }),
+            Rpc::EvaluateDeny => self
+                .policy
+                .evaluate(pb::EvaluateRequest {
+                    approval: None,
+                    team_id: TEAM.into(),
+                    user_id: "alice".into(),
+                    call: Some(mcp("github", "delete_repo")),
+                    explain: false,
+                    agent: None,
+                    client: String::new(),
+                })
+                .await
+                .is_ok_and(|r| {
+                    r.get_ref()
+                        .decision
+                        .as_ref()
+                        .is_some_and(|d| d.outcome == pb::Outcome::Deny as i32)
                 }),
             Rpc::EvaluateJson => {
                 let answer = self
@@ -373,8 +400,9 @@ fn pin(pid: u32, cpu: usize) {
 }
 
 /// An admin allowlist of `n` entries (exact, `server:*`, `*:tool` and globs) that
-/// lets `jira:*` auto-run, and alice in auto-run mode.
-async fn seed(channel: &Channel, n: usize) {
+/// lets `jira:*` auto-run, and alice in auto-run mode; with `deny`, `github:delete_repo`
+/// blocked too (only then: the ALLOW runs stay as they were).
+async fn seed(channel: &Channel, n: usize, deny: bool) {
     let mut allowlist: Vec<String> = (0..n.saturating_sub(1))
         .map(|i| match i % 10 {
             0 => format!("srv{i}:*"),
@@ -390,6 +418,11 @@ async fn seed(channel: &Channel, n: usize) {
             auto_run_controls: Some(pb::AutoRunControls {
                 enabled: true,
                 mcp_tool_allowlist: allowlist,
+                mcp_tool_blocklist: if deny {
+                    vec!["github:delete_repo".into()]
+                } else {
+                    Vec::new()
+                },
                 ..Default::default()
             }),
             expected_revision: None,
@@ -522,7 +555,7 @@ async fn main() {
         let channel = endpoint.connect().await.expect("connect");
         channels.push(channel);
     }
-    seed(&channels[0], args.entries).await;
+    seed(&channels[0], args.entries, args.deny).await;
     let batch = Arc::new(batch_request(args.batch));
 
     println!(
@@ -553,6 +586,15 @@ async fn main() {
     let server_pid = child.id();
     let base = format!("http://{addr}");
     assert!(
+        !args.deny || args.evaluate_only,
+        "--deny measures the closed-loop Evaluate: add --evaluate-only"
+    );
+    let evaluate = if args.deny {
+        Rpc::EvaluateDeny
+    } else {
+        Rpc::Evaluate
+    };
+    assert!(
         !(args.http && args.tls),
         "--http measures plaintext HTTP: leave out --tls"
     );
@@ -562,7 +604,7 @@ async fn main() {
         &channels,
         args.concurrency,
         Duration::from_secs(1),
-        Rpc::Evaluate,
+        evaluate,
         &batch,
         None,
     )
@@ -580,8 +622,12 @@ async fn main() {
         )
     };
     if args.evaluate_only {
-        let m = run(Rpc::Evaluate, None).await;
-        m.print("evaluate");
+        let m = run(evaluate, None).await;
+        m.print(if args.deny {
+            "evaluate (DENY)"
+        } else {
+            "evaluate"
+        });
         let json_run = if args.http {
             let j = run(Rpc::EvaluateJson, None).await;
             j.print("evaluate as JSON over HTTP/1.1");
@@ -613,7 +659,7 @@ async fn main() {
         };
         println!(
             "{}",
-            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls,
+            json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "deny": args.deny,
                    "decision_log": args.decision_log, "evaluate": m.json(),
                    "evaluate_json": json_run, "log": log})
         );

@@ -85,7 +85,7 @@ pub(super) fn rpc_error(status: tonic::Status) -> anyhow::Error {
         .is_some_and(|info| info.reason == crate::grpc::COMMIT_INDETERMINATE)
     {
         text.push_str(
-            "\n  the change may have been committed: read the settings (their revision) before writing again, and write with --expected-revision",
+            "\n  the change may have been committed: read it back before writing again (settings: their revision, then write with --expected-revision; a token: `toolgate token list`, and revoke one whose secret you did not get; an approval: the request's state)",
         );
     }
     if let Some(bad) = status.get_details_bad_request() {
@@ -105,4 +105,26 @@ pub(super) fn rpc_error(status: tonic::Status) -> anyhow::Error {
         });
     }
     anyhow::anyhow!(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rpc_error;
+
+    /// A commit whose acknowledgement was lost is told apart from a plain failure:
+    /// the advice to read before writing again comes with it.
+    #[test]
+    fn an_indeterminate_commit_prints_the_advice() {
+        let status = tonic::Status::from(crate::service::ServiceError::Indeterminate(
+            "connection reset".into(),
+        ));
+        let text = rpc_error(status).to_string();
+        assert!(text.starts_with("Unknown: "), "{text}");
+        assert!(
+            text.contains("may have been committed: read it back"),
+            "{text}"
+        );
+        let plain = rpc_error(tonic::Status::unavailable("store unavailable")).to_string();
+        assert!(!plain.contains("may have been committed"), "{plain}");
+    }
 }

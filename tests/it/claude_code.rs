@@ -125,6 +125,31 @@ fn markers_direct() -> Value {
         "args": [Path::new(FAKES).join("mcp_markers.py")]}}})
 }
 
+/// Installs `toolgate hook claude-code` as the PreToolUse hook of the project `dir`,
+/// asking `server` with `token`; returns the settings file to run Claude Code with.
+pub(crate) fn install_hook(dir: &Path, server: &TestServer, token: &str) -> PathBuf {
+    let exe = env!("CARGO_BIN_EXE_toolgate");
+    let install = std::process::Command::new(exe)
+        .args([
+            "hook",
+            "install",
+            "claude-code",
+            "--scope",
+            "project",
+            "--path",
+        ])
+        .arg(dir)
+        .arg("--command")
+        .arg(format!(
+            "{exe} hook claude-code --server http://{} --token {token}",
+            server.addr
+        ))
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+    dir.join(".claude/settings.json")
+}
+
 /// One `claude -p` run whose model makes the scripted call.
 pub(crate) async fn run_claude(claude: &Path, dir: &Path, settings: &Path, call: Value) -> Session {
     run_claude_with(claude, dir, settings, &markers_direct(), call).await
@@ -213,26 +238,7 @@ async fn claude_code_enforces_toolgate_decisions() {
     server.yolo("alice").await;
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let exe = env!("CARGO_BIN_EXE_toolgate");
-    let up = format!("http://{}", server.addr);
-    let install = std::process::Command::new(exe)
-        .args([
-            "hook",
-            "install",
-            "claude-code",
-            "--scope",
-            "project",
-            "--path",
-        ])
-        .arg(dir)
-        .arg("--command")
-        .arg(format!(
-            "{exe} hook claude-code --server {up} --token alice-token"
-        ))
-        .output()
-        .unwrap();
-    assert!(install.status.success());
-    let settings = dir.join(".claude/settings.json");
+    let settings = install_hook(dir, &server, "alice-token");
     let bash = |path: &Path, verb: &str| {
         json!({"name": "Bash", "input": {"command": format!("{verb} {}", path.display()),
                                           "description": "make a marker"}})

@@ -151,9 +151,17 @@ impl Hub {
         ))
     }
 
+    /// Why the team's policy, as held here, cannot be shown current now, if it cannot
+    /// (`None` too for a team not in memory: it is read fresh when next needed).
+    pub fn unconfirmed_team(&self, team_id: &str) -> Option<Unconfirmed> {
+        let team = self.teams.get(team_id)?;
+        self.unconfirmed(team_id, &team)
+    }
+
     /// Every `every`, turns health NOT_SERVING while the replica's policy is
-    /// unconfirmed past the bound, and SERVING again once it is confirmed. Returns at
-    /// once for the embedded store.
+    /// unconfirmed past the bound, and SERVING again once it is confirmed; tells the
+    /// subscribers of each team past the bound so (their streams end, and they
+    /// resume on a replica that can see). Returns at once for the embedded store.
     pub async fn watch_currency(self: std::sync::Arc<Self>, every: Duration) {
         let Some(bound) = self.currency.bound else {
             return;
@@ -162,6 +170,11 @@ impl Hub {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            for team in &self.teams {
+                if team.watched() && self.unconfirmed(team.key(), team.value()).is_some() {
+                    team.tell_unconfirmed();
+                }
+            }
             let behind = self.staleness().is_some_and(|age| age > bound).then(|| {
                 format!(
                     "policy not confirmed with the store for more than store.max_staleness_secs ({} s): this replica may be cut off from changes made on others",
@@ -289,6 +302,33 @@ mod tests {
         hub.set_reachable(true);
         let bob = hub.effective_to_decide("acme", "bob").await.unwrap();
         assert_eq!(bob.unconfirmed, None);
+    }
+
+    #[tokio::test]
+    async fn watchers_of_a_team_past_the_bound_are_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut hub = hub(&dir, Some(BOUND)).await;
+        let mut acme = hub.subscribe("acme").await.unwrap();
+        assert_eq!(hub.unconfirmed_team("acme"), None);
+        age(&mut hub, BOUND * 2);
+        let why = hub.unconfirmed_team("acme").expect("past the bound").0;
+        assert!(why.contains("store.max_staleness_secs (5 s)"), "{why}");
+        let hub = Arc::new(hub);
+        let ticking = tokio::spawn(hub.clone().watch_currency(Duration::from_millis(10)));
+        let told = tokio::time::timeout(Duration::from_secs(10), acme.recv())
+            .await
+            .expect("told within the deadline");
+        assert!(
+            matches!(told, Ok(crate::hub::HubEvent::Unconfirmed)),
+            "{told:?}"
+        );
+        assert!(!hub.health().borrow().current());
+        ticking.abort();
+        assert_eq!(
+            hub.unconfirmed_team("globex"),
+            None,
+            "not in memory: read fresh"
+        );
     }
 
     #[tokio::test]

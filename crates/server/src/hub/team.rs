@@ -65,6 +65,9 @@ pub enum HubEvent {
     /// The hub itself lost track (history truncated under it), or the policy file's
     /// server-wide `tool.action` lists changed: every subscriber resyncs.
     Resync,
+    /// The team's policy here is no longer shown current (see `currency.rs`): a
+    /// subscriber must stop presenting it and go to a replica that can.
+    Unconfirmed,
 }
 
 /// What the ring carries: a change that is gone from the queue when a subscriber
@@ -73,6 +76,7 @@ pub enum HubEvent {
 pub(super) enum RingEvent {
     Change(Weak<Published>),
     Resync,
+    Unconfirmed,
 }
 
 /// A subscriber's end of its team's ring.
@@ -91,6 +95,7 @@ impl Subscription {
                 .map(HubEvent::Change)
                 .ok_or(broadcast::error::RecvError::Lagged(1)),
             RingEvent::Resync => Ok(HubEvent::Resync),
+            RingEvent::Unconfirmed => Ok(HubEvent::Unconfirmed),
         }
     }
 }
@@ -128,6 +133,14 @@ impl Team {
     pub(super) fn resync(&self) {
         if let Some(tx) = self.tx.get() {
             let _ = tx.send(RingEvent::Resync);
+        }
+    }
+
+    /// Tells the team's subscribers, if any, that its policy here cannot be shown
+    /// current.
+    pub(super) fn tell_unconfirmed(&self) {
+        if let Some(tx) = self.tx.get().filter(|tx| tx.receiver_count() > 0) {
+            let _ = tx.send(RingEvent::Unconfirmed);
         }
     }
 

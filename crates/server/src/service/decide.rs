@@ -12,6 +12,9 @@ use crate::secrets;
 use std::borrow::Cow;
 
 impl Service {
+    /// The user's effective policy, to show a client (`GetEffectivePolicy`, an
+    /// export, a `tools/list` filter): refused `UNAVAILABLE` while it cannot be shown
+    /// current, since a client acts on what it is shown.
     pub async fn effective(
         &self,
         p: &Principal,
@@ -22,7 +25,21 @@ impl Service {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
-        Ok(self.hub.effective(team, user).await?)
+        self.current_effective(team, user).await
+    }
+
+    /// The hub's view of `team` and `user`, refused `UNAVAILABLE` when it cannot be
+    /// shown current (the message names how stale it is and the bound).
+    pub(super) async fn current_effective(
+        &self,
+        team: &str,
+        user: &str,
+    ) -> Result<Effective, ServiceError> {
+        let eff = self.hub.effective(team, user).await?;
+        match &eff.unconfirmed {
+            Some(why) => Err(ServiceError::Unavailable(why.to_string())),
+            None => Ok(eff),
+        }
     }
 
     /// [`Service::effective`] to decide calls with: it may be unconfirmed (see
@@ -244,11 +261,8 @@ impl Service {
         client: &str,
     ) -> Result<(FilteredTools, u64), ServiceError> {
         check_client(client)?;
-        let eff = self.effective(p, team, user).await?;
         // a listing shows what may be called: nothing from a view not shown current
-        if let Some(why) = &eff.unconfirmed {
-            return Err(ServiceError::Unavailable(why.to_string()));
-        }
+        let eff = self.effective(p, team, user).await?;
         let value: serde_json::Value = serde_json::from_str(tools_json).map_err(|e| {
             ServiceError::invalid(
                 "tools_json",

@@ -57,14 +57,14 @@ impl Service {
         // whether the subscriber's user settings are the team's defaults (no document
         // of their own, and the team has defaults), which admin changes then change
         let mut follows_defaults = {
-            let effective = this.hub.effective(&team, &user).await?;
+            let effective = this.current_effective(&team, &user).await?;
             effective.user.stored.revision == 0
                 && effective.admin.head().default_user_settings.is_some()
         };
         let mut seen = match after {
             Some(after) => match this.history_after(&team, after).await? {
                 History::Truncated => {
-                    let effective = this.hub.effective(&team, &user).await?;
+                    let effective = this.current_effective(&team, &user).await?;
                     let revision = effective.revision;
                     first.push(WatchEvent::Snapshot {
                         effective,
@@ -95,7 +95,7 @@ impl Service {
                 }
             },
             None => {
-                let effective = this.hub.effective(&team, &user).await?;
+                let effective = this.current_effective(&team, &user).await?;
                 let revision = effective.revision;
                 first.push(WatchEvent::Snapshot {
                     effective,
@@ -122,6 +122,11 @@ impl Service {
                         break;
                     }
                     _ = heartbeat.tick() => {
+                        // a heartbeat says "current at `seen`": not from a stale view
+                        if let Some(why) = this.hub.unconfirmed_team(&team) {
+                            yield Err(ServiceError::Unavailable(why.to_string()));
+                            break;
+                        }
                         yield Ok(WatchEvent::Heartbeat { revision: seen });
                     }
                     received = rx.recv() => match received {
@@ -147,15 +152,22 @@ impl Service {
                         }
                         Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             // fell behind the ring (or the hub reloaded): start over from a snapshot
-                            match this.hub.effective(&team, &user).await {
+                            match this.current_effective(&team, &user).await {
                                 Ok(effective) => {
                                     seen = effective.revision;
                                     yield Ok(WatchEvent::Snapshot { effective, resync: true });
                                 }
                                 Err(e) => {
-                                    yield Err(e.into());
+                                    yield Err(e);
                                     break;
                                 }
+                            }
+                        }
+                        Ok(HubEvent::Unconfirmed) => {
+                            // re-checked: a catch-up may have confirmed the team since
+                            if let Some(why) = this.hub.unconfirmed_team(&team) {
+                                yield Err(ServiceError::Unavailable(why.to_string()));
+                                break;
                             }
                         }
                         Err(broadcast::error::RecvError::Closed) => {
@@ -189,7 +201,7 @@ impl Service {
                 if controls.default_user_settings.is_none() && !*follows_defaults {
                     return Ok(None);
                 }
-                let effective = self.hub.effective(team, user).await?;
+                let effective = self.current_effective(team, user).await?;
                 if effective.user.stored.revision != 0 {
                     *follows_defaults = false;
                     return Ok(None);

@@ -246,7 +246,7 @@ where
             self.backend
                 .announce(&mut *tx, &approvals_notice(&a.team_id))
                 .await?;
-            tx.commit().await?;
+            super::sql::commit(tx).await?;
             Ok(())
         }
         .await;
@@ -338,7 +338,7 @@ where
             self.backend
                 .announce(&mut *tx, &approvals_notice(&record.new.team_id))
                 .await?;
-            tx.commit().await?;
+            super::sql::commit(tx).await?;
             Ok(Answered::Now(record))
         }
         .await;

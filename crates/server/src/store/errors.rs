@@ -169,6 +169,51 @@ mod tests {
         ));
     }
 
+    /// The table of a commit's failures: only a connection that failed after the
+    /// `COMMIT` left (its answer lost) leaves the outcome unknown; an answer from the
+    /// database, or a `COMMIT` never sent, says nothing was committed.
+    #[test]
+    fn only_a_lost_answer_to_a_commit_is_indeterminate() {
+        let io = |kind| sqlx::Error::Io(std::io::Error::new(kind, "lost"));
+        let indeterminate = [
+            io(std::io::ErrorKind::ConnectionReset),
+            io(std::io::ErrorKind::UnexpectedEof),
+            io(std::io::ErrorKind::BrokenPipe),
+            sqlx::Error::Protocol("unexpected message".into()),
+            sqlx::Error::WorkerCrashed,
+        ];
+        for e in indeterminate {
+            let shown = e.to_string();
+            let mapped = commit_error(e);
+            assert!(
+                matches!(mapped, StoreError::Indeterminate(_)),
+                "{shown}: {mapped:?}"
+            );
+            assert!(
+                mapped.to_string().contains("may have committed")
+                    && mapped.to_string().contains("read the revision"),
+                "{mapped}"
+            );
+        }
+        for e in [sqlx::Error::PoolTimedOut, sqlx::Error::PoolClosed] {
+            assert!(matches!(commit_error(e), StoreError::Unavailable(_)));
+        }
+    }
+
+    #[test]
+    fn an_indeterminate_commit_reaches_the_service_as_such() {
+        use crate::service::ServiceError;
+        let store = || StoreError::Indeterminate("reset".into());
+        assert!(matches!(
+            ServiceError::from(store()),
+            ServiceError::Indeterminate(m) if m.contains("read the revision")
+        ));
+        assert!(matches!(
+            ServiceError::from(crate::hub::HubError::Store(store())),
+            ServiceError::Indeterminate(_)
+        ));
+    }
+
     #[test]
     fn lost_connections_are_unavailable() {
         assert_eq!(

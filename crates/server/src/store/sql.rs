@@ -18,6 +18,13 @@ use serde::de::DeserializeOwned;
 use sqlx::pool::PoolConnection;
 use sqlx::{ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Type};
 
+/// Commits a durable write. A commit whose answer was lost on the way back (the
+/// connection failed after `COMMIT` was sent) may have been applied: it is
+/// [`StoreError::Indeterminate`], never a plain unavailable that invites a blind retry.
+pub(super) async fn commit<DB: Database>(tx: sqlx::Transaction<'_, DB>) -> Result<(), StoreError> {
+    tx.commit().await.map_err(super::errors::commit_error)
+}
+
 /// A [`Store`] over a SQL [`Backend`].
 #[derive(Debug, Clone)]
 pub struct SqlStore<B> {
@@ -213,7 +220,7 @@ where
                 .await?;
         }
         self.backend.announce(&mut *tx, team_id).await?;
-        tx.commit().await.map_err(super::errors::commit_error)?;
+        commit(tx).await?;
         Ok((to_u64(revision), now))
     }
 

@@ -127,7 +127,7 @@ where
                 .execute(&mut *tx)
                 .await?;
             self.backend.announce(&mut *tx, TOKENS_NOTICE).await?;
-            tx.commit().await?;
+            super::sql::commit(tx).await?;
             Ok(())
         }
         .await;
@@ -187,7 +187,7 @@ where
                     .await?;
                 self.backend.announce(&mut *tx, TOKENS_NOTICE).await?;
             }
-            tx.commit().await?;
+            super::sql::commit(tx).await?;
             Ok(token)
         }
         .await;
