@@ -313,20 +313,25 @@ fn load_managed_owned_by(path: &Path, owner: u32) -> Result<Option<Managed>, Str
             "managed client configuration {shown} is larger than {MAX_MANAGED_BYTES} bytes: keep only its settings"
         ));
     }
-    let managed: Managed = toml::from_str(&text).map_err(|e| {
+    parse_managed(&text)
+        .map(Some)
+        .map_err(|e| format!("managed client configuration {shown} {e}"))
+}
+
+/// A managed configuration's text, checked: its keys and the values `ask` takes.
+pub fn parse_managed(text: &str) -> Result<Managed, String> {
+    let managed: Managed = toml::from_str(text).map_err(|e| {
         format!(
-            "managed client configuration {shown} does not read: {}: the keys are server, ca, token_file, team, ask and fail_open",
-            e.message()
+            "does not read: {}: the keys are server, ca, token_file, team, ask and fail_open",
+            e.message().trim()
         )
     })?;
     if let Some(ask) = &managed.ask
         && !matches!(ask.as_str(), "ask" | "deny" | "defer")
     {
-        return Err(format!(
-            "managed client configuration {shown}: ask = {ask:?} is not one of ask, deny, defer"
-        ));
+        return Err(format!("ask = {ask:?} is not one of ask, deny, defer"));
     }
-    Ok(Some(managed))
+    Ok(managed)
 }
 
 /// `flags` with the managed configuration's keys over them (managed > flags), and the
