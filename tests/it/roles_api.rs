@@ -172,11 +172,13 @@ async fn calls_without_an_agent_are_decided_as_before() {
     let (server, _dir) = start().await;
     set_up(&server, "*.pem").await;
     // the subagent may not write; the same call without an agent is the admin's ALLOW
+    // (in its working directory: a write tool's absolute path is placed against it)
     let write = pb::ToolCall {
         arguments: Some(pb::CallArguments {
             tool_input: Some(pb_struct(
                 &serde_json::json!({"file_path": "/p/a.rs", "content": "x"}),
             )),
+            cwd: "/p".into(),
             ..Default::default()
         }),
         ..mcp("builtin", "Write")
