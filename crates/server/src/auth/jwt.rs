@@ -450,7 +450,13 @@ mod tests {
             .into(),
         };
         let many: Vec<String> = (0..=MAX_GROUPS).map(|i| format!("g{i}")).collect();
-        let table: Vec<(&str, serde_json::Value, Result<Option<&str>, &str>)> = vec![
+        // (case, the claims, the team or a part of the refusal)
+        type Row = (
+            &'static str,
+            serde_json::Value,
+            Result<Option<&'static str>, &'static str>,
+        );
+        let table: Vec<Row> = vec![
             ("no claim", json!({}), Ok(None)),
             (
                 "a list",
