@@ -30,6 +30,10 @@ pub async fn refresh_if_needed(resolved: &mut Resolved) -> Result<(), String> {
         return Ok(());
     }
     let Some(path) = resolved.profile_path.clone() else {
+        // not saved yet (`login --sso` checking what it got): what is left of it serves
+        if session.expires_at > now() {
+            return Ok(());
+        }
         return Err(
             "the sign-in's token has expired and the client profile is not known: run `toolgate login --sso`"
                 .into(),

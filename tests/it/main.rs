@@ -56,6 +56,7 @@ mod server;
 mod server_limits;
 mod shell_bypass;
 mod shell_props;
+mod sso;
 mod store_suite;
 mod telemetry;
 mod terminal;
