@@ -567,6 +567,113 @@ mod tests {
         }
     }
 
+    /// Serves what `answer` makes of its own address (a whole HTTP response) to every
+    /// connection; the address as an issuer URL.
+    async fn canned(answer: &dyn Fn(&str) -> Vec<u8>) -> String {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let answer = answer(&issuer);
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = conn.read(&mut request).await;
+                    let _ = conn.write_all(&answer).await;
+                });
+            }
+        });
+        issuer
+    }
+
+    fn json_answer(body: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// Hostile discovery documents: each refused with what is wrong, nothing followed.
+    #[tokio::test]
+    async fn discovery_refuses_what_it_cannot_trust() {
+        let config = |issuer: &str, token: &str| {
+            serde_json::json!({
+                "issuer": issuer,
+                "token_endpoint": token,
+                "device_authorization_endpoint": format!("{issuer}/device"),
+            })
+            .to_string()
+        };
+        let huge = "x".repeat(MAX_BODY_BYTES + 1);
+        // (case, the answer given the issuer, a part of the refusal or None)
+        type Answer = Box<dyn Fn(&str) -> Vec<u8>>;
+        let table: Vec<(&str, Answer, Option<&str>)> = vec![
+            (
+                "a good one",
+                Box::new(move |i| json_answer(&config(i, &format!("{i}/token")))),
+                None,
+            ),
+            (
+                "another issuer's",
+                Box::new(move |i| {
+                    json_answer(&config("https://evil.example", &format!("{i}/token")))
+                }),
+                Some("names the issuer"),
+            ),
+            (
+                "a token endpoint in clear elsewhere",
+                Box::new(move |i| json_answer(&config(i, "http://evil.example/token"))),
+                Some("is not https"),
+            ),
+            (
+                "a token endpoint with credentials",
+                Box::new(move |i| json_answer(&config(i, "https://u:p@idp.example/token"))),
+                Some("user name or password"),
+            ),
+            (
+                "not JSON",
+                Box::new(|_| json_answer("<html>")),
+                Some("not an OpenID configuration"),
+            ),
+            (
+                "too large, said so",
+                Box::new(move |_| json_answer(&huge)),
+                Some("more than"),
+            ),
+            (
+                "too large, without a length",
+                Box::new(|_| {
+                    let mut a = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n".to_vec();
+                    a.extend(std::iter::repeat_n(b' ', MAX_BODY_BYTES + 10));
+                    a
+                }),
+                Some("more than"),
+            ),
+            (
+                "a redirect",
+                Box::new(|_| {
+                    b"HTTP/1.1 302 Found\r\nlocation: https://evil.example/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_vec()
+                }),
+                Some("answered 302"),
+            ),
+        ];
+        for (case, answer, want) in table {
+            let issuer = canned(&*answer).await;
+            let http = Http::new(&issuer).unwrap();
+            let got = http.discover(&issuer, "cli", Bearer::IdToken, true).await;
+            match (got, want) {
+                (Ok(p), None) => assert_eq!(p.token_endpoint, format!("{issuer}/token"), "{case}"),
+                (Err(e), Some(part)) => {
+                    let text = e.to_string();
+                    assert!(text.contains(part), "{case}: {text}")
+                }
+                (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
     #[test]
     fn the_expiry_of_a_jwt_is_read_and_anything_else_is_none() {
         use base64::Engine as _;
