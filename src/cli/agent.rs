@@ -328,6 +328,7 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
         Err(e) => return hook::failure(client, &e.to_string(), options),
     };
     let conn = settings.conn.clone();
+    let sso = conn.sso.is_some().then(|| conn.clone());
     let server = conn.server.clone();
     let context = (parsed.agent.clone(), parsed.args.clone());
     let config = ClientConfig {
@@ -367,6 +368,15 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
     let decided = runtime.block_on(async {
         let started = tokio::time::Instant::now();
         let first = tokio::time::timeout(deadline, async {
+            // a sign-in's token nearing its expiry is refreshed first; a refusal is
+            // the hook's failure (fail closed), never a call without a token
+            let mut config = config;
+            if let Some(mut sso) = sso {
+                super::login_refresh::refresh_if_needed(&mut sso)
+                    .await
+                    .map_err(crate::grpc::client::ClientError::Config)?;
+                config.token = sso.token;
+            }
             let server = Server::connect(config).await?;
             let mut decided = match &ask {
                 Some(ask) => {
@@ -1097,13 +1107,18 @@ fn check(args: CheckArgs) -> Result<i32, String> {
 }
 
 /// The team and user the server decides for, as it says.
-pub(super) fn whoami(conn: Resolved, team: &str, user: &str) -> Result<(String, String), String> {
+pub(super) fn whoami(
+    mut conn: Resolved,
+    team: &str,
+    user: &str,
+) -> Result<(String, String), String> {
     let server = conn.server.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
+        super::login_refresh::refresh_if_needed(&mut conn).await?;
         let client = Server::connect(ClientConfig {
             server: conn.server,
             token: conn.token,
@@ -1147,7 +1162,10 @@ pub async fn run_export(args: ExportArgs, conn: &Connection) -> anyhow::Result<i
             "--form {form:?} is not a format of {client:?}: codex takes rules or requirements, cursor cli or allowlists"
         ),
     };
-    let conn = conn.resolve()?;
+    let mut conn = conn.resolve()?;
+    super::login_refresh::refresh_if_needed(&mut conn)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
     let address = conn.server.clone();
     let hinted = |e: ClientError| anyhow::anyhow!(with_hint(&e, &address));
     let server = Server::connect(ClientConfig {

@@ -50,6 +50,11 @@ pub struct Resolved {
     /// The profile's team and user, for commands whose own are left empty.
     pub team: Option<String>,
     pub user: Option<String>,
+    /// The profile's sign-in, when its token is the one sent: refreshed before use
+    /// (`login_refresh::refresh_if_needed`).
+    pub sso: Option<super::profile::SsoSession>,
+    /// Where the profile is, for writing a refreshed sign-in back.
+    pub profile_path: Option<PathBuf>,
 }
 
 impl Connection {
@@ -65,7 +70,9 @@ impl Connection {
     /// Flags and variables first, then the client profile.
     pub fn resolve(&self) -> Result<Resolved, super::profile::ProfileError> {
         let profile = super::profile::load()?;
-        Ok(self.resolve_with(profile))
+        let mut resolved = self.resolve_with(profile);
+        resolved.profile_path = super::profile::path().ok();
+        Ok(resolved)
     }
 
     /// Flags and variables first, then `profile`. The profile's token, team and user
@@ -85,13 +92,25 @@ impl Connection {
             (self.token.clone(), self.token_file.clone(), team, user)
         } else if same_server {
             (
-                profile.token,
+                // a token of its own wins over a sign-in's
+                profile
+                    .token
+                    .or_else(|| profile.sso.as_ref().map(|s| s.token.clone())),
                 profile.token_file,
                 profile.team,
                 profile.user,
             )
         } else {
             (None, None, None, None)
+        };
+        let sso = if self.token.is_none()
+            && self.token_file.is_none()
+            && same_server
+            && token.as_ref() == profile.sso.as_ref().map(|s| &s.token)
+        {
+            profile.sso
+        } else {
+            None
         };
         let mut tls = self.tls();
         if tls.ca.is_none() && same_server {
@@ -108,6 +127,8 @@ impl Connection {
             tls,
             team,
             user,
+            sso,
+            profile_path: None,
         }
     }
 }

@@ -18,7 +18,10 @@ pub(super) struct Clients {
 
 impl Clients {
     pub(super) async fn connect(c: &Connection) -> anyhow::Result<Self> {
-        let resolved = c.resolve().map_err(|e| usage(e.to_string()))?;
+        let mut resolved = c.resolve().map_err(|e| usage(e.to_string()))?;
+        super::login_refresh::refresh_if_needed(&mut resolved)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
         let client = Client::connect(ClientConfig {
             server: resolved.server,
             token: resolved.token,

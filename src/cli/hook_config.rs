@@ -449,7 +449,8 @@ pub fn reconcile(
         ),
     ];
     let flags = &pin(flags, managed);
-    let conn = flags.connection().resolve_with(profile);
+    let mut conn = flags.connection().resolve_with(profile);
+    conn.profile_path = profile_path.map(Path::to_path_buf);
     let team = flags.team.clone().or(conn.team.clone()).unwrap_or_default();
     let user = flags.user.clone().or(conn.user.clone()).unwrap_or_default();
     let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());

@@ -16,10 +16,29 @@ pub struct LoginArgs {
     /// Save without asking the server first.
     #[arg(long)]
     no_check: bool,
+    /// Sign in with the organisation's identity provider instead of a token: the
+    /// server says where (a code to enter in any browser).
+    #[arg(long, conflicts_with_all = ["token", "token_file"])]
+    sso: bool,
+    /// With --sso: sign in in this machine's browser (a page opens) instead of
+    /// entering a code.
+    #[arg(long, requires = "sso")]
+    browser: bool,
 }
 
 /// Runs `toolgate login`; the error says what to give.
 pub fn login(args: LoginArgs, conn: &Connection) -> anyhow::Result<()> {
+    if args.sso {
+        return super::login_sso::login_sso(
+            super::login_sso::SsoArgs {
+                browser: args.browser,
+                team: args.team,
+                user: args.user,
+                no_check: args.no_check,
+            },
+            conn,
+        );
+    }
     let server = conn.server.clone().ok_or_else(|| {
         anyhow::anyhow!("--server is required (or TOOLGATE_SERVER): the server's address, e.g. https://toolgate.example.com:7070")
     })?;
@@ -37,6 +56,7 @@ pub fn login(args: LoginArgs, conn: &Connection) -> anyhow::Result<()> {
         team: args.team.filter(|t| !t.is_empty()),
         user: args.user.filter(|u| !u.is_empty()),
         ca: conn.ca.clone(),
+        sso: None,
     };
     let path = profile::path()?;
     if !args.no_check {

@@ -18,6 +18,8 @@ mod evaluate;
 pub mod hook_config;
 pub mod init;
 pub mod login;
+pub mod login_refresh;
+mod login_sso;
 mod output;
 pub mod profile;
 mod proxy;

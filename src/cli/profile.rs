@@ -32,6 +32,23 @@ pub struct Profile {
     pub user: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca: Option<PathBuf>,
+    /// A sign-in with the identity provider (`toolgate login --sso`), refreshed as it
+    /// nears its expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sso: Option<SsoSession>,
+}
+
+/// What `toolgate login --sso` keeps: the provider, the token sent to the server,
+/// when it expires, and the refresh token that gets the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SsoSession {
+    pub token: String,
+    /// Seconds since the epoch.
+    pub expires_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    pub provider: crate::grpc::client::oidc::Provider,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +125,7 @@ pub fn load_from(path: &Path) -> Result<Profile, ProfileError> {
         )));
     }
     let profile = parse(&text).map_err(unreadable)?;
-    if profile.token.is_some() {
+    if profile.token.is_some() || profile.sso.is_some() {
         check_private(path)?;
     }
     Ok(profile)
@@ -118,7 +135,7 @@ pub fn load_from(path: &Path) -> Result<Profile, ProfileError> {
 pub fn parse(text: &str) -> Result<Profile, String> {
     toml::from_str(text).map_err(|e: toml::de::Error| {
         format!(
-            "{}: keys are server, token, token_file, team, user and ca; run `toolgate login` again",
+            "{}: keys are server, token, token_file, team, user, ca and sso; run `toolgate login` again",
             e.message()
         )
     })

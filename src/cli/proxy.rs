@@ -99,7 +99,11 @@ pub async fn run_proxy(
             anyhow::bail!("no upstream: give its command after `--` or --upstream-url URL")
         }
     };
-    let resolved = connection.resolve()?;
+    let mut resolved = connection.resolve()?;
+    // refreshed once at the start: a long-lived proxy keeps the token it starts with
+    super::login_refresh::refresh_if_needed(&mut resolved)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
     let config = proxy::ProxyConfig {
         toolgate: ClientConfig {
             server: resolved.server,

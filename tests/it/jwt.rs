@@ -118,6 +118,8 @@ async fn jwts_are_verified_refused_with_why_and_rotated_keys_are_taken() {
         claims: JwtClaims::default(),
         default_role: toolgate::auth::Role::Member,
         allow_operator: false,
+        sign_in: None,
+        team_by_group: None,
     });
     let server = TestServer::start(config).await;
     let hour = now() + 3600;
@@ -224,6 +226,8 @@ async fn bootstrap_token_is_written_unless_jwts_may_be_operators() {
             claims: JwtClaims::default(),
             default_role: toolgate::auth::Role::Member,
             allow_operator,
+            sign_in: None,
+            team_by_group: None,
         });
         let app = toolgate::server::App::build(config).await.unwrap();
         assert_eq!(
@@ -245,6 +249,8 @@ pub(crate) fn jwt_config(jwks: &Path, leeway_secs: u64) -> JwtConfig {
         claims: JwtClaims::default(),
         default_role: toolgate::auth::Role::Member,
         allow_operator: true,
+        sign_in: None,
+        team_by_group: None,
     }
 }
 

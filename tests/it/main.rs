@@ -58,6 +58,7 @@ mod server;
 mod server_limits;
 mod shell_bypass;
 mod shell_props;
+mod sso;
 mod store_suite;
 mod telemetry;
 mod terminal;

@@ -833,6 +833,8 @@ pub(crate) const ROLE_MATRIX: &[(&str, [Code; 8])] = &[
     ("GetEffectivePolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("WatchPolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("GetServerConfig", [OK, OK, OK, OK, OK, OK, UA, UA]),
+    // how to sign in: asked before there is a token, so a bad one is no matter
+    ("GetSignIn", [OK, OK, OK, OK, OK, OK, OK, OK]),
     ("GetPrincipal", [OK, OK, OK, OK, OK, OK, UA, UA]),
 ];
 
@@ -975,6 +977,11 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
         "GetServerConfig" => server
             .info(token)
             .get_server_config(pb::GetServerConfigRequest {})
+            .await
+            .map(drop),
+        "GetSignIn" => server
+            .info(token)
+            .get_sign_in(pb::GetSignInRequest {})
             .await
             .map(drop),
         "GetPrincipal" => pb::principal_service_client::PrincipalServiceClient::with_interceptor(

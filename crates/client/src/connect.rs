@@ -218,6 +218,16 @@ impl Client {
         )
     }
 
+    /// The server's information, for `toolgate login --sso` (`GetSignIn`).
+    pub fn server_info_service(
+        &self,
+    ) -> pb::server_info_service_client::ServerInfoServiceClient<Authed> {
+        pb::server_info_service_client::ServerInfoServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
     /// The policy service, for the CLI commands that still build protobuf requests.
     pub fn policy_service(&self) -> PolicyStub {
         pb::policy_service_client::PolicyServiceClient::with_interceptor(

@@ -3,12 +3,14 @@
 //! address, the bearer token, deadlines, and domain types in and out.
 //!
 //! The rooms: where the server is, TLS and the token in `connect`, the calls and
-//! their conversions in `calls`, the decision log's service in `decisions`.
+//! their conversions in `calls`, the decision log's service in `decisions`, signing in
+//! with an identity provider in `oidc`.
 
 mod approvals;
 mod calls;
 mod connect;
 mod decisions;
+pub mod oidc;
 
 use toolgate_core::policy;
 use toolgate_proto as proto;

@@ -1,8 +1,9 @@
 //! Authentication (bearer tokens stored as SHA-256 hashes) and the authorization matrix.
 //!
-//! Architecture invariant: every RPC but health and reflection passes
-//! [`Authenticator::authenticate`] and then [`authorize`]; there is no unauthenticated
-//! path unless anonymous access is configured, and that only on loopback.
+//! Architecture invariant: every RPC but health, reflection and `GetSignIn` (how to
+//! sign in: nothing secret, asked before there is a token) passes
+//! [`Authenticator::authenticate`] and then [`authorize`]; there is no other
+//! unauthenticated path unless anonymous access is configured, and that only on loopback.
 
 pub mod issued;
 pub mod jwt;

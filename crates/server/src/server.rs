@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::grpc::{
     AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PolicyRouter,
     PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer,
-    auth_interceptor,
+    auth_interceptor, sign_in_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -689,6 +689,7 @@ pub async fn run(
     }
     let limit = config.limits.max_request_bytes;
     let api = Api::new(service.clone(), &config).with_policy_file(policy_file);
+    let intercept_sign_in = sign_in_interceptor(auth.clone());
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -808,7 +809,7 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
-            intercept,
+            intercept_sign_in,
         ));
     // the second listeners drain with the first, within the same grace
     let mut also = Vec::new();

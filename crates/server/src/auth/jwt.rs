@@ -214,7 +214,10 @@ impl JwtVerifier {
                 "jwt role operator is not allowed: set auth.jwt.allow_operator to let tokens be operators",
             ));
         }
-        let team = text(&map.team);
+        let team = match text(&map.team) {
+            Some(team) => Some(team),
+            None => team_by_group(self.config.team_by_group.as_ref(), claims)?,
+        };
         let team = match (role, team) {
             (Role::Operator, _) => None,
             (_, Some(team)) if super::principal::is_reserved_team(team) => {
@@ -229,7 +232,7 @@ impl JwtVerifier {
             ),
             (_, None) => {
                 return Err(AuthError::Unauthenticated(
-                    "jwt lacks the team claim (auth.jwt.claims.team)",
+                    "jwt lacks the team claim (auth.jwt.claims.team) and no group of it is mapped to a team (auth.jwt.team_by_group)",
                 ));
             }
         };
@@ -243,6 +246,59 @@ impl JwtVerifier {
             user: Some(user),
         })
     }
+}
+
+/// Most groups a token's groups claim is read for: a provider sends tens, not thousands.
+const MAX_GROUPS: usize = 1024;
+
+/// The team `auth.jwt.team_by_group` gives the token's groups: none when no group is
+/// mapped, refused when two groups name different teams (which was meant cannot be
+/// guessed) or the claim is not a list of names.
+fn team_by_group<'c>(
+    config: Option<&'c crate::config::TeamByGroupConfig>,
+    claims: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<&'c str>, AuthError> {
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    let groups: Vec<&str> = match claims.get(&config.claim) {
+        None => return Ok(None),
+        Some(serde_json::Value::String(s)) => s
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|g| !g.is_empty())
+            .collect(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|g| g.as_str())
+            .collect::<Option<_>>()
+            .ok_or(AuthError::Unauthenticated(
+                "jwt groups claim (auth.jwt.team_by_group.claim) holds something other than names",
+            ))?,
+        Some(_) => {
+            return Err(AuthError::Unauthenticated(
+                "jwt groups claim (auth.jwt.team_by_group.claim) is neither a list nor a string of names",
+            ));
+        }
+    };
+    if groups.len() > MAX_GROUPS {
+        return Err(AuthError::Unauthenticated(
+            "jwt groups claim holds more than 1024 groups",
+        ));
+    }
+    let mut team = None;
+    for group in groups {
+        match (team, config.teams.get(group)) {
+            (_, None) => {}
+            (None, Some(t)) => team = Some(t.as_str()),
+            (Some(seen), Some(t)) if seen == t => {}
+            (Some(_), Some(_)) => {
+                return Err(AuthError::Unauthenticated(
+                    "jwt groups map to two teams (auth.jwt.team_by_group.teams): a user belongs to one team; the identity provider must put them in one mapped group",
+                ));
+            }
+        }
+    }
+    Ok(team)
 }
 
 /// A JWT principal's name, `jwt:TEAM/USER@ISSUER` (`jwt:/USER@ISSUER` for an
@@ -373,4 +429,86 @@ fn parse(config: &JwtConfig, bytes: &[u8]) -> Result<JwkSet, JwtError> {
             format!("not a JWKS document ({e}): give {{\"keys\": [...]}}"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Hostile and ordinary groups claims against one mapping.
+    #[test]
+    fn team_by_group_reads_the_claim_and_fails_closed() {
+        let config = crate::config::TeamByGroupConfig {
+            claim: "groups".into(),
+            teams: [
+                ("eng-platform", "platform"),
+                ("sre", "platform"),
+                ("data", "data"),
+            ]
+            .map(|(g, t)| (g.to_owned(), t.to_owned()))
+            .into(),
+        };
+        let many: Vec<String> = (0..=MAX_GROUPS).map(|i| format!("g{i}")).collect();
+        // (case, the claims, the team or a part of the refusal)
+        type Row = (
+            &'static str,
+            serde_json::Value,
+            Result<Option<&'static str>, &'static str>,
+        );
+        let table: Vec<Row> = vec![
+            ("no claim", json!({}), Ok(None)),
+            (
+                "a list",
+                json!({"groups": ["x", "eng-platform"]}),
+                Ok(Some("platform")),
+            ),
+            (
+                "a spaced string",
+                json!({"groups": "x sre"}),
+                Ok(Some("platform")),
+            ),
+            (
+                "a comma string",
+                json!({"groups": "data,x"}),
+                Ok(Some("data")),
+            ),
+            (
+                "two groups, one team",
+                json!({"groups": ["sre", "eng-platform"]}),
+                Ok(Some("platform")),
+            ),
+            (
+                "two teams",
+                json!({"groups": ["data", "sre"]}),
+                Err("two teams"),
+            ),
+            ("none mapped", json!({"groups": ["x"]}), Ok(None)),
+            ("case differs", json!({"groups": ["SRE"]}), Ok(None)),
+            (
+                "not names",
+                json!({"groups": ["sre", 1]}),
+                Err("other than names"),
+            ),
+            (
+                "an object",
+                json!({"groups": {"sre": true}}),
+                Err("neither a list"),
+            ),
+            ("too many", json!({"groups": many}), Err("more than 1024")),
+        ];
+        for (case, claims, want) in table {
+            let claims = claims.as_object().unwrap().clone();
+            let got = team_by_group(Some(&config), &claims);
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{case}"),
+                (Err(AuthError::Unauthenticated(got)), Err(want)) => {
+                    assert!(got.contains(want), "{case}: {got}")
+                }
+                (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
+            }
+        }
+        let claims = json!({"groups": ["sre"]}).as_object().unwrap().clone();
+        assert_eq!(team_by_group(None, &claims).unwrap(), None, "no mapping");
+    }
 }

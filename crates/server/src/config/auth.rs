@@ -75,6 +75,79 @@ pub struct JwtConfig {
     /// past admin unless the operator of toolgate says so.
     #[serde(default)]
     pub allow_operator: bool,
+    /// How developers sign in with `toolgate login --sso` (told by `GetSignIn`).
+    #[serde(default)]
+    pub sign_in: Option<SignInConfig>,
+    /// Enrolment: the team of a token without the team claim, by its groups.
+    #[serde(default)]
+    pub team_by_group: Option<TeamByGroupConfig>,
+}
+
+/// What `toolgate login --sso` needs besides the issuer: the OAuth client it signs
+/// in as, the scopes it asks for, the flows it may use and which token it sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignInConfig {
+    /// The public OAuth client (no secret) registered at the issuer for toolgate.
+    pub client_id: String,
+    /// The scopes asked for; `offline_access` gets the refresh token.
+    #[serde(default = "SignInConfig::default_scopes")]
+    pub scopes: Vec<String>,
+    /// The flows offered: `device` (RFC 8628) and `browser` (code with PKCE).
+    #[serde(default = "SignInConfig::default_flows")]
+    pub flows: Vec<SignInFlow>,
+    /// The token sent to toolgate: `id_token` (its audience is the client id) or
+    /// `access_token` (a JWT for `auth.jwt.audience`).
+    #[serde(default)]
+    pub bearer: SignInBearer,
+    /// Lets the issuer be plain http on this machine (a test provider), never elsewhere.
+    #[serde(default)]
+    pub allow_loopback_http: bool,
+}
+
+impl SignInConfig {
+    fn default_scopes() -> Vec<String> {
+        ["openid", "profile", "email", "offline_access"]
+            .map(String::from)
+            .to_vec()
+    }
+    fn default_flows() -> Vec<SignInFlow> {
+        vec![SignInFlow::Device, SignInFlow::Browser]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignInFlow {
+    Device,
+    Browser,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignInBearer {
+    #[default]
+    IdToken,
+    AccessToken,
+}
+
+/// A developer's team from the groups the identity provider gives them, for tokens
+/// without the team claim: no admin enrols anyone by hand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamByGroupConfig {
+    /// The claim holding the groups: a list, or names separated by spaces or commas.
+    #[serde(default = "TeamByGroupConfig::default_claim")]
+    pub claim: String,
+    /// Identity-provider group → toolgate team. A user whose groups name two teams is
+    /// refused: which one was meant cannot be guessed.
+    pub teams: std::collections::BTreeMap<String, String>,
+}
+
+impl TeamByGroupConfig {
+    fn default_claim() -> String {
+        "groups".into()
+    }
 }
 
 impl JwtConfig {

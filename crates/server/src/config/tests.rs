@@ -391,3 +391,107 @@ fn relative_paths_in_a_file_follow_the_file() {
     assert_eq!(c.data_dir, PathBuf::from("here"));
     assert_eq!(c.policy_file, Some(PathBuf::from("from-env.yaml")));
 }
+
+/// `auth.jwt.sign_in` and `auth.jwt.team_by_group`: each mistake named with its fix.
+#[test]
+fn sign_in_and_team_by_group_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    let base = |issuer: &str, audience: &str| {
+        format!(
+            "[auth.jwt]\nissuer = {issuer:?}\naudience = {audience:?}\njwks_file = \"/etc/toolgate/jwks.json\"\n"
+        )
+    };
+    let https = base("https://idp.example", "toolgate-cli");
+    // (the file, a part of the refusal, or None when accepted)
+    let table: Vec<(String, Option<&str>)> = vec![
+        (
+            format!("{https}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\n"),
+            None,
+        ),
+        (
+            format!("{https}[auth.jwt.sign_in]\nclient_id = \"other\"\n"),
+            Some("auth.jwt.audience: \"toolgate-cli\" is not auth.jwt.sign_in.client_id"),
+        ),
+        (
+            format!(
+                "{https}[auth.jwt.sign_in]\nclient_id = \"other\"\nbearer = \"access_token\"\n"
+            ),
+            None,
+        ),
+        (
+            format!(
+                "{https}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\nscopes = [\"profile\"]\n"
+            ),
+            Some("add openid"),
+        ),
+        (
+            format!(
+                "{https}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\nscopes = [\"openid\", \"a b\"]\n"
+            ),
+            Some("auth.jwt.sign_in.scopes"),
+        ),
+        (
+            format!("{https}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\nflows = []\n"),
+            Some("device and browser"),
+        ),
+        (
+            format!(
+                "{https}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\nallow_loopback_http = true\n"
+            ),
+            Some("allow_loopback_http: only a plain http issuer"),
+        ),
+        (
+            format!(
+                "{}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\n",
+                base("http://127.0.0.1:4000", "toolgate-cli")
+            ),
+            Some("set auth.jwt.sign_in.allow_loopback_http"),
+        ),
+        (
+            format!(
+                "{}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\nallow_loopback_http = true\n",
+                base("http://127.0.0.1:4000", "toolgate-cli")
+            ),
+            None,
+        ),
+        (
+            format!(
+                "{}[auth.jwt.sign_in]\nclient_id = \"toolgate-cli\"\n",
+                base("http://idp.example", "toolgate-cli")
+            ),
+            Some("is not an https URL"),
+        ),
+        (
+            format!("{https}[auth.jwt.team_by_group.teams]\nplatform-eng = \"platform\"\n"),
+            None,
+        ),
+        (
+            format!("{https}[auth.jwt.team_by_group]\nteams = {{}}\n"),
+            Some("map at least one group"),
+        ),
+        (
+            format!("{https}[auth.jwt.team_by_group.teams]\nall = \"*\"\n"),
+            Some("auth.jwt.team_by_group.teams.all: \"*\" is reserved"),
+        ),
+        (
+            format!("{https}[auth.jwt.team_by_group.teams]\nx = \"\"\n"),
+            Some("auth.jwt.team_by_group.teams.x"),
+        ),
+    ];
+    for (text, want) in table {
+        std::fs::write(&file, &text).unwrap();
+        match (
+            Config::load(Some(&file), env(&[]), &CliOverrides::default()),
+            want,
+        ) {
+            (Ok(_), None) => {}
+            (Err(e), Some(part)) => {
+                let shown = e.to_string();
+                assert!(shown.contains(part), "{text}: {shown}");
+            }
+            (Ok(_), Some(part)) => panic!("{text}: accepted, want {part:?}"),
+            (Err(e), None) => panic!("{text}: refused: {e}"),
+        }
+    }
+}

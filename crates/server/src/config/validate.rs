@@ -293,6 +293,8 @@ impl Config {
             if jwt.refresh_secs == 0 {
                 problems.push("auth.jwt.refresh_secs: must be at least 1".into());
             }
+            check_sign_in(&mut problems, jwt);
+            check_team_by_group(&mut problems, jwt);
             if jwt.default_role == Role::Operator && !jwt.allow_operator {
                 problems.push(
                     "auth.jwt.default_role: operator would make every token without a role claim an operator: use member, or set auth.jwt.allow_operator: true if that is meant"
@@ -416,5 +418,86 @@ fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&s
             crate::auth::principal::reserved_team_problem(t)
         )),
         _ => {}
+    }
+}
+
+/// `auth.jwt.sign_in`: what `toolgate login --sso` is told must work at the issuer.
+fn check_sign_in(problems: &mut Vec<String>, jwt: &super::JwtConfig) {
+    let Some(sign_in) = &jwt.sign_in else {
+        return;
+    };
+    let issuer = url::Url::parse(&jwt.issuer);
+    let loopback_http = issuer
+        .as_ref()
+        .is_ok_and(|u| u.scheme() == "http" && toolgate_core::secure_url::is_loopback(u));
+    match &issuer {
+        Ok(u) if u.scheme() == "https" && u.host().is_some() => {}
+        Ok(_) if loopback_http && sign_in.allow_loopback_http => {}
+        Ok(_) if loopback_http => problems.push(format!(
+            "auth.jwt.issuer: {:?} is plain http: developers sign in at an https issuer; for a test provider on this machine set auth.jwt.sign_in.allow_loopback_http: true",
+            jwt.issuer
+        )),
+        _ => problems.push(format!(
+            "auth.jwt.issuer: {:?} is not an https URL, and `toolgate login --sso` finds the provider at ISSUER/.well-known/openid-configuration: give the issuer's URL, e.g. https://idp.example.com",
+            jwt.issuer
+        )),
+    }
+    if sign_in.allow_loopback_http && !loopback_http {
+        problems.push(
+            "auth.jwt.sign_in.allow_loopback_http: only a plain http issuer on 127.0.0.1, ::1 or localhost needs it: remove it".into(),
+        );
+    }
+    if sign_in.client_id.trim().is_empty() || sign_in.client_id.len() > 256 {
+        problems.push("auth.jwt.sign_in.client_id: give the public client (no secret) registered at the identity provider for toolgate, at most 256 characters".into());
+    }
+    if sign_in.flows.is_empty() {
+        problems.push("auth.jwt.sign_in.flows: give at least one of device and browser".into());
+    }
+    if sign_in.scopes.len() > 32
+        || sign_in.scopes.iter().any(|s| {
+            s.is_empty()
+                || s.len() > 128
+                || !s
+                    .bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+        })
+    {
+        problems.push("auth.jwt.sign_in.scopes: at most 32 scopes of printable characters without spaces, quotes or backslashes, e.g. [openid, offline_access]".into());
+    } else if !sign_in.scopes.iter().any(|s| s == "openid") {
+        problems.push(
+            "auth.jwt.sign_in.scopes: add openid: the sign-in reads the issuer's OpenID tokens"
+                .into(),
+        );
+    }
+    if sign_in.bearer == super::SignInBearer::IdToken && jwt.audience != sign_in.client_id {
+        problems.push(format!(
+            "auth.jwt.audience: {:?} is not auth.jwt.sign_in.client_id {:?}, and an ID token's audience is the client it was issued to: set auth.jwt.audience to the client id, or sign_in.bearer: access_token if the provider issues JWT access tokens for toolgate",
+            jwt.audience, sign_in.client_id
+        ));
+    }
+}
+
+/// `auth.jwt.team_by_group`: every team an id, every group named.
+fn check_team_by_group(problems: &mut Vec<String>, jwt: &super::JwtConfig) {
+    let Some(map) = &jwt.team_by_group else {
+        return;
+    };
+    if map.claim.trim().is_empty() {
+        problems.push(
+            "auth.jwt.team_by_group.claim: give the claim holding the groups, e.g. groups".into(),
+        );
+    }
+    if map.teams.is_empty() {
+        problems.push("auth.jwt.team_by_group.teams: map at least one group to a team, e.g. {platform-eng: platform}, or remove team_by_group".into());
+    }
+    for (group, team) in &map.teams {
+        if group.trim().is_empty() || group.len() > 256 {
+            problems.push(format!("auth.jwt.team_by_group.teams: the group {group:?} must be 1 to 256 characters, as the identity provider names it"));
+        }
+        if crate::auth::principal::is_reserved_team(team) {
+            problems.push(format!("auth.jwt.team_by_group.teams.{group}: {team:?} is reserved (it stands for every team): name one team"));
+        } else if let Err(e) = crate::ids::check_id("team", team) {
+            problems.push(format!("auth.jwt.team_by_group.teams.{group}: {e}"));
+        }
     }
 }

@@ -43,32 +43,64 @@ pub fn auth_interceptor(
     auth: Arc<Authenticator>,
 ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
     move |mut req: Request<()>| {
-        let header = match req.metadata().get("authorization") {
-            Some(v) => Some(
-                v.to_str()
-                    .map_err(|_| Status::unauthenticated("authorization is not ASCII"))?,
-            ),
-            None => None,
-        };
-        // a bearer token speaks for itself; without one, a verified client certificate
-        let certificate = match header {
-            Some(_) => None,
-            None => req
-                .extensions()
-                .get::<crate::tls::PeerInfo>()
-                .and_then(|peer| peer.certs.clone()),
-        };
-        let principal = match certificate.as_deref().and_then(|chain| chain.first()) {
-            Some(leaf) => auth.authenticate_certificate(leaf),
-            None => auth.authenticate(header),
-        }
-        .map_err(ServiceError::from)?;
+        let principal = authenticate(&auth, &req)?;
         req.extensions_mut().insert(principal);
         Ok(req)
     }
 }
 
+/// For `ServerInfoService`, whose `GetSignIn` answers callers without a token: a
+/// refused credential is kept in the extensions instead of ending the call, so every
+/// other method still refuses it ([`principal`] returns it).
+pub fn sign_in_interceptor(
+    auth: Arc<Authenticator>,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |mut req: Request<()>| {
+        match authenticate(&auth, &req) {
+            Ok(principal) => {
+                req.extensions_mut().insert(principal);
+            }
+            Err(refused) => {
+                req.extensions_mut().insert(Refused(refused));
+            }
+        }
+        Ok(req)
+    }
+}
+
+/// Why a call's credential was refused, for the methods that need one.
+#[derive(Clone)]
+struct Refused(Status);
+
+/// The principal of a bearer token, else of a verified client certificate.
+fn authenticate<T>(auth: &Authenticator, req: &Request<T>) -> Result<Arc<Principal>, Status> {
+    let header = match req.metadata().get("authorization") {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| Status::unauthenticated("authorization is not ASCII"))?,
+        ),
+        None => None,
+    };
+    // a bearer token speaks for itself; without one, a verified client certificate
+    let certificate = match header {
+        Some(_) => None,
+        None => req
+            .extensions()
+            .get::<crate::tls::PeerInfo>()
+            .and_then(|peer| peer.certs.clone()),
+    };
+    let principal = match certificate.as_deref().and_then(|chain| chain.first()) {
+        Some(leaf) => auth.authenticate_certificate(leaf),
+        None => auth.authenticate(header),
+    }
+    .map_err(ServiceError::from)?;
+    Ok(principal)
+}
+
 fn principal<T>(req: &Request<T>) -> Result<Arc<Principal>, Status> {
+    if let Some(Refused(status)) = req.extensions().get::<Refused>() {
+        return Err(status.clone());
+    }
     req.extensions()
         .get::<Arc<Principal>>()
         .cloned()
@@ -94,6 +126,8 @@ struct ConfigViews {
     operator: serde_json::Map<String, serde_json::Value>,
     /// For everyone else: no principals, no store or collector address.
     team: serde_json::Map<String, serde_json::Value>,
+    /// `GetSignIn`'s answer, for anyone.
+    sign_in: pb::GetSignInResponse,
 }
 
 impl Api {
@@ -103,6 +137,7 @@ impl Api {
             config_views: Arc::new(ConfigViews {
                 operator: as_object(config.public_json()),
                 team: as_object(config.team_json()),
+                sign_in: sign_in_of(config),
             }),
             streams: limits::StreamSlots::new(config.limits.max_streams_per_principal),
             policy_file: None,
@@ -556,6 +591,41 @@ impl ServerInfoService for Api {
             config: Some(toolgate_proto::json::object_to_pb(&config)),
         }))
     }
+
+    async fn get_sign_in(
+        &self,
+        _req: Request<pb::GetSignInRequest>,
+    ) -> Result<Response<pb::GetSignInResponse>, Status> {
+        // no principal needed: nothing here is secret, and who asks has no token yet
+        Ok(Response::new(self.config_views.sign_in.clone()))
+    }
+}
+
+/// `GetSignIn`'s answer, from `auth.jwt` (none without `auth.jwt.sign_in`).
+fn sign_in_of(config: &crate::config::Config) -> pb::GetSignInResponse {
+    use crate::config::{SignInBearer, SignInFlow};
+    let sign_in = config.auth.jwt.as_ref().and_then(|jwt| {
+        let s = jwt.sign_in.as_ref()?;
+        Some(pb::SignIn {
+            issuer: jwt.issuer.clone(),
+            client_id: s.client_id.clone(),
+            scopes: s.scopes.clone(),
+            flows: s
+                .flows
+                .iter()
+                .map(|f| match f {
+                    SignInFlow::Device => pb::SignInFlow::Device,
+                    SignInFlow::Browser => pb::SignInFlow::Browser,
+                } as i32)
+                .collect(),
+            bearer: match s.bearer {
+                SignInBearer::IdToken => pb::SignInBearer::IdToken,
+                SignInBearer::AccessToken => pb::SignInBearer::AccessToken,
+            } as i32,
+            allow_loopback_http: s.allow_loopback_http,
+        })
+    });
+    pb::GetSignInResponse { sign_in }
 }
 
 /// Every gRPC path the server serves: the methods of every service in the

@@ -1,0 +1,300 @@
+//! `toolgate login --sso` against a real OpenID provider (the npm package
+//! `oidc-provider`, started by `tests/oidc/provider.mjs` with test users and groups):
+//! the device flow approved by script, the hook deciding as the user in the team
+//! their group maps to, a group changed at the provider taking effect at the next
+//! refresh, and a revoked refresh token failing closed.
+//!
+//! Needs `TOOLGATE_TEST_OIDC`: the npm prefix holding `oidc-provider` (`.ci/run`
+//! installs it). Without it the test says so and passes, unless CI=true.
+
+use crate::support::{TestServer, test_config};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use toolgate::config::{
+    JwtClaims, JwtConfig, SignInBearer, SignInConfig, SignInFlow, TeamByGroupConfig,
+};
+
+const CLIENT_ID: &str = "toolgate-cli";
+/// Every wait on the provider or the binary ends by then.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn oidc_prefix() -> Option<PathBuf> {
+    match std::env::var_os("TOOLGATE_TEST_OIDC") {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but TOOLGATE_TEST_OIDC is not set: .ci/run installs oidc-provider")
+        }
+        None => {
+            eprintln!(
+                "skipped: set TOOLGATE_TEST_OIDC to the npm prefix holding oidc-provider (npm install --prefix DIR oidc-provider@9.13.3)"
+            );
+            None
+        }
+    }
+}
+
+/// The provider's process, stopped when dropped (its stdin closes).
+struct Provider {
+    _child: tokio::process::Child,
+    issuer: String,
+    http: reqwest::Client,
+}
+
+impl Provider {
+    async fn start(prefix: &Path) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc/provider.mjs");
+        let mut child = tokio::process::Command::new("node")
+            .arg(script)
+            .arg(CLIENT_ID)
+            .env("NODE_PATH", prefix.join("node_modules"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs the provider");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let issuer = tokio::time::timeout(DEADLINE, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(issuer) = line.strip_prefix("listening ") {
+                    return issuer.to_owned();
+                }
+            }
+            panic!("the provider stopped before it listened")
+        })
+        .await
+        .expect("the provider listens within the deadline");
+        Self {
+            _child: child,
+            issuer,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Posts to one of the script's test routes.
+    async fn test_route(&self, route: &str, body: serde_json::Value) {
+        let answer = self
+            .http
+            .post(format!("{}/test/{route}", self.issuer))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status();
+        assert!(
+            status.is_success(),
+            "{route}: {}",
+            answer.text().await.unwrap()
+        );
+    }
+
+    /// Revokes a refresh token at the provider's revocation endpoint.
+    async fn revoke(&self, refresh_token: &str) {
+        let answer = self
+            .http
+            .post(format!("{}/token/revocation", self.issuer))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "token={refresh_token}&token_type_hint=refresh_token&client_id={CLIENT_ID}"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            answer.status().is_success(),
+            "{}",
+            answer.text().await.unwrap()
+        );
+    }
+}
+
+fn jwt_config(issuer: &str) -> JwtConfig {
+    JwtConfig {
+        issuer: issuer.to_owned(),
+        audience: CLIENT_ID.into(),
+        jwks_file: None,
+        jwks_url: Some(format!("{issuer}/jwks")),
+        refresh_secs: 300,
+        leeway_secs: 5,
+        claims: JwtClaims::default(),
+        default_role: toolgate::auth::Role::Member,
+        allow_operator: false,
+        sign_in: Some(SignInConfig {
+            client_id: CLIENT_ID.into(),
+            scopes: ["openid", "offline_access", "groups"]
+                .map(String::from)
+                .to_vec(),
+            flows: vec![SignInFlow::Device],
+            bearer: SignInBearer::IdToken,
+            allow_loopback_http: true,
+        }),
+        team_by_group: Some(TeamByGroupConfig {
+            claim: "groups".into(),
+            teams: [("eng-platform", "platform"), ("data", "data")]
+                .map(|(g, t)| (g.to_owned(), t.to_owned()))
+                .into(),
+        }),
+    }
+}
+
+/// The binary with the profile at `profile` and no `TOOLGATE_*` of the test's own.
+fn toolgate(profile: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        cmd.env_remove(key);
+    }
+    cmd.env("TOOLGATE_PROFILE", profile)
+        .env("HOME", profile.parent().unwrap())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// `toolgate login --sso`, the device code approved as `account` once it is shown.
+async fn login(provider: &Provider, server: &str, profile: &Path, account: &str) -> String {
+    let mut child = toolgate(profile)
+        .args(["login", "--sso", "--server", server])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let code = tokio::time::timeout(DEADLINE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if let Some((_, code)) = line.split_once("enter the code ") {
+                return code.trim_end_matches(')').trim().to_owned();
+            }
+        }
+        panic!("login ended without showing a code")
+    })
+    .await
+    .expect("login shows the code within the deadline");
+    provider
+        .test_route(
+            "approve",
+            serde_json::json!({"user_code": code, "account": account}),
+        )
+        .await;
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output())
+        .await
+        .expect("login ends within the deadline")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "login failed: {stdout}");
+    stdout
+}
+
+/// The Claude Code hook's answer to a shell call, as the profile's signed-in user.
+async fn hook(server: &str, profile: &Path) -> (String, String) {
+    let mut child = toolgate(profile)
+        .args([
+            "hook",
+            "claude-code",
+            "--server",
+            server,
+            "--timeout-ms",
+            "30000",
+        ])
+        .arg("--profile")
+        .arg(profile)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let payload = serde_json::json!({
+        "session_id": "s1", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}
+    });
+    let mut input = child.stdin.take().unwrap();
+    input
+        .write_all(payload.to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(input);
+    let out = tokio::time::timeout(DEADLINE, child.wait_with_output())
+        .await
+        .expect("the hook answers within the deadline")
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn device_sign_in_decides_as_the_user_and_follows_the_provider() {
+    let Some(prefix) = oidc_prefix() else {
+        return;
+    };
+    let provider = Provider::start(&prefix).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(jwt_config(&provider.issuer));
+    let server = TestServer::start(config).await;
+    let address = format!("http://{}", server.addr);
+    // team platform's kill switch is on: its members' calls are denied; team data
+    // has settings of its own, without the kill switch
+    for (team, kill_switch) in [("platform", true), ("data", false)] {
+        server
+            .admin("operator-token")
+            .update_team_admin_settings(toolgate::proto::v1::UpdateTeamAdminSettingsRequest {
+                team_id: team.into(),
+                auto_run_controls: Some(toolgate::proto::v1::AutoRunControls {
+                    kill_switch,
+                    ..Default::default()
+                }),
+                expected_revision: None,
+            })
+            .await
+            .expect("the team's controls written");
+    }
+
+    let profile = dir.path().join("home/client.toml");
+    let said = login(&provider, &address, &profile, "alice").await;
+    assert!(said.contains("team platform, user alice"), "{said}");
+    let kept = std::fs::read_to_string(&profile).unwrap();
+    assert!(
+        kept.contains("[sso]") && kept.contains("refresh_token"),
+        "{kept}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&profile).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    // alice's group maps to platform: the kill switch decides
+    let (stdout, stderr) = hook(&address, &profile).await;
+    assert!(
+        stdout.contains("\"deny\"") && stdout.contains("kill switch"),
+        "{stdout}\n{stderr}"
+    );
+
+    // moved to data at the provider: the next refresh puts her there
+    provider
+        .test_route(
+            "groups",
+            serde_json::json!({"account": "alice", "groups": ["data"]}),
+        )
+        .await;
+    let (stdout, stderr) = hook(&address, &profile).await;
+    assert!(stdout.contains("\"ask\""), "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("kill switch") && !stdout.contains("has no settings"),
+        "team data's own settings decide: {stdout}\n{stderr}"
+    );
+
+    // the sign-in revoked at the provider: the refresh is refused and the hook fails closed
+    let kept = toolgate::cli::profile::load_from(&profile).unwrap();
+    let refresh_token = kept.sso.unwrap().refresh_token.unwrap();
+    provider.revoke(&refresh_token).await;
+    let (stdout, stderr) = hook(&address, &profile).await;
+    let all = format!("{stdout}\n{stderr}");
+    assert!(all.contains("toolgate login --sso"), "{all}");
+    assert!(!stdout.contains("\"allow\""), "{all}");
+}
