@@ -3,6 +3,7 @@
 
 import { call } from "../api";
 import { fill, h, showError, statusLine } from "../dom";
+import { cardTable, cell } from "../layout";
 import type { AuditEvent } from "../types";
 import { num } from "../types";
 
@@ -47,13 +48,8 @@ export function shedPanel(team: string): HTMLElement {
     { "aria-label": "Shed by principal", id: "shed-panel" },
     h("h3", {}, "Shed by principal (last 24 hours)"),
     status,
-    h(
-      "table",
-      {},
-      h("caption", {}, "Principals past their decision-log budget"),
-      h("thead", {}, h("tr", {}, ["Principal", "Records shed", "Bytes shed", "DENYs counted", "DENYs summarised", "Last"].map((c) => h("th", { scope: "col" }, c)))),
-      tbody,
-    ),
+    // a card per principal at phone width, like the audit trail's rows
+    cardTable("Principals past their decision-log budget", ["Principal", "Records shed", "Bytes shed", "DENYs counted", "DENYs summarised", "Last"], tbody),
   );
   void (async () => {
     try {
@@ -79,12 +75,12 @@ export function shedPanel(team: string): HTMLElement {
           h(
             "tr",
             {},
-            h("td", {}, h("code", {}, s.principal)),
-            h("td", {}, String(s.records)),
-            h("td", {}, String(s.bytes)),
-            h("td", {}, String(s.coalesced)),
-            h("td", {}, String(s.summarised)),
-            h("td", {}, s.last ? new Date(s.last).toLocaleString() : ""),
+            cell("Principal", h("code", {}, s.principal)),
+            cell("Records shed", String(s.records)),
+            cell("Bytes shed", String(s.bytes)),
+            cell("DENYs counted", String(s.coalesced)),
+            cell("DENYs summarised", String(s.summarised)),
+            cell("Last", s.last ? new Date(s.last).toLocaleString() : ""),
           ),
         ),
       );
