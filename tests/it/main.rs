@@ -27,6 +27,7 @@ mod export;
 mod faults;
 mod followed_files;
 mod gateway;
+mod groups;
 mod hardening;
 mod hook;
 mod hook_boundaries;

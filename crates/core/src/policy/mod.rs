@@ -9,6 +9,7 @@ mod arena;
 mod builtin;
 mod decide;
 mod entry;
+pub mod groups;
 mod lint;
 mod lists;
 mod matcher;
@@ -164,6 +165,10 @@ pub struct Decision {
     pub obligations: Option<Arc<[roles::Obligation]>>,
     /// Whose settings decided, for the advice in [`Decision::message`].
     pub scope: Scope,
+    /// Who wrote the entry or the switch that decided (`team`, `user`, or the team
+    /// and the groups that gave it, `group contractors`), once the service named it
+    /// ([`groups::Origins::name`]); None when nothing named it.
+    pub origin: Option<Arc<str>>,
 }
 
 /// Whose settings a decision was made under, so its message can say what would

@@ -212,6 +212,7 @@ fn decide_with<E: Explain>(
         detail,
         obligations: None,
         scope,
+        origin: None,
     }
 }
 

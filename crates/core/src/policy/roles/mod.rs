@@ -195,5 +195,6 @@ pub fn apply(mut base: Decision, verdict: RoleVerdict) -> Decision {
         detail: Some(message.into()),
         obligations: None,
         scope: base.scope,
+        origin: None,
     }
 }
