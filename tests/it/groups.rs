@@ -184,7 +184,7 @@ fn team_controls() -> impl Strategy<Value = AdminControls> {
             denied: vec!["git push".into()],
             mcp_tool_allowlist: vec!["github:get".into()],
             mcp_tool_blocklist: vec!["slack:post".into()],
-            groups: groups.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            groups: Box::new(groups.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
             ..AdminControls::default()
         })
 }
@@ -320,4 +320,145 @@ proptest! {
             }
         }
     }
+}
+
+/// A server whose team has a member `carol` in the group `contractors` (a
+/// configured token), beside the usual principals.
+async fn server_with_carol(dir: &std::path::Path) -> crate::support::TestServer {
+    use crate::support::{TEAM, TestServer, test_config};
+    let mut config = test_config(dir);
+    config.auth.tokens.push(toolgate::config::TokenConfig {
+        name: "carol".into(),
+        sha256: toolgate::auth::hash_token("carol-token"),
+        role: toolgate::auth::Role::Member,
+        team: Some(TEAM.into()),
+        user: Some("carol".into()),
+        groups: vec!["contractors".into(), "everyone".into()],
+    });
+    TestServer::start(config).await
+}
+
+fn shell(line: &str) -> toolgate::proto::v1::ToolCall {
+    toolgate::proto::v1::ToolCall {
+        kind: Some(toolgate::proto::v1::tool_call::Kind::Shell(line.into())),
+        arguments: None,
+    }
+}
+
+async fn evaluate(
+    server: &crate::support::TestServer,
+    who: &str,
+    line: &str,
+) -> toolgate::proto::v1::Decision {
+    server
+        .policy(&format!("{who}-token"))
+        .evaluate(toolgate::proto::v1::EvaluateRequest {
+            team_id: crate::support::TEAM.into(),
+            user_id: who.into(),
+            call: Some(shell(line)),
+            explain: true,
+            ..Default::default()
+        })
+        .await
+        .expect("evaluate")
+        .into_inner()
+        .decision
+        .expect("a decision")
+}
+
+/// Through the API: a group policy written with the team's controls applies to the
+/// group's members only, names its origin, and a change to it is followed at once.
+#[tokio::test]
+async fn evaluate_applies_the_caller_s_groups_and_follows_their_changes() {
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_carol(dir.path()).await;
+    let contractors = pb::GroupPolicy {
+        denied: vec!["git push".into()],
+        allowed: Some(pb::EntryList {
+            entries: vec!["cargo test".into()],
+        }),
+        ..Default::default()
+    };
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["git".into()],
+            groups: [("contractors".to_owned(), contractors)].into(),
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    server.yolo("carol").await;
+
+    let d = evaluate(&server, "carol", "git push origin main").await;
+    assert_eq!(d.reason(), pb::Reason::CommandDenied, "{d:?}");
+    assert_eq!(d.matched_entry, "git push");
+    assert_eq!(d.origin, "group contractors");
+    let checks: Vec<&str> = d.explanation.iter().map(|c| c.result.as_str()).collect();
+    assert!(
+        checks.contains(&"member of contractors, everyone; policies of contractors applied"),
+        "{checks:?}"
+    );
+    let d = evaluate(&server, "carol", "cargo test").await;
+    assert_eq!(d.reason(), pb::Reason::CommandAllowed, "{d:?}");
+    assert_eq!(d.origin, "group contractors");
+    let d = evaluate(&server, "carol", "git status").await;
+    assert_eq!(d.origin, "team", "the group adds to the team's list: {d:?}");
+
+    // alice is in no group: the team's list alone
+    let d = evaluate(&server, "alice", "git push origin main").await;
+    assert_eq!(d.reason(), pb::Reason::CommandAllowed, "{d:?}");
+    assert_eq!(d.origin, "team");
+    let d = evaluate(&server, "alice", "cargo test").await;
+    assert_eq!(d.outcome(), pb::Outcome::Ask, "{d:?}");
+
+    // the group policy removed: carol decides as alice does, at once
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["git".into()],
+            ..Default::default()
+        })
+        .await;
+    let d = evaluate(&server, "carol", "git push origin main").await;
+    assert_eq!(d.reason(), pb::Reason::CommandAllowed, "{d:?}");
+    server.stop().await;
+}
+
+/// A group policy that breaks a rule is refused on write, naming the group, the
+/// list and the entry.
+#[tokio::test]
+async fn a_bad_group_policy_is_refused_naming_the_group() {
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_carol(dir.path()).await;
+    let status = server
+        .admin("admin-token")
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: crate::support::TEAM.into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                groups: [(
+                    "contractors".to_owned(),
+                    pb::GroupPolicy {
+                        mcp_tool_blocklist: vec!["no-colon".into()],
+                        ..Default::default()
+                    },
+                )]
+                .into(),
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(
+        status
+            .message()
+            .contains("groups.contractors.mcp_tool_blocklist[0]"),
+        "{}",
+        status.message()
+    );
+    server.stop().await;
 }

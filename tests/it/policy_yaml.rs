@@ -123,6 +123,8 @@ fn every_field_round_trips_through_yaml() {
                     ..Default::default()
                 },
             )]
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
             .into(),
         },
         // the kill switch is on: every call is denied

@@ -85,14 +85,15 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
             .approvals
             .map(|a| approvals_from_pb(a).map(Box::new))
             .transpose()?,
-        groups: c
-            .groups
-            .into_iter()
-            .map(|(name, g)| {
-                let field = format!("auto_run_controls.groups[{name:?}]");
-                group_from_pb(g, &field).map(|g| (name, g))
-            })
-            .collect::<Result<_, _>>()?,
+        groups: Box::new(
+            c.groups
+                .into_iter()
+                .map(|(name, g)| {
+                    let field = format!("auto_run_controls.groups[{name:?}]");
+                    group_from_pb(g, &field).map(|g| (name, g))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
     })
 }
 

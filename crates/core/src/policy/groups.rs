@@ -9,7 +9,7 @@ use super::{Call, Check, Decision, EntryProblem, PolicyError, Reason, Rule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Longest group name, in bytes (names are ASCII).
 pub const MAX_GROUP_NAME_LEN: usize = 64;
@@ -145,7 +145,7 @@ pub(super) fn group_problems(team: &AdminControls) -> Vec<EntryProblem> {
             hint: format!("at most {MAX_GROUP_POLICIES} group policies per team"),
         });
     }
-    for (name, g) in &team.groups {
+    for (name, g) in team.groups.iter() {
         if let Err(hint) = check_group_name(name) {
             problems.push(EntryProblem {
                 field: "groups".into(),
@@ -196,7 +196,7 @@ enum ListField {
 /// switches a group contributed to (anything else is the team's).
 #[derive(Debug, Clone, Default)]
 pub struct Origins {
-    entries: HashMap<(ListField, Arc<str>), Arc<str>>,
+    entries: HashMap<ListField, HashMap<Arc<str>, Arc<str>>>,
     switches: HashMap<&'static str, Arc<str>>,
     /// The caller's groups with a policy in the team, in name order.
     applied: Vec<String>,
@@ -253,10 +253,11 @@ impl ListBuild {
         for (entry, sources) in &self.sources {
             let only_team = sources.0.keys().all(|(rank, _)| *rank == 0);
             if !only_team {
-                origins.entries.insert(
-                    (field, Arc::from(entry.as_str())),
-                    Arc::from(sources.label()),
-                );
+                origins
+                    .entries
+                    .entry(field)
+                    .or_default()
+                    .insert(Arc::from(entry.as_str()), Arc::from(sources.label()));
             }
         }
         self.order
@@ -280,7 +281,7 @@ impl ListBuild {
 pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
     let mut origins = Origins::default();
     let mut controls = AdminControls {
-        groups: BTreeMap::new(),
+        groups: Box::default(),
         ..team.clone()
     };
     // the team's policies map is ordered by name: the order of `groups` is lost here
@@ -446,8 +447,17 @@ impl GroupedAdmin {
     }
 }
 
-const TEAM: &str = "team";
-const USER: &str = "user";
+/// The labels of the team and the user, allocated once: naming an origin costs a
+/// reference count, not an allocation.
+fn label(which: &'static str) -> Arc<str> {
+    static TEAM: OnceLock<Arc<str>> = OnceLock::new();
+    static USER: OnceLock<Arc<str>> = OnceLock::new();
+    let cell = if which == TEAM_LABEL { &TEAM } else { &USER };
+    cell.get_or_init(|| Arc::from(which)).clone()
+}
+
+const TEAM_LABEL: &str = "team";
+const USER_LABEL: &str = "user";
 
 impl Origins {
     /// The caller's groups with a policy in the team, in name order.
@@ -457,16 +467,17 @@ impl Origins {
 
     fn entry(&self, field: ListField, entry: &str) -> Arc<str> {
         self.entries
-            .get(&(field, Arc::from(entry)))
+            .get(&field)
+            .and_then(|m| m.get(entry))
             .cloned()
-            .unwrap_or_else(|| Arc::from(TEAM))
+            .unwrap_or_else(|| label(TEAM_LABEL))
     }
 
     fn switch(&self, name: &'static str) -> Arc<str> {
         self.switches
             .get(name)
             .cloned()
-            .unwrap_or_else(|| Arc::from(TEAM))
+            .unwrap_or_else(|| label(TEAM_LABEL))
     }
 
     /// Who wrote what decided `d` on `call`: `team`, `user`, or the team and the
@@ -489,7 +500,7 @@ impl Origins {
                 if !admin.controls.blocked.iter().any(|b| b == e)
                     && user.settings.command_denylist.iter().any(|b| b == e)
                 {
-                    Some(Arc::from(USER))
+                    Some(label(USER_LABEL))
                 } else {
                     Some(self.entry(ListField::Blocked, e))
                 }
@@ -499,7 +510,7 @@ impl Origins {
                 Some(if from_admin {
                     self.entry(ListField::Allowed, e)
                 } else {
-                    Arc::from(USER)
+                    label(USER_LABEL)
                 })
             }
             (Reason::Allowlisted, Some(e)) => {
@@ -511,7 +522,7 @@ impl Origins {
                         name,
                         fallback_server,
                     } => super::entry::split_internal_name(name, fallback_server),
-                    Call::Shell(_) | Call::DeleteFile(_) => return Some(Arc::from(USER)),
+                    Call::Shell(_) | Call::DeleteFile(_) => return Some(label(USER_LABEL)),
                 };
                 let tool = if server == super::builtin::SERVER {
                     super::builtin::canonical(tool)
@@ -522,7 +533,7 @@ impl Origins {
                 Some(if from_admin {
                     self.entry(ListField::McpAllowlist, e)
                 } else {
-                    Arc::from(USER)
+                    label(USER_LABEL)
                 })
             }
             (Reason::NotInAccessAllowlist, _) => Some(self.switch("mcp_access_mode")),
@@ -532,9 +543,9 @@ impl Origins {
             } else {
                 self.switch("disable_mcp_auto_run")
             }),
-            (Reason::ProtectionOn, _) => Some(Arc::from(USER)),
+            (Reason::ProtectionOn, _) => Some(label(USER_LABEL)),
             (Reason::DeleteProtected, _) => Some(self.switch("delete_file_protection")),
-            (Reason::KillSwitch, _) => Some(Arc::from(TEAM)),
+            (Reason::KillSwitch, _) => Some(label(TEAM_LABEL)),
             _ => None,
         }
     }

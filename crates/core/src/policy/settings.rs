@@ -87,8 +87,9 @@ pub struct AdminControls {
     pub approvals: Option<Box<super::approvals::ApprovalSettings>>,
     /// Group policies by group name: what each group's members get on top of (or
     /// instead of) the team's controls (docs/groups.md).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<String, super::groups::GroupControls>,
+    // boxed, as the approvals are: most teams have none
+    #[serde(skip_serializing_if = "no_groups")]
+    pub groups: Box<BTreeMap<String, super::groups::GroupControls>>,
 }
 
 impl Default for AdminControls {
@@ -113,7 +114,7 @@ impl Default for AdminControls {
             roles: RolesDocument::default(),
             default_user_settings: None,
             approvals: None,
-            groups: BTreeMap::new(),
+            groups: Box::default(),
         }
     }
 }
@@ -131,6 +132,12 @@ impl AdminControls {
             ("mcp_access_allowlist", &self.mcp_access_allowlist),
         ]
     }
+}
+
+// serde's skip_serializing_if passes a reference
+#[allow(clippy::borrowed_box)]
+fn no_groups(groups: &Box<BTreeMap<String, super::groups::GroupControls>>) -> bool {
+    groups.is_empty()
 }
 
 pub fn default_browser_server_ids() -> Vec<String> {

@@ -5,6 +5,7 @@ use super::Config;
 use crate::auth::principal::{Principal, Role};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use toolgate_core::policy::groups::normalise_groups;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -32,6 +33,9 @@ pub struct TokenConfig {
     /// The user a member acts as; defaults to `name`.
     #[serde(default)]
     pub user: Option<String>,
+    /// The groups the holder is in (their policies in the team apply to them).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,6 +79,39 @@ pub struct JwtConfig {
     /// past admin unless the operator of toolgate says so.
     #[serde(default)]
     pub allow_operator: bool,
+    /// Where tokens say which groups the caller is in; unset: JWT principals are in
+    /// no group.
+    #[serde(default)]
+    pub groups: Option<JwtGroupsConfig>,
+}
+
+/// The groups claim of JWTs: where it is, which of its names count, and what they
+/// are called in toolgate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtGroupsConfig {
+    /// The claim, a dotted path into the token (`groups`, `realm_access.roles`): a
+    /// list of names, or one string of names separated by spaces or commas.
+    pub claim: String,
+    /// Only names starting with this count, without it (`toolgate-`); empty: all.
+    pub prefix: String,
+    /// Names as the identity provider spells them (after the prefix) to toolgate
+    /// group names.
+    pub map: std::collections::BTreeMap<String, String>,
+    /// Only the names `map` lists count; off: any other name counts as itself and
+    /// must then be a group name, or the token is refused.
+    pub mapped_only: bool,
+}
+
+impl Default for JwtGroupsConfig {
+    fn default() -> Self {
+        Self {
+            claim: "groups".into(),
+            prefix: String::new(),
+            map: Default::default(),
+            mapped_only: false,
+        }
+    }
 }
 
 impl JwtConfig {
@@ -127,6 +164,9 @@ pub struct CertificateConfig {
     /// The user a member acts as; defaults to `name`.
     #[serde(default)]
     pub user: Option<String>,
+    /// The groups the holder is in (their policies in the team apply to them).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 impl Config {
@@ -143,6 +183,8 @@ impl Config {
                         role: t.role,
                         team: t.team.as_deref().map(normalised),
                         user: Some(normalised(t.user.as_deref().unwrap_or(&t.name))),
+                        // validated at load: a bad list never reaches here
+                        groups: normalise_groups(t.groups.iter().cloned()).unwrap_or_default(),
                     },
                 ))
             })
@@ -167,6 +209,7 @@ impl Config {
                         role: c.role,
                         team: c.team.as_deref().map(normalised),
                         user: Some(normalised(c.user.as_deref().unwrap_or(&c.name))),
+                        groups: normalise_groups(c.groups.iter().cloned()).unwrap_or_default(),
                     },
                 ))
             })
@@ -176,6 +219,7 @@ impl Config {
     /// The anonymous principal, if configured.
     pub fn anonymous_principal(&self) -> Option<Principal> {
         self.auth.anonymous.as_ref().map(|a| Principal {
+            groups: Vec::new(),
             name: "anonymous".into(),
             role: a.role,
             team: a.team.as_deref().map(normalised),

@@ -17,7 +17,10 @@ mod yaml;
 
 use env::EnvMap;
 
-pub use auth::{AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, TokenConfig};
+pub use auth::{
+    AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, JwtGroupsConfig,
+    TokenConfig,
+};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
     ConnectionsConfig, ConsoleConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig,

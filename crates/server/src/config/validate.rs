@@ -77,6 +77,7 @@ impl Config {
                 ));
             }
             check_name(&mut problems, &at, &t.name);
+            check_groups(&mut problems, &at, &t.groups);
             check_scope(&mut problems, &at, t.role, t.team.as_deref());
             check_ids(&mut problems, &at, t.team.as_deref(), t.user.as_deref());
         }
@@ -256,6 +257,7 @@ impl Config {
                 _ => {}
             }
             check_name(&mut problems, &at, &c.name);
+            check_groups(&mut problems, &at, &c.groups);
             check_scope(&mut problems, &at, c.role, c.team.as_deref());
             check_ids(&mut problems, &at, c.team.as_deref(), c.user.as_deref());
         }
@@ -292,6 +294,9 @@ impl Config {
             }
             if jwt.refresh_secs == 0 {
                 problems.push("auth.jwt.refresh_secs: must be at least 1".into());
+            }
+            if let Some(groups) = &jwt.groups {
+                problems.extend(crate::auth::groups::config_problems(groups));
             }
             if jwt.default_role == Role::Operator && !jwt.allow_operator {
                 problems.push(
@@ -416,5 +421,12 @@ fn check_scope(problems: &mut Vec<String>, at: &str, role: Role, team: Option<&s
             crate::auth::principal::reserved_team_problem(t)
         )),
         _ => {}
+    }
+}
+
+/// A configured principal's groups: each a group name, at most the limit.
+fn check_groups(problems: &mut Vec<String>, at: &str, groups: &[String]) {
+    if let Err(e) = toolgate_core::policy::groups::normalise_groups(groups.iter().cloned()) {
+        problems.push(format!("{at}.groups: {e}"));
     }
 }
