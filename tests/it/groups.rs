@@ -462,3 +462,199 @@ async fn a_bad_group_policy_is_refused_naming_the_group() {
     );
     server.stop().await;
 }
+
+/// A JWT's groups claim, read through its path, prefix and mapping, puts its holder
+/// under the group's policy; a claim that cannot be read refuses the token.
+#[tokio::test]
+async fn a_jwt_s_groups_claim_applies_its_groups_and_a_bad_one_is_refused() {
+    use crate::jwt::{AUDIENCE, Key, claims, jwt_config, now, write_jwks};
+    use crate::support::{TEAM, TestServer, test_config, user_settings};
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let key = Key::new("k1");
+    write_jwks(&jwks, &[&key]);
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(toolgate::config::JwtConfig {
+        groups: Some(toolgate::config::JwtGroupsConfig {
+            claim: "realm_access.roles".into(),
+            prefix: "tg-".into(),
+            map: [("Contractors".to_owned(), "contractors".to_owned())].into(),
+            mapped_only: false,
+        }),
+        ..jwt_config(&jwks, 0)
+    });
+    let server = TestServer::start(config).await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["git".into()],
+            groups: [(
+                "contractors".to_owned(),
+                pb::GroupPolicy {
+                    denied: vec!["git push".into()],
+                    ..Default::default()
+                },
+            )]
+            .into(),
+            ..Default::default()
+        })
+        .await;
+    for user in ["dave", "erin"] {
+        server
+            .users("operator-token")
+            .update_user_settings(pb::UpdateUserSettingsRequest {
+                settings: Some(pb::UserSettings {
+                    use_yolo_mode: true,
+                    ..user_settings(TEAM, user)
+                }),
+                expected_revision: None,
+                update_mask: None,
+            })
+            .await
+            .expect("user settings");
+    }
+    let token = |user: &str, roles: serde_json::Value| {
+        let mut c = claims(user, AUDIENCE, now() + 3600);
+        c["realm_access"] = serde_json::json!({ "roles": roles });
+        key.sign(c)
+    };
+    let decide = |token: String, user: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .policy(&token)
+                .evaluate(pb::EvaluateRequest {
+                    team_id: TEAM.into(),
+                    user_id: user.into(),
+                    call: Some(shell("git push")),
+                    ..Default::default()
+                })
+                .await
+                .map(|r| r.into_inner().decision.expect("a decision"))
+        }
+    };
+    let d = decide(
+        token(
+            "dave",
+            serde_json::json!(["tg-Contractors", "offline_access"]),
+        ),
+        "dave",
+    )
+    .await
+    .expect("dave decides");
+    assert_eq!(d.reason(), pb::Reason::CommandDenied, "{d:?}");
+    assert_eq!(d.origin, "group contractors");
+    let d = decide(token("erin", serde_json::json!(["offline_access"])), "erin")
+        .await
+        .expect("erin decides");
+    assert_eq!(d.reason(), pb::Reason::CommandAllowed, "{d:?}");
+    for (roles, why) in [
+        (serde_json::json!(["tg-bad name"]), "no group name"),
+        (serde_json::json!("tg-a, tg-b c"), ""),
+        (serde_json::json!([7]), "other than names"),
+    ] {
+        match decide(token("dave", roles.clone()), "dave").await {
+            Ok(_) if why.is_empty() => {}
+            Ok(d) => panic!("{roles}: decided {d:?}"),
+            Err(status) => {
+                assert_eq!(status.code(), tonic::Code::Unauthenticated, "{roles}");
+                assert!(
+                    status.message().contains(why),
+                    "{roles}: {}",
+                    status.message()
+                );
+            }
+        }
+    }
+    server.stop().await;
+}
+
+/// `toolgate group`: a policy written from a file is listed, shown and decides; a
+/// bad file and a bad name are refused with what to fix; delete removes it.
+#[tokio::test]
+async fn the_group_commands_write_show_and_delete_a_group_policy() {
+    use crate::cli::{toolgate, write};
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_carol(&dir.path().join("data")).await;
+    server.yolo("carol").await;
+    let file = write(
+        dir.path(),
+        "contractors.yaml",
+        "denied: [git push]\nallowed: [git]\n",
+    );
+    let run = toolgate(
+        &server,
+        &[
+            "group",
+            "set",
+            "--team",
+            "acme",
+            "contractors",
+            "--file",
+            &file,
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("group policy contractors of team acme written"),
+        "{}",
+        run.stdout
+    );
+    let run = toolgate(&server, &["group", "list", "--team", "acme"]).await;
+    assert!(run.stdout.contains("  contractors\n"), "{}", run.stdout);
+    let run = toolgate(&server, &["group", "show", "--team", "acme", "contractors"]).await;
+    assert!(run.stdout.contains("- git push"), "{}", run.stdout);
+    let d = evaluate(&server, "carol", "git push").await;
+    assert_eq!(d.origin, "group contractors", "{d:?}");
+
+    let bad = write(dir.path(), "bad.yaml", "kill_switch: false\n");
+    let run = toolgate(
+        &server,
+        &[
+            "group",
+            "set",
+            "--team",
+            "acme",
+            "contractors",
+            "--file",
+            &bad,
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("unknown field `kill_switch`"),
+        "{}",
+        run.stderr
+    );
+    let run = toolgate(
+        &server,
+        &["group", "set", "--team", "acme", "a b", "--file", &file],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+
+    let run = toolgate(
+        &server,
+        &["group", "delete", "--team", "acme", "contractors"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let d = evaluate(&server, "carol", "git push").await;
+    assert_eq!(
+        d.outcome(),
+        toolgate::proto::v1::Outcome::Ask,
+        "the team allows nothing: {d:?}"
+    );
+    assert_eq!(d.origin, "", "{d:?}");
+    let run = toolgate(
+        &server,
+        &["group", "delete", "--team", "acme", "contractors"],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    server.stop().await;
+}

@@ -550,8 +550,9 @@ impl Origins {
         }
     }
 
-    /// [`Self::origin_of`] written into the decision, and, when it was explained,
-    /// the caller's groups and the origin as two more checks.
+    /// [`Self::origin_of`] written into the decision, and, when it was explained
+    /// for a caller in some group, the caller's groups and the origin as two more
+    /// checks.
     pub fn name(
         &self,
         admin: &CompiledAdmin,
@@ -561,7 +562,8 @@ impl Origins {
         d: &mut Decision,
     ) {
         d.origin = self.origin_of(admin, user, call, d);
-        if d.explanation.is_empty() {
+        // a caller in no group reads the explanation it always did
+        if d.explanation.is_empty() || groups.is_empty() {
             return;
         }
         // named in one order, whatever order the caller's groups came in
@@ -569,9 +571,7 @@ impl Origins {
         let groups: Vec<&str> = groups.into_iter().collect();
         d.explanation.push(Check {
             name: "groups",
-            result: if groups.is_empty() {
-                "the caller is in no group".to_owned()
-            } else if self.applied.is_empty() {
+            result: if self.applied.is_empty() {
                 format!(
                     "member of {}; none has a policy in the team",
                     groups.join(", ")
