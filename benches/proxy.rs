@@ -165,6 +165,7 @@ impl ClientHandler for Stamp {
 
 async fn fanout(server: &TestServer, sessions: usize, writes: usize) -> serde_json::Value {
     let clients = proxy::ClientTokens::from_configs(vec![TokenConfig {
+        groups: Vec::new(),
         name: "alice".into(),
         sha256: toolgate::auth::hash_token("alice-mcp-token"),
         role: toolgate::auth::Role::Member,

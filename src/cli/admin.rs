@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u64)> {
+pub(super) async fn get_admin(c: &Clients, team: &str) -> anyhow::Result<(AdminControls, u64)> {
     let s = c
         .admin()
         .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {

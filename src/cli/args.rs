@@ -164,6 +164,10 @@ pub enum ClientCommand {
     /// editing the server's configuration.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Group policies: what the members of a group get on top of (or instead of
+    /// part of) the team's controls.
+    #[command(subcommand)]
+    Group(GroupCommand),
     /// A user's own settings (auto-run, run-everything, protections), read or
     /// changed field by field.
     #[command(subcommand)]
@@ -425,6 +429,36 @@ pub enum ApprovalsCommand {
         request_id: String,
         #[arg(long)]
         reason: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Lists the team's group policies.
+    List {
+        #[arg(long)]
+        team: String,
+    },
+    /// Shows one group's policy.
+    Show {
+        #[arg(long)]
+        team: String,
+        group: String,
+    },
+    /// Writes one group's policy from a YAML or JSON file (replacing any it had).
+    Set {
+        #[arg(long)]
+        team: String,
+        group: String,
+        /// The group policy: its keys are those of docs/groups.md.
+        #[arg(long, value_name = "FILE")]
+        file: std::path::PathBuf,
+    },
+    /// Deletes one group's policy.
+    Delete {
+        #[arg(long)]
+        team: String,
+        group: String,
     },
 }
 

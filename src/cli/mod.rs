@@ -15,6 +15,7 @@ mod audit;
 mod client;
 mod decisions;
 mod evaluate;
+mod group;
 pub mod hook_config;
 pub mod init;
 pub mod login;
@@ -31,7 +32,7 @@ mod watch;
 pub use admin::{Change, diff};
 pub use args::{
     AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
-    DecisionsArgs, DecisionsCommand, EvaluateArgs, Output, Resolved,
+    DecisionsArgs, DecisionsCommand, EvaluateArgs, GroupCommand, Output, Resolved,
 };
 pub use output::{Printer, Render, for_terminal};
 pub use proxy::{ProxyArgs, run_proxy};
@@ -43,6 +44,7 @@ use audit::audit;
 use client::Clients;
 use decisions::decisions;
 use evaluate::evaluate;
+use group::group;
 use token::token;
 use user::user;
 use watch::watch;
@@ -70,6 +72,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::Allowlist(cmd) => allowlist(&c, cmd).await,
         ClientCommand::Approvals(cmd) => approvals(&c, cmd).await,
         ClientCommand::Evaluate(args) => evaluate(&c, *args).await,
+        ClientCommand::Group(cmd) => group(&c, cmd).await,
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
         ClientCommand::Decisions(cmd) => decisions(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,

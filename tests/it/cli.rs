@@ -10,10 +10,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use toolgate::proto::v1 as pb;
 
 /// The binary's result.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
@@ -54,11 +54,11 @@ async fn toolgate_as(server: &TestServer, token: &str, args: &[&str]) -> Run {
     }
 }
 
-async fn toolgate(server: &TestServer, args: &[&str]) -> Run {
+pub(crate) async fn toolgate(server: &TestServer, args: &[&str]) -> Run {
     toolgate_as(server, "admin-token", args).await
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> String {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()

@@ -10,7 +10,7 @@ use toolgate::policy::{
     explain,
 };
 
-fn call(v: &Value) -> Call {
+pub(crate) fn call(v: &Value) -> Call {
     let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
     if let Some(m) = v.get("mcp") {
         Call::Mcp {

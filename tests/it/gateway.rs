@@ -382,6 +382,7 @@ async fn sampling_reaches_the_client_until_the_team_refuses_it() {
 async fn a_foreign_host_or_origin_gets_403_even_with_a_token() {
     let (server, _dir) = start().await;
     let clients = proxy::ClientTokens::from_configs(vec![TokenConfig {
+        groups: Vec::new(),
         name: "alice".into(),
         sha256: toolgate::auth::hash_token("alice-mcp-token"),
         role: toolgate::auth::Role::Member,

@@ -1041,6 +1041,7 @@ async fn tls_and_client_certificates_apply_over_http() {
     config.tls.client_ca = Some(write(files, "clients.pem", &clients.pem()));
     config.tls.require_client_cert = false;
     config.auth.certificates = vec![toolgate::config::CertificateConfig {
+        groups: Vec::new(),
         name: "alice-cert".into(),
         subject_cn: None,
         san: Some("dns:alice.acme.example".into()),

@@ -60,6 +60,7 @@ fn email(name: &str) -> SanType {
 
 fn mapping(name: &str, cn: Option<&str>, san: Option<&str>, role: Role) -> CertificateConfig {
     CertificateConfig {
+        groups: Vec::new(),
         name: name.into(),
         subject_cn: cn.map(Into::into),
         san: san.map(Into::into),
@@ -242,6 +243,7 @@ fn client_certificates_map_by_one_cn_or_by_a_san_of_the_mapped_type() {
 fn credentials_may_not_name_a_reserved_team_or_a_jwt_principal() {
     type Edit = Box<dyn Fn(&mut Config)>;
     let token = |name: &str, team: Option<&str>, role: Role| TokenConfig {
+        groups: Vec::new(),
         name: name.into(),
         sha256: toolgate::auth::hash_token(name),
         role,
@@ -397,6 +399,7 @@ proptest::proptest! {
 #[test]
 fn proxy_member_tokens_may_not_name_a_reserved_team_or_a_jwt_principal() {
     let token = |name: &str, team: &str| TokenConfig {
+        groups: Vec::new(),
         name: name.into(),
         sha256: toolgate::auth::hash_token(name),
         role: Role::Member,

@@ -108,6 +108,7 @@ async fn jwts_are_verified_refused_with_why_and_rotated_keys_are_taken() {
     write_jwks(&jwks, &[&first]);
     let mut config = test_config(&dir.path().join("data"));
     config.auth.jwt = Some(JwtConfig {
+        groups: None,
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
         jwks_file: Some(jwks.clone()),
@@ -217,6 +218,7 @@ async fn bootstrap_token_is_written_unless_jwts_may_be_operators() {
         let mut config = test_config(&dir.path().join("data"));
         config.auth.tokens.clear();
         config.auth.jwt = Some(JwtConfig {
+            groups: None,
             issuer: ISSUER.into(),
             audience: AUDIENCE.into(),
             jwks_file: Some(jwks),
@@ -240,6 +242,7 @@ async fn bootstrap_token_is_written_unless_jwts_may_be_operators() {
 
 pub(crate) fn jwt_config(jwks: &Path, leeway_secs: u64) -> JwtConfig {
     JwtConfig {
+        groups: None,
         issuer: ISSUER.into(),
         audience: AUDIENCE.into(),
         jwks_file: Some(jwks.to_owned()),

@@ -109,6 +109,23 @@ fn every_field_round_trips_through_yaml() {
                 command_allowlist: vec!["git status".into()],
                 ..Default::default()
             })),
+            groups: [(
+                "contractors".to_owned(),
+                toolgate::policy::groups::GroupControls {
+                    allow_mode: toolgate::policy::groups::AllowMode::Replace,
+                    allowed: Some(vec!["cargo test".into()]),
+                    mcp_tool_allowlist: Some(Vec::new()),
+                    denied: vec!["git push".into()],
+                    mcp_tool_blocklist: vec!["github:delete_*".into()],
+                    delete_file_protection: true,
+                    enable_run_everything: Some(false),
+                    list_mode: Some(ListMode::Replace),
+                    ..Default::default()
+                },
+            )]
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into(),
         },
         // the kill switch is on: every call is denied
         examples: serde_json::from_value(serde_json::json!([

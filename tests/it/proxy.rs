@@ -213,6 +213,7 @@ async fn http(mode: &str) {
     let (server, _dir) = start().await;
     policy(&server).await;
     let clients = proxy::ClientTokens::from_configs(vec![TokenConfig {
+        groups: Vec::new(),
         name: "alice".into(),
         sha256: toolgate::auth::hash_token("alice-mcp-token"),
         role: toolgate::auth::Role::Member,

@@ -46,6 +46,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         roles: None,
         default_user_settings: None,
         approvals: None,
+        groups: Default::default(),
     }
 }
 

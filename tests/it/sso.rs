@@ -137,6 +137,7 @@ fn jwt_config(issuer: &str) -> JwtConfig {
                 .map(|(g, t)| (g.to_owned(), t.to_owned()))
                 .into(),
         }),
+        groups: None,
     }
 }
 

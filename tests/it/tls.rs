@@ -159,6 +159,7 @@ async fn tls_and_mtls_handshakes_succeed_and_fail_as_configured() {
     config.tls.require_client_cert = false;
     config.tls.reload_secs = 1;
     config.auth.certificates = vec![CertificateConfig {
+        groups: Vec::new(),
         name: "alice-cert".into(),
         subject_cn: None,
         san: Some("dns:alice.acme.example".into()),
@@ -324,6 +325,7 @@ async fn required_client_certificates_refuse_a_client_without_one() {
     config.tls.key = Some(write(files, "server.key", &key));
     config.tls.client_ca = Some(write(files, "clients.pem", &clients.pem()));
     config.auth.certificates = vec![CertificateConfig {
+        groups: Vec::new(),
         name: "alice".into(),
         subject_cn: Some("alice".into()),
         san: None,

@@ -50,6 +50,7 @@ pub fn test_config(data_dir: &Path) -> Config {
     config.auth.tokens = PRINCIPALS
         .iter()
         .map(|(token, role, team, user)| TokenConfig {
+            groups: Vec::new(),
             name: token.trim_end_matches("-token").to_owned(),
             sha256: hash_token(token),
             role: *role,

@@ -3,6 +3,7 @@
 use crate::v1 as pb;
 use std::time::{Duration, UNIX_EPOCH};
 use toolgate_core::policy::approvals::{ApprovalMode, ApprovalSettings, ApproverRole};
+use toolgate_core::policy::groups::{AllowMode, GroupControls};
 use toolgate_core::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
@@ -84,7 +85,96 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
             .approvals
             .map(|a| approvals_from_pb(a).map(Box::new))
             .transpose()?,
+        groups: Box::new(
+            c.groups
+                .into_iter()
+                .map(|(name, g)| {
+                    let field = format!("auto_run_controls.groups[{name:?}]");
+                    group_from_pb(g, &field).map(|g| (name, g))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
     })
+}
+
+/// A group policy from the wire; `field` names it in errors.
+pub fn group_from_pb(g: pb::GroupPolicy, field: &str) -> Result<GroupControls, ConvertError> {
+    let allow_mode = match pb::GroupAllowMode::try_from(g.allow_mode) {
+        Ok(pb::GroupAllowMode::Unspecified | pb::GroupAllowMode::Add) => AllowMode::Add,
+        Ok(pb::GroupAllowMode::Replace) => AllowMode::Replace,
+        Err(_) => return Err(unknown_enum(&format!("{field}.allow_mode"), g.allow_mode)),
+    };
+    let list_mode = match pb::ListMode::try_from(g.list_mode) {
+        Ok(pb::ListMode::Unspecified) => None,
+        Ok(pb::ListMode::Replace) => Some(ListMode::Replace),
+        Ok(pb::ListMode::Union) => Some(ListMode::Union),
+        Err(_) => return Err(unknown_enum(&format!("{field}.list_mode"), g.list_mode)),
+    };
+    let mcp_access_mode = match pb::McpAccessMode::try_from(g.mcp_access_mode) {
+        Ok(pb::McpAccessMode::Unspecified) => None,
+        Ok(pb::McpAccessMode::Blocklist) => Some(AccessMode::Blocklist),
+        Ok(pb::McpAccessMode::Allowlist) => Some(AccessMode::Allowlist),
+        Err(_) => {
+            return Err(unknown_enum(
+                &format!("{field}.mcp_access_mode"),
+                g.mcp_access_mode,
+            ));
+        }
+    };
+    Ok(GroupControls {
+        allow_mode,
+        allowed: g.allowed.map(|l| l.entries),
+        mcp_tool_allowlist: g.mcp_tool_allowlist.map(|l| l.entries),
+        mcp_access_allowlist: g.mcp_access_allowlist.map(|l| l.entries),
+        blocked: g.blocked,
+        denied: g.denied,
+        mcp_tool_blocklist: g.mcp_tool_blocklist,
+        browser_server_ids: g.browser_server_ids,
+        enabled: g.enabled,
+        disable_mcp_auto_run: g.disable_mcp_auto_run,
+        delete_file_protection: g.delete_file_protection,
+        browser_protection: g.browser_protection,
+        enable_run_everything: g.enable_run_everything,
+        list_mode,
+        mcp_access_mode,
+    })
+}
+
+/// A group policy for the wire.
+pub fn group_to_pb(g: &GroupControls) -> pb::GroupPolicy {
+    let list = |l: &Option<Vec<String>>| {
+        l.as_ref().map(|entries| pb::EntryList {
+            entries: entries.clone(),
+        })
+    };
+    pb::GroupPolicy {
+        allow_mode: match g.allow_mode {
+            AllowMode::Add => pb::GroupAllowMode::Add,
+            AllowMode::Replace => pb::GroupAllowMode::Replace,
+        } as i32,
+        allowed: list(&g.allowed),
+        mcp_tool_allowlist: list(&g.mcp_tool_allowlist),
+        mcp_access_allowlist: list(&g.mcp_access_allowlist),
+        blocked: g.blocked.clone(),
+        denied: g.denied.clone(),
+        mcp_tool_blocklist: g.mcp_tool_blocklist.clone(),
+        browser_server_ids: g.browser_server_ids.clone(),
+        enabled: g.enabled,
+        disable_mcp_auto_run: g.disable_mcp_auto_run,
+        delete_file_protection: g.delete_file_protection,
+        browser_protection: g.browser_protection,
+        enable_run_everything: g.enable_run_everything,
+        list_mode: match g.list_mode {
+            None => pb::ListMode::Unspecified,
+            Some(ListMode::Replace) => pb::ListMode::Replace,
+            Some(ListMode::Union) => pb::ListMode::Union,
+        } as i32,
+        mcp_access_mode: match g.mcp_access_mode {
+            None => pb::McpAccessMode::Unspecified,
+            Some(AccessMode::Blocklist) => pb::McpAccessMode::Blocklist,
+            Some(AccessMode::Allowlist) => pb::McpAccessMode::Allowlist,
+        } as i32,
+    }
 }
 
 fn approvals_from_pb(a: pb::ApprovalSettings) -> Result<ApprovalSettings, ConvertError> {
@@ -171,6 +261,11 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
         roles: crate::roles::roles_to_pb(&c.roles),
         default_user_settings: c.default_user_settings.as_deref().map(user_to_pb),
         approvals: c.approvals.as_deref().map(approvals_to_pb),
+        groups: c
+            .groups
+            .iter()
+            .map(|(name, g)| (name.clone(), group_to_pb(g)))
+            .collect(),
     }
 }
 
@@ -377,6 +472,7 @@ pub fn decision_to_pb(d: Decision, call: &Call, revision: u64) -> pb::Decision {
             .collect(),
         effects_unknown: d.unchecked.effects_unknown,
         paths_stay_inside: d.unchecked.stays_inside,
+        origin: d.origin.as_deref().unwrap_or_default().to_owned(),
         approval: None,
     }
 }

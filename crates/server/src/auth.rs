@@ -5,6 +5,7 @@
 //! [`Authenticator::authenticate`] and then [`authorize`]; there is no other
 //! unauthenticated path unless anonymous access is configured, and that only on loopback.
 
+pub mod groups;
 pub mod issued;
 pub mod jwt;
 pub mod principal;
@@ -222,6 +223,7 @@ mod tests {
 
     fn p(role: Role, team: Option<&str>, user: Option<&str>) -> Principal {
         Principal {
+            groups: Vec::new(),
             name: "p".into(),
             role,
             team: team.map(Into::into),

@@ -285,6 +285,7 @@ impl App {
             tokens.push((
                 token_digest(&token),
                 Principal {
+                    groups: Vec::new(),
                     name: "bootstrap-operator".into(),
                     role: Role::Operator,
                     team: None,

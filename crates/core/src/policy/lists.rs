@@ -316,6 +316,7 @@ impl CompiledAdmin {
         if let Some(approvals) = &controls.approvals {
             problems.extend(approvals.problems());
         }
+        problems.extend(super::groups::group_problems(controls));
         let browser_server_ids = if controls.browser_server_ids.is_empty() {
             settings::default_browser_server_ids()
         } else {
@@ -415,6 +416,7 @@ fn without_mcp_lists(c: &AdminControls) -> AdminControls {
         roles,
         default_user_settings,
         approvals,
+        groups,
     } = c;
     AdminControls {
         enabled: *enabled,
@@ -436,6 +438,7 @@ fn without_mcp_lists(c: &AdminControls) -> AdminControls {
         roles: roles.clone(),
         default_user_settings: default_user_settings.clone(),
         approvals: approvals.clone(),
+        groups: groups.clone(),
     }
 }
 

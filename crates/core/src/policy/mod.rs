@@ -9,6 +9,7 @@ mod arena;
 mod builtin;
 mod decide;
 mod entry;
+pub mod groups;
 mod lint;
 mod lists;
 mod matcher;
@@ -167,6 +168,10 @@ pub struct Decision {
     /// What an ALLOW rests on that the decision could not check itself; empty for
     /// every other outcome (and for an ALLOW of a plain read).
     pub unchecked: Unchecked,
+    /// Who wrote the entry or the switch that decided (`team`, `user`, or the team
+    /// and the groups that gave it, `group contractors`), once the service named it
+    /// ([`groups::Origins::name`]); None when nothing named it.
+    pub origin: Option<Arc<str>>,
 }
 
 /// What an ALLOW of a command line or a write tool rests on beyond the policy: the

@@ -6,6 +6,7 @@
 use super::roles::RolesDocument;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 // seed 001 `dxe`
 /// Server ids whose tools are browser tools unless the admin names others.
@@ -84,6 +85,11 @@ pub struct AdminControls {
     // boxed, as the default user settings are: most teams have none
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approvals: Option<Box<super::approvals::ApprovalSettings>>,
+    /// Group policies by group name: what each group's members get on top of (or
+    /// instead of) the team's controls (docs/groups.md).
+    // boxed, as the approvals are: most teams have none
+    #[serde(skip_serializing_if = "no_groups")]
+    pub groups: Box<BTreeMap<String, super::groups::GroupControls>>,
 }
 
 impl Default for AdminControls {
@@ -108,6 +114,7 @@ impl Default for AdminControls {
             roles: RolesDocument::default(),
             default_user_settings: None,
             approvals: None,
+            groups: Box::default(),
         }
     }
 }
@@ -125,6 +132,12 @@ impl AdminControls {
             ("mcp_access_allowlist", &self.mcp_access_allowlist),
         ]
     }
+}
+
+// serde's skip_serializing_if passes a reference
+#[allow(clippy::borrowed_box)]
+fn no_groups(groups: &Box<BTreeMap<String, super::groups::GroupControls>>) -> bool {
+    groups.is_empty()
 }
 
 pub fn default_browser_server_ids() -> Vec<String> {

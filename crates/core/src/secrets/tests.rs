@@ -86,6 +86,7 @@ fn decisions_show_their_candidates_and_detail_masked() {
         obligations: None,
         scope: crate::policy::Scope::default(),
         unchecked: crate::policy::Unchecked::default(),
+        origin: None,
         detail: Some(Arc::from("\"mysql -pTr0ub4dor app\" is not allowed")),
         candidates: vec![
             Candidate::Command("mysql -pTr0ub4dor app".into()),

@@ -239,7 +239,12 @@ impl JwtVerifier {
         let user = crate::ids::check_id("user", user)
             .map_err(|_| AuthError::Unauthenticated("jwt user claim is not a valid id"))?
             .into_owned();
+        let groups = match &self.config.groups {
+            Some(config) => super::groups::from_claims(config, claims)?,
+            None => Vec::new(),
+        };
         Ok(Principal {
+            groups,
             name: principal_name(&self.config.issuer, team.as_deref(), &user),
             role,
             team,

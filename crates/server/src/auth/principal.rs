@@ -28,6 +28,11 @@ pub struct Principal {
     pub team: Option<String>,
     /// The user a member acts as.
     pub user: Option<String>,
+    /// The groups the credential says the caller is in (a JWT claim, an issued
+    /// token, the configuration): checked, sorted, each once
+    /// ([`toolgate_core::policy::groups::normalise_groups`]). Their policies in the
+    /// team apply to the caller's own calls.
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

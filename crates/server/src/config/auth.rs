@@ -5,6 +5,7 @@ use super::Config;
 use crate::auth::principal::{Principal, Role};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use toolgate_core::policy::groups::normalise_groups;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -32,6 +33,9 @@ pub struct TokenConfig {
     /// The user a member acts as; defaults to `name`.
     #[serde(default)]
     pub user: Option<String>,
+    /// The groups the holder is in (their policies in the team apply to them).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +85,10 @@ pub struct JwtConfig {
     /// Enrolment: the team of a token without the team claim, by its groups.
     #[serde(default)]
     pub team_by_group: Option<TeamByGroupConfig>,
+    /// Where tokens say which groups the caller is in; unset: JWT principals are in
+    /// no group.
+    #[serde(default)]
+    pub groups: Option<JwtGroupsConfig>,
 }
 
 /// What `toolgate login --sso` needs besides the issuer: the OAuth client it signs
@@ -150,6 +158,35 @@ impl TeamByGroupConfig {
     }
 }
 
+/// The groups claim of JWTs: where it is, which of its names count, and what they
+/// are called in toolgate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtGroupsConfig {
+    /// The claim, a dotted path into the token (`groups`, `realm_access.roles`): a
+    /// list of names, or one string of names separated by spaces or commas.
+    pub claim: String,
+    /// Only names starting with this count, without it (`toolgate-`); empty: all.
+    pub prefix: String,
+    /// Names as the identity provider spells them (after the prefix) to toolgate
+    /// group names.
+    pub map: std::collections::BTreeMap<String, String>,
+    /// Only the names `map` lists count; off: any other name counts as itself and
+    /// must then be a group name, or the token is refused.
+    pub mapped_only: bool,
+}
+
+impl Default for JwtGroupsConfig {
+    fn default() -> Self {
+        Self {
+            claim: "groups".into(),
+            prefix: String::new(),
+            map: Default::default(),
+            mapped_only: false,
+        }
+    }
+}
+
 impl JwtConfig {
     fn default_refresh_secs() -> u64 {
         300
@@ -200,6 +237,9 @@ pub struct CertificateConfig {
     /// The user a member acts as; defaults to `name`.
     #[serde(default)]
     pub user: Option<String>,
+    /// The groups the holder is in (their policies in the team apply to them).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 impl Config {
@@ -216,6 +256,8 @@ impl Config {
                         role: t.role,
                         team: t.team.as_deref().map(normalised),
                         user: Some(normalised(t.user.as_deref().unwrap_or(&t.name))),
+                        // validated at load: a bad list never reaches here
+                        groups: normalise_groups(t.groups.iter().cloned()).unwrap_or_default(),
                     },
                 ))
             })
@@ -240,6 +282,7 @@ impl Config {
                         role: c.role,
                         team: c.team.as_deref().map(normalised),
                         user: Some(normalised(c.user.as_deref().unwrap_or(&c.name))),
+                        groups: normalise_groups(c.groups.iter().cloned()).unwrap_or_default(),
                     },
                 ))
             })
@@ -249,6 +292,7 @@ impl Config {
     /// The anonymous principal, if configured.
     pub fn anonymous_principal(&self) -> Option<Principal> {
         self.auth.anonymous.as_ref().map(|a| Principal {
+            groups: Vec::new(),
             name: "anonymous".into(),
             role: a.role,
             team: a.team.as_deref().map(normalised),

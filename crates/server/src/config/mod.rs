@@ -18,8 +18,8 @@ mod yaml;
 use env::EnvMap;
 
 pub use auth::{
-    AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, SignInBearer,
-    SignInConfig, SignInFlow, TeamByGroupConfig, TokenConfig,
+    AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, JwtGroupsConfig,
+    SignInBearer, SignInConfig, SignInFlow, TeamByGroupConfig, TokenConfig,
 };
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{

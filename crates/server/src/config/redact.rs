@@ -205,6 +205,7 @@ mod tests {
     fn team_view_has_no_principals_and_no_secrets() {
         let mut c = Config::default();
         c.auth.tokens.push(TokenConfig {
+            groups: Vec::new(),
             name: "alice".into(),
             sha256: "00".repeat(32),
             role: Role::Member,
@@ -238,6 +239,7 @@ mod tests {
     fn public_json_hides_token_hashes() {
         let mut c = Config::default();
         c.auth.tokens.push(TokenConfig {
+            groups: Vec::new(),
             name: "a".into(),
             sha256: "00".repeat(32),
             role: Role::Operator,

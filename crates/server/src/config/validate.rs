@@ -77,6 +77,7 @@ impl Config {
                 ));
             }
             check_name(&mut problems, &at, &t.name);
+            check_groups(&mut problems, &at, &t.groups);
             check_scope(&mut problems, &at, t.role, t.team.as_deref());
             check_ids(&mut problems, &at, t.team.as_deref(), t.user.as_deref());
         }
@@ -256,6 +257,7 @@ impl Config {
                 _ => {}
             }
             check_name(&mut problems, &at, &c.name);
+            check_groups(&mut problems, &at, &c.groups);
             check_scope(&mut problems, &at, c.role, c.team.as_deref());
             check_ids(&mut problems, &at, c.team.as_deref(), c.user.as_deref());
         }
@@ -295,6 +297,9 @@ impl Config {
             }
             check_sign_in(&mut problems, jwt);
             check_team_by_group(&mut problems, jwt);
+            if let Some(groups) = &jwt.groups {
+                problems.extend(crate::auth::groups::config_problems(groups));
+            }
             if jwt.default_role == Role::Operator && !jwt.allow_operator {
                 problems.push(
                     "auth.jwt.default_role: operator would make every token without a role claim an operator: use member, or set auth.jwt.allow_operator: true if that is meant"
@@ -499,5 +504,12 @@ fn check_team_by_group(problems: &mut Vec<String>, jwt: &super::JwtConfig) {
         } else if let Err(e) = crate::ids::check_id("team", team) {
             problems.push(format!("auth.jwt.team_by_group.teams.{group}: {e}"));
         }
+    }
+}
+
+/// A configured principal's groups: each a group name, at most the limit.
+fn check_groups(problems: &mut Vec<String>, at: &str, groups: &[String]) {
+    if let Err(e) = toolgate_core::policy::groups::normalise_groups(groups.iter().cloned()) {
+        problems.push(format!("{at}.groups: {e}"));
     }
 }

@@ -36,8 +36,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, broadcast, watch};
 
 mod currency;
+mod groups;
 mod health;
 mod team;
+
+pub use groups::{GroupCache, MAX_CACHED_GROUP_SETS};
 
 pub use currency::Unconfirmed;
 use currency::{Currency, MONITOR_DEADLINE, READ_DEADLINE};
@@ -114,6 +117,8 @@ pub struct CompiledTeam {
     pub admin: CompiledAdmin,
     /// Revision 0 (the user has written nothing), the defaults as the document.
     pub default_user: Option<Arc<CachedUser>>,
+    /// The controls combined with each set of groups callers came with.
+    pub groups: GroupCache,
 }
 
 impl std::ops::Deref for CompiledTeam {
@@ -227,6 +232,7 @@ fn compile_admin(
         compiled: CompiledTeam {
             admin,
             default_user,
+            groups: GroupCache::default(),
         },
     })
 }
@@ -371,6 +377,7 @@ impl Hub {
             Some(ActiveToken {
                 digest,
                 principal: Principal {
+                    groups: Vec::new(),
                     name: principal_name(&t.user_id, &t.token_id),
                     role,
                     team: Some(t.team_id),

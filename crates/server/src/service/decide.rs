@@ -6,6 +6,7 @@ use super::decisions::{DecisionSource, Origin, Shown, check_client};
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
+use crate::policy::groups::{GroupedAdmin, Origins};
 use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError, Site};
 use crate::secrets;
@@ -133,6 +134,12 @@ impl Service {
             self.check_call_size(calls.len(), i, call)?;
         }
         let eff = self.effective_to_decide(p, team, user).await?;
+        let groups = caller_groups(p, team, user);
+        let grouped = for_groups(&eff, groups)?;
+        let (admin, origins) = match grouped.as_deref() {
+            Some(g) => (&g.compiled, &g.origins),
+            None => (&*eff.admin.compiled, &Origins::default()),
+        };
         let decide = if explain {
             policy::explain_at
         } else {
@@ -150,7 +157,7 @@ impl Service {
                 });
                 decide(
                     &eff.tool_actions,
-                    &eff.admin.compiled,
+                    admin,
                     &eff.user.compiled,
                     c,
                     site,
@@ -158,17 +165,12 @@ impl Service {
             })
             .collect();
         refuse_unconfirmed(&eff, &decisions)?;
-        let decisions = self
-            .apply_roles(
-                team,
-                user,
-                &eff.admin.compiled,
-                agent,
-                calls,
-                args,
-                decisions,
-            )
+        let mut decisions = self
+            .apply_roles(team, user, admin, agent, calls, args, decisions)
             .await?;
+        for (call, d) in calls.iter().zip(&mut decisions) {
+            origins.name(admin, &eff.user.compiled, call, groups, d);
+        }
         // a batch's DENY records are journaled together: one wait for the disk; its
         // other records are offered after them, so the writer takes them in the order
         // it always did (the DENYs of a batch first)
@@ -269,21 +271,20 @@ impl Service {
                 format!("is not JSON ({e}): pass the tools/list result"),
             )
         })?;
-        let filtered = policy::filter_tools_in(
-            &eff.tool_actions,
-            &eff.admin.compiled,
-            &eff.user.compiled,
-            server,
-            &value,
-        )
-        .map_err(|e| match e {
-            PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
-            other => ServiceError::entries("", other),
-        })?;
         // normalised as the effective policy's lookup was: the records name them
         let (team, user) = own_subject(p, team, user);
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
+        let grouped = for_groups(&eff, caller_groups(p, team, user))?;
+        let admin = grouped
+            .as_deref()
+            .map_or(&*eff.admin.compiled, |g| &g.compiled);
+        let filtered =
+            policy::filter_tools_in(&eff.tool_actions, admin, &eff.user.compiled, server, &value)
+                .map_err(|e| match e {
+                PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
+                other => ServiceError::entries("", other),
+            })?;
         let origin = Origin {
             source: DecisionSource::FilterTools,
             client: client.to_owned(),
@@ -300,6 +301,29 @@ impl Service {
         .await;
         Ok((filtered, eff.revision))
     }
+}
+
+/// The groups whose policies apply to a request: the caller's own, when it decides
+/// its own calls. Another principal deciding for a user (a service, an admin)
+/// carries its own groups, not the user's: none apply.
+fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a [String] {
+    let own = p.team.as_deref() == Some(team) && p.user.as_deref() == Some(user);
+    if own { &p.groups } else { &[] }
+}
+
+/// The team's controls combined with `groups`' policies; None when none applies. A
+/// combination that does not compile (its lists past a limit together) refuses the
+/// request: deciding without a group's denies would fail open.
+fn for_groups(
+    eff: &Effective,
+    groups: &[String],
+) -> Result<Option<std::sync::Arc<GroupedAdmin>>, ServiceError> {
+    eff.admin.compiled.for_groups(groups).map_err(|e| {
+        ServiceError::FailedPrecondition(format!(
+            "the team's controls with the policies of groups {} do not combine ({e}): an admin must shorten the group policies' lists",
+            groups.join(", ")
+        ))
+    })
 }
 
 /// A view of the policy that cannot be shown current answers only DENYs: an ALLOW or

@@ -295,6 +295,7 @@ fn finish<E: Explain>(
         } else {
             Unchecked::default()
         },
+        origin: None,
     }
 }
 

@@ -196,5 +196,6 @@ pub fn apply(mut base: Decision, verdict: RoleVerdict) -> Decision {
         obligations: None,
         scope: base.scope,
         unchecked: super::Unchecked::default(),
+        origin: None,
     }
 }

@@ -1,0 +1,641 @@
+//! Group policies: a partial set of admin controls kept per group in a team's
+//! document, and the one way a team's controls and the policies of a caller's
+//! groups combine (docs/groups.md has the table). Pure: the hub caches a combination
+//! per set of groups.
+
+use super::lists::{CompiledAdmin, CompiledUser};
+use super::settings::{AccessMode, AdminControls, ListMode};
+use super::{Call, Check, Decision, EntryProblem, PolicyError, Reason, Rule};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
+
+/// Longest group name, in bytes (names are ASCII).
+pub const MAX_GROUP_NAME_LEN: usize = 64;
+/// Most groups one principal carries.
+pub const MAX_GROUPS_PER_PRINCIPAL: usize = 64;
+/// Most group policies one team keeps.
+pub const MAX_GROUP_POLICIES: usize = 256;
+
+/// How a group's allowed lists (`allowed`, `mcp_tool_allowlist`,
+/// `mcp_access_allowlist`) meet the team's for the group's members.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AllowMode {
+    /// The group's entries are added to the team's.
+    #[default]
+    Add,
+    /// The group's list stands instead of the team's (each list the group sets).
+    Replace,
+}
+
+/// A group's policy: the parts of the admin controls a group may say. A list left
+/// out (or a switch left off) says nothing; the kill switch, the roles, the
+/// approvals and the users' defaults stay the team's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GroupControls {
+    /// How this group's allowed lists meet the team's.
+    pub allow_mode: AllowMode,
+    /// Shell command prefixes that may auto-run (added to or replacing the team's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<String>>,
+    /// MCP tools that may auto-run (added to or replacing the team's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_tool_allowlist: Option<Vec<String>>,
+    /// With the access allowlist mode: the tools that may exist (added to or replacing
+    /// the team's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_access_allowlist: Option<Vec<String>>,
+    /// Shell command prefixes that never auto-run: added to the team's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<String>,
+    /// Shell command prefixes that must never run: added to the team's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<String>,
+    /// MCP tools that are denied: added to the team's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_tool_blocklist: Vec<String>,
+    /// More servers whose tools are browser tools.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub browser_server_ids: Vec<String>,
+    /// On: admin controls are on for the group's members.
+    #[serde(skip_serializing_if = "is_false")]
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub disable_mcp_auto_run: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub delete_file_protection: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub browser_protection: bool,
+    /// Off turns the team's run-everything off for the group's members; on changes
+    /// nothing (a group cannot loosen a mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_run_everything: Option<bool>,
+    /// `replace` here makes the admin's list replace the users' for the members.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_mode: Option<ListMode>,
+    /// `allowlist` here puts the members under the access allowlist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_access_mode: Option<AccessMode>,
+}
+
+// serde's skip_serializing_if passes a reference
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Checks a group name: ASCII letters, digits, `.`, `_` and `-`, starting with a
+/// letter or digit, at most [`MAX_GROUP_NAME_LEN`] bytes. The message names the
+/// rule and the fix.
+pub fn check_group_name(name: &str) -> Result<(), String> {
+    let first_ok = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric());
+    let rest_ok = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if name.len() > MAX_GROUP_NAME_LEN {
+        return Err(format!(
+            "group {:?} is longer than {MAX_GROUP_NAME_LEN} bytes: choose a shorter name (or map it to one)",
+            name.chars().take(MAX_GROUP_NAME_LEN).collect::<String>()
+        ));
+    }
+    if !first_ok || !rest_ok {
+        return Err(format!(
+            "group {name:?} is not a group name: use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit (map other names to one)"
+        ));
+    }
+    Ok(())
+}
+
+/// A principal's groups as it carries them: each checked, sorted, without
+/// duplicates, at most [`MAX_GROUPS_PER_PRINCIPAL`].
+pub fn normalise_groups<I, S>(names: I) -> Result<Vec<String>, String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut set = BTreeSet::new();
+    for name in names {
+        let name = name.into();
+        check_group_name(&name)?;
+        set.insert(name);
+        if set.len() > MAX_GROUPS_PER_PRINCIPAL {
+            return Err(format!(
+                "more than {MAX_GROUPS_PER_PRINCIPAL} groups: filter them (a prefix or a mapping) to the ones policies name"
+            ));
+        }
+    }
+    Ok(set.into_iter().collect())
+}
+
+/// Every problem of a team's group policies: names, their number, and each list
+/// checked as the team's own list of the same name is (`groups.NAME.field[i]`).
+pub(super) fn group_problems(team: &AdminControls) -> Vec<EntryProblem> {
+    let mut problems = Vec::new();
+    if team.groups.len() > MAX_GROUP_POLICIES {
+        problems.push(EntryProblem {
+            field: "groups".into(),
+            entry: format!("{} groups", team.groups.len()),
+            rule: Rule::TooMany,
+            hint: format!("at most {MAX_GROUP_POLICIES} group policies per team"),
+        });
+    }
+    for (name, g) in team.groups.iter() {
+        if let Err(hint) = check_group_name(name) {
+            problems.push(EntryProblem {
+                field: "groups".into(),
+                entry: name.clone(),
+                rule: Rule::Malformed,
+                hint,
+            });
+        }
+        // the group's lists alone, in a document of their own, checked by the one
+        // compiler of admin lists
+        let alone = AdminControls {
+            allowed: g.allowed.clone().unwrap_or_default(),
+            mcp_tool_allowlist: g.mcp_tool_allowlist.clone().unwrap_or_default(),
+            mcp_access_allowlist: g.mcp_access_allowlist.clone().unwrap_or_default(),
+            blocked: g.blocked.clone(),
+            denied: g.denied.clone(),
+            mcp_tool_blocklist: g.mcp_tool_blocklist.clone(),
+            browser_server_ids: if g.browser_server_ids.is_empty() {
+                super::settings::default_browser_server_ids()
+            } else {
+                g.browser_server_ids.clone()
+            },
+            roles: team.roles.clone(),
+            ..AdminControls::default()
+        };
+        if let Err(PolicyError::InvalidEntries(found)) = CompiledAdmin::compile(&alone) {
+            problems.extend(found.into_iter().map(|p| EntryProblem {
+                field: format!("groups.{name}.{}", p.field),
+                ..p
+            }));
+        }
+    }
+    problems
+}
+
+/// The lists whose entries carry an origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ListField {
+    Allowed,
+    Blocked,
+    Denied,
+    McpAllowlist,
+    McpBlocklist,
+    McpAccess,
+}
+
+/// Where each entry and switch of a combination came from, for the entries and
+/// switches a group contributed to (anything else is the team's).
+#[derive(Debug, Clone, Default)]
+pub struct Origins {
+    entries: HashMap<ListField, HashMap<Arc<str>, Arc<str>>>,
+    switches: HashMap<&'static str, Arc<str>>,
+    /// The caller's groups with a policy in the team, in name order.
+    applied: Vec<String>,
+}
+
+/// A team's controls combined with the policies of a set of groups.
+#[derive(Debug, Clone)]
+pub struct Combined {
+    /// The controls in force for the groups' members (no group policies in them).
+    pub controls: AdminControls,
+    pub origins: Origins,
+}
+
+/// Labels for the sources of one entry, in a fixed order: the team, then the
+/// groups by name.
+#[derive(Default)]
+struct Sources(BTreeMap<(u8, String), ()>);
+
+impl Sources {
+    fn label(&self) -> String {
+        let parts: Vec<String> = self
+            .0
+            .keys()
+            .map(|(rank, name)| match rank {
+                0 => "team".to_owned(),
+                _ => format!("group {name}"),
+            })
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// A list built from the team's and the groups' entries: the team's first in their
+/// order, then each group's in the groups' name order; an entry given twice is kept
+/// once, with every source.
+#[derive(Default)]
+struct ListBuild {
+    order: Vec<String>,
+    sources: HashMap<String, Sources>,
+}
+
+impl ListBuild {
+    fn add(&mut self, entries: &[String], source: (u8, &str)) {
+        for e in entries {
+            let sources = self.sources.entry(e.clone()).or_insert_with(|| {
+                self.order.push(e.clone());
+                Sources::default()
+            });
+            sources.0.insert((source.0, source.1.to_owned()), ());
+        }
+    }
+
+    fn finish(self, field: ListField, origins: &mut Origins) -> Vec<String> {
+        for (entry, sources) in &self.sources {
+            let only_team = sources.0.keys().all(|(rank, _)| *rank == 0);
+            if !only_team {
+                origins
+                    .entries
+                    .entry(field)
+                    .or_default()
+                    .insert(Arc::from(entry.as_str()), Arc::from(sources.label()));
+            }
+        }
+        self.order
+    }
+}
+
+/// The team's controls combined with the policies of `groups` (the caller's
+/// groups; those without a policy in the team say nothing). The order of `groups`
+/// never matters: the policies are taken in name order, and every rule is a union,
+/// an "on anywhere" or a "strictest".
+///
+/// | field | combined |
+/// | --- | --- |
+/// | `denied`, `blocked`, `mcp_tool_blocklist`, `browser_server_ids` | the union of the team's and every group's |
+/// | `allowed`, `mcp_tool_allowlist`, `mcp_access_allowlist` | the union of every group's that sets it, plus the team's unless one of them is in `replace` mode |
+/// | `enabled`, `disable_mcp_auto_run`, `delete_file_protection`, `browser_protection` | on if on anywhere |
+/// | `enable_run_everything` | on only if the team's is on and no group turns it off |
+/// | `list_mode` | `replace` if any says `replace` |
+/// | `mcp_access_mode` | `allowlist` if any says `allowlist` |
+/// | `kill_switch`, `roles`, `approvals`, `default_user_settings`, `sandboxing_controls` | the team's |
+pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
+    let mut origins = Origins::default();
+    let mut controls = AdminControls {
+        groups: Box::default(),
+        ..team.clone()
+    };
+    // the team's policies map is ordered by name: the order of `groups` is lost here
+    let members: BTreeSet<&str> = groups.iter().map(String::as_str).collect();
+    let applied: Vec<(&String, &GroupControls)> = team
+        .groups
+        .iter()
+        .filter(|(name, _)| members.contains(name.as_str()))
+        .collect();
+    origins.applied = applied.iter().map(|(n, _)| (*n).clone()).collect();
+    if applied.is_empty() {
+        return Combined { controls, origins };
+    }
+
+    let deny_like = |team_list: &[String],
+                     field: ListField,
+                     pick: fn(&GroupControls) -> &Vec<String>,
+                     origins: &mut Origins| {
+        let mut build = ListBuild::default();
+        build.add(team_list, (0, ""));
+        for (name, g) in &applied {
+            build.add(pick(g), (1, name));
+        }
+        build.finish(field, origins)
+    };
+    controls.denied = deny_like(&team.denied, ListField::Denied, |g| &g.denied, &mut origins);
+    controls.blocked = deny_like(
+        &team.blocked,
+        ListField::Blocked,
+        |g| &g.blocked,
+        &mut origins,
+    );
+    controls.mcp_tool_blocklist = deny_like(
+        &team.mcp_tool_blocklist,
+        ListField::McpBlocklist,
+        |g| &g.mcp_tool_blocklist,
+        &mut origins,
+    );
+    if applied
+        .iter()
+        .any(|(_, g)| !g.browser_server_ids.is_empty())
+    {
+        let mut ids = if team.browser_server_ids.is_empty() {
+            super::settings::default_browser_server_ids()
+        } else {
+            team.browser_server_ids.clone()
+        };
+        for (_, g) in &applied {
+            for id in &g.browser_server_ids {
+                if !ids.contains(id) {
+                    ids.push(id.clone());
+                }
+            }
+        }
+        controls.browser_server_ids = ids;
+    }
+
+    let allow_like = |team_list: &[String],
+                      field: ListField,
+                      pick: fn(&GroupControls) -> &Option<Vec<String>>,
+                      origins: &mut Origins| {
+        let replaced = applied
+            .iter()
+            .any(|(_, g)| g.allow_mode == AllowMode::Replace && pick(g).is_some());
+        let mut build = ListBuild::default();
+        if !replaced {
+            build.add(team_list, (0, ""));
+        }
+        for (name, g) in &applied {
+            if let Some(list) = pick(g) {
+                build.add(list, (1, name));
+            }
+        }
+        build.finish(field, origins)
+    };
+    controls.allowed = allow_like(
+        &team.allowed,
+        ListField::Allowed,
+        |g| &g.allowed,
+        &mut origins,
+    );
+    controls.mcp_tool_allowlist = allow_like(
+        &team.mcp_tool_allowlist,
+        ListField::McpAllowlist,
+        |g| &g.mcp_tool_allowlist,
+        &mut origins,
+    );
+    controls.mcp_access_allowlist = allow_like(
+        &team.mcp_access_allowlist,
+        ListField::McpAccess,
+        |g| &g.mcp_access_allowlist,
+        &mut origins,
+    );
+
+    // switches: on anywhere is on; the label names every source that has it on
+    let mut switch = |name: &'static str, team_on: bool, pick: fn(&GroupControls) -> bool| {
+        let mut sources = Sources::default();
+        if team_on {
+            sources.0.insert((0, String::new()), ());
+        }
+        for (group, g) in &applied {
+            if pick(g) {
+                sources.0.insert((1, (*group).clone()), ());
+            }
+        }
+        let on = !sources.0.is_empty();
+        if on && sources.0.keys().any(|(rank, _)| *rank == 1) {
+            origins.switches.insert(name, Arc::from(sources.label()));
+        }
+        on
+    };
+    controls.enabled = switch("enabled", team.enabled, |g| g.enabled);
+    controls.disable_mcp_auto_run =
+        switch("disable_mcp_auto_run", team.disable_mcp_auto_run, |g| {
+            g.disable_mcp_auto_run
+        });
+    controls.delete_file_protection =
+        switch("delete_file_protection", team.delete_file_protection, |g| {
+            g.delete_file_protection
+        });
+    controls.browser_protection = switch("browser_protection", team.browser_protection, |g| {
+        g.browser_protection
+    });
+    // the strictest: off wins
+    controls.enable_run_everything = team.enable_run_everything
+        && applied
+            .iter()
+            .all(|(_, g)| g.enable_run_everything != Some(false));
+    if applied
+        .iter()
+        .any(|(_, g)| g.list_mode == Some(ListMode::Replace))
+    {
+        controls.list_mode = ListMode::Replace;
+    }
+    let access_allowlist = switch(
+        "mcp_access_mode",
+        team.mcp_access_mode == AccessMode::Allowlist,
+        |g| g.mcp_access_mode == Some(AccessMode::Allowlist),
+    );
+    if access_allowlist {
+        controls.mcp_access_mode = AccessMode::Allowlist;
+    }
+    Combined { controls, origins }
+}
+
+/// A team's controls compiled for the members of a set of groups, with the origins
+/// of what the groups contributed.
+#[derive(Debug)]
+pub struct GroupedAdmin {
+    pub compiled: CompiledAdmin,
+    pub origins: Origins,
+}
+
+impl GroupedAdmin {
+    /// [`combine`], compiled. A combination whose lists break a limit (their
+    /// union too long) is refused: deciding without a group's deny would fail open.
+    pub fn compile(team: &AdminControls, groups: &[String]) -> Result<Self, PolicyError> {
+        let Combined { controls, origins } = combine(team, groups);
+        Ok(Self {
+            compiled: CompiledAdmin::compile(&controls)?,
+            origins,
+        })
+    }
+}
+
+/// The labels of the team and the user, allocated once: naming an origin costs a
+/// reference count, not an allocation.
+fn label(which: &'static str) -> Arc<str> {
+    static TEAM: OnceLock<Arc<str>> = OnceLock::new();
+    static USER: OnceLock<Arc<str>> = OnceLock::new();
+    let cell = if which == TEAM_LABEL { &TEAM } else { &USER };
+    cell.get_or_init(|| Arc::from(which)).clone()
+}
+
+const TEAM_LABEL: &str = "team";
+const USER_LABEL: &str = "user";
+
+impl Origins {
+    /// The caller's groups with a policy in the team, in name order.
+    pub fn applied(&self) -> &[String] {
+        &self.applied
+    }
+
+    fn entry(&self, field: ListField, entry: &str) -> Arc<str> {
+        self.entries
+            .get(&field)
+            .and_then(|m| m.get(entry))
+            .cloned()
+            .unwrap_or_else(|| label(TEAM_LABEL))
+    }
+
+    fn switch(&self, name: &'static str) -> Arc<str> {
+        self.switches
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| label(TEAM_LABEL))
+    }
+
+    /// Who wrote what decided `d` on `call`: `team`, `user`, or the team and the
+    /// groups (`team, group contractors`) that contributed the matching entry or the
+    /// switch that decided. None when no entry or admin switch decided.
+    pub fn origin_of(
+        &self,
+        admin: &CompiledAdmin,
+        user: &CompiledUser,
+        call: &Call,
+        d: &Decision,
+    ) -> Option<Arc<str>> {
+        let controlled = admin.controlled();
+        let entry = d.matched_entry.as_deref();
+        match (d.reason, entry) {
+            (Reason::BlockedByAdmin, Some(e)) => Some(self.entry(ListField::McpBlocklist, e)),
+            (Reason::CommandDenied, Some(e)) => Some(self.entry(ListField::Denied, e)),
+            (Reason::CommandBlocked, Some(e)) => {
+                // the admin's blocked and the user's own denylist together
+                if !admin.controls.blocked.iter().any(|b| b == e)
+                    && user.settings.command_denylist.iter().any(|b| b == e)
+                {
+                    Some(label(USER_LABEL))
+                } else {
+                    Some(self.entry(ListField::Blocked, e))
+                }
+            }
+            (Reason::CommandAllowed, Some(e)) => {
+                let from_admin = controlled && admin.controls.allowed.iter().any(|a| a == e);
+                Some(if from_admin {
+                    self.entry(ListField::Allowed, e)
+                } else {
+                    label(USER_LABEL)
+                })
+            }
+            (Reason::Allowlisted, Some(e)) => {
+                let (server, tool) = match call {
+                    Call::Mcp { server, tool } | Call::McpAction { server, tool, .. } => {
+                        (server.as_str(), tool.as_str())
+                    }
+                    Call::McpInternal {
+                        name,
+                        fallback_server,
+                    } => super::entry::split_internal_name(name, fallback_server),
+                    Call::Shell(_) | Call::DeleteFile(_) => return Some(label(USER_LABEL)),
+                };
+                let tool = if server == super::builtin::SERVER {
+                    super::builtin::canonical(tool)
+                } else {
+                    tool
+                };
+                let from_admin = controlled && admin.allowlist.matched(server, tool).is_some();
+                Some(if from_admin {
+                    self.entry(ListField::McpAllowlist, e)
+                } else {
+                    label(USER_LABEL)
+                })
+            }
+            (Reason::NotInAccessAllowlist, _) => Some(self.switch("mcp_access_mode")),
+            (Reason::AdminDisabled, _) => Some(self.switch("enabled")),
+            (Reason::ProtectionOn, _) if controlled => Some(if d.scope.browser {
+                self.switch("browser_protection")
+            } else {
+                self.switch("disable_mcp_auto_run")
+            }),
+            (Reason::ProtectionOn, _) => Some(label(USER_LABEL)),
+            (Reason::DeleteProtected, _) => Some(self.switch("delete_file_protection")),
+            (Reason::KillSwitch, _) => Some(label(TEAM_LABEL)),
+            _ => None,
+        }
+    }
+
+    /// [`Self::origin_of`] written into the decision, and, when it was explained
+    /// for a caller in some group, the caller's groups and the origin as two more
+    /// checks.
+    pub fn name(
+        &self,
+        admin: &CompiledAdmin,
+        user: &CompiledUser,
+        call: &Call,
+        groups: &[String],
+        d: &mut Decision,
+    ) {
+        d.origin = self.origin_of(admin, user, call, d);
+        // a caller in no group reads the explanation it always did
+        if d.explanation.is_empty() || groups.is_empty() {
+            return;
+        }
+        // named in one order, whatever order the caller's groups came in
+        let groups: BTreeSet<&str> = groups.iter().map(String::as_str).collect();
+        let groups: Vec<&str> = groups.into_iter().collect();
+        d.explanation.push(Check {
+            name: "groups",
+            result: if self.applied.is_empty() {
+                format!(
+                    "member of {}; none has a policy in the team",
+                    groups.join(", ")
+                )
+            } else {
+                format!(
+                    "member of {}; policies of {} applied",
+                    groups.join(", "),
+                    self.applied.join(", ")
+                )
+            },
+        });
+        if let Some(origin) = &d.origin {
+            d.explanation.push(Check {
+                name: "origin",
+                result: match &d.matched_entry {
+                    Some(e) => format!("{e} comes from {origin}"),
+                    None => format!("decided by a setting of {origin}"),
+                },
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_names_follow_one_rule() {
+        for ok in [
+            "contractors",
+            "pii.handlers",
+            "team_2",
+            "A-b",
+            &"g".repeat(64),
+        ] {
+            assert_eq!(check_group_name(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "-x",
+            ".x",
+            "a b",
+            "a/b",
+            "a:b",
+            "é",
+            "a\u{0}",
+            &"g".repeat(65),
+        ] {
+            assert!(check_group_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_principal_s_groups_are_sorted_once_each_and_bounded() {
+        assert_eq!(
+            normalise_groups(["b", "a", "b"]),
+            Ok(vec!["a".to_owned(), "b".to_owned()])
+        );
+        let many: Vec<String> = (0..=MAX_GROUPS_PER_PRINCIPAL)
+            .map(|i| format!("g{i}"))
+            .collect();
+        assert!(normalise_groups(many).unwrap_err().contains("more than"));
+        assert!(normalise_groups(["ok", "not ok"]).is_err());
+    }
+}
