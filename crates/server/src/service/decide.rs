@@ -155,13 +155,7 @@ impl Service {
                     cwd: a.cwd.as_deref(),
                     tool_input: a.tool_input.as_ref(),
                 });
-                decide(
-                    &eff.tool_actions,
-                    admin,
-                    &eff.user.compiled,
-                    c,
-                    site,
-                )
+                decide(&eff.tool_actions, admin, &eff.user.compiled, c, site)
             })
             .collect();
         refuse_unconfirmed(&eff, &decisions)?;
