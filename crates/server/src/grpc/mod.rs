@@ -51,7 +51,7 @@ pub fn auth_interceptor(
 
 /// For `ServerInfoService`, whose `GetSignIn` answers callers without a token: a
 /// refused credential is kept in the extensions instead of ending the call, so every
-/// other method still refuses it ([`principal`] returns it).
+/// other method still refuses it (`principal` returns it).
 pub fn sign_in_interceptor(
     auth: Arc<Authenticator>,
 ) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
