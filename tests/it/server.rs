@@ -666,7 +666,17 @@ async fn deny_decisions_and_changes_are_audited() {
 async fn a_flood_of_denials_loses_no_audit_record() {
     const BATCHES: usize = 12;
     const CALLS: usize = 1_000;
-    let (server, _dir) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    // 12,000 distinct denials from one principal in a burst: past the default
+    // per-principal budget, which would count the rest in a shed event; this test
+    // is about the writer's queue, so the budgets are out of its way
+    let log = &mut config.decision_log;
+    log.principal_records_per_minute = 1_000_000;
+    log.principal_bytes_per_minute = 1 << 30;
+    log.team_records_per_minute = 1_000_000;
+    log.team_bytes_per_minute = 1 << 30;
+    let server = TestServer::start(config).await;
     server
         .set_controls(pb::AutoRunControls {
             mcp_tool_blocklist: vec!["x:*".into()],

@@ -92,6 +92,15 @@ pub struct AuditWriter {
     flusher: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
+/// Dropped without `shutdown` (an `App` dropped in place): the flusher holds a
+/// sender, so without this the writer would never see its channel close and would
+/// keep the journal, locked, for the life of the runtime.
+impl Drop for AuditWriter {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
 impl AuditWriter {
     /// Starts the writer, first writing what a previous run left in the journal.
     pub(super) fn start(
