@@ -58,8 +58,20 @@ pub fn login(args: LoginArgs, conn: &Connection) -> anyhow::Result<()> {
         ca: conn.ca.clone(),
         sso: None,
     };
+    check_and_save(conn, &profile, args.no_check, "the server answers: team")
+}
+
+/// The token in `file`, refused when others may read it.
+/// Asks the server who `profile` signs in as (unless `no_check`), prints its answer
+/// after `answered`, then saves the profile: nothing is saved that the server refused.
+pub(super) fn check_and_save(
+    conn: &Connection,
+    profile: &Profile,
+    no_check: bool,
+    answered: &str,
+) -> anyhow::Result<()> {
     let path = profile::path()?;
-    if !args.no_check {
+    if !no_check {
         let fresh = Connection {
             server: None,
             token: None,
@@ -76,14 +88,13 @@ pub fn login(args: LoginArgs, conn: &Connection) -> anyhow::Result<()> {
             profile.user.as_deref().unwrap_or_default(),
         )
         .map_err(|e| anyhow::anyhow!("{e}; nothing saved (--no-check saves anyway)"))?;
-        println!("the server answers: team {team}, user {user}");
+        println!("{answered} {team}, user {user}");
     }
-    profile::save(&path, &profile)?;
+    profile::save(&path, profile)?;
     println!("saved in {} (mode 0600)", path.display());
     Ok(())
 }
 
-/// The token in `file`, refused when others may read it.
 fn read_token_file(file: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         anyhow::anyhow!(

@@ -4,7 +4,7 @@
 //! hook, which refresh it silently (`login_refresh`).
 
 use super::args::Connection;
-use super::profile::{self, Profile, SsoSession};
+use super::profile::{Profile, SsoSession};
 use crate::grpc::client::oidc::{Bearer, Http, OidcError, Tokens};
 use crate::grpc::client::{Client, ClientConfig};
 use crate::proto::v1 as pb;
@@ -37,29 +37,12 @@ pub fn login_sso(args: SsoArgs, conn: &Connection) -> anyhow::Result<()> {
         ca: conn.ca.clone(),
         sso: Some(session),
     };
-    let path = profile::path()?;
-    if !args.no_check {
-        let fresh = Connection {
-            server: None,
-            token: None,
-            token_file: None,
-            ca: None,
-            cert: conn.cert.clone(),
-            key: conn.key.clone(),
-            output: conn.output,
-        }
-        .resolve_with(profile.clone());
-        let (team, user) = super::agent::whoami(
-            fresh,
-            profile.team.as_deref().unwrap_or_default(),
-            profile.user.as_deref().unwrap_or_default(),
-        )
-        .map_err(|e| anyhow::anyhow!("{e}; nothing saved (--no-check saves anyway)"))?;
-        println!("signed in: the server answers team {team}, user {user}");
-    }
-    profile::save(&path, &profile)?;
-    println!("saved in {} (mode 0600)", path.display());
-    Ok(())
+    super::login::check_and_save(
+        conn,
+        &profile,
+        args.no_check,
+        "signed in: the server answers team",
+    )
 }
 
 /// Asks the server how to sign in, then signs in at its identity provider.
