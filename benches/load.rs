@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
-//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log]`
+//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log] [--no-budgets]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -27,6 +27,10 @@
 //! recording every decision costs). With it on, `--evaluate-only` then counts the
 //! records the log holds against the decisions made, and with `--metrics` reads the
 //! server's own counts of records written and shed from its metrics endpoint.
+//! The per-principal and per-team write budgets are the defaults, which this one
+//! principal's load passes within a second (past them, repeated DENYs are counted into
+//! one record and other records shed); `--no-budgets` lifts them so that every
+//! decision is written, as on a build from before the budgets.
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/support/mod.rs"]
@@ -58,6 +62,8 @@ struct Args {
     /// `--evaluate-only`'s call is one the team blocks: every answer a DENY.
     deny: bool,
     decision_log: bool,
+    /// The decision log's write budgets lifted: every decision written.
+    budgets: bool,
     http: bool,
 }
 
@@ -77,6 +83,7 @@ impl Args {
             evaluate_only: false,
             deny: false,
             decision_log: true,
+            budgets: true,
             http: false,
         };
         let mut it = std::env::args().skip(1);
@@ -99,6 +106,7 @@ impl Args {
                 "--evaluate-only" => args.evaluate_only = true,
                 "--deny" => args.deny = true,
                 "--no-decision-log" => args.decision_log = false,
+                "--no-budgets" => args.budgets = false,
                 "--http" => args.http = true,
                 "--rates" => {
                     args.rates = it
@@ -527,6 +535,13 @@ async fn main() {
         config.metrics.listen = Some(free.local_addr().unwrap().to_string());
     }
     config.decision_log.enabled = args.decision_log;
+    if !args.budgets {
+        let log = &mut config.decision_log;
+        log.principal_records_per_minute = 1 << 50;
+        log.principal_bytes_per_minute = 1 << 50;
+        log.team_records_per_minute = 1 << 50;
+        log.team_bytes_per_minute = 1 << 50;
+    }
     let ca = args.tls.then(|| serve_tls(&mut config, dir.path()));
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
@@ -660,7 +675,7 @@ async fn main() {
         println!(
             "{}",
             json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "deny": args.deny,
-                   "decision_log": args.decision_log, "evaluate": m.json(),
+                   "decision_log": args.decision_log, "budgets": args.budgets, "evaluate": m.json(),
                    "evaluate_json": json_run, "log": log})
         );
         child.kill().ok();
