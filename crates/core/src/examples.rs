@@ -94,7 +94,7 @@ impl ExampleClient {
     }
 }
 
-/// The agent making an example's call (seed 004's agent id, role and context).
+/// The agent making an example's call (its agent id, role and context).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExampleAgent {

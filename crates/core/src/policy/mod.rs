@@ -84,11 +84,11 @@ pub enum Reason {
     DeleteProtected,
     AutoRunOn,
     NotInFileAllowlist,
-    /// Seed 004: no allow-list for the agent (or role) in the call's context.
+    /// Roles: no allow-list for the agent (or role) in the call's context.
     NoRoleAllowlist,
-    /// Seed 004: the operation is not allowed in its category.
+    /// Roles: the operation is not allowed in its category.
     NotInRoleAllowlist,
-    /// Seed 004: a restriction on what the call touches failed (DENY), or could not
+    /// Roles: a restriction on what the call touches failed (DENY), or could not
     /// be checked (ASK).
     Restricted,
     /// A part of the command line matches a denied prefix: it must not run.

@@ -49,14 +49,14 @@ fn problem(field: &str, entry: &str, rule: Rule, hint: &str) -> EntryProblem {
 /// Parses one pattern, or says which rule it breaks.
 fn parse(field: &str, raw: &str) -> Result<Pattern, EntryProblem> {
     const HINT: &str =
-        "write `*`, `tool.*`, `tool` or `tool.action` (seed 000 has no other wildcards)";
+        "write `*`, `tool.*`, `tool` or `tool.action` (these lists have no other wildcards)";
     let trimmed = raw.trim();
     if trimmed.starts_with('!') {
         return Err(problem(
             field,
             raw,
             Rule::ReservedCharacter,
-            "seed 000 lists have no deny syntax: remove the `!` and leave the tool out of the list (or deny it with the admin blocklist)",
+            "`tool.action` lists have no deny syntax: remove the `!` and leave the tool out of the list (or deny it with the admin blocklist)",
         ));
     }
     if trimmed == "*" {
