@@ -1010,8 +1010,9 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
     }
 }
 
-/// Reflection v1 (grpcurl's default) lists every service; v1alpha is covered by the
-/// Python client in `third_party.rs`.
+/// Reflection v1 (grpcurl's default) lists every service, and health answers SERVING
+/// for each of toolgate's; v1alpha is covered by the Python client in
+/// `third_party.rs`.
 #[tokio::test]
 async fn reflection_v1_lists_services() {
     use tonic_reflection::pb::v1::ServerReflectionRequest;
@@ -1044,6 +1045,20 @@ async fn reflection_v1_lists_services() {
         assert!(
             names.iter().any(|n| n == want),
             "{want} missing from {names:?}"
+        );
+    }
+    let mut health = tonic_health::pb::health_client::HealthClient::new(server.channel.clone());
+    for name in names.iter().filter(|n| n.starts_with("toolgate.")) {
+        let status = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: name.clone(),
+            })
+            .await
+            .map(|r| r.into_inner().status);
+        assert_eq!(
+            status.ok(),
+            Some(tonic_health::pb::health_check_response::ServingStatus::Serving as i32),
+            "health does not answer for {name}: add it to SERVICE_NAMES in crates/server/src/server.rs"
         );
     }
     server.stop().await;

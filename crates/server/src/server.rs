@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tonic::server::NamedService;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
@@ -965,11 +966,17 @@ fn incoming(listener: TcpListener) -> TcpIncoming {
         .with_keepalive(Some(Duration::from_secs(60)))
 }
 
-/// The services health reports on; "" is the server as a whole.
-const SERVICE_NAMES: [&str; 5] = [
+/// The services health reports on, named by the types registered below (so a
+/// renamed service follows); "" is the server as a whole. `server::` in the
+/// integration tests fails when a service reflection lists is missing here.
+const SERVICE_NAMES: [&str; 9] = [
     "",
-    "toolgate.v1.AdminService",
-    "toolgate.v1.UserSettingsService",
-    "toolgate.v1.PolicyService",
-    "toolgate.v1.ServerInfoService",
+    <AdminServiceServer<Api> as NamedService>::NAME,
+    <UserSettingsServiceServer<Api> as NamedService>::NAME,
+    <TokenServiceServer<Api> as NamedService>::NAME,
+    <DecisionLogServiceServer<Api> as NamedService>::NAME,
+    <PrincipalServiceServer<Api> as NamedService>::NAME,
+    <ApprovalServiceServer<Api> as NamedService>::NAME,
+    <PolicyRouter as NamedService>::NAME,
+    <ServerInfoServiceServer<Api> as NamedService>::NAME,
 ];
