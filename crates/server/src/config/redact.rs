@@ -101,6 +101,16 @@ impl Config {
             .map(|name| (name.clone(), serde_json::Value::String(REDACTED.into())))
             .collect::<serde_json::Map<_, _>>()
             .into();
+        if let Some(endpoint) = self.otlp_export.endpoint.as_deref() {
+            value["otlp_export"]["endpoint"] = serde_json::Value::String(redact_url(endpoint));
+        }
+        value["otlp_export"]["headers"] = self
+            .otlp_export
+            .headers
+            .keys()
+            .map(|name| (name.clone(), serde_json::Value::String(REDACTED.into())))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         if let Some(url) = self.auth.jwt.as_ref().and_then(|j| j.jwks_url.as_deref()) {
             value["auth"]["jwt"]["jwks_url"] = serde_json::Value::String(redact_url(url));
         }
@@ -131,6 +141,10 @@ impl Config {
         if let Some(telemetry) = value["telemetry"].as_object_mut() {
             telemetry.remove("otlp_endpoint");
             telemetry.remove("otlp_headers");
+        }
+        if let Some(export) = value["otlp_export"].as_object_mut() {
+            export.remove("endpoint");
+            export.remove("headers");
         }
         value
     }
@@ -217,6 +231,10 @@ mod tests {
         c.telemetry
             .otlp_headers
             .insert("authorization".into(), "Bearer otelsecret".into());
+        c.otlp_export.endpoint = Some("https://u:exportpw@siem.example:4317".into());
+        c.otlp_export
+            .headers
+            .insert("x-api-key".into(), "exportsecret".into());
         let operator = c.public_json().to_string();
         for secret in [
             "p@ssW0rd",
@@ -224,13 +242,23 @@ mod tests {
             "sslpassword=k",
             "otelpw",
             "otelsecret",
+            "exportpw",
+            "exportsecret",
         ] {
             assert!(!operator.contains(secret), "{secret} in {operator}");
         }
         assert!(operator.contains("postgres://app:***@db/tg?sslpassword=***"));
         assert!(operator.contains("\"authorization\":\"***\""));
         let team = c.team_json().to_string();
-        for hidden in ["alice", "postgres", "otel", "authorization", "\"auth\""] {
+        for hidden in [
+            "alice",
+            "postgres",
+            "otel",
+            "authorization",
+            "\"auth\"",
+            "siem.example",
+            "x-api-key",
+        ] {
             assert!(!team.contains(hidden), "{hidden} in {team}");
         }
     }
