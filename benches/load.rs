@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
-//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log] [--no-budgets]`
+//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log] [--no-budgets] [--otlp]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -31,6 +31,8 @@
 //! principal's load passes within a second (past them, repeated DENYs are counted into
 //! one record and other records shed); `--no-budgets` lifts them so that every
 //! decision is written, as on a build from before the budgets.
+//! `--otlp` turns the OTLP export on, to a null receiver in this process that takes
+//! every request and counts its records (what exporting every decision costs).
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/support/mod.rs"]
@@ -65,6 +67,7 @@ struct Args {
     /// The decision log's write budgets lifted: every decision written.
     budgets: bool,
     http: bool,
+    otlp: bool,
 }
 
 impl Args {
@@ -85,6 +88,7 @@ impl Args {
             decision_log: true,
             budgets: true,
             http: false,
+            otlp: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -108,6 +112,7 @@ impl Args {
                 "--no-decision-log" => args.decision_log = false,
                 "--no-budgets" => args.budgets = false,
                 "--http" => args.http = true,
+                "--otlp" => args.otlp = true,
                 "--rates" => {
                     args.rates = it
                         .next()
@@ -542,6 +547,10 @@ async fn main() {
         log.team_records_per_minute = 1 << 50;
         log.team_bytes_per_minute = 1 << 50;
     }
+    let exported = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    if args.otlp {
+        config.otlp_export.endpoint = Some(null_receiver(exported.clone()).await);
+    }
     let ca = args.tls.then(|| serve_tls(&mut config, dir.path()));
     let config_path = dir.path().join("toolgate.yaml");
     std::fs::write(&config_path, serde_norway::to_string(&config).unwrap()).unwrap();
@@ -672,11 +681,15 @@ async fn main() {
         } else {
             serde_json::Value::Null
         };
+        let exported = exported.load(std::sync::atomic::Ordering::Relaxed);
+        if args.otlp {
+            println!("OTLP export: {exported} records reached the null receiver");
+        }
         println!(
             "{}",
             json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "deny": args.deny,
-                   "decision_log": args.decision_log, "budgets": args.budgets, "evaluate": m.json(),
-                   "evaluate_json": json_run, "log": log})
+                   "decision_log": args.decision_log, "budgets": args.budgets, "otlp": args.otlp,
+                   "exported": exported, "evaluate": m.json(), "evaluate_json": json_run, "log": log})
         );
         child.kill().ok();
         child.wait().ok();
@@ -778,4 +791,42 @@ fn serve_tls(config: &mut toolgate::config::Config, dir: &std::path::Path) -> St
     config.tls.cert = Some(cert_path);
     config.tls.key = Some(key_path);
     cert.pem()
+}
+
+/// An OTLP logs receiver that takes every request and counts its records; its
+/// endpoint.
+async fn null_receiver(count: Arc<std::sync::atomic::AtomicU64>) -> String {
+    use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
+        LogsService, LogsServiceServer,
+    };
+    use opentelemetry_proto::tonic::collector::logs::v1::{
+        ExportLogsServiceRequest, ExportLogsServiceResponse,
+    };
+    struct Null(Arc<std::sync::atomic::AtomicU64>);
+    #[tonic::async_trait]
+    impl LogsService for Null {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportLogsServiceRequest>,
+        ) -> Result<tonic::Response<ExportLogsServiceResponse>, tonic::Status> {
+            let n: usize = request
+                .into_inner()
+                .resource_logs
+                .iter()
+                .flat_map(|r| &r.scope_logs)
+                .map(|s| s.log_records.len())
+                .sum();
+            self.0
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            Ok(tonic::Response::new(ExportLogsServiceResponse::default()))
+        }
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(LogsServiceServer::new(Null(count)))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    format!("http://{addr}")
 }

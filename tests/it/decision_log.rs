@@ -41,14 +41,14 @@ async fn open_store(config: &Config) -> Arc<dyn Store> {
     }
 }
 
-fn shell(line: &str) -> pb::ToolCall {
+pub(crate) fn shell(line: &str) -> pb::ToolCall {
     pb::ToolCall {
         kind: Some(pb::tool_call::Kind::Shell(line.into())),
         arguments: None,
     }
 }
 
-fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest {
+pub(crate) fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest {
     pb::EvaluateRequest {
         team_id: TEAM.into(),
         user_id: "alice".into(),
@@ -60,7 +60,7 @@ fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest {
     }
 }
 
-fn team_filter() -> pb::DecisionFilter {
+pub(crate) fn team_filter() -> pb::DecisionFilter {
     pb::DecisionFilter {
         team_id: TEAM.into(),
         ..Default::default()
@@ -69,7 +69,7 @@ fn team_filter() -> pb::DecisionFilter {
 
 /// Controls under which alice (yolo) gets each outcome: github allowlisted, the
 /// `evil` server blocked, `git status` an allowed command.
-fn controls() -> pb::AutoRunControls {
+pub(crate) fn controls() -> pb::AutoRunControls {
     pb::AutoRunControls {
         enabled: true,
         mcp_tool_allowlist: vec!["github:*".into(), "slack:*".into()],
@@ -110,7 +110,7 @@ async fn next_records(watch: &mut Watch, n: usize) -> Vec<pb::DecisionRecord> {
 }
 
 /// Every page of a listing, newest first.
-async fn list_all(
+pub(crate) async fn list_all(
     server: &TestServer,
     token: &str,
     filter: pb::DecisionFilter,

@@ -41,6 +41,7 @@ mod install;
 mod jwt;
 mod limits;
 mod matcher_props;
+mod otlp;
 mod packaging;
 mod partition;
 mod policy_file;

@@ -23,6 +23,10 @@ pub const AUDIT_DROPPED: &str = "toolgate_audit_records_dropped_total";
 pub const DECISION_LOG_WRITTEN: &str = "toolgate_decision_log_records_written_total";
 pub const DECISION_LOG_SHED: &str = "toolgate_decision_log_records_shed_total";
 pub const DECISION_LOG_OVER_BUDGET: &str = "toolgate_decision_log_over_budget_total";
+pub const OTLP_EXPORT_SENT: &str = "toolgate_otlp_export_records_sent_total";
+pub const OTLP_EXPORT_SHED: &str = "toolgate_otlp_export_records_shed_total";
+pub const OTLP_EXPORT_SPILLED: &str = "toolgate_otlp_export_records_spilled_total";
+pub const OTLP_EXPORT_DROPPED: &str = "toolgate_otlp_export_records_dropped_total";
 pub const DENY_JOURNAL_FAILED: &str = "toolgate_deny_journal_failed_total";
 pub const DISK_FULL: &str = "toolgate_disk_full";
 pub const STORE_DURATION: &str = "toolgate_store_duration_seconds";
@@ -42,7 +46,7 @@ pub const DISK_FREE: &str = "toolgate_data_dir_free_bytes";
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 26] = [
+pub const ALL: [(&str, &str); 30] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -81,6 +85,22 @@ pub const ALL: [(&str, &str); 26] = [
     (
         DECISION_LOG_OVER_BUDGET,
         "records of a principal past its decision-log budget, by principal (the first 64 named, the rest `_other`) and outcome: `shed` not written, `coalesced` DENYs counted into another record",
+    ),
+    (
+        OTLP_EXPORT_SENT,
+        "decision and audit records the OTLP collector accepted",
+    ),
+    (
+        OTLP_EXPORT_SHED,
+        "ALLOW and ASK records not exported because the export queue was full or the collector failed",
+    ),
+    (
+        OTLP_EXPORT_SPILLED,
+        "DENY and audit records written to the export's spill directory while the collector could not take them",
+    ),
+    (
+        OTLP_EXPORT_DROPPED,
+        "DENY and audit records given up on by the export: the spill directory was full or a spill file unreadable",
     ),
     (
         DENY_JOURNAL_FAILED,
@@ -347,6 +367,22 @@ pub fn audit_written(n: usize) {
 /// Decision log records written, or shed (never a DENY's).
 pub fn decision_log_written(n: usize) {
     counter!(DECISION_LOG_WRITTEN).increment(n as u64);
+}
+
+pub fn otlp_export_sent(n: usize) {
+    counter!(OTLP_EXPORT_SENT).increment(n as u64);
+}
+
+pub fn otlp_export_shed(n: usize) {
+    counter!(OTLP_EXPORT_SHED).increment(n as u64);
+}
+
+pub fn otlp_export_spilled(n: usize) {
+    counter!(OTLP_EXPORT_SPILLED).increment(n as u64);
+}
+
+pub fn otlp_export_dropped(n: usize) {
+    counter!(OTLP_EXPORT_DROPPED).increment(n as u64);
 }
 
 pub fn decision_log_shed(n: usize) {

@@ -233,6 +233,12 @@ impl App {
                 }
             });
         }
+        let exporter = crate::service::Exporter::start(
+            &config.otlp_export,
+            &config.data_dir,
+            &config.telemetry.service_name,
+        )
+        .map_err(ServerError::StartUp)?;
         let service = Arc::new(
             Service::with_decision_log(
                 hub,
@@ -259,7 +265,8 @@ impl App {
                     loopback: config.approvals.webhook_allow_loopback,
                     private_networks: config.approvals.webhook_allow_private_networks,
                 },
-            }),
+            })
+            .with_export_opt(exporter),
         );
         service.log_all_decisions(config.audit.decisions == crate::config::DecisionLog::All);
         let policy_file = match &config.policy_file {

@@ -4,11 +4,12 @@
 //! The environment is passed in as a map so tests set it without touching the process.
 //!
 //! The rooms: the layers and the top of the tree here, each section's settings in
-//! `sections`, who may call in `auth`, the checks in `validate`, and what operators
+//! `sections` (the OTLP export's in `otlp`), who may call in `auth`, the checks in `validate`, and what operators
 //! and teams are shown in `redact`.
 
 mod auth;
 mod env;
+mod otlp;
 mod paths;
 mod redact;
 mod sections;
@@ -21,6 +22,7 @@ pub use auth::{
     AnonymousConfig, AuthConfig, CertificateConfig, JwtClaims, JwtConfig, JwtGroupsConfig,
     SignInBearer, SignInConfig, SignInFlow, TeamByGroupConfig, TokenConfig,
 };
+pub use otlp::{OtlpDropRule, OtlpExportConfig, OtlpProtocol};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
     ConnectionsConfig, ConsoleConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig,
@@ -65,6 +67,8 @@ pub struct Config {
     pub console: ConsoleConfig,
     /// Central approvals: the outgoing webhook's client.
     pub approvals: ApprovalsConfig,
+    /// Decision and audit records sent to an OpenTelemetry collector as log records.
+    pub otlp_export: OtlpExportConfig,
 }
 
 /// How the server posts new approval requests to a team's webhook.
@@ -138,6 +142,7 @@ impl Default for Config {
             decision_log: DecisionLogConfig::default(),
             console: ConsoleConfig::default(),
             approvals: ApprovalsConfig::default(),
+            otlp_export: OtlpExportConfig::default(),
         }
     }
 }
@@ -331,6 +336,7 @@ fn extract_every_section(
         decision_log,
         console,
         approvals,
+        otlp_export,
     );
     // a key added to Config but not above is still read: the whole tree at once
     if known.iter().any(|k| !handled.contains(&k.as_str())) {

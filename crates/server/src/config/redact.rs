@@ -165,6 +165,21 @@ const SHOWN: &[(&str, Shown)] = &[
     ("telemetry.otlp_endpoint", Shown::Url),
     ("telemetry.otlp_headers", Shown::NamesOnly),
     ("telemetry.service_name", Shown::AsIs),
+    ("otlp_export.endpoint", Shown::Url),
+    ("otlp_export.protocol", Shown::AsIs),
+    ("otlp_export.headers", Shown::NamesOnly),
+    ("otlp_export.queue_size", Shown::AsIs),
+    ("otlp_export.batch_size", Shown::AsIs),
+    ("otlp_export.timeout_secs", Shown::AsIs),
+    ("otlp_export.spill_max_bytes", Shown::AsIs),
+    ("otlp_export.allow_sample_rate", Shown::AsIs),
+    ("otlp_export.ask_sample_rate", Shown::AsIs),
+    ("otlp_export.drop[].outcome", Shown::AsIs),
+    ("otlp_export.drop[].matched_entry", Shown::AsIs),
+    ("otlp_export.drop[].reason", Shown::AsIs),
+    ("otlp_export.drop[].kind", Shown::AsIs),
+    ("otlp_export.drop[].client", Shown::AsIs),
+    ("otlp_export.audit_events", Shown::AsIs),
     ("metrics.listen", Shown::AsIs),
     ("http.enabled", Shown::AsIs),
     ("http.listen", Shown::AsIs),
@@ -274,6 +289,10 @@ impl Config {
             telemetry.remove("otlp_endpoint");
             telemetry.remove("otlp_headers");
         }
+        if let Some(export) = value["otlp_export"].as_object_mut() {
+            export.remove("endpoint");
+            export.remove("headers");
+        }
         value
     }
 }
@@ -359,6 +378,10 @@ mod tests {
         c.telemetry
             .otlp_headers
             .insert("authorization".into(), "Bearer otelsecret".into());
+        c.otlp_export.endpoint = Some("https://u:exportpw@siem.example:4317".into());
+        c.otlp_export
+            .headers
+            .insert("x-api-key".into(), "exportsecret".into());
         let operator = c.public_json().to_string();
         for secret in [
             "p@ssW0rd",
@@ -366,13 +389,23 @@ mod tests {
             "sslpassword=k",
             "otelpw",
             "otelsecret",
+            "exportpw",
+            "exportsecret",
         ] {
             assert!(!operator.contains(secret), "{secret} in {operator}");
         }
         assert!(operator.contains("postgres://app:***@db/tg?sslpassword=***"));
         assert!(operator.contains("\"authorization\":\"***\""));
         let team = c.team_json().to_string();
-        for hidden in ["alice", "postgres", "otel", "authorization", "\"auth\""] {
+        for hidden in [
+            "alice",
+            "postgres",
+            "otel",
+            "authorization",
+            "\"auth\"",
+            "siem.example",
+            "x-api-key",
+        ] {
             assert!(!team.contains(hidden), "{hidden} in {team}");
         }
     }
@@ -434,6 +467,10 @@ mod tests {
         c.telemetry
             .otlp_headers
             .insert("authorization".into(), "Bearer otelsecret".into());
+        c.otlp_export.drop.push(
+            serde_json::from_value(json!({"outcome": "allow", "matched_entry": "@readonly", "reason": "COMMAND_ALLOWED", "kind": "shell", "client": "claude-code"}))
+                .unwrap(),
+        );
         c
     }
 

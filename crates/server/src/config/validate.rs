@@ -102,6 +102,7 @@ impl Config {
             }
         }
         problems.extend(self.decision_log.problems());
+        problems.extend(self.otlp_export.problems());
         if self.watch.heartbeat_secs == 0 {
             problems.push("watch.heartbeat_secs: must be at least 1".into());
         }

@@ -90,6 +90,8 @@ pub struct AuditWriter {
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
     /// Writes the budgets' counted records and shed events every [`FLUSH_EVERY`].
     flusher: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// The OTLP export of what is written, once set (`Service::with_export`).
+    export: Arc<std::sync::OnceLock<super::export::Exporter>>,
 }
 
 /// Dropped without `shutdown` (an `App` dropped in place): the flusher holds a
@@ -127,7 +129,9 @@ impl AuditWriter {
             })
             .collect();
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(pending.len()));
+        let export = Arc::new(std::sync::OnceLock::new());
         let writer = Writer {
+            export: export.clone(),
             offered: offered.clone(),
             budgets: budgets.clone(),
             fresh: EncodedDecisions::default(),
@@ -157,7 +161,13 @@ impl AuditWriter {
             stop,
             task: std::sync::Mutex::new(Some(task)),
             flusher: std::sync::Mutex::new(Some(flusher)),
+            export,
         }
+    }
+
+    /// Exports what is written from now on (once; a second exporter is refused).
+    pub(super) fn set_export(&self, exporter: super::export::Exporter) -> bool {
+        self.export.set(exporter).is_ok()
     }
 
     /// Queues a record (not journaled: an ALLOW's or ASK's audit record); a full queue
@@ -221,6 +231,7 @@ impl AuditWriter {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         let Some(task) = task else { return };
+        let deadline = tokio::time::Instant::now() + grace;
         let flusher = self
             .flusher
             .lock()
@@ -245,6 +256,12 @@ impl AuditWriter {
         }
         if let Some(journal) = &self.journal {
             journal.close();
+        }
+        // what was written is exported within what is left of the grace (DENY records
+        // not sent by then are spilled for the next start)
+        if let Some(export) = self.export.get() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            export.drain(left.max(Duration::from_millis(500))).await;
         }
     }
 }
@@ -422,6 +439,8 @@ struct Writer {
     /// Whether writes are failing: the start and the end of an outage are logged
     /// once each, not every try.
     outage: bool,
+    /// The OTLP export, offered what each write stored.
+    export: Arc<std::sync::OnceLock<super::export::Exporter>>,
 }
 
 impl Writer {
@@ -658,16 +677,25 @@ impl Writer {
         if !decisions.is_empty() {
             crate::metrics::decision_log_written(decisions.len());
         }
-        // nobody listening is the usual case, and not an error
-        if self.published.receiver_count() > 0 {
+        // nobody listening and no export is the usual case, and not an error
+        let export = self.export.get();
+        let watched = self.published.receiver_count() > 0;
+        if watched || export.is_some() {
+            let mut stored = Vec::with_capacity(ids.len());
             for (i, id) in ids.into_iter().enumerate() {
                 match decisions.decode(i, id) {
-                    Ok(record) => {
-                        let _ = self.published.send(Arc::new(record));
-                    }
+                    Ok(record) => stored.push(record),
                     Err(e) => {
-                        warn!(error = %e, "a decision record written is unreadable: not sent to watchers")
+                        warn!(error = %e, "a decision record written is unreadable: not sent to watchers or exported")
                     }
+                }
+            }
+            if let Some(export) = export {
+                export.offer(&stored, &audit);
+            }
+            if watched {
+                for record in stored {
+                    let _ = self.published.send(Arc::new(record));
                 }
             }
         }

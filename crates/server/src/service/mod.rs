@@ -14,6 +14,7 @@ mod budget;
 mod decide;
 mod decisions;
 mod deny_journal;
+mod export;
 mod principal;
 mod roles;
 mod settings;
@@ -43,6 +44,7 @@ pub use decisions::{
     parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};
+pub use export::{AUDIT_EVENT, DECISION_EVENT, Exporter, SPILL_DIR as OTLP_SPILL_DIR};
 pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
@@ -294,6 +296,24 @@ impl Service {
             webhook: webhook::Webhook::start(WebhookLimits::default()),
             approval_waiters: approvals::Waiters::default(),
             previews: decisions::Previews::default(),
+        }
+    }
+
+    /// Sends what the decision log writes to an OpenTelemetry collector too.
+    #[must_use]
+    pub fn with_export(self, exporter: Exporter) -> Self {
+        if !self.audit.set_export(exporter) {
+            tracing::warn!("an OTLP exporter was already set: the second is not started");
+        }
+        self
+    }
+
+    /// [`Service::with_export`] when there is an exporter.
+    #[must_use]
+    pub fn with_export_opt(self, exporter: Option<Exporter>) -> Self {
+        match exporter {
+            Some(exporter) => self.with_export(exporter),
+            None => self,
         }
     }
 
