@@ -171,14 +171,10 @@ fn fetch(settings: &Reconciled, timeout: Duration) -> Result<RemotePolicy, Fetch
         ClientError::Unreachable { .. } | ClientError::Timeout { .. } => {
             Fetch::Unreachable(e.to_string())
         }
-        ClientError::Refused { code, .. }
-            if matches!(
-                code,
-                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
-            ) =>
-        {
-            Fetch::Unreachable(e.to_string())
-        }
+        ClientError::Refused {
+            code: tonic::Code::Unavailable | tonic::Code::DeadlineExceeded,
+            ..
+        } => Fetch::Unreachable(e.to_string()),
         _ => Fetch::Refused(with_hint(&e, &server)),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
