@@ -41,6 +41,15 @@ enum Command {
     Hook(agent_cli::HookCommand),
     /// The effective policy in an agent client's own permission format.
     Export(agent_cli::ExportArgs),
+    /// A client's managed-policy helper (`claude-code`: Claude Code's `policyHelper`).
+    #[command(subcommand)]
+    Managed(cli::managed::ManagedCommand),
+    /// Keeps the clients' managed files (Codex requirements, Gemini CLI admin policy,
+    /// Cursor enterprise hooks) current with the policy: run as root, e.g. by systemd.
+    Sync(cli::sync::SyncArgs),
+    /// Puts this machine under managed delivery (`--system`, as root) or says what each
+    /// agent client enforces (`--check`).
+    Enroll(cli::enroll::EnrollArgs),
     /// An MCP gateway in front of one MCP server: shows and runs only what the policy
     /// allows, re-announcing the tool list when it changes.
     Proxy(cli::ProxyArgs),
@@ -126,23 +135,18 @@ async fn wait_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// The hook command line read with no environment variable standing in for a flag.
-fn flags_only() -> (agent_cli::HookCommand, cli::Connection) {
+/// The command line read with no environment variable standing in for a flag.
+fn flags_only() -> Cli {
     use clap::{CommandFactory as _, FromArgMatches as _};
     fn without_env(command: clap::Command) -> clap::Command {
         command
             .mut_args(|a| a.env(None::<&'static str>))
             .mut_subcommands(without_env)
     }
-    let parsed = without_env(Cli::command())
+    without_env(Cli::command())
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))
-        .unwrap_or_else(|e| e.exit());
-    match parsed.command {
-        Command::Hook(command) => (command, parsed.connection),
-        // the same words parsed the same way a moment ago
-        _ => unreachable!("a hook command parses as one"),
-    }
+        .unwrap_or_else(|e| e.exit())
 }
 
 /// Errors print as one `error: …` line chain, without a backtrace: they are for
@@ -155,11 +159,42 @@ fn main() -> std::process::ExitCode {
         // a hook's settings come from its own flags, never the environment (a
         // repository's client settings can set it): parsed again with no variables
         let (command, connection) = if command.runs_hook() {
-            flags_only()
+            match flags_only() {
+                Cli {
+                    command: Command::Hook(command),
+                    connection,
+                } => (command, connection),
+                // the same words parsed the same way a moment ago
+                _ => unreachable!("a hook command parses as one"),
+            }
         } else {
             (command, parsed.connection)
         };
         let code = agent_cli::run_hook(command, &connection);
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // a managed-policy helper runs in the client's environment, which a repository's
+    // settings can set, so it reads its flags alone, as a hook does
+    if let Command::Managed(_) = parsed.command {
+        let Cli {
+            command: Command::Managed(command),
+            connection,
+        } = flags_only()
+        else {
+            unreachable!("a managed command parses as one")
+        };
+        let code = cli::managed::run_managed(command, &connection);
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    if let Command::Sync(_) = parsed.command {
+        let Cli {
+            command: Command::Sync(args),
+            connection,
+        } = flags_only()
+        else {
+            unreachable!("a sync command parses as one")
+        };
+        let code = cli::sync::run_sync(args, &connection);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // login asks the server through the hook's own blocking client
@@ -194,7 +229,11 @@ fn main() -> std::process::ExitCode {
 #[tokio::main]
 async fn run(parsed: Cli) -> anyhow::Result<()> {
     match parsed.command {
-        Command::Hook(_) | Command::Login(_) | Command::Test(_) => {
+        Command::Hook(_)
+        | Command::Managed(_)
+        | Command::Sync(_)
+        | Command::Login(_)
+        | Command::Test(_) => {
             unreachable!("answered before the runtime starts")
         }
         Command::Export(args) => {
@@ -234,6 +273,12 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&config.public_json())?);
         }
         Command::Init(args) => cli::init::init(args)?,
+        Command::Enroll(args) => {
+            let code = cli::enroll::run_enroll(args, &parsed.connection);
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
         Command::Completion { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(

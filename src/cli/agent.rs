@@ -218,7 +218,7 @@ impl HookArgs {
 }
 
 /// The environment variables the hook compares with its settings (never uses).
-fn toolgate_env() -> Vec<(String, String)> {
+pub(super) fn toolgate_env() -> Vec<(String, String)> {
     std::env::vars()
         .filter(|(k, _)| k.starts_with("TOOLGATE_"))
         .collect()
@@ -227,7 +227,7 @@ fn toolgate_env() -> Vec<(String, String)> {
 /// The hook's settings from the managed configuration, `flags` and the client
 /// profile; the trouble of either file, if any, beside them (the hook then answers
 /// with a failure, and a refused managed configuration never fails open).
-fn settings_of(flags: &Flags, env: &[(String, String)]) -> (Reconciled, Option<String>) {
+pub(super) fn settings_of(flags: &Flags, env: &[(String, String)]) -> (Reconciled, Option<String>) {
     let managed = hook_config::load_managed(&hook_config::managed_path());
     let (managed, managed_trouble) = match managed {
         Ok(m) => (m.unwrap_or_default(), None),
@@ -692,21 +692,21 @@ pub(super) fn shell_quote(word: &str) -> String {
 /// team and user, the CA, the client profile. Never a token itself: settings files
 /// are commonly world-readable.
 #[derive(Debug, Default)]
-struct HookSettings {
-    server: Option<String>,
-    token_file: Option<PathBuf>,
-    team: Option<String>,
-    user: Option<String>,
-    ca: Option<PathBuf>,
-    cert: Option<PathBuf>,
-    key: Option<PathBuf>,
-    profile: Option<PathBuf>,
-    wait_ms: Option<u64>,
+pub(super) struct HookSettings {
+    pub(super) server: Option<String>,
+    pub(super) token_file: Option<PathBuf>,
+    pub(super) team: Option<String>,
+    pub(super) user: Option<String>,
+    pub(super) ca: Option<PathBuf>,
+    pub(super) cert: Option<PathBuf>,
+    pub(super) key: Option<PathBuf>,
+    pub(super) profile: Option<PathBuf>,
+    pub(super) wait_ms: Option<u64>,
 }
 
 impl HookSettings {
     /// As flags after `hook <client>`.
-    fn flags(&self) -> String {
+    pub(super) fn flags(&self) -> String {
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let mut flags = String::new();
         for (flag, value) in [
@@ -729,7 +729,7 @@ impl HookSettings {
 }
 
 /// A file named on the command line, as the hook (run elsewhere) will find it.
-fn absolute(flag: &str, path: &Option<PathBuf>) -> Result<Option<PathBuf>, String> {
+pub(super) fn absolute(flag: &str, path: &Option<PathBuf>) -> Result<Option<PathBuf>, String> {
     path.as_ref()
         .map(|p| {
             std::path::absolute(p)
@@ -739,7 +739,7 @@ fn absolute(flag: &str, path: &Option<PathBuf>) -> Result<Option<PathBuf>, Strin
 }
 
 /// A token file others may read is refused, as the server refuses its own.
-fn check_token_file(path: &Path) -> Result<PathBuf, String> {
+pub(super) fn check_token_file(path: &Path) -> Result<PathBuf, String> {
     let absolute = std::path::absolute(path).map_err(|e| {
         format!(
             "--token-file {}: {e}: give the token file's path",
@@ -848,6 +848,13 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
     if !managed {
         settings.profile = hook_config::profile_flag_needed();
     }
+    // a managed install pins where to ask in the managed configuration, which wins
+    // over any flag, so the command carries only what that file has no key for
+    let pinned = if managed {
+        Some(managed_configuration(&args.path, &mut settings)?)
+    } else {
+        None
+    };
     command.push_str(&settings.flags());
     let timeout = args.approval_wait.map_or(install::TIMEOUT_SECS, |w| {
         w.saturating_add(APPROVAL_MARGIN_SECS)
@@ -873,8 +880,18 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
         }
     }
     let verb = if args.dry_run { "would write" } else { "wrote" };
+    if let Some((at, text)) = &pinned {
+        if !args.dry_run {
+            write_managed_configuration(at, text)?;
+        }
+        println!("{verb} {}:\n{text}", at.display());
+    }
     println!("{verb} {}:\n{text}", path.display());
-    if settings.server.is_none() && conn.token.is_none() && settings.token_file.is_none() {
+    if !managed
+        && settings.server.is_none()
+        && conn.token.is_none()
+        && settings.token_file.is_none()
+    {
         let profile = super::profile::load().unwrap_or_default();
         if profile.server.is_none() && profile.token.is_none() && profile.token_file.is_none() {
             eprintln!(
@@ -895,6 +912,64 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Where a managed install writes the managed configuration: under `--path` as the
+/// client's file is (so a test or an image build never touches this machine's
+/// `/etc`), else where the hook reads it.
+fn managed_configuration_path(path: &Option<PathBuf>) -> PathBuf {
+    match path {
+        Some(base) => base.join(
+            Path::new(hook_config::MANAGED_PATH)
+                .strip_prefix("/")
+                .unwrap_or(Path::new(hook_config::MANAGED_PATH)),
+        ),
+        None => hook_config::managed_path(),
+    }
+}
+
+/// The managed configuration a managed install leaves: the one there with the server,
+/// CA, token file and team given over it (its other keys kept), and the path and
+/// text to write. Those settings leave the hook command's flags.
+pub(super) fn managed_configuration(
+    path: &Option<PathBuf>,
+    settings: &mut HookSettings,
+) -> Result<(PathBuf, String), String> {
+    let at = managed_configuration_path(path);
+    let mut pinned = match std::fs::read_to_string(&at) {
+        Ok(text) => hook_config::parse_managed(&text).map_err(|e| {
+            format!(
+                "the managed client configuration {} {e}: fix or remove it, then install again",
+                at.display()
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => hook_config::Managed::default(),
+        Err(e) => return Err(format!("reading {}: {e}", at.display())),
+    };
+    if let Some(server) = settings.server.take() {
+        pinned.server = Some(server);
+    }
+    if let Some(ca) = settings.ca.take() {
+        pinned.ca = Some(ca);
+    }
+    if let Some(token_file) = settings.token_file.take() {
+        pinned.token_file = Some(token_file);
+    }
+    if let Some(team) = settings.team.take().filter(|t| !t.is_empty()) {
+        pinned.team = Some(team);
+    }
+    Ok((at, hook_config::managed_text(&pinned)))
+}
+
+/// The managed configuration written atomically, readable by every user (their hooks
+/// read it) and writable by its owner alone, as the hook requires.
+pub(super) fn write_managed_configuration(at: &Path, text: &str) -> Result<(), String> {
+    at.parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            crate::files::write_atomic(at, crate::files::Mode::Exactly(0o644), text.as_bytes())
+        })
+        .map_err(|e| format!("writing {}: {e}", at.display()))
 }
 
 fn check_hook(args: CheckArgs) -> i32 {

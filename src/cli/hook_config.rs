@@ -225,7 +225,7 @@ pub const MANAGED_PATH: &str = "/etc/toolgate/client.toml";
 const MAX_MANAGED_BYTES: u64 = 64 * 1024;
 
 /// The admin's managed client configuration: each key set is pinned.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Managed {
     pub server: Option<String>,
@@ -332,6 +332,15 @@ pub fn parse_managed(text: &str) -> Result<Managed, String> {
         return Err(format!("ask = {ask:?} is not one of ask, deny, defer"));
     }
     Ok(managed)
+}
+
+/// The text `hook install --scope managed` writes: the keys set, after a line that
+/// says what the file is.
+pub fn managed_text(managed: &Managed) -> String {
+    let body = toml::to_string(managed).unwrap_or_default();
+    format!(
+        "# toolgate's managed client configuration: the hooks and helpers on this machine\n# take these settings from here, over their own flags and the users' profiles.\n# Keep it root's and not writable by others (the hook refuses it otherwise).\n{body}"
+    )
 }
 
 /// `flags` with the managed configuration's keys over them (managed > flags), and the

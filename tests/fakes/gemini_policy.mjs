@@ -1,5 +1,6 @@
 // Evaluates calls against Gemini CLI policy TOML with the CLI's own policy engine.
-// usage: node gemini_policy.mjs GEMINI_PACKAGE_DIR POLICY_DIR CALLS.json
+// usage: node gemini_policy.mjs GEMINI_PACKAGE_DIR POLICY_DIR CALLS.json [admin]
+// (admin: the files are read as the admin tier, Gemini CLI's ADMIN_POLICY_TIER, 5)
 // CALLS.json: [{"name": "run_shell_command", "args": {"command": "ls"}}, ...]
 // prints a JSON array of decisions (allow | ask_user | deny), in order; exits 1 when
 // the policy files do not load cleanly.
@@ -7,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [pkg, policyDir, callsFile] = process.argv.slice(2);
+const [pkg, policyDir, callsFile, tierName] = process.argv.slice(2);
 const bundle = path.join(pkg, "bundle");
 let engineModule;
 // the package bundles its code in hashed chunks: find the one that exports both
@@ -25,8 +26,9 @@ if (!engineModule) {
   process.exit(2);
 }
 const { loadPoliciesFromToml, PolicyEngine } = engineModule;
-// tier 2: the user's policies
-const { rules, checkers, errors } = await loadPoliciesFromToml([policyDir], () => 2);
+// tier 2 (a user's policies), or the admin tier
+const tier = tierName === "admin" ? 5 : 2;
+const { rules, checkers, errors } = await loadPoliciesFromToml([policyDir], () => tier);
 const fatal = errors.filter((e) => e.severity !== "warning");
 if (fatal.length) {
   console.error(JSON.stringify(fatal, null, 2));

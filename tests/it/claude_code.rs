@@ -120,7 +120,7 @@ pub(crate) struct Session {
 }
 
 /// The markers MCP server, run directly.
-fn markers_direct() -> Value {
+pub(crate) fn markers_direct() -> Value {
     json!({"mcpServers": {"markers": {"command": "python3",
         "args": [Path::new(FAKES).join("mcp_markers.py")]}}})
 }
@@ -163,6 +163,30 @@ async fn run_claude_with(
     mcp_servers: &Value,
     call: Value,
 ) -> Session {
+    let (out, model) = claude_output(claude, dir, settings, mcp_servers, call).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "claude printed no JSON result ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    Session {
+        result,
+        tool_results: model.tool_results(),
+        offered: model.offered_tools(),
+    }
+}
+
+/// One `claude -p` run whose model makes the scripted call, as it ended (it may
+/// refuse to start), and the fake model it talked to.
+pub(crate) async fn claude_output(
+    claude: &Path,
+    dir: &Path,
+    settings: &Path,
+    mcp_servers: &Value,
+    call: Value,
+) -> (std::process::Output, FakeModel) {
     let model = FakeModel::start(dir, &json!([call]));
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -203,18 +227,7 @@ async fn run_claude_with(
         .await
         .expect("claude finished within 120 s")
         .expect("claude runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "claude printed no JSON result ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    Session {
-        result,
-        tool_results: model.tool_results(),
-        offered: model.offered_tools(),
-    }
+    (out, model)
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use toolgate::policy::{
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/export");
 const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fakes");
 
-fn tool(var: &str) -> Option<PathBuf> {
+pub(crate) fn tool(var: &str) -> Option<PathBuf> {
     match std::env::var_os(var) {
         Some(p) => Some(PathBuf::from(p)),
         None if std::env::var("CI").as_deref() == Ok("true") => {

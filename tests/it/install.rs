@@ -32,11 +32,17 @@ impl Home {
 
     /// `toolgate ARGS` as a user of this home, with no `TOOLGATE_*` of the test's.
     async fn toolgate(&self, args: &[&str]) -> (bool, String) {
+        self.toolgate_with(args, &[]).await
+    }
+
+    /// [`Home::toolgate`] with `vars` set (a test build's managed-configuration path).
+    async fn toolgate_with(&self, args: &[&str], vars: &[(&str, &str)]) -> (bool, String) {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
         for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
             cmd.env_remove(key);
         }
         let out = cmd
+            .envs(vars.iter().copied())
             .args(args)
             .env("HOME", &self.home)
             .env_remove("XDG_CONFIG_HOME")
@@ -300,4 +306,99 @@ async fn a_token_without_a_team_is_told_which_flag_to_give() {
     let (ok, text) = home.toolgate(&["hook", "check", "claude-code"]).await;
     assert!(!ok, "{text}");
     assert!(text.contains("give --team"), "{text}");
+}
+
+/// A managed install pins where to ask in the managed client configuration (written
+/// under `--path`, never this machine's `/etc`), keeps the keys an admin set there by
+/// hand, leaves those settings out of the hook command, and the installed hook asks
+/// the pinned server as the pinned team.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_managed_install_writes_the_managed_configuration() {
+    let (server, _data) = start().await;
+    let home = Home::new("service-token");
+    let root = home.home.join("root");
+    let config = root.join("etc/toolgate/client.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "ask = \"deny\"\nserver = \"http://old:1\"\n").unwrap();
+    let up = format!("http://{}", server.addr);
+    let token = home.token_file.display().to_string();
+    let root_arg = root.display().to_string();
+    let install = [
+        "hook",
+        "install",
+        "claude-code",
+        "--scope",
+        "managed",
+        "--path",
+        &root_arg,
+        "--command",
+        env!("CARGO_BIN_EXE_toolgate"),
+        "--server",
+        &up,
+        "--token-file",
+        &token,
+        "--team",
+        "acme",
+        "--user",
+        "carol",
+    ];
+    let (ok, text) = home.toolgate(&install).await;
+    assert!(ok, "{text}");
+    let written = std::fs::read_to_string(&config).unwrap();
+    for line in [
+        format!("server = \"{up}\""),
+        format!("token_file = \"{token}\""),
+        "team = \"acme\"".to_owned(),
+        "ask = \"deny\"".to_owned(),
+    ] {
+        assert!(written.contains(&line), "{line} in {written}");
+    }
+    assert!(!written.contains("old:1"), "{written}");
+    #[cfg(unix)]
+    assert_eq!(mode(&config), 0o644);
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("etc/claude-code/managed-settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        command.ends_with(" hook claude-code --user carol"),
+        "{command}"
+    );
+
+    // the hook reads the managed configuration (a test build's path and owner)
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let owner = std::fs::metadata(&config).unwrap().uid().to_string();
+        let shown = config.display().to_string();
+        let vars = [
+            ("TOOLGATE_TEST_MANAGED_CONFIG", shown.as_str()),
+            ("TOOLGATE_TEST_MANAGED_OWNER", owner.as_str()),
+        ];
+        let (ok, text) = home
+            .toolgate_with(
+                &[
+                    "hook",
+                    "check",
+                    "claude-code",
+                    "--scope",
+                    "managed",
+                    "--path",
+                    &root_arg,
+                ],
+                &vars,
+            )
+            .await;
+        assert!(ok, "{text}");
+        assert!(text.contains("team acme, user carol"), "{text}");
+    }
+
+    // a managed configuration that does not read is named, not overwritten
+    std::fs::write(&config, "server = 1\n").unwrap();
+    let (ok, text) = home.toolgate(&install).await;
+    assert!(!ok && text.contains("fix or remove it"), "{text}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "server = 1\n");
 }

@@ -40,6 +40,8 @@ mod identities;
 mod install;
 mod jwt;
 mod limits;
+mod managed;
+mod managed_sync;
 mod matcher_props;
 mod otlp;
 mod packaging;

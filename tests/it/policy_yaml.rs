@@ -126,6 +126,12 @@ fn every_field_round_trips_through_yaml() {
             .into_iter()
             .collect::<std::collections::BTreeMap<_, _>>()
             .into(),
+            managed: Some(Box::new(toolgate::policy::managed::ManagedControls {
+                disable_bypass_permissions_mode: true,
+                allow_user_hooks: false,
+                managed_permission_rules_only: true,
+                claude_code_minimum_version: "2.1.0".into(),
+            })),
         },
         // the kill switch is on: every call is denied
         examples: serde_json::from_value(serde_json::json!([

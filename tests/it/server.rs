@@ -47,6 +47,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         default_user_settings: None,
         approvals: None,
         groups: Default::default(),
+        managed: None,
     }
 }
 

@@ -4,6 +4,7 @@ use crate::v1 as pb;
 use std::time::{Duration, UNIX_EPOCH};
 use toolgate_core::policy::approvals::{ApprovalMode, ApprovalSettings, ApproverRole};
 use toolgate_core::policy::groups::{AllowMode, GroupControls};
+use toolgate_core::policy::managed::ManagedControls;
 use toolgate_core::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
@@ -94,7 +95,30 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
                 })
                 .collect::<Result<_, _>>()?,
         ),
+        managed: c
+            .managed
+            .map(managed_from_pb)
+            .filter(|m| !m.is_default())
+            .map(Box::new),
     })
+}
+
+fn managed_from_pb(m: pb::ManagedDelivery) -> ManagedControls {
+    ManagedControls {
+        disable_bypass_permissions_mode: m.disable_bypass_permissions_mode,
+        allow_user_hooks: m.allow_user_hooks,
+        managed_permission_rules_only: m.managed_permission_rules_only,
+        claude_code_minimum_version: m.claude_code_minimum_version,
+    }
+}
+
+fn managed_to_pb(m: &ManagedControls) -> pb::ManagedDelivery {
+    pb::ManagedDelivery {
+        disable_bypass_permissions_mode: m.disable_bypass_permissions_mode,
+        allow_user_hooks: m.allow_user_hooks,
+        managed_permission_rules_only: m.managed_permission_rules_only,
+        claude_code_minimum_version: m.claude_code_minimum_version.clone(),
+    }
 }
 
 /// A group policy from the wire; `field` names it in errors.
@@ -266,6 +290,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
             .iter()
             .map(|(name, g)| (name.clone(), group_to_pb(g)))
             .collect(),
+        managed: c.managed.as_deref().map(managed_to_pb),
     }
 }
 

@@ -15,6 +15,15 @@ const OPAQUE: [&str; 5] = [
 ];
 
 pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
+    let doc = json!({"permissions": permissions(plan)});
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    )
+}
+
+/// The `permissions` object: `allow`, `ask` and `deny` rules.
+pub fn permissions(plan: &Plan) -> serde_json::Value {
     let (mut allow, mut ask, mut deny) = (Vec::new(), Vec::new(), Vec::new());
     if plan.deny_all {
         deny.push("Bash".to_owned());
@@ -48,11 +57,7 @@ pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
             deny.push(rule);
         }
     }
-    let doc = json!({"permissions": {"allow": allow, "ask": ask, "deny": deny}});
-    format!(
-        "{}\n",
-        serde_json::to_string_pretty(&doc).unwrap_or_default()
-    )
+    json!({"allow": allow, "ask": ask, "deny": deny})
 }
 
 fn rule(t: &Tool) -> Option<String> {

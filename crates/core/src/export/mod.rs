@@ -6,6 +6,7 @@
 //! in [`Export::warnings`], never dropped silently.
 
 mod claude;
+mod claude_managed;
 mod codex;
 mod cursor;
 mod gemini;
@@ -389,6 +390,25 @@ pub fn export(
         Format::CursorAllowlists => cursor::allowlists(&plan, &mut warnings),
     };
     Ok(Export { text, warnings })
+}
+
+/// Claude Code's managed settings for one user, as its `policyHelper` prints them
+/// (`{"managedSettings": {…}}`): `hook_command` as a managed hook, the permission
+/// rules of [`Format::ClaudeCode`], the MCP servers by name and the team's locks.
+pub fn claude_managed(
+    admin: &AdminControls,
+    user: &UserSettings,
+    files: &[(String, Vec<String>)],
+    hook_command: &str,
+) -> Result<Export, String> {
+    let plan = plan(admin, user, files)?;
+    let mut warnings = plan.warnings.clone();
+    let doc = claude_managed::render(&plan, admin, hook_command, &mut warnings);
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    Ok(Export {
+        text: format!("{text}\n"),
+        warnings,
+    })
 }
 
 /// Why a list entry has no native form, for its warning: a team's tool category

@@ -417,6 +417,7 @@ fn without_mcp_lists(c: &AdminControls) -> AdminControls {
         default_user_settings,
         approvals,
         groups,
+        managed,
     } = c;
     AdminControls {
         enabled: *enabled,
@@ -439,6 +440,7 @@ fn without_mcp_lists(c: &AdminControls) -> AdminControls {
         default_user_settings: default_user_settings.clone(),
         approvals: approvals.clone(),
         groups: groups.clone(),
+        managed: managed.clone(),
     }
 }
 

@@ -12,6 +12,7 @@ mod entry;
 pub mod groups;
 mod lint;
 mod lists;
+pub mod managed;
 mod matcher;
 pub mod roles;
 mod settings;

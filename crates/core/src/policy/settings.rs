@@ -90,6 +90,10 @@ pub struct AdminControls {
     // boxed, as the approvals are: most teams have none
     #[serde(skip_serializing_if = "no_groups")]
     pub groups: Box<BTreeMap<String, super::groups::GroupControls>>,
+    /// What the clients' own managed channels lock (docs/fleet.md): none sets no lock.
+    // boxed, as the approvals are: most teams have none
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed: Option<Box<super::managed::ManagedControls>>,
 }
 
 impl Default for AdminControls {
@@ -115,6 +119,7 @@ impl Default for AdminControls {
             default_user_settings: None,
             approvals: None,
             groups: Box::default(),
+            managed: None,
         }
     }
 }

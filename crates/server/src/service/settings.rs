@@ -152,6 +152,11 @@ impl Service {
         self.check_doc("auto_run_controls.", &controls.lists(), || {
             CompiledAdmin::compile_write(controls, before).map(drop)
         })?;
+        if let Some(managed) = &controls.managed {
+            managed.check().map_err(|(field, message)| {
+                ServiceError::invalid(&format!("auto_run_controls.{field}"), message)
+            })?;
+        }
         if let Some(defaults) = &controls.default_user_settings {
             self.check_doc(
                 "auto_run_controls.default_user_settings.",
