@@ -357,7 +357,7 @@ impl Render for ImpactReport {
             self.unknown,
             // why a call cannot be decided again, said only when one could not
             if self.unknown > 0 {
-                " (command kept cut short)"
+                " (command kept cut short, or a write tool whose files were not kept)"
             } else {
                 ""
             }

@@ -337,16 +337,12 @@ fn bypass() -> Bypass {
             use_yolo_mode: true,
             ..UserSettings::default()
         },
-        // the rows decided without a working directory of their own
+        // the rows decided without a working directory or policy of their own
         lines: v["cases"]
             .as_array()
             .unwrap()
             .iter()
-            // and not the rows a native engine is known to read more loosely (`native_gap`
-            // says why; the closing notes track them)
-            .filter(|c| {
-                c.get("cwd").is_none() && c.get("policy").is_none() && c.get("native_gap").is_none()
-            })
+            .filter(|c| c.get("cwd").is_none() && c.get("policy").is_none())
             .map(|c| c["line"].as_str().unwrap().to_owned())
             .collect(),
     }

@@ -5,6 +5,8 @@
 use super::{Plan, Tool};
 use serde_json::json;
 
+/// Below every other rule: a shell line none of them decides asks.
+const FALLBACK: u32 = 1;
 const ALLOW: u32 = 100;
 const ASK: u32 = 500;
 const DENY: u32 = 900;
@@ -104,6 +106,19 @@ pub fn render(plan: &Plan, _warnings: &mut Vec<String>) -> String {
             ],
         );
     }
+    // with no rule matching, Gemini CLI allows what its own heuristics call known
+    // safe (`git log`, `find`, whatever their options) and, in its YOLO mode, every
+    // line; toolgate reads each option and asks for what it cannot show, so a line no
+    // rule here allows asks (a rule with a pattern skips those heuristics)
+    rule(
+        &mut out,
+        &[
+            ("toolName", json!("run_shell_command")),
+            ("commandRegex", json!(".*")),
+            ("decision", json!("ask_user")),
+            ("priority", json!(FALLBACK)),
+        ],
+    );
     for w in &plan.shell_ask {
         rule(
             &mut out,

@@ -226,7 +226,8 @@ pub struct Impact {
     pub decided: u64,
     pub unchanged: u64,
     pub changed: u64,
-    /// Records that cannot be decided again (their command was kept cut short).
+    /// Records that cannot be decided again (their command was kept cut short, or
+    /// an agent's write tool, whose files were not kept).
     pub unknown: u64,
     pub transitions: Vec<ImpactGroup>,
     pub groups: Vec<ImpactGroup>,
@@ -870,9 +871,12 @@ pub fn group_key(r: &NewDecision) -> String {
 }
 
 /// The call a record keeps, or `None` when it cannot be decided again (a command or
-/// path kept cut short).
+/// path kept cut short, or an agent's write tool: its decision rests on the files its
+/// input names, which the record does not keep, since that input holds the files'
+/// contents; decided without them it would look allowed wherever the tool is).
 pub fn stored_call(r: &NewDecision) -> Option<Call> {
     match r.kind.as_str() {
+        "mcp" if r.server == policy::BUILTIN_SERVER && policy::is_write_tool(&r.tool) => None,
         "mcp" if r.action.is_empty() => Some(Call::Mcp {
             server: r.server.clone(),
             tool: r.tool.clone(),
@@ -1394,5 +1398,25 @@ mod tests {
         );
         assert_eq!((r.action.as_str(), r.subject.as_str()), ("merge", "gh:pr"));
         assert_eq!((r.subject_bytes, r.subject_sha256.as_str()), (5, ""));
+        // an agent's write tool is decided by the files its input names, which the
+        // record does not keep: the preview counts it as unknown, never as allowed
+        for tool in [
+            "write_file",
+            "Write",
+            "edit_file",
+            "MultiEdit",
+            "apply_patch",
+        ] {
+            let r = record(&Call::Mcp {
+                server: policy::BUILTIN_SERVER.into(),
+                tool: tool.into(),
+            });
+            assert_eq!(stored_call(&r), None, "{tool}");
+        }
+        let r = record(&Call::Mcp {
+            server: policy::BUILTIN_SERVER.into(),
+            tool: "read_file".into(),
+        });
+        assert!(stored_call(&r).is_some());
     }
 }

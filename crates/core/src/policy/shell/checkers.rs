@@ -3,7 +3,7 @@
 //! C compilers' options, find's expression): what they run and write, into a command's effects.
 
 use super::effects::{Found, Parsed, Run};
-use super::grammar::{Grammar, Reading, Takes};
+use super::grammar::{Grammar, Item, Reading, Takes};
 use super::programs::Program;
 
 /// Why a sed script runs or writes something (`e`, `s///e`, `w`, `W`, or a command
@@ -621,4 +621,30 @@ pub(super) fn find_read(program: &Program, name: &str, args: &[String], out: &mu
         }
         out.deletes.extend(deleted);
     }
+}
+
+/// ssh's arguments as ssh reads them: its options (BSD getopt, which stops at the
+/// first operand), the host, its options again up to the next operand (unless `--`
+/// ended the first ones), and then the remote command, which runs on the host and
+/// is never read as options (`ssh host git log --oneline`, but `ssh host -o …`).
+pub(super) fn ssh_read<'a>(grammar: &Grammar, args: &'a [String]) -> Result<Reading<'a>, String> {
+    let first = grammar.read(args)?;
+    let Some(host_at) = first.rest.filter(|&at| at < args.len()) else {
+        return Ok(first);
+    };
+    if host_at > 0 && args[host_at - 1] == "--" {
+        return Ok(first);
+    }
+    let again = grammar.read(&args[host_at + 1..])?;
+    let mut items: Vec<Item<'a>> = first
+        .items
+        .into_iter()
+        .filter(|i| matches!(i, Item::Option { .. }))
+        .collect();
+    items.push(Item::Operand(args[host_at].as_str()));
+    items.extend(again.items);
+    Ok(Reading {
+        items,
+        rest: Some(host_at),
+    })
 }

@@ -589,7 +589,12 @@ pub fn checked_beyond_prefix(words: &[String]) -> bool {
         || row.operands != super::programs::Operands::None
         || row.network != super::programs::Network::None
         || row.downloads
-        || row.script.is_some();
+        || row.script.is_some()
+        || !row.deletes_when.is_empty()
+        || !row.links_when.is_empty()
+        || !row.opaque_unless.is_empty()
+        || !row.opaque_operands.is_empty()
+        || row.code_assignments;
     // with no operand fixed by the prefix, every subcommand is within reach
     own || (rest.is_empty() && row.subcommands.values().any(|s| s.acts()))
 }

@@ -5,7 +5,7 @@
 
 use super::Cd;
 use super::checkers::{
-    awk_read, cc, find_read, gdb_read, git_config, git_config_read, sed_read, split_read,
+    awk_read, cc, find_read, gdb_read, git_config, git_config_read, sed_read, split_read, ssh_read,
     tar_old_style, tar_read,
 };
 use super::grammar::{Grammar, Reading};
@@ -291,7 +291,11 @@ fn apply_read(
         }
         _ => args,
     };
-    let reading = match grammar.read(args) {
+    let read = match program.script {
+        Some(Script::Ssh) => ssh_read(grammar, args),
+        _ => grammar.read(args),
+    };
+    let reading = match read {
         Ok(reading) => reading,
         Err(why) => {
             out.opaque(format!("{name}: {why}"));
@@ -338,6 +342,10 @@ fn apply_read(
         return read_only;
     }
     if let Some(wrapper) = &program.wrapper {
+        if wrapper.reads_when.iter().any(|o| reading.has(o)) {
+            // `command -v ls`: the operands are names it looks up, nothing runs
+            return read_only;
+        }
         let mut start = reading.rest.unwrap_or(args.len());
         if wrapper.assignments {
             while let Some(word) = args
@@ -369,6 +377,16 @@ fn apply_read(
         if let Some(word) = args.get(start).filter(|w| w.starts_with('-')) {
             out.opaque(format!(
                 "{name}: {word:?} after its operands is an option the reader cannot place"
+            ));
+            return false;
+        }
+        if let Some(applet) = args.get(start)
+            && wrapper.known_only
+            && table().get(applet).is_none()
+            && !super::rules::SHELLS.contains(&super::programs::program_name(applet).as_str())
+        {
+            out.opaque(format!(
+                "{name} {applet}: an applet the program table has no row for (its options and effects are unknown)"
             ));
             return false;
         }
@@ -481,7 +499,7 @@ fn operands_read(
         Some(Script::GitConfig) => git_config_read(reading, &parsed.operands, out),
         Some(Script::Split) => split_read(name, reading, &parsed.operands, out),
         Some(Script::Gdb) => gdb_read(name, reading, out),
-        Some(Script::Cd | Script::Cc | Script::Find) | None => {}
+        Some(Script::Cd | Script::Cc | Script::Find | Script::Ssh) | None => {}
     }
     if parsed.deletes {
         out.deletes
@@ -679,6 +697,18 @@ fn operands_of(
     out: &mut Found,
 ) {
     let files: Vec<&str> = parsed.operands.clone();
+    if program.code_assignments && files.iter().any(|w| w.contains('=')) {
+        // `make CC='sh -c …'`, `make SHELL=./x`: a variable of the Makefile's code
+        out.inline_code = true;
+    }
+    if let Some(word) = files.iter().find(|w| {
+        program
+            .opaque_operands
+            .iter()
+            .any(|p| w.starts_with(p.as_str()))
+    }) {
+        out.opaque(format!("{name} {word:?}: {}", program.about));
+    }
     if script == Some(Script::Cd) {
         out.cd = Some(cd(name, &files));
     }

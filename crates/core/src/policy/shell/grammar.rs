@@ -31,6 +31,10 @@ pub(crate) enum Style {
     GitExact,
     /// Go's pflag (cobra: docker, kubectl): whole names only, no `--no-` forms.
     Pflag,
+    /// tree's own parser: long options by their whole name only, and a short
+    /// option's value is never attached: each letter of a bundle that takes one
+    /// takes the next word in turn (`tree -oL out 1` writes `out`).
+    Separate,
 }
 
 #[derive(Debug, Clone)]
@@ -264,7 +268,7 @@ impl Grammar {
             if spelling.0 == given {
                 return Ok((self.canonical[spelling.1].clone(), spelling.2));
             }
-            if matches!(self.style, Style::GitExact | Style::Pflag) {
+            if matches!(self.style, Style::GitExact | Style::Pflag | Style::Separate) {
                 continue;
             }
             if !found.iter().any(|f| f.1 == spelling.1) {
@@ -368,6 +372,10 @@ impl Grammar {
                 i += 1;
                 continue;
             }
+            if self.style == Style::Separate {
+                i = self.separate_bundle(word, args, i, &mut out.items)?;
+                continue;
+            }
             for (k, c) in letters.char_indices() {
                 let takes = *self.short.get(&c).ok_or_else(|| {
                     format!("-{c} (in {word:?}) is an option the reader does not know")
@@ -401,6 +409,40 @@ impl Grammar {
             i += 1;
         }
         Ok(out)
+    }
+}
+
+impl Grammar {
+    /// A bundle of short options as tree reads it: each letter that takes a value
+    /// takes the next unused word. Answers the index of the word after the last
+    /// one taken.
+    fn separate_bundle<'a>(
+        &self,
+        word: &str,
+        args: &'a [String],
+        at: usize,
+        items: &mut Vec<Item<'a>>,
+    ) -> Result<usize, String> {
+        let mut next = at + 1;
+        for c in word[1..].chars() {
+            let takes = *self.short.get(&c).ok_or_else(|| {
+                format!("-{c} (in {word:?}) is an option the reader does not know")
+            })?;
+            let name = format!("-{c}");
+            let value = match takes {
+                Takes::No => None,
+                Takes::Required | Takes::Optional => {
+                    let value = args
+                        .get(next)
+                        .map(String::as_str)
+                        .ok_or_else(|| format!("{name} without its value"))?;
+                    next += 1;
+                    Some(value)
+                }
+            };
+            items.push(Item::Option { name, value });
+        }
+        Ok(next)
     }
 }
 

@@ -90,6 +90,12 @@ pub(crate) struct Program {
     /// The options that keep it read-only under `@readonly` (`*`: every option of
     /// its grammar); any other makes the command not read-only.
     pub readonly_options: Vec<String>,
+    /// Operands holding `=` are code it runs (make's variables: `make CC='sh -c …'`,
+    /// `make SHELL=./x`): inline code, never read-only.
+    pub code_assignments: bool,
+    /// An operand starting with one of these makes it opaque (less's `+cmd` is a
+    /// command it runs; the empty prefix: any operand, bun's and deno's scripts).
+    pub opaque_operands: Vec<String>,
     /// Under `@readonly`, a subcommand row: at most this many operands (git
     /// branch lists with none and creates with one).
     pub readonly_max_operands: Option<usize>,
@@ -111,6 +117,8 @@ pub(crate) enum Parser {
     GitExact,
     /// Go's pflag (docker, kubectl): whole names only.
     Pflag,
+    /// tree's parser: whole long names, short options' values never attached.
+    Separate,
 }
 
 /// A program that runs the command its operands name.
@@ -126,6 +134,12 @@ pub(crate) struct Wrapper {
     /// Where the command would start, one of these options gives a command line
     /// instead (`flock FILE -c LINE`).
     pub line_options: Vec<String>,
+    /// With one of these options its operands are names it only looks up and
+    /// prints (`command -v ls`): it runs nothing.
+    pub reads_when: Vec<String>,
+    /// The command it runs must be a program with a row of the table (or a shell):
+    /// busybox's applets are its own builds, so an applet without a row is opaque.
+    pub known_only: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -167,6 +181,8 @@ pub(crate) enum Script {
     Cc,
     /// find's expression: a closed list of primaries (`checkers.rs`).
     Find,
+    /// ssh: options, the host, options again, then the remote command.
+    Ssh,
 }
 
 impl Program {
@@ -208,6 +224,8 @@ impl Program {
             || !self.deletes_when.is_empty()
             || !self.links_when.is_empty()
             || !self.opaque_unless.is_empty()
+            || !self.opaque_operands.is_empty()
+            || self.code_assignments
             || self.subcommands.values().any(Program::acts)
     }
 }
@@ -299,6 +317,7 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
             Parser::Git => Style::Git,
             Parser::GitExact => Style::GitExact,
             Parser::Pflag => Style::Pflag,
+            Parser::Separate => Style::Separate,
         };
         let grammar = Grammar::new(style, &program.short, &program.long, program.digits)
             .and_then(|g| g.stop_after(&program.stops))
@@ -318,6 +337,12 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
                 ));
             }
         }
+        let reads_when = program.wrapper.iter().flat_map(|w| &w.reads_when);
+        if let Some(spec) = reads_when.into_iter().find(|s| !grammar.knows(s)) {
+            return Err(format!(
+                "{name}: reads_when {spec:?} is no option of its grammar"
+            ));
+        }
         for spec in &program.readonly_options {
             if spec != "*" && !grammar.knows(spec) {
                 return Err(format!(
@@ -330,7 +355,7 @@ fn compile(program: &mut Program, name: &str) -> Result<(), String> {
     // these checkers read the resolved options, which only a grammar gives
     if matches!(
         program.script,
-        Some(Script::Sed | Script::Awk | Script::Tar | Script::Split | Script::Gdb)
+        Some(Script::Sed | Script::Awk | Script::Tar | Script::Split | Script::Gdb | Script::Ssh)
     ) && program.grammar.is_none()
     {
         return Err(format!(

@@ -408,3 +408,68 @@ fn hostile_spellings_are_read_or_refused() {
         .collect();
     assert_eq!(sort.read(&many).unwrap().items.len(), 30_000);
 }
+
+/// tree's own parser (`separate`): each letter of a bundle that takes a value takes
+/// the next word, never the bundle's rest. The file the real tree writes with `-o`
+/// is the one toolgate reads as `-o`'s value, or toolgate refuses the words.
+#[test]
+fn tree_writes_the_file_toolgate_reads() {
+    if !std::path::Path::new("/usr/bin/tree").exists() {
+        println!("skipped: /usr/bin/tree is not installed");
+        return;
+    }
+    let row = table().get("tree").unwrap();
+    assert_eq!(row.parser, Some(Parser::Separate));
+    let g = row.grammar.as_ref().unwrap();
+    let dir = std::env::temp_dir().join(format!("toolgate-tree-{}", std::process::id()));
+    let cases: [&[&str]; 8] = [
+        &["-oL", "out", "1"],
+        &["-Lo", "1", "out"],
+        &["-o", "out"],
+        &["-aoL", "out", "1"],
+        &["-LoI", "1", "out", "x*"],
+        &["--charset=ascii", "-o", "out"],
+        &["--charset", "ascii", "-o", "out", "--noreport"],
+        &["-o", "first", "-o", "out"],
+    ];
+    for args in cases {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let words: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        let reading = g.read(&words).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let ours = reading
+            .options()
+            .filter(|(o, _)| *o == "-o")
+            .last()
+            .and_then(|(_, v)| v)
+            .unwrap();
+        let status = Command::new("/usr/bin/tree")
+            .args(args)
+            .arg(".")
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+            .status;
+        assert!(status.success(), "{args:?}");
+        assert!(
+            dir.join(ours).is_file(),
+            "{args:?}: tree did not write {ours:?}"
+        );
+        for other in ["L", "1", "I", "oL", "ascii"] {
+            assert!(!dir.join(other).exists(), "{args:?}: tree wrote {other:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // what tree refuses or reads apart, toolgate refuses: an attached value, an
+    // abbreviation, a letter tree does not have
+    for args in [
+        &["-L1"][..],
+        &["--dirsf"],
+        &["-oX/x"],
+        &["-o"],
+        &["--charset"],
+    ] {
+        let words: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        assert!(g.read(&words).is_err(), "{args:?}");
+    }
+}
