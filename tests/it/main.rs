@@ -43,6 +43,7 @@ mod limits;
 mod matcher_props;
 mod packaging;
 mod partition;
+mod pins;
 mod policy_file;
 mod policy_tests;
 mod policy_yaml;
