@@ -82,11 +82,15 @@ pub struct Session {
     down: Arc<OnceLock<Downstream>>,
     /// The session's own upstream connection, (re)opened on demand, with its place
     /// among the proxy's upstream processes (none for a URL upstream).
-    own: Arc<tokio::sync::Mutex<Option<(Own, Option<tokio::sync::OwnedSemaphorePermit>)>>>,
+    own: Arc<tokio::sync::Mutex<Option<OwnConnection>>>,
     /// What the client set upstream, set again on a reopened connection.
     level: Arc<Mutex<Option<LoggingLevel>>>,
     subscribed: Arc<Mutex<BTreeSet<String>>>,
 }
+
+/// A session's own connection and its place among the proxy's upstream processes
+/// (none for a URL upstream), given back when dropped.
+type OwnConnection = (Own, Option<tokio::sync::OwnedSemaphorePermit>);
 
 /// The upstream a request goes to, with what its relaying needs.
 struct Route {
