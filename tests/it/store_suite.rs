@@ -890,6 +890,8 @@ async fn postgres_decision_rows_move_into_blocks() {
              subject_sha256 TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
              matched_entry TEXT NOT NULL, revision BIGINT NOT NULL);
          CREATE INDEX decisions_team_at ON decisions (team_id, at, id);
+         DROP TABLE tool_pins;
+         DROP TABLE pin_settings;
          DELETE FROM toolgate_schema WHERE version > 7;",
     )
     .execute(&pool)
