@@ -93,6 +93,7 @@ fn proxy_config(server: &TestServer) -> proxy::ProxyConfig {
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
     }
 }
 

@@ -7,6 +7,7 @@ import { approvalsPage } from "./pages/approvals";
 import { auditPage } from "./pages/audit";
 import { decisionsPage } from "./pages/decisions";
 import { killSwitchPage } from "./pages/killswitch";
+import { pinsPage } from "./pages/pins";
 import { policyPage } from "./pages/policy";
 import { usersPage } from "./pages/users";
 import { session } from "./session";
@@ -29,6 +30,7 @@ const PAGES: Page[] = [
   { route: "decisions", title: "Decisions", adminOnly: false, render: decisionsPage },
   { route: "audit", title: "Audit trail", adminOnly: true, render: (r, t) => auditPage(r, t) },
   { route: "approvals", title: "Approvals", adminOnly: false, approversOnly: true, render: approvalsPage },
+  { route: "pins", title: "Tool pins", adminOnly: false, render: (r, t) => pinsPage(r, t) },
   { route: "kill-switch", title: "Kill switch", adminOnly: false, render: (r, t) => killSwitchPage(r, t) },
 ];
 

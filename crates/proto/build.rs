@@ -22,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 PathBuf::from("proto/toolgate/v1/decisions.proto"),
                 PathBuf::from("proto/toolgate/v1/principal.proto"),
                 PathBuf::from("proto/toolgate/v1/approvals.proto"),
+                PathBuf::from("proto/toolgate/v1/pins.proto"),
             ],
             &[PathBuf::from("proto"), include],
         )?;

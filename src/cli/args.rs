@@ -164,6 +164,10 @@ pub enum ClientCommand {
     /// editing the server's configuration.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Tool pins: each MCP tool's definition as the team's gateways pinned it,
+    /// changes with their diff, accepting them, pins set ahead from a file.
+    #[command(subcommand)]
+    Pins(PinsCommand),
     /// Group policies: what the members of a group get on top of (or instead of
     /// part of) the team's controls.
     #[command(subcommand)]
@@ -494,6 +498,54 @@ pub enum TokenCommand {
     },
     /// Revokes a token by id: it is refused from the next call on.
     Revoke { token_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PinsCommand {
+    /// Lists the team's pins; a changed definition with its flags and diff.
+    List {
+        #[arg(long, env = "TOOLGATE_TEAM")]
+        team: String,
+        /// One MCP server's (its id in policy entries, as `proxy --server-id`).
+        #[arg(long, value_name = "ID")]
+        server_id: Option<String>,
+        /// Only tools whose definition changed since they were pinned.
+        #[arg(long)]
+        changed: bool,
+    },
+    /// Shows a tool's changed definition (with its diff) and accepts it: gateways
+    /// show the tool again. Without a change, marks the pinned definition reviewed
+    /// (a flagged tool is then shown where the team hides flagged tools).
+    Accept {
+        #[arg(long, env = "TOOLGATE_TEAM")]
+        team: String,
+        /// The MCP server's id in policy entries (as `proxy --server-id`).
+        #[arg(long, value_name = "ID")]
+        server_id: String,
+        tool: String,
+        /// Accept only the definition with this hash (as `pins list --output json`
+        /// shows it); default: the one printed.
+        #[arg(long)]
+        sha256: Option<String>,
+    },
+    /// Pins the tools of a file ahead of any gateway (policy as code): JSON or YAML,
+    /// `{server: ID, tools: [...]}` with the tools as the server's tools/list gives them.
+    Apply {
+        #[arg(long, env = "TOOLGATE_TEAM")]
+        team: String,
+        file: PathBuf,
+    },
+    /// Prints the team's pin settings; with a flag, changes it.
+    Settings {
+        #[arg(long, env = "TOOLGATE_TEAM")]
+        team: String,
+        /// Whether a member's (or a service's) gateway may pin a tool it sees first.
+        #[arg(long)]
+        members_pin_first: Option<bool>,
+        /// Whether tools the description checks flag are hidden until an admin accepts them.
+        #[arg(long)]
+        hide_flagged: Option<bool>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

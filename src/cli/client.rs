@@ -55,6 +55,10 @@ impl Clients {
         self.client.approval_service()
     }
 
+    pub(super) fn pins(&self) -> pb::pin_service_client::PinServiceClient<Authed> {
+        self.client.pin_service()
+    }
+
     pub(super) fn tokens(&self) -> pb::token_service_client::TokenServiceClient<Authed> {
         self.client.token_service()
     }

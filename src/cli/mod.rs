@@ -24,6 +24,7 @@ pub mod login_refresh;
 mod login_sso;
 pub mod managed;
 mod output;
+mod pins;
 pub mod profile;
 mod proxy;
 pub mod sync;
@@ -48,6 +49,7 @@ use client::Clients;
 use decisions::decisions;
 use evaluate::evaluate;
 use group::group;
+use pins::pins;
 use token::token;
 use user::user;
 use watch::watch;
@@ -79,6 +81,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::Audit(cmd) => audit(&c, cmd).await,
         ClientCommand::Decisions(cmd) => decisions(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
+        ClientCommand::Pins(cmd) => pins(&c, cmd).await,
         ClientCommand::Token(cmd) => token(&c, cmd).await,
         ClientCommand::User(cmd) => user(&c, cmd).await,
         ClientCommand::Watch { team, user, after } => watch(&c, &team, &user, after).await,

@@ -56,7 +56,19 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "BYTES", default_value_t = proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(256..=1_048_576))]
     max_description_bytes: usize,
-    /// Tool pinning: a local JSON file (one per proxy) where each tool's name,
+    /// HTTP mode with a command upstream: each MCP session runs its own upstream
+    /// process; at most this many at once (a session past it gets an error saying so).
+    #[arg(long, value_name = "N", default_value_t = proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_upstream_processes: usize,
+    /// Tool pinning in the toolgate server's store: each tool's name, description and
+    /// input schema are pinned (hashed) the first time a gateway of the team sees it;
+    /// a tool whose definition later differs is hidden and its calls ask until an
+    /// admin accepts the change (`toolgate pins accept`). Every proxy of the team
+    /// agrees, on any machine.
+    #[arg(long, conflicts_with = "pins")]
+    pin_tools: bool,
+    /// Tool pinning without the server's store: a local JSON file (one per proxy) where each tool's name,
     /// description and input schema are recorded (hashed) the first time the team's
     /// proxy sees it; a tool whose definition later differs is hidden and its calls
     /// ask until an admin accepts the change (--repin).
@@ -125,7 +137,11 @@ pub async fn run_proxy(
             .as_deref()
             .map(proxy::ClientTokens::load)
             .transpose()?,
-        pins: args.pins,
+        pins: match (args.pin_tools, args.pins) {
+            (true, _) => Some(proxy::Pinning::Server),
+            (false, Some(path)) => Some(proxy::Pinning::File(path)),
+            (false, None) => None,
+        },
         http: proxy::HttpAccess {
             allowed_hosts: args.allowed_hosts,
             allowed_origins: args.allowed_origins,
@@ -136,6 +152,7 @@ pub async fn run_proxy(
             headless: args.headless,
         },
         max_description_bytes: args.max_description_bytes,
+        max_upstream_processes: args.max_upstream_processes,
     };
     match config.listen {
         Some(addr) => {

@@ -1,12 +1,15 @@
 //! The proxy's side of the toolgate server: decisions and one live view per principal
 //! of the tools it may see, through the domain-typed client of `crate::grpc::client`.
 
-use crate::grpc::client::{Client, ClientError, PolicyNotice, RemotePolicy};
+use crate::grpc::client::{
+    Client, ClientError, PinStatus, PolicyNotice, RemotePolicy, ToolDefinition,
+};
 use crate::policy::{
     Call, CompiledAdmin, CompiledUser, ToolActionList, ToolActionLists, decide_in,
 };
 use dashmap::DashMap;
 use rmcp::model::Tool;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -181,13 +184,46 @@ pub struct Gate {
     session: String,
     /// Longer tool descriptions are cut ([`cap_description`]).
     max_description_bytes: usize,
-    /// Tool pinning, when on: the pins, each team's tools whose definition changed,
-    /// and a generation bumped when the pin file changes (an admin re-pinned).
-    pins: Option<Arc<super::pins::Pins>>,
-    changed: DashMap<String, Arc<std::collections::BTreeSet<String>>>,
+    /// Tool pinning, when on: where the pins are kept, each team's tools held back
+    /// (and why), and a generation bumped when the pins change (an admin re-pinned:
+    /// the pin file changed, or the server said so).
+    pins: PinKeeper,
+    held: DashMap<String, Arc<BTreeMap<String, Held>>>,
+    /// The teams whose server pins are watched (one stream per team).
+    pin_watches: DashMap<String, ()>,
     pins_moved: watch::Sender<u64>,
     /// Held so the pin file's poller runs as long as the gate lives.
     _pins_kept: watch::Receiver<u64>,
+}
+
+/// Where the proxy's pins are kept.
+pub enum PinKeeper {
+    Off,
+    /// In the toolgate server's store (`CheckTools`, `WatchPins`).
+    Server,
+    File(super::pins::Pins),
+}
+
+/// Why a tool the upstream lists is held back: hidden, and its calls ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Its definition differs from the pinned one.
+    Changed,
+    /// Not pinned, and this proxy's principal may not pin it first.
+    NotPinned,
+    /// The description checks flagged it and the team hides flagged tools.
+    Flagged,
+}
+
+impl Held {
+    /// The reason a call's ASK names.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Held::Changed => "TOOL_CHANGED",
+            Held::NotPinned => "TOOL_NOT_PINNED",
+            Held::Flagged => "TOOL_FLAGGED",
+        }
+    }
 }
 
 /// A principal's effective policy, compiled for local decisions.
@@ -237,8 +273,9 @@ impl Gate {
             approvals: super::ApprovalWait::default(),
             session: format!("proxy-{}", std::process::id()),
             max_description_bytes: DEFAULT_MAX_DESCRIPTION_BYTES,
-            pins: None,
-            changed: DashMap::new(),
+            pins: PinKeeper::Off,
+            held: DashMap::new(),
+            pin_watches: DashMap::new(),
             pins_moved,
             _pins_kept,
         })
@@ -256,14 +293,19 @@ impl Gate {
         }
     }
 
-    /// Pins tools as `pins` says; the pin file is looked at every `PIN_FILE_POLL`
-    /// for an admin's re-pin.
+    /// Pins tools as `pins` says; a pin file is looked at every `PIN_FILE_POLL` for
+    /// an admin's re-pin, the server's pins are watched per team (`follow`).
     #[must_use]
-    pub fn with_pins(self: Arc<Self>, pins: Option<super::pins::Pins>) -> Arc<Self> {
-        let Some(pins) = pins else { return self };
+    pub fn with_pins(self: Arc<Self>, pins: PinKeeper) -> Arc<Self> {
         let mut gate = Arc::try_unwrap(self).unwrap_or_else(|_| unreachable!("not shared yet"));
-        let pins = Arc::new(pins);
-        gate.pins = Some(Arc::clone(&pins));
+        let path = match &pins {
+            PinKeeper::File(file) => file.path().to_path_buf(),
+            PinKeeper::Off | PinKeeper::Server => {
+                gate.pins = pins;
+                return Arc::new(gate);
+            }
+        };
+        gate.pins = pins;
         let moved = gate.pins_moved.clone();
         tokio::spawn(async move {
             let stamp = |p: &std::path::Path| {
@@ -271,10 +313,10 @@ impl Gate {
                     .ok()
                     .map(|m| (m.modified().ok(), m.len()))
             };
-            let mut last = stamp(pins.path());
+            let mut last = stamp(&path);
             loop {
                 tokio::time::sleep(PIN_FILE_POLL).await;
-                let now = stamp(pins.path());
+                let now = stamp(&path);
                 if now != last {
                     last = now;
                     moved.send_modify(|g| *g += 1);
@@ -287,9 +329,97 @@ impl Gate {
         Arc::new(gate)
     }
 
-    /// Whether `tool`'s definition changed since `team`'s proxy pinned it.
-    pub fn changed_since_pinned(&self, team: &str, tool: &str) -> bool {
-        self.changed.get(team).is_some_and(|c| c.contains(tool))
+    /// Why `tool` is held back for `team`, if it is (as of the last check).
+    pub fn held(&self, team: &str, tool: &str) -> Option<Held> {
+        self.held.get(team).and_then(|h| h.get(tool).copied())
+    }
+
+    /// Whether the pins are kept in the server's store.
+    pub fn pins_on_server(&self) -> bool {
+        matches!(self.pins, PinKeeper::Server)
+    }
+
+    /// Watches `team`'s pins on the server (once per team, for the proxy's life):
+    /// each change bumps `pins_moved`, so every view of the team is checked again.
+    fn watch_pins(self: &Arc<Self>, team: &str) {
+        if !self.pins_on_server() || self.pin_watches.insert(team.to_owned(), ()).is_some() {
+            return;
+        }
+        let gate = Arc::clone(self);
+        let team = team.to_owned();
+        tokio::spawn(async move {
+            let mut backoff = Backoff::new(BACKOFF_MIN, BACKOFF_MAX);
+            loop {
+                match gate.client.watch_pins(&team, &gate.server_id).await {
+                    Ok(mut stream) => {
+                        // (re)opened: a change may have been missed meanwhile
+                        gate.pins_moved.send_modify(|g| *g += 1);
+                        loop {
+                            match stream.next().await {
+                                Ok(Some(true)) => {
+                                    backoff.reset();
+                                    gate.pins_moved.send_modify(|g| *g += 1);
+                                }
+                                Ok(Some(false)) => backoff.reset(),
+                                Ok(None) => break,
+                                Err(e) => {
+                                    warn!(team = %team, error = %e, "pin watch ended");
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => warn!(team = %team, error = %e, "pin watch refused"),
+                }
+                tokio::time::sleep(backoff.next_wait()).await;
+            }
+        });
+    }
+
+    /// What the pins hold back of `tools` for `team`: the file's or the server's
+    /// answer. `Err` (nothing may be shown) when the pins cannot be read.
+    async fn held_back(
+        &self,
+        team: &str,
+        tools: &[Tool],
+    ) -> Result<BTreeMap<String, Held>, String> {
+        match &self.pins {
+            PinKeeper::Off => Ok(BTreeMap::new()),
+            PinKeeper::File(pins) => Ok(pins
+                .check(team, tools)?
+                .into_iter()
+                .map(|name| (name, Held::Changed))
+                .collect()),
+            PinKeeper::Server => {
+                let definitions: Vec<ToolDefinition> = tools
+                    .iter()
+                    .map(|t| ToolDefinition {
+                        name: t.name.to_string(),
+                        description: t.description.as_deref().map(str::to_owned),
+                        input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+                    })
+                    .collect();
+                let checks = self
+                    .client
+                    .check_tools(team, &self.server_id, &definitions)
+                    .await
+                    .map_err(|e| format!("toolgate could not check the tools' pins: {e}"))?;
+                let mut held = BTreeMap::new();
+                for check in checks {
+                    if !check.flags.is_empty() {
+                        warn!(team = %team, server = %self.server_id, tool = %check.name, flags = ?check.flags, "upstream tool description flagged");
+                    }
+                    let why = match (check.status, check.shown) {
+                        (PinStatus::Pinned, true) => continue,
+                        (PinStatus::Pinned, false) => Held::Flagged,
+                        (PinStatus::Changed, _) => Held::Changed,
+                        (PinStatus::NotPinned, _) => Held::NotPinned,
+                    };
+                    held.insert(check.name, why);
+                }
+                Ok(held)
+            }
+        }
     }
 
     /// Takes part in central approvals as `approvals` says.
@@ -423,22 +553,22 @@ impl Gate {
     /// `FilterTools` over `tools` whose names are valid; sorted by name for a stable
     /// order.
     async fn filter(&self, who: &Who, tools: &[Tool]) -> Result<(Vec<Tool>, u64), String> {
-        let changed = match &self.pins {
-            Some(pins) => {
-                let changed = Arc::new(pins.check(&who.team, tools)?);
-                self.changed.insert(who.team.clone(), Arc::clone(&changed));
-                changed
-            }
-            None => Default::default(),
-        };
+        // names the proxy would hide anyway are not reported (nor pinned)
+        let valid: Vec<Tool> = tools
+            .iter()
+            .filter(|t| check_upstream_name(&t.name).is_ok())
+            .cloned()
+            .collect();
+        let held = Arc::new(self.held_back(&who.team, &valid).await?);
+        self.held.insert(who.team.clone(), Arc::clone(&held));
         let tools: Vec<&Tool> = tools
             .iter()
             .filter(|t| {
-                let moved = changed.contains(t.name.as_ref());
-                if moved {
-                    warn!(team = %who.team, server = %self.server_id, tool = %t.name, "upstream tool hidden: its definition changed since it was pinned");
+                let why = held.get(t.name.as_ref());
+                if let Some(why) = why {
+                    warn!(team = %who.team, server = %self.server_id, tool = %t.name, reason = why.reason(), "upstream tool hidden by its pin");
                 }
-                !moved
+                why.is_none()
             })
             .filter(|t| match check_upstream_name(&t.name) {
                 Ok(()) => true,
@@ -485,6 +615,7 @@ impl Gate {
         let watcher = tokio::spawn(Arc::clone(&self).watch_policy(who.clone(), policy_tx));
         let mut upstream = self.upstream.clone();
         let mut pins_moved = self.pins_moved.subscribe();
+        self.watch_pins(&who.team);
         loop {
             pins_moved.borrow_and_update();
             let policy = *policy_rx.borrow_and_update();

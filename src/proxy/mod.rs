@@ -15,7 +15,7 @@ mod relay;
 mod session;
 mod upstream;
 
-pub use gate::{DEFAULT_MAX_DESCRIPTION_BYTES, Who};
+pub use gate::{DEFAULT_MAX_DESCRIPTION_BYTES, Held, Who};
 pub use http::ClientTokens;
 pub use origin::HttpAccess;
 pub use relay::{ELICITATION, SAMPLING};
@@ -63,8 +63,8 @@ pub struct ProxyConfig {
     pub clients: Option<ClientTokens>,
     /// HTTP: the `Host` and `Origin` values accepted.
     pub http: HttpAccess,
-    /// Tool pinning: the local pin file, when on.
-    pub pins: Option<std::path::PathBuf>,
+    /// Tool pinning, when on: in the server's store, or in a local file.
+    pub pins: Option<Pinning>,
     /// How long the last known tool list is kept while toolgate is unreachable (zero:
     /// fail closed at once).
     pub max_staleness: Duration,
@@ -73,6 +73,23 @@ pub struct ProxyConfig {
     /// Tool descriptions longer than this many bytes are cut, with a marker
     /// ([`DEFAULT_MAX_DESCRIPTION_BYTES`] unless configured).
     pub max_description_bytes: usize,
+    /// HTTP with a command upstream: each MCP session runs its own upstream process;
+    /// at most this many at once ([`DEFAULT_MAX_UPSTREAM_PROCESSES`] unless
+    /// configured), past which a session's request gets an error saying so.
+    pub max_upstream_processes: usize,
+}
+
+/// The most upstream processes an HTTP proxy runs at once, unless configured.
+pub const DEFAULT_MAX_UPSTREAM_PROCESSES: usize = 64;
+
+/// Where a proxy's tool pins are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pinning {
+    /// In the toolgate server's store, per team and server id: every proxy of the
+    /// team, on any machine and through any replica, sees the same pins.
+    Server,
+    /// In a local JSON file of this proxy alone (no server support needed).
+    File(std::path::PathBuf),
 }
 
 /// How the proxy takes part in central approvals.
@@ -122,18 +139,28 @@ fn shared(
     )
     .with_approvals(config.approvals)
     .with_max_description(config.max_description_bytes)
-    .with_pins(
-        config
-            .pins
-            .clone()
-            .map(|path| pins::Pins::new(path, &config.server_id, &config.upstream)),
-    );
+    .with_pins(match &config.pins {
+        None => gate::PinKeeper::Off,
+        Some(Pinning::Server) => gate::PinKeeper::Server,
+        Some(Pinning::File(path)) => gate::PinKeeper::File(pins::Pins::new(
+            path.clone(),
+            &config.server_id,
+            &config.upstream,
+        )),
+    });
+    if config.max_upstream_processes == 0 {
+        return Err(ProxyError::Config(
+            "max-upstream-processes: 0; give at least 1 (each HTTP session runs its own upstream process)".into(),
+        ));
+    }
     Ok(Arc::new(Shared {
         gate,
         upstream,
         fixed,
         shown: Default::default(),
         single,
+        processes: Arc::new(tokio::sync::Semaphore::new(config.max_upstream_processes)),
+        max_processes: config.max_upstream_processes,
     }))
 }
 

@@ -4,9 +4,11 @@
 //! accepts the new definition (`toolgate proxy --server-id ID --pins FILE --repin
 //! TOOL`, after `--pins-status` showed the change).
 //!
-//! The pins are kept in a local JSON file per proxy (`--pins`), not in the server's
-//! store: proxies sharing one upstream share pins only by sharing the file. Entries
-//! are keyed by team and upstream identity (`<team> <server-id> <command or URL>`).
+//! This is the local form: a JSON file per proxy (`--pins`), for a proxy without the
+//! server's pin API; proxies share these pins only by sharing the file. `--pin-tools`
+//! keeps them in the server's store instead (`gate.rs`, the server's `PinService`).
+//! Entries are keyed by team and upstream identity (`<team> <server-id> <command or
+//! URL>`); the canonical form and the diff are the core's, as the server's are.
 
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
@@ -15,6 +17,9 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// The diff an admin reviews: the core's, as the server shows it.
+pub use toolgate_core::pins::diff;
 
 /// The largest pin file read; a larger one is refused (and nothing is shown).
 pub const MAX_PIN_FILE_BYTES: usize = 16 * 1024 * 1024;
@@ -52,30 +57,19 @@ pub struct Pins {
     lock: Mutex<()>,
 }
 
-/// The pinned form of a tool: name, description and input schema, keys sorted.
+/// The pinned form of a tool (the core's canonical definition, as the server pins it).
 pub fn definition(tool: &Tool) -> Value {
-    let schema = Value::Object((*tool.input_schema).clone());
-    sorted(&serde_json::json!({
-        "name": tool.name,
-        "description": tool.description,
-        "inputSchema": schema,
-    }))
-}
-
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let by_key: BTreeMap<&String, Value> =
-                map.iter().map(|(k, v)| (k, sorted(v))).collect();
-            Value::Object(by_key.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
+    toolgate_core::pins::definition(
+        &tool.name,
+        tool.description.as_deref(),
+        &Value::Object((*tool.input_schema).clone()),
+    )
 }
 
 fn digest(definition: &Value) -> String {
-    hex::encode(Sha256::digest(definition.to_string().as_bytes()))
+    hex::encode(Sha256::digest(
+        toolgate_core::pins::canonical_text(definition).as_bytes(),
+    ))
 }
 
 impl PinFile {
@@ -234,39 +228,6 @@ impl Pins {
     }
 }
 
-/// The lines of a plain diff of two definitions, pretty-printed: `-` old, `+` new.
-pub fn diff(old: &Value, new: &Value) -> Vec<String> {
-    let old = serde_json::to_string_pretty(old).unwrap_or_default();
-    let new = serde_json::to_string_pretty(new).unwrap_or_default();
-    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
-    // longest common subsequence, small inputs (one tool's definition)
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            out.push(format!("  {}", a[i]));
-            i += 1;
-            j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push(format!("+ {}", b[j]));
-            j += 1;
-        } else {
-            out.push(format!("- {}", a[i]));
-            i += 1;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,7 +305,7 @@ mod tests {
     fn key_order_does_not_change_the_hash() {
         let a = serde_json::json!({"b": 1, "a": {"y": 2, "x": 3}});
         let b = serde_json::json!({"a": {"x": 3, "y": 2}, "b": 1});
-        assert_eq!(digest(&sorted(&a)), digest(&sorted(&b)));
+        assert_eq!(digest(&a), digest(&b));
     }
 
     #[test]

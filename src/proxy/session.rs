@@ -45,6 +45,10 @@ pub struct Shared {
     /// initialized (that connection is the client's own).
     /// None: not yet; Some(None): a client without a session (2026-07-28).
     pub single: Option<tokio::sync::watch::Sender<Option<Option<Downstream>>>>,
+    /// Places for the upstream processes sessions run (HTTP, a command upstream: one
+    /// per session), and how many there are.
+    pub processes: Arc<tokio::sync::Semaphore>,
+    pub max_processes: usize,
 }
 
 /// How long a listed tool counts as shown to its principal.
@@ -76,12 +80,17 @@ pub struct Session {
     who: Arc<OnceLock<Who>>,
     /// Set by `initialize`: what the session's own upstream connection relays to.
     down: Arc<OnceLock<Downstream>>,
-    /// The session's own upstream connection, (re)opened on demand.
-    own: Arc<tokio::sync::Mutex<Option<Own>>>,
+    /// The session's own upstream connection, (re)opened on demand, with its place
+    /// among the proxy's upstream processes (none for a URL upstream).
+    own: Arc<tokio::sync::Mutex<Option<OwnConnection>>>,
     /// What the client set upstream, set again on a reopened connection.
     level: Arc<Mutex<Option<LoggingLevel>>>,
     subscribed: Arc<Mutex<BTreeSet<String>>>,
 }
+
+/// A session's own connection and its place among the proxy's upstream processes
+/// (none for a URL upstream), given back when dropped.
+type OwnConnection = (Own, Option<tokio::sync::OwnedSemaphorePermit>);
 
 /// The upstream a request goes to, with what its relaying needs.
 struct Route {
@@ -130,7 +139,7 @@ impl Session {
             }
         };
         let mut own = self.own.lock().await;
-        if let Some(running) = own.as_ref()
+        if let Some((running, _)) = own.as_ref()
             && !running.is_transport_closed()
         {
             return Ok(Route {
@@ -138,7 +147,25 @@ impl Session {
                 down: Some(down.clone()),
             });
         }
+        // a closed connection's process has ended: its place is free again
+        *own = None;
         let server = self.shared.gate.server_id().to_owned();
+        let place = match self.shared.upstream.target() {
+            super::Target::Command(_) => Some(
+                Arc::clone(&self.shared.processes)
+                    .try_acquire_owned()
+                    .map_err(|_| {
+                        ErrorData::internal_error(
+                            format!(
+                                "upstream server {server}: this proxy already runs {} upstream processes, one per MCP session, its most (--max-upstream-processes): end idle sessions or raise the limit",
+                                self.shared.max_processes
+                            ),
+                            None,
+                        )
+                    })?,
+            ),
+            super::Target::Url(_) => None,
+        };
         let opened = tokio::time::timeout(
             READY_WAIT,
             relay::open(self.shared.upstream.target(), down.clone()),
@@ -164,7 +191,7 @@ impl Session {
         for uri in subscribed {
             let _ = peer.subscribe(SubscribeRequestParams::new(uri)).await;
         }
-        *own = Some(opened);
+        *own = Some((opened, place));
         Ok(Route {
             peer,
             down: Some(down.clone()),
@@ -472,16 +499,16 @@ impl ServerHandler for Session {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
-        // a tool whose definition changed since it was pinned asks, whatever else allows it
-        let decision = if decision.outcome != Outcome::Deny
-            && self.shared.gate.changed_since_pinned(&who.team, &tool)
-        {
+        // a tool its pin holds back asks, whatever else allows it
+        let held = match decision.outcome {
+            Outcome::Deny => None,
+            _ => self.shared.gate.held(&who.team, &tool),
+        };
+        let decision = if let Some(held) = held {
             RemoteDecision {
                 outcome: Outcome::Ask,
-                reason: "TOOL_CHANGED".into(),
-                message: format!(
-                    "the definition of {server}:{tool} changed since it was pinned; an admin reviews the change (toolgate proxy --server-id {server} --pins FILE --pins-status) and accepts it (--repin {tool})"
-                ),
+                reason: held.reason().into(),
+                message: held_message(held, &server, &tool, self.shared.gate.pins_on_server()),
                 revision: decision.revision,
                 approval: None,
                 stays_inside: Vec::new(),
@@ -737,5 +764,28 @@ impl Session {
                 approval_text(server, tool, decision)
             )),
         }
+    }
+}
+
+/// What the user is told about a call its tool's pin holds back, and what an admin does.
+fn held_message(held: super::gate::Held, server: &str, tool: &str, on_server: bool) -> String {
+    use super::gate::Held;
+    let what = match held {
+        Held::Changed => format!("the definition of {server}:{tool} changed since it was pinned"),
+        Held::NotPinned => {
+            format!("{server}:{tool} is not pinned yet, and only an admin pins it first")
+        }
+        Held::Flagged => format!(
+            "the description of {server}:{tool} was flagged, and the team hides flagged tools until an admin reviews them"
+        ),
+    };
+    if on_server {
+        format!(
+            "{what}; an admin reviews it (toolgate pins list --server-id {server}) and accepts it (toolgate pins accept --server-id {server} {tool})"
+        )
+    } else {
+        format!(
+            "{what}; an admin reviews the change (toolgate proxy --server-id {server} --pins FILE --pins-status) and accepts it (--repin {tool})"
+        )
     }
 }

@@ -159,6 +159,7 @@ async fn start_proxy(server: &TestServer, upstream: proxy::Target) -> (String, i
         http: Default::default(),
         pins: None,
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     };

@@ -137,6 +137,7 @@ fn config(server: &TestServer) -> proxy::ProxyConfig {
         http: Default::default(),
         pins: None,
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
     }
@@ -499,12 +500,15 @@ fn toolgate_cli(args: &[&str]) -> String {
     text
 }
 
-#[tokio::test]
-async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
-    if !python_has_mcp() {
-        return;
-    }
-    let (server, _dir) = start().await;
+type PinClient = rmcp::service::RunningService<RoleClient, Announced>;
+
+/// Alice's proxy, pinning as `pins` says, in front of the lying upstream: its tools
+/// are pinned and run, then it rewrites `weather`'s description, which the proxy
+/// hides and whose call asks. The client and its list-change notices.
+async fn rug_pulled(
+    server: &TestServer,
+    pins: proxy::Pinning,
+) -> (PinClient, mpsc::UnboundedReceiver<()>) {
     server
         .set_controls(pb::AutoRunControls {
             enabled: true,
@@ -513,11 +517,9 @@ async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
         })
         .await;
     server.yolo("alice").await;
-    let pins_dir = tempfile::tempdir().unwrap();
-    let pin_file = pins_dir.path().join("pins.json");
-    let mut config = config(&server);
+    let mut config = config(server);
     config.server_id = "pin".into();
-    config.pins = Some(pin_file.clone());
+    config.pins = Some(pins);
     config.upstream = proxy::Target::Command(vec![
         "python3".into(),
         format!(
@@ -537,11 +539,7 @@ async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
 
     // first seen: pinned, shown, run
     assert_eq!(tool_names(&peer).await, ["flip", "weather"]);
-    let city = serde_json::json!({"city": "Oslo"});
-    assert_eq!(
-        text(&call(&peer, "weather", city.clone()).await),
-        "sunny in Oslo"
-    );
+    assert_eq!(text(&call(&peer, "weather", oslo()).await), "sunny in Oslo");
 
     // the upstream rewrites the description: hidden, and its call asks
     assert_eq!(
@@ -549,13 +547,37 @@ async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
         "flipped"
     );
     listed_as(&peer, &mut changes, &["flip"]).await;
-    let asked = call(&peer, "weather", city.clone()).await;
+    let asked = call(&peer, "weather", oslo()).await;
     assert_eq!(asked.is_error, Some(true));
     let said = text(&asked);
     assert!(
         said.contains("pin:weather needs approval (TOOL_CHANGED)"),
         "{said}"
     );
+    (client, changes)
+}
+
+fn oslo() -> serde_json::Value {
+    serde_json::json!({"city": "Oslo"})
+}
+
+/// Once re-pinned, the tool is listed again and runs.
+async fn runs_again(client: &PinClient, changes: &mut mpsc::UnboundedReceiver<()>) {
+    let peer = client.peer();
+    listed_as(peer, changes, &["flip", "weather"]).await;
+    let ran = call(peer, "weather", oslo()).await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+}
+
+#[tokio::test]
+async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    let pins_dir = tempfile::tempdir().unwrap();
+    let pin_file = pins_dir.path().join("pins.json");
+    let (client, mut changes) = rug_pulled(&server, proxy::Pinning::File(pin_file.clone())).await;
 
     // the admin sees the change, then accepts it
     let pins = pin_file.to_str().unwrap();
@@ -593,9 +615,144 @@ async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
         "weather",
     ]);
     assert!(repinned.contains("re-pinned acme pin"), "{repinned}");
-    listed_as(&peer, &mut changes, &["flip", "weather"]).await;
-    let ran = call(&peer, "weather", city).await;
-    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+    runs_again(&client, &mut changes).await;
     client.cancel().await.ok();
+    server.stop().await;
+}
+
+/// The same rug pull with the pins in the server's store: the admin reviews the
+/// change with its diff and flags (`toolgate pins list`), accepts it (`toolgate pins
+/// accept`), and the proxy shows the tool again on the server's word.
+// the CLI runs as a blocking child process against this process's server: a second
+// worker keeps the server answering meanwhile
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_pinned_in_the_store_is_held_until_an_admin_accepts_the_change() {
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    let (client, mut changes) = rug_pulled(&server, proxy::Pinning::Server).await;
+    let url = format!("http://{}", server.addr);
+    let admin = |args: &[&str]| {
+        let mut all = vec!["--server", url.as_str(), "--token", "admin-token"];
+        all.extend_from_slice(args);
+        toolgate_cli(&all)
+    };
+    let listed = admin(&[
+        "pins",
+        "list",
+        "--team",
+        TEAM,
+        "--server-id",
+        "pin",
+        "--changed",
+    ]);
+    assert!(listed.contains("pin:weather  CHANGED"), "{listed}");
+    assert!(!listed.contains("pin:flip"), "{listed}");
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.trim_start().starts_with("+ ") && l.contains("<IMPORTANT>")),
+        "{listed}"
+    );
+    assert!(
+        listed.lines().any(
+            |l| l.trim_start().starts_with("- ") && l.contains("Gets the weather of a city.\"")
+        ),
+        "{listed}"
+    );
+    for kind in ["hidden-tag", "sensitive-files"] {
+        assert!(
+            listed.contains(&format!("flagged: {kind} in description")),
+            "{listed}"
+        );
+    }
+    // a member may not accept
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["--server", &url, "--token", "alice-token"])
+        .args([
+            "pins",
+            "accept",
+            "--team",
+            TEAM,
+            "--server-id",
+            "pin",
+            "weather",
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let accepted = admin(&[
+        "pins",
+        "accept",
+        "--team",
+        TEAM,
+        "--server-id",
+        "pin",
+        "weather",
+    ]);
+    assert!(accepted.contains("accepted pin:weather"), "{accepted}");
+    runs_again(&client, &mut changes).await;
+    client.cancel().await.ok();
+    server.stop().await;
+}
+
+/// Over HTTP each MCP session runs its own upstream process: past the proxy's
+/// `--max-upstream-processes`, a session's call gets an error naming the limit,
+/// while the sessions within it run.
+#[tokio::test]
+async fn upstream_processes_past_the_cap_are_refused_with_the_reason() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    if !python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    policy(&server, &[]).await;
+    server.yolo("alice").await;
+    let mut config = config(&server);
+    config.max_upstream_processes = 1;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let proxy = tokio::spawn(proxy::run_http(config, listener, async {
+        let _ = stopped.await;
+    }));
+    let open = || async {
+        let transport = StreamableHttpClientTransport::from_config(
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url.as_str(),
+            ),
+        );
+        let (tx, _) = mpsc::unbounded_channel();
+        tokio::time::timeout(DEADLINE, Announced(tx).serve(transport))
+            .await
+            .expect("initialize in time")
+            .expect("initialize")
+    };
+    let first = open().await;
+    ready(first.peer()).await;
+    let ran = call(first.peer(), "test_simple_text", serde_json::json!({})).await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+
+    let second = open().await;
+    let params = CallToolRequestParams::new("test_simple_text".to_owned());
+    let refused = tokio::time::timeout(DEADLINE, second.peer().call_tool(params))
+        .await
+        .expect("answered in time");
+    let said = match refused {
+        Ok(result) => text(&result),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        said.contains("--max-upstream-processes") && said.contains("runs 1 upstream"),
+        "{said}"
+    );
+    // the first session still runs
+    let ran = call(first.peer(), "test_simple_text", serde_json::json!({})).await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+    first.cancel().await.ok();
+    second.cancel().await.ok();
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(DEADLINE, proxy).await;
     server.stop().await;
 }

@@ -46,6 +46,7 @@ mod matcher_props;
 mod otlp;
 mod packaging;
 mod partition;
+mod pins;
 mod policy_file;
 mod policy_tests;
 mod policy_yaml;

@@ -237,6 +237,7 @@ async fn http(mode: &str) {
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());

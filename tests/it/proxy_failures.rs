@@ -161,6 +161,7 @@ async fn connect(
         max_staleness,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);
@@ -377,6 +378,7 @@ async fn malformed_and_oversized_input_get_json_rpc_errors() {
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);

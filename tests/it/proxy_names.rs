@@ -52,6 +52,7 @@ async fn a_lying_upstreams_names_are_hidden_and_refused() {
         max_staleness: Duration::ZERO,
         approvals: Default::default(),
         max_description_bytes: proxy::DEFAULT_MAX_DESCRIPTION_BYTES,
+        max_upstream_processes: proxy::DEFAULT_MAX_UPSTREAM_PROCESSES,
     };
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);

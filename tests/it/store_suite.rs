@@ -613,6 +613,187 @@ async fn approvals_answer_once_and_grants_end_exactly(reopen: Reopen) {
     );
 }
 
+/// Tool pins: first sight pins (once, whoever races), a different definition is noted
+/// once and waits for an admin, acceptance needs the reviewed hash, pins set ahead
+/// replace, settings default to trust on first use; every write audited.
+async fn tool_pins_first_sight_change_and_acceptance(reopen: Reopen) {
+    use toolgate::store::{PinSettings, PinWrite, SeenTool};
+    let store = reopen(100).await;
+    let seen = |tool: &str, sha: &str| SeenTool {
+        tool: tool.into(),
+        sha256: sha.into(),
+        definition: format!("{{\"name\":\"{tool}\",\"v\":\"{sha}\"}}"),
+    };
+    let member = PinWrite::Seen {
+        pin_first: true,
+        reviewed: false,
+    };
+    let (pins, wrote) = store
+        .write_pins(
+            "t",
+            "gh",
+            &[seen("a", "1"), seen("b", "1")],
+            member,
+            "alice",
+        )
+        .await
+        .unwrap();
+    assert!(wrote);
+    assert_eq!(pins.len(), 2);
+    assert_eq!(
+        (
+            pins[0].pinned.sha256.as_str(),
+            pins[0].reviewed,
+            pins[0].pinned.by.as_str()
+        ),
+        ("1", false, "alice")
+    );
+    // seen again, the same: nothing written
+    let (_, wrote) = store
+        .write_pins("t", "gh", &[seen("a", "1")], member, "bob")
+        .await
+        .unwrap();
+    assert!(!wrote);
+    // a caller that may not pin first: a new tool stays unpinned
+    let (pins, wrote) = store
+        .write_pins(
+            "t",
+            "gh",
+            &[seen("c", "1")],
+            PinWrite::Seen {
+                pin_first: false,
+                reviewed: false,
+            },
+            "bob",
+        )
+        .await
+        .unwrap();
+    assert!(pins.is_empty() && !wrote);
+    // a change is noted once; a second different one waits behind it
+    let (pins, wrote) = store
+        .write_pins("t", "gh", &[seen("a", "2")], member, "bob")
+        .await
+        .unwrap();
+    assert!(wrote);
+    let changed = pins[0].changed.as_ref().unwrap();
+    assert_eq!((changed.sha256.as_str(), changed.by.as_str()), ("2", "bob"));
+    assert_eq!(pins[0].pinned.sha256, "1");
+    let (pins, wrote) = store
+        .write_pins("t", "gh", &[seen("a", "3")], member, "carol")
+        .await
+        .unwrap();
+    assert!(!wrote);
+    assert_eq!(pins[0].changed.as_ref().unwrap().sha256, "2");
+    // other teams and servers are apart
+    assert!(
+        store
+            .list_pins("u", None, false, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .list_pins("t", Some("gl"), false, 10)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
+    let changed_only = store.list_pins("t", None, true, 10).await.unwrap();
+    assert_eq!(changed_only.len(), 1);
+    assert_eq!(changed_only[0].tool, "a");
+    // acceptance names the hash reviewed: another is refused, changing nothing
+    assert!(
+        store
+            .accept_pin("t", "gh", "a", "3", "admin")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let accepted = store
+        .accept_pin("t", "gh", "a", "2", "admin")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            accepted.pinned.sha256.as_str(),
+            accepted.reviewed,
+            accepted.changed.is_none()
+        ),
+        ("2", true, true)
+    );
+    // the pinned one marked reviewed
+    let b = store
+        .accept_pin("t", "gh", "b", "1", "admin")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(b.reviewed && b.changed.is_none());
+    // set ahead: replaces, reviewed
+    let (pins, _) = store
+        .write_pins(
+            "t",
+            "gh",
+            &[seen("a", "9"), seen("d", "9")],
+            PinWrite::Set,
+            "admin",
+        )
+        .await
+        .unwrap();
+    assert!(pins.iter().all(|p| p.pinned.sha256 == "9" && p.reviewed));
+    let all: Vec<String> = store
+        .list_pins("t", Some("gh"), false, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.tool)
+        .collect();
+    assert_eq!(all, ["a", "b", "d"]);
+    // settings
+    assert_eq!(
+        store.get_pin_settings("t").await.unwrap(),
+        PinSettings::default()
+    );
+    let strict = PinSettings {
+        members_pin_first: false,
+        hide_flagged: true,
+    };
+    store.put_pin_settings("t", strict, "admin").await.unwrap();
+    assert_eq!(store.get_pin_settings("t").await.unwrap(), strict);
+    assert_eq!(
+        store.get_pin_settings("u").await.unwrap(),
+        PinSettings::default()
+    );
+    let kinds: Vec<String> = store
+        .list_audit(&AuditFilter {
+            team_id: Some("t".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    for kind in [
+        "tool_pinned",
+        "tool_changed",
+        "tool_repinned",
+        "pin_settings_updated",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");
+    }
+    // kept across a reopen
+    drop(store);
+    let store = reopen(100).await;
+    assert_eq!(
+        store.list_pins("t", None, false, 10).await.unwrap().len(),
+        3
+    );
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite_backend {
@@ -643,6 +824,7 @@ suite!(
     session_quotas_count_and_survive,
     issued_tokens_create_list_revoke,
     approvals_answer_once_and_grants_end_exactly,
+    tool_pins_first_sight_change_and_acceptance,
 );
 
 /// A PostgreSQL database made before quotas were counted per user opens: its quota
@@ -669,6 +851,8 @@ async fn postgres_old_quota_table_is_migrated() {
          DROP TABLE decision_ids;
          DROP TABLE approvals;
          DROP TABLE approval_grants;
+         DROP TABLE tool_pins;
+         DROP TABLE pin_settings;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)
@@ -706,6 +890,8 @@ async fn postgres_decision_rows_move_into_blocks() {
              subject_sha256 TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
              matched_entry TEXT NOT NULL, revision BIGINT NOT NULL);
          CREATE INDEX decisions_team_at ON decisions (team_id, at, id);
+         DROP TABLE tool_pins;
+         DROP TABLE pin_settings;
          DELETE FROM toolgate_schema WHERE version > 7;",
     )
     .execute(&pool)

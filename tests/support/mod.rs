@@ -129,6 +129,16 @@ impl TestServer {
         PolicyServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
+    pub fn pins(
+        &self,
+        token: &str,
+    ) -> pb::pin_service_client::PinServiceClient<InterceptedService<Channel, Auth>> {
+        pb::pin_service_client::PinServiceClient::with_interceptor(
+            self.channel.clone(),
+            Auth::new(token),
+        )
+    }
+
     pub fn tokens(&self, token: &str) -> TokenServiceClient<InterceptedService<Channel, Auth>> {
         TokenServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }

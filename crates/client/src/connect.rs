@@ -207,6 +207,14 @@ impl Client {
         )
     }
 
+    /// The pin service, for the gateway and `toolgate pins`.
+    pub fn pin_service(&self) -> pb::pin_service_client::PinServiceClient<Authed> {
+        pb::pin_service_client::PinServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
     /// The user settings service, for the CLI commands that still build protobuf
     /// requests.
     pub fn user_settings_service(

@@ -4,13 +4,14 @@
 //!
 //! The rooms: where the server is, TLS and the token in `connect`, the calls and
 //! their conversions in `calls`, the decision log's service in `decisions`, signing in
-//! with an identity provider in `oidc`.
+//! with an identity provider in `oidc`, the gateway's tool pins in `pins`.
 
 mod approvals;
 mod calls;
 mod connect;
 mod decisions;
 pub mod oidc;
+mod pins;
 
 use toolgate_core::policy;
 use toolgate_proto as proto;
@@ -18,6 +19,7 @@ use toolgate_proto as proto;
 pub use approvals::{ApprovalAsk, ApprovalTicket};
 pub use calls::PolicyWatch;
 pub use connect::{Authed, Bearer, ClientConfig, TlsOptions};
+pub use pins::{PinCheck, PinStatus, PinWatch, ToolDefinition};
 
 use crate::policy::{AdminControls, Outcome, UserSettings};
 use tonic::transport::Channel;

@@ -4,9 +4,9 @@
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
 use crate::grpc::{
-    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PolicyRouter,
-    PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer, UserSettingsServiceServer,
-    auth_interceptor, sign_in_interceptor,
+    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PinServiceServer,
+    PolicyRouter, PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer,
+    UserSettingsServiceServer, auth_interceptor, sign_in_interceptor,
 };
 use crate::hub::Hub;
 use crate::service::Service;
@@ -810,6 +810,10 @@ pub async fn run(
         ))
         .add_service(InterceptedService::new(
             ApprovalServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            PinServiceServer::new(api.clone()).max_decoding_message_size(limit),
             intercept.clone(),
         ))
         .add_service(InterceptedService::new(

@@ -108,7 +108,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Wat
 }
 
 /// The audit trail's kinds as the store writes them, beside their enum values.
-const AUDIT_KINDS: [(pb::AuditEventKind, &str); 15] = [
+const AUDIT_KINDS: [(pb::AuditEventKind, &str); 19] = [
     (
         pb::AuditEventKind::AdminSettingsUpdated,
         "admin_settings_updated",
@@ -159,6 +159,22 @@ const AUDIT_KINDS: [(pb::AuditEventKind, &str); 15] = [
     (
         pb::AuditEventKind::DecisionsShed,
         crate::service::AUDIT_DECISIONS_SHED,
+    ),
+    (
+        pb::AuditEventKind::ToolPinned,
+        crate::service::AUDIT_TOOL_PINNED,
+    ),
+    (
+        pb::AuditEventKind::ToolChanged,
+        crate::service::AUDIT_TOOL_CHANGED,
+    ),
+    (
+        pb::AuditEventKind::ToolRepinned,
+        crate::service::AUDIT_TOOL_REPINNED,
+    ),
+    (
+        pb::AuditEventKind::PinSettingsUpdated,
+        crate::service::AUDIT_PIN_SETTINGS_UPDATED,
     ),
 ];
 

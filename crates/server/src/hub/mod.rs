@@ -166,7 +166,12 @@ pub struct Hub {
     approvals: tokio::sync::broadcast::Sender<ApprovalsChanged>,
     /// Decision-log records other replicas committed, for this one's watchers.
     decisions: tokio::sync::broadcast::Sender<DecisionsCommitted>,
+    /// Which team's tool pins changed, here or on another replica: `WatchPins`.
+    pins: tokio::sync::broadcast::Sender<PinsChanged>,
 }
+
+/// Word that a team's tool pins or pin settings changed (the shape of approvals').
+pub type PinsChanged = ApprovalsChanged;
 
 /// Word that approval requests changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,7 +290,18 @@ impl Hub {
             tokens_stale: std::sync::atomic::AtomicBool::new(false),
             approvals: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
             decisions: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
+            pins: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
         }
+    }
+
+    /// Tells this replica's pin watchers that `team`'s pins changed.
+    pub fn pins_changed(&self, team: &str) {
+        // no receiver is not an error: no gateway is watching
+        let _ = self.pins.send(PinsChanged::Team(Arc::from(team)));
+    }
+
+    pub fn pin_notices(&self) -> tokio::sync::broadcast::Receiver<PinsChanged> {
+        self.pins.subscribe()
     }
 
     /// Tells this replica's approval watchers and waiters that `team`'s changed.
@@ -627,6 +643,7 @@ impl Hub {
             }
             if matches!(notice, Notice::Reconnected) {
                 let _ = self.approvals.send(ApprovalsChanged::All);
+                let _ = self.pins.send(PinsChanged::All);
                 let _ = self.decisions.send(DecisionsCommitted::Missed);
             }
             let teams: Vec<String> = match notice {
@@ -634,6 +651,10 @@ impl Hub {
                 Notice::Team(team) if self.teams.contains_key(&team) => vec![team],
                 Notice::Approvals(team) => {
                     self.approvals_changed(&team);
+                    continue;
+                }
+                Notice::Pins(team) => {
+                    self.pins_changed(&team);
                     continue;
                 }
                 Notice::Decisions { first, last } => {

@@ -15,6 +15,7 @@ mod decide;
 mod decisions;
 mod deny_journal;
 mod export;
+mod pins;
 mod principal;
 mod roles;
 mod settings;
@@ -29,6 +30,10 @@ pub use crate::store::IssuedToken;
 pub use crate::store::{
     AUDIT_APPROVAL_ABANDONED, AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED,
     AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+};
+pub use crate::store::{
+    AUDIT_PIN_SETTINGS_UPDATED, AUDIT_TOOL_CHANGED, AUDIT_TOOL_PINNED, AUDIT_TOOL_REPINNED,
+    PinSettings,
 };
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use crate::store::{NewDecision, StoredDecision};
@@ -45,6 +50,9 @@ pub use decisions::{
 };
 pub use deny_journal::{DenyJournal, JournalError};
 pub use export::{AUDIT_EVENT, DECISION_EVENT, Exporter, SPILL_DIR as OTLP_SPILL_DIR};
+pub use pins::{
+    DefinitionView, MAX_TOOLS_PER_CALL, PinState, PinView, PinsEvent, ToolCheck, ToolSeen, pin_hash,
+};
 pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;

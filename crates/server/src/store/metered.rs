@@ -174,6 +174,67 @@ impl Store for Metered<dyn Store> {
         observed("active_tokens", self.0.active_tokens(now_ms)).await
     }
 
+    async fn write_pins(
+        &self,
+        team_id: &str,
+        server: &str,
+        tools: &[SeenTool],
+        how: PinWrite,
+        actor: &str,
+    ) -> Result<(Vec<StoredPin>, bool), StoreError> {
+        observed(
+            "write_pins",
+            self.0.write_pins(team_id, server, tools, how, actor),
+        )
+        .await
+    }
+
+    async fn accept_pin(
+        &self,
+        team_id: &str,
+        server: &str,
+        tool: &str,
+        sha256: &str,
+        actor: &str,
+    ) -> Result<Option<StoredPin>, StoreError> {
+        observed(
+            "accept_pin",
+            self.0.accept_pin(team_id, server, tool, sha256, actor),
+        )
+        .await
+    }
+
+    async fn list_pins(
+        &self,
+        team_id: &str,
+        server: Option<&str>,
+        changed_only: bool,
+        limit: u32,
+    ) -> Result<Vec<StoredPin>, StoreError> {
+        observed(
+            "list_pins",
+            self.0.list_pins(team_id, server, changed_only, limit),
+        )
+        .await
+    }
+
+    async fn get_pin_settings(&self, team_id: &str) -> Result<PinSettings, StoreError> {
+        observed("get_pin_settings", self.0.get_pin_settings(team_id)).await
+    }
+
+    async fn put_pin_settings(
+        &self,
+        team_id: &str,
+        settings: PinSettings,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        observed(
+            "put_pin_settings",
+            self.0.put_pin_settings(team_id, settings, actor),
+        )
+        .await
+    }
+
     async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
         observed("create_approval", self.0.create_approval(approval)).await
     }

@@ -12,6 +12,7 @@ mod backend;
 mod decisions;
 mod errors;
 mod metered;
+mod pins;
 mod postgres;
 mod reserve;
 mod rows;
@@ -31,6 +32,10 @@ pub use decisions::{
     Retention, StoredDecision, TEXT_COUNT,
 };
 pub use metered::Metered;
+pub use pins::{
+    AUDIT_PIN_SETTINGS_UPDATED, AUDIT_TOOL_CHANGED, AUDIT_TOOL_PINNED, AUDIT_TOOL_REPINNED,
+    PINS_NOTICE_PREFIX, PinSettings, PinWrite, PinnedText, SeenTool, StoredPin,
+};
 pub use postgres::{DEFAULT_HEARTBEAT, NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use reserve::{DiskReserve, RESERVE_FILE};
 pub use sql::SqlStore;
@@ -180,6 +185,8 @@ pub enum Notice {
     Tokens,
     /// The team's approval requests changed (one was created or answered).
     Approvals(String),
+    /// The team's tool pins or pin settings changed.
+    Pins(String),
     /// Another replica committed decision-log records with ids `first..=last` (its
     /// writers are serialised, so one commit's records are the whole range).
     Decisions { first: u64, last: u64 },
@@ -395,6 +402,64 @@ pub trait Store: Send + Sync + 'static {
         _now_ms: i64,
     ) -> Result<Option<(String, i64)>, StoreError> {
         Ok(None)
+    }
+
+    /// Writes pins of `team`'s `server` (see [`PinWrite`]), audited and announced;
+    /// the pins of `tools` after it, in their order (a tool left unpinned is left out),
+    /// and whether anything was written (and announced).
+    async fn write_pins(
+        &self,
+        _team_id: &str,
+        _server: &str,
+        _tools: &[SeenTool],
+        _how: PinWrite,
+        _actor: &str,
+    ) -> Result<(Vec<StoredPin>, bool), StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no tool pins".into(),
+        ))
+    }
+
+    /// Accepts the definition hashed `sha256` (the changed one, or the pinned one as
+    /// reviewed); `None` when the tool has no definition with that hash.
+    async fn accept_pin(
+        &self,
+        _team_id: &str,
+        _server: &str,
+        _tool: &str,
+        _sha256: &str,
+        _actor: &str,
+    ) -> Result<Option<StoredPin>, StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no tool pins".into(),
+        ))
+    }
+
+    /// A team's pins (of one server or all), by server and tool, at most `limit`.
+    async fn list_pins(
+        &self,
+        _team_id: &str,
+        _server: Option<&str>,
+        _changed_only: bool,
+        _limit: u32,
+    ) -> Result<Vec<StoredPin>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    async fn get_pin_settings(&self, _team_id: &str) -> Result<PinSettings, StoreError> {
+        Ok(PinSettings::default())
+    }
+
+    /// Replaces a team's pin settings, audited and announced.
+    async fn put_pin_settings(
+        &self,
+        _team_id: &str,
+        _settings: PinSettings,
+        _actor: &str,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no tool pins".into(),
+        ))
     }
 
     /// Commits made by other processes, for backends shared between replicas;

@@ -284,6 +284,10 @@ impl Backend for PostgresBackend {
                         let team = &n.payload()[super::APPROVALS_NOTICE_PREFIX.len_utf8()..];
                         yield Notice::Approvals(team.to_owned());
                     }
+                    Ok(Some(n)) if n.payload().starts_with(super::PINS_NOTICE_PREFIX) => {
+                        let team = &n.payload()[super::PINS_NOTICE_PREFIX.len_utf8()..];
+                        yield Notice::Pins(team.to_owned());
+                    }
                     Ok(Some(n)) if n.payload().starts_with(super::DECISIONS_NOTICE_PREFIX) => {
                         let notice = &n.payload()[super::DECISIONS_NOTICE_PREFIX.len_utf8()..];
                         match decisions_notice(notice) {

@@ -195,6 +195,32 @@ ALTER TABLE decision_blocks ADD COLUMN deny {int} NOT NULL DEFAULT 2;
 CREATE INDEX IF NOT EXISTS decision_blocks_deny ON decision_blocks (deny, max_at);
 CREATE INDEX IF NOT EXISTS audit_kind_at ON audit (kind, at);
 ",
+    // tool pins (store/pins.rs): per team, MCP server and tool, the pinned definition
+    // and the changed one a gateway saw since; and each team's pin settings
+    r"
+CREATE TABLE tool_pins (
+    team_id TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    definition TEXT NOT NULL,
+    reviewed {int} NOT NULL,
+    pinned_at {int} NOT NULL,
+    pinned_by TEXT NOT NULL,
+    changed_sha256 TEXT,
+    changed_definition TEXT,
+    changed_at {int},
+    changed_by TEXT,
+    PRIMARY KEY (team_id, server, tool)
+);
+CREATE TABLE pin_settings (
+    team_id TEXT PRIMARY KEY,
+    members_pin_first {int} NOT NULL,
+    hide_flagged {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    updated_by TEXT NOT NULL
+);
+",
 ];
 
 /// A dialect's words for the schema's placeholders.

@@ -596,6 +596,54 @@ where
             .await
     }
 
+    async fn write_pins(
+        &self,
+        team_id: &str,
+        server: &str,
+        tools: &[super::SeenTool],
+        how: super::PinWrite,
+        actor: &str,
+    ) -> Result<(Vec<super::StoredPin>, bool), StoreError> {
+        self.write_pin_rows(team_id, server, tools, how, actor)
+            .await
+    }
+
+    async fn accept_pin(
+        &self,
+        team_id: &str,
+        server: &str,
+        tool: &str,
+        sha256: &str,
+        actor: &str,
+    ) -> Result<Option<super::StoredPin>, StoreError> {
+        self.on_the_reserve(|| self.accept_pin_row(team_id, server, tool, sha256, actor))
+            .await
+    }
+
+    async fn list_pins(
+        &self,
+        team_id: &str,
+        server: Option<&str>,
+        changed_only: bool,
+        limit: u32,
+    ) -> Result<Vec<super::StoredPin>, StoreError> {
+        self.select_pins(team_id, server, changed_only, limit).await
+    }
+
+    async fn get_pin_settings(&self, team_id: &str) -> Result<super::PinSettings, StoreError> {
+        self.select_pin_settings(team_id).await
+    }
+
+    async fn put_pin_settings(
+        &self,
+        team_id: &str,
+        settings: super::PinSettings,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        self.on_the_reserve(|| self.upsert_pin_settings(team_id, settings, actor))
+            .await
+    }
+
     async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
         self.backend.notices().await
     }
