@@ -24,6 +24,7 @@ mod login_sso;
 mod output;
 pub mod profile;
 mod proxy;
+mod sign_ins;
 pub mod test;
 mod token;
 mod user;
@@ -45,6 +46,7 @@ use client::Clients;
 use decisions::decisions;
 use evaluate::evaluate;
 use group::group;
+use sign_ins::sign_ins;
 use token::token;
 use user::user;
 use watch::watch;
@@ -77,6 +79,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::Decisions(cmd) => decisions(&c, cmd).await,
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
         ClientCommand::Token(cmd) => token(&c, cmd).await,
+        ClientCommand::SignIns(cmd) => sign_ins(&c, cmd).await,
         ClientCommand::User(cmd) => user(&c, cmd).await,
         ClientCommand::Watch { team, user, after } => watch(&c, &team, &user, after).await,
     }

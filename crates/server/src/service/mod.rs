@@ -17,6 +17,7 @@ mod deny_journal;
 mod principal;
 mod roles;
 mod settings;
+mod sign_ins;
 mod tokens;
 mod watch;
 mod webhook;

@@ -174,6 +174,18 @@ impl Store for Metered<dyn Store> {
         observed("active_tokens", self.0.active_tokens(now_ms)).await
     }
 
+    async fn record_sign_in(&self, sign_in: &super::SignIn) -> Result<(), StoreError> {
+        observed("record_sign_in", self.0.record_sign_in(sign_in)).await
+    }
+
+    async fn list_sign_ins(
+        &self,
+        team_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<super::SignIn>, StoreError> {
+        observed("list_sign_ins", self.0.list_sign_ins(team_id, limit)).await
+    }
+
     async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
         observed("create_approval", self.0.create_approval(approval)).await
     }
