@@ -495,7 +495,8 @@ def run(base, folder, browser_dir):
         assert stored["autoRunControls"]["groups"]["contractors"]["denied"] == ["git push"], stored
         page.fill("#group-contractors", '{"denied": ["git push", "rm -rf"], "blocked": ["curl"]}')
         page.click("#group-contractors-save")
-        expect(page.locator("main .status.ok")).to_contain_text("Group policy contractors saved")
+        # the answer names the revision written: the one after the first save's
+        expect(page.locator("main .status.ok")).to_contain_text(f"saved at revision {int(stored['revision']) + 1}")
         stored = team_settings(base)
         assert stored["autoRunControls"]["groups"]["contractors"]["blocked"] == ["curl"], stored
         page.fill("#group-contractors", '{"mcpToolBlocklist": ["no-colon"]}')
