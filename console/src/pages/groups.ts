@@ -5,7 +5,7 @@
 
 import { ApiError, call, getTeamSettings, putTeamSettings } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
-import { cardTable, cell } from "../layout";
+import { cardTable, cell, labelled } from "../layout";
 import { session } from "../session";
 import { getTeamView, managedNote } from "../team";
 import type { TeamAdminSettings } from "../types";
@@ -120,10 +120,8 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
       },
     },
     h("h3", {}, "Add a group policy"),
-    h("label", { for: "new-group-name" }, "Group name"),
-    newName,
-    h("label", { for: "new-group-policy" }, "Policy (JSON: denied, blocked, allowed, mcpToolBlocklist, allowMode…)"),
-    newPolicy,
+    h("div", {}, labelled("Group name", newName)),
+    h("div", {}, labelled("Policy (JSON: denied, blocked, allowed, mcpToolBlocklist, allowMode…)", newPolicy)),
     h("div", { class: "actions" }, h("button", { type: "submit", class: "primary", id: "new-group-save" }, "Add")),
   );
 
