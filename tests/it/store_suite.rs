@@ -674,6 +674,7 @@ async fn postgres_old_quota_table_is_migrated() {
          DROP TABLE decision_ids;
          DROP TABLE approvals;
          DROP TABLE approval_grants;
+         DROP TABLE sign_ins;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)
@@ -711,6 +712,8 @@ async fn postgres_decision_rows_move_into_blocks() {
              subject_sha256 TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
              matched_entry TEXT NOT NULL, revision BIGINT NOT NULL);
          CREATE INDEX decisions_team_at ON decisions (team_id, at, id);
+         DROP TABLE sign_ins;
+         ALTER TABLE issued_tokens DROP COLUMN group_names;
          DELETE FROM toolgate_schema WHERE version > 7;",
     )
     .execute(&pool)
