@@ -12,6 +12,11 @@
 //! 10 and 1,000 allowed directories and forbidden-file globs, and a URL against 10
 //! and 1,000 allowed hosts and endpoints (roles only: `-- roles`).
 //!
+//! Then group policies (`-- groups`): a caller in none of a team's five groups
+//! against one in all five, each decision taking the team's controls for the
+//! caller's groups as the service does (the hub's cache of combinations), then
+//! naming its origin; an MCP call and a shell line.
+//!
 //! `cargo bench -p toolgate-benches --bench decision` (smoke run: `cargo bench -p toolgate-benches --bench decision -- --test`;
 //! shell decisions only: `cargo bench -p toolgate-benches --bench decision -- shell`)
 //!
@@ -534,6 +539,88 @@ fn bench_roles(c: &mut Criterion) {
     g.finish();
 }
 
+const GROUP_IDS: [&str; 4] = [
+    "groups_decide/0/mcp",
+    "groups_decide/5/mcp",
+    "groups_decide/0/shell",
+    "groups_decide/5/shell",
+];
+
+/// A team of 1,000 allowed prefixes and MCP entries with five group policies, as
+/// the hub holds it.
+fn grouped_team() -> toolgate::hub::CompiledTeam {
+    let group = |i: usize| toolgate::policy::groups::GroupControls {
+        denied: vec![format!("deploy{i}")],
+        blocked: vec![format!("curl{i}")],
+        mcp_tool_blocklist: vec![format!("evil{i}:*")],
+        allowed: Some(vec![format!("tool{i}")]),
+        mcp_tool_allowlist: Some(vec![format!("extra{i}:*")]),
+        ..Default::default()
+    };
+    let controls = AdminControls {
+        enabled: true,
+        allowed: (0..1_000)
+            .map(|i| format!("cmd{i}"))
+            .chain(["git status".to_owned(), "ls".to_owned()])
+            .collect(),
+        mcp_tool_allowlist: (0..1_000).map(|i| format!("server{i}:tool")).collect(),
+        groups: Box::new((0..5).map(|i| (format!("g{i}"), group(i))).collect()),
+        ..AdminControls::default()
+    };
+    toolgate::hub::CompiledTeam {
+        admin: CompiledAdmin::compile(&controls).unwrap(),
+        default_user: None,
+        groups: toolgate::hub::GroupCache::default(),
+    }
+}
+
+fn bench_groups(c: &mut Criterion) {
+    let mut g = c.benchmark_group("decision");
+    g.warm_up_time(Duration::from_secs(1))
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(2));
+    let team = grouped_team();
+    let user = CompiledUser::compile(&UserSettings {
+        use_yolo_mode: true,
+        ..UserSettings::default()
+    })
+    .unwrap();
+    let calls = [
+        (
+            "mcp",
+            Call::Mcp {
+                server: "server999".into(),
+                tool: "tool".into(),
+            },
+        ),
+        ("shell", Call::Shell("git status --short && ls -la".into())),
+    ];
+    let none: Vec<String> = Vec::new();
+    let five: Vec<String> = (0..5).map(|i| format!("g{i}")).collect();
+    for (case, call) in &calls {
+        for groups in [&none, &five] {
+            // the service's path: the combination for the caller's groups, the
+            // decision, its origin named
+            let decide_as = || {
+                let grouped = team.for_groups(groups).unwrap();
+                let admin = grouped.as_deref().map_or(&team.admin, |g| &g.compiled);
+                let mut d = decide(admin, &user, call);
+                if let Some(g) = &grouped {
+                    g.origins.name(admin, &user, call, groups, &mut d);
+                }
+                d
+            };
+            let d = decide_as();
+            assert_eq!(d.outcome, Outcome::Allow, "{case} in {groups:?}: {d:?}");
+            g.bench_function(
+                BenchmarkId::new(format!("groups_decide/{}", groups.len()), case),
+                |b| b.iter(|| black_box(decide_as())),
+            );
+        }
+    }
+    g.finish();
+}
+
 /// Whether the command line's filters all name `word`'s benchmarks.
 fn only(word: &str) -> bool {
     let filters: Vec<String> = std::env::args()
@@ -592,11 +679,16 @@ fn median_ns(home: &std::path::Path, id: &str, since: SystemTime) -> Option<f64>
 fn main() {
     let started = SystemTime::now();
     let mut c = Criterion::default().configure_from_args();
-    if !only("roles") {
+    if !only("roles") && !only("groups") {
         bench_shell(&mut c);
     }
-    bench_roles(&mut c);
-    if !only_shell() && !only("roles") {
+    if !only("groups") {
+        bench_roles(&mut c);
+    }
+    if !only("roles") && !only_shell() {
+        bench_groups(&mut c);
+    }
+    if !only_shell() && !only("roles") && !only("groups") {
         for n in SIZES {
             bench_size(&mut c, n);
         }
@@ -615,7 +707,7 @@ fn main() {
             }
         }
     }
-    for id in SHELL_IDS.iter().chain(&ROLE_IDS) {
+    for id in SHELL_IDS.iter().chain(&ROLE_IDS).chain(&GROUP_IDS) {
         let value = median_ns(&home, id, started)
             .map_or_else(|| "null".to_owned(), |ns| format!("{ns:.1}"));
         figures.push(format!("\"{id}\":{value}"));

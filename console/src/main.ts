@@ -6,6 +6,7 @@ import { fill, h, showError } from "./dom";
 import { approvalsPage } from "./pages/approvals";
 import { auditPage } from "./pages/audit";
 import { decisionsPage } from "./pages/decisions";
+import { groupsPage } from "./pages/groups";
 import { killSwitchPage } from "./pages/killswitch";
 import { pinsPage } from "./pages/pins";
 import { policyPage } from "./pages/policy";
@@ -27,6 +28,7 @@ interface Page {
 const PAGES: Page[] = [
   { route: "policy", title: "Policy", adminOnly: false, render: (r, t) => policyPage(r, t) },
   { route: "users", title: "Users", adminOnly: false, render: (r, t) => usersPage(r, t) },
+  { route: "groups", title: "Groups", adminOnly: true, render: (r, t) => groupsPage(r, t) },
   { route: "decisions", title: "Decisions", adminOnly: false, render: decisionsPage },
   { route: "audit", title: "Audit trail", adminOnly: true, render: (r, t) => auditPage(r, t) },
   { route: "approvals", title: "Approvals", adminOnly: false, approversOnly: true, render: approvalsPage },

@@ -9,6 +9,7 @@ export interface Principal {
   teamId?: string;
   userId?: string;
   teamIds?: string[];
+  groups?: string[];
 }
 
 export interface UserSettings {

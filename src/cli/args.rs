@@ -172,6 +172,10 @@ pub enum ClientCommand {
     /// part of) the team's controls.
     #[command(subcommand)]
     Group(GroupCommand),
+    /// Who signed in through the identity provider: each user's last sign-in, with
+    /// their groups and the issuer.
+    #[command(subcommand)]
+    SignIns(SignInsCommand),
     /// A user's own settings (auto-run, run-everything, protections), read or
     /// changed field by field.
     #[command(subcommand)]
@@ -185,6 +189,16 @@ pub enum ClientCommand {
         /// Resume after this revision.
         #[arg(long)]
         after: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SignInsCommand {
+    /// Lists the team's users who signed in, the latest first.
+    List {
+        /// The team (default: the token's own; an operator sees every team).
+        #[arg(long)]
+        team: Option<String>,
     },
 }
 
@@ -486,8 +500,12 @@ pub enum TokenCommand {
         /// it: ready for `--token-file`.
         #[arg(long, value_name = "FILE")]
         secret_file: Option<std::path::PathBuf>,
+        /// A group its holder is in (repeat for several): the team's group policies
+        /// of these apply to the holder's own calls.
+        #[arg(long = "group", value_name = "NAME")]
+        groups: Vec<String>,
     },
-    /// Lists the team's tokens (ids, users, roles, expiry; never the secrets).
+    /// Lists the team's tokens (ids, users, roles, groups, expiry; never the secrets).
     List {
         /// The team (default: the token's own; an operator sees every team).
         #[arg(long)]

@@ -69,6 +69,12 @@ impl Clients {
         self.client.decision_log_service()
     }
 
+    pub(super) fn principals(
+        &self,
+    ) -> pb::principal_service_client::PrincipalServiceClient<Authed> {
+        self.client.principal_service()
+    }
+
     pub(super) fn policy(&self) -> pb::policy_service_client::PolicyServiceClient<Authed> {
         self.client.policy_service()
     }

@@ -118,6 +118,9 @@ pub struct DecisionRow {
     pub count: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_at: Option<String>,
+    /// The groups whose policies the call was decided under.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
 
 impl From<&pb::DecisionRecord> for DecisionRow {
@@ -152,6 +155,7 @@ impl From<&pb::DecisionRecord> for DecisionRow {
             revision: r.revision,
             count: (r.count > 1).then_some(r.count),
             first_at: (r.count > 1).then(|| rfc3339(r.first_at)),
+            groups: r.groups.clone(),
         }
     }
 }
@@ -177,8 +181,13 @@ impl Render for DecisionRow {
             (Some(n), Some(first)) => format!("  ×{n} since {first}"),
             _ => String::new(),
         };
+        let groups = if self.groups.is_empty() {
+            String::new()
+        } else {
+            format!("  (groups {})", clip(&self.groups.join(", "), 60))
+        };
         format!(
-            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}\n",
+            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}\n",
             self.at,
             self.outcome,
             self.reason,
@@ -487,6 +496,16 @@ mod tests {
             DecisionRow::from(&counted)
                 .human()
                 .ends_with("$ git push origin  ×3 since 2023-11-14T22:13:10.000Z\n")
+        );
+        // a record decided under group policies names them
+        let grouped = pb::DecisionRecord {
+            groups: vec!["contractors".into(), "pii".into()],
+            ..counted
+        };
+        assert!(
+            DecisionRow::from(&grouped)
+                .human()
+                .ends_with("×3 since 2023-11-14T22:13:10.000Z  (groups contractors, pii)\n")
         );
     }
 

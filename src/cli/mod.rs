@@ -28,6 +28,7 @@ mod pins;
 pub mod profile;
 mod proxy;
 pub mod sync;
+mod sign_ins;
 pub mod test;
 mod token;
 mod user;
@@ -50,6 +51,7 @@ use decisions::decisions;
 use evaluate::evaluate;
 use group::group;
 use pins::pins;
+use sign_ins::sign_ins;
 use token::token;
 use user::user;
 use watch::watch;
@@ -83,6 +85,7 @@ pub async fn run(conn: &Connection, command: ClientCommand) -> anyhow::Result<i3
         ClientCommand::KillSwitch { state, team } => kill_switch(&c, &team, state == "on").await,
         ClientCommand::Pins(cmd) => pins(&c, cmd).await,
         ClientCommand::Token(cmd) => token(&c, cmd).await,
+        ClientCommand::SignIns(cmd) => sign_ins(&c, cmd).await,
         ClientCommand::User(cmd) => user(&c, cmd).await,
         ClientCommand::Watch { team, user, after } => watch(&c, &team, &user, after).await,
     }

@@ -17,7 +17,7 @@ pub const EXIT_BAD_FILE: i32 = 2;
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {
     /// Policy test files (YAML): the team policy under test (`policy_path:` or
-    /// `policy:`), optional `user:`, `agent:` and `cwd:`, and `cases:`, each a call
+    /// `policy:`), optional `user:`, `agent:`, `cwd:` and `groups:`, and `cases:`, each a call
     /// (`mcp:`, `shell:`, `delete_file:` or `builtin:`) with the answer it must get
     /// (`expect:`, optional `reason:` and `matched_entry:`). The team policy's own
     /// `examples:` run too.

@@ -15,6 +15,7 @@ pub(super) async fn token(c: &Clients, cmd: TokenCommand) -> anyhow::Result<i32>
             role,
             expires,
             secret_file,
+            groups,
         } => {
             // checked before the token exists: a token nobody can read is wasted
             if let Some(file) = secret_file.as_ref().filter(|f| f.exists()) {
@@ -40,6 +41,7 @@ pub(super) async fn token(c: &Clients, cmd: TokenCommand) -> anyhow::Result<i32>
                     user_id: user,
                     role: role.into(),
                     expires_in_seconds: ttl.as_secs().max(1),
+                    groups,
                 })
                 .await
                 .map_err(rpc_error)?
@@ -119,6 +121,8 @@ pub struct TokenRow {
     pub created_at: Option<String>,
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
 
 impl From<pb::IssuedToken> for TokenRow {
@@ -137,6 +141,7 @@ impl From<pb::IssuedToken> for TokenRow {
             created_at: rfc3339(t.created_at),
             expires_at: rfc3339(t.expires_at),
             revoked_at: rfc3339(t.revoked_at),
+            groups: t.groups,
         }
     }
 }
@@ -147,8 +152,13 @@ impl TokenRow {
             Some(at) => format!("revoked {at}"),
             None => format!("expires {}", self.expires_at.as_deref().unwrap_or("?")),
         };
+        let groups = if self.groups.is_empty() {
+            String::new()
+        } else {
+            format!("  groups {}", self.groups.join(", "))
+        };
         format!(
-            "{}  {}/{}  {}  {}  (by {})\n",
+            "{}  {}/{}  {}{groups}  {}  (by {})\n",
             self.token_id, self.team, self.user, self.role, state, self.created_by
         )
     }

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,7 @@ PAGES = [
     ("approvals", "Approvals of team"),
     ("pins", "Tool pins of team"),
     ("kill-switch", "Kill switch of team"),
+    ("groups", "Groups of team"),
 ]
 WIDE = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -512,6 +514,31 @@ def run(base, folder, browser_dir):
         assert decision.get("reason") == "REASON_KILL_SWITCH", decision
         shot(page, folder, "11-kill-switch-on")
 
+        # a group policy added, shown, edited in place; a bad entry refused by the
+        # server with where it is, nothing written
+        open_page(page, base, "groups", f"Groups of team {TEAM}")
+        expect(page.locator("#no-groups")).to_be_visible()
+        page.fill("#new-group-name", "contractors")
+        page.fill("#new-group-policy", '{"denied": ["git push"]}')
+        page.click("#new-group-save")
+        expect(page.locator("main .status.ok")).to_contain_text("Group policy contractors saved")
+        expect(page.locator("#group-contractors")).to_have_value(re.compile("git push"))
+        stored = team_settings(base)
+        assert stored["autoRunControls"]["groups"]["contractors"]["denied"] == ["git push"], stored
+        page.fill("#group-contractors", '{"denied": ["git push", "rm -rf"], "blocked": ["curl"]}')
+        page.click("#group-contractors-save")
+        # the answer names the revision written: the one after the first save's
+        expect(page.locator("main .status.ok")).to_contain_text(f"saved at revision {int(stored['revision']) + 1}")
+        stored = team_settings(base)
+        assert stored["autoRunControls"]["groups"]["contractors"]["blocked"] == ["curl"], stored
+        page.fill("#group-contractors", '{"mcpToolBlocklist": ["no-colon"]}')
+        page.click("#group-contractors-save")
+        expect(page.locator("main .status.error")).to_contain_text("groups.contractors.mcp_tool_blocklist[0]")
+        stored = team_settings(base)
+        assert stored["autoRunControls"]["groups"]["contractors"]["blocked"] == ["curl"], stored
+        expect(page.locator("#sign-in-rows")).to_contain_text("No one signed in")
+        shot(page, folder, "11b-groups")
+
         # every page of an admin, at both widths
         every_page(page, base, folder, "admin")
 
@@ -538,7 +565,7 @@ def run(base, folder, browser_dir):
         open_page(page, base, "approvals", "Approvals of team")
         expect(page.locator("#approvals-not-approver")).to_contain_text("admins and the approvers")
         expect(page.locator("main .error")).to_have_count(0)
-        every_page(page, base, folder, "member", [pg for pg in PAGES if pg[0] != "audit"])
+        every_page(page, base, folder, "member", [pg for pg in PAGES if pg[0] not in ("audit", "groups")])
         check_session_only(page)
 
         # a team the policy file manages: read only from the start, the file named

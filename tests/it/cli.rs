@@ -35,7 +35,7 @@ fn command() -> tokio::process::Command {
     cmd
 }
 
-async fn toolgate_as(server: &TestServer, token: &str, args: &[&str]) -> Run {
+pub(crate) async fn toolgate_as(server: &TestServer, token: &str, args: &[&str]) -> Run {
     let out = command()
         .args([
             "--server",

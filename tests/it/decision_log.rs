@@ -665,6 +665,7 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         revision: 1,
         count: 1,
         first_at_ms: at_ms,
+        groups: String::new(),
     }
 }
 
@@ -765,6 +766,12 @@ async fn records_read_back_exactly_as_written() {
                     // every third stands for repeats of a principal past its budget
                     count: if i % 3 == 0 { i as u64 + 2 } else { 1 },
                     first_at_ms: 1_700_000_000_000 - if i % 3 == 0 { 60_000 } else { -(i as i64) },
+                    // half made in groups (a text more), half in none (the older form)
+                    groups: if i % 2 == 0 {
+                        "contractors,pii".into()
+                    } else {
+                        String::new()
+                    },
                 }
             })
             .collect();

@@ -469,6 +469,7 @@ async fn a_full_disk_still_takes_the_kill_switch_and_a_revocation() {
                 user_id: "carol".into(),
                 role: pb::TokenRole::Member.into(),
                 expires_in_seconds: 0,
+                groups: Vec::new(),
             })
             .await
             .unwrap()

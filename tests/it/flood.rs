@@ -56,6 +56,7 @@ async fn issue(addr: &str, user: &str) -> pb::CreateTokenResponse {
             user_id: user.into(),
             role: pb::TokenRole::Member.into(),
             expires_in_seconds: 0,
+            groups: Vec::new(),
         })
         .await
         .unwrap()

@@ -658,3 +658,415 @@ async fn the_group_commands_write_show_and_delete_a_group_policy() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     server.stop().await;
 }
+
+/// The next event of a watch stream that is not a heartbeat, within a deadline.
+async fn within(events: &mut crate::watch::Events) -> toolgate::proto::v1::WatchPolicyResponse {
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        crate::watch::next(events),
+    )
+    .await
+    .expect("an event in time")
+}
+
+/// What a member is shown is what decides its calls: its effective policy, its
+/// export and its watch stream carry the team's controls combined with its groups'
+/// policies, and a change to a group policy reaches a member's stream as a fresh
+/// snapshot; someone in no such group is shown the team's document.
+#[tokio::test]
+async fn a_member_s_effective_policy_export_and_watch_carry_its_groups() {
+    use crate::watch::watch;
+    use pb::watch_policy_response::Event;
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_carol(&dir.path().join("data")).await;
+    let group = |denied: &str| pb::GroupPolicy {
+        denied: vec![denied.into()],
+        ..Default::default()
+    };
+    let controls = |denied: &str| pb::AutoRunControls {
+        enabled: true,
+        allowed: vec!["git".into()],
+        groups: [("contractors".to_owned(), group(denied))].into(),
+        ..Default::default()
+    };
+    server.set_controls(controls("git push")).await;
+    let shown = |who: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .policy(&format!("{who}-token"))
+                .get_effective_policy(pb::GetEffectivePolicyRequest {
+                    team_id: crate::support::TEAM.into(),
+                    user_id: who.into(),
+                })
+                .await
+                .expect("effective policy")
+                .into_inner()
+                .policy
+                .expect("a policy")
+        }
+    };
+    let carol = shown("carol").await;
+    assert_eq!(carol.groups, ["contractors"]);
+    let admin = carol.admin.unwrap().auto_run_controls.unwrap();
+    assert_eq!(admin.denied, ["git push"], "{admin:?}");
+    assert!(admin.groups.is_empty(), "combined: {admin:?}");
+    let alice = shown("alice").await;
+    assert!(alice.groups.is_empty());
+    let admin = alice.admin.unwrap().auto_run_controls.unwrap();
+    assert!(admin.denied.is_empty(), "{admin:?}");
+    assert!(admin.groups.contains_key("contractors"), "as stored");
+
+    // the export a member writes for its client denies what its group denies
+    let export = |token: &'static str| {
+        let server = &server;
+        async move {
+            let run = crate::cli::toolgate_as(server, token, &["export", "claude-code"]).await;
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            run.stdout
+        }
+    };
+    let carol = export("carol-token").await;
+    assert!(carol.contains("git push"), "{carol}");
+    let alice = export("alice-token").await;
+    assert!(!alice.contains("git push"), "{alice}");
+
+    // the watch snapshot is combined; a change to the group reaches carol as a new
+    // snapshot, alice as the team's document
+    let mut carol = watch(&server, "carol-token", crate::support::TEAM, "carol", None).await;
+    let mut alice = watch(&server, "alice-token", crate::support::TEAM, "alice", None).await;
+    let denied_in = |e: pb::WatchPolicyResponse| match e.event {
+        Some(Event::Snapshot(s)) => {
+            let p = s.policy.unwrap();
+            (p.groups, p.admin.unwrap().auto_run_controls.unwrap().denied)
+        }
+        other => panic!("not a snapshot: {other:?}"),
+    };
+    let (groups, denied) = denied_in(within(&mut carol).await);
+    assert_eq!(
+        (groups.as_slice(), denied.as_slice()),
+        (
+            &["contractors".to_owned()][..],
+            &["git push".to_owned()][..]
+        )
+    );
+    let (_, denied) = denied_in(within(&mut alice).await);
+    assert!(denied.is_empty());
+    server.set_controls(controls("rm")).await;
+    let (_, denied) = denied_in(within(&mut carol).await);
+    assert_eq!(denied, ["rm"]);
+    match within(&mut alice).await.event {
+        Some(Event::AdminSettings(a)) => {
+            assert!(a.auto_run_controls.unwrap().denied.is_empty());
+        }
+        other => panic!("alice gets the team's document: {other:?}"),
+    }
+    // the group's policy removed: carol's view is the team's again
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["git".into()],
+            ..Default::default()
+        })
+        .await;
+    let (groups, denied) = denied_in(within(&mut carol).await);
+    assert!(
+        groups.is_empty() && denied.is_empty(),
+        "{groups:?} {denied:?}"
+    );
+    server.stop().await;
+}
+
+/// The decision log keeps the groups each call was decided under (the API and
+/// `decisions list` show them), and the impact preview decides a member's logged
+/// calls again under the same groups' policies in the proposal: a deny proposed for
+/// one of carol's groups changes her call and not alice's.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_log_keeps_a_call_s_groups_and_the_preview_applies_them() {
+    use crate::support::TEAM;
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_carol(&dir.path().join("data")).await;
+    let team = |groups: Vec<(&str, pb::GroupPolicy)>| pb::AutoRunControls {
+        enabled: true,
+        allowed: vec!["git".into()],
+        groups: groups
+            .into_iter()
+            .map(|(name, g)| (name.to_owned(), g))
+            .collect(),
+        ..Default::default()
+    };
+    let blocks_make = pb::GroupPolicy {
+        blocked: vec!["make".into()],
+        ..Default::default()
+    };
+    server
+        .set_controls(team(vec![("contractors", blocks_make.clone())]))
+        .await;
+    server.yolo("alice").await;
+    server.yolo("carol").await;
+    for who in ["carol", "alice"] {
+        let d = evaluate(&server, who, "git push origin main").await;
+        assert_eq!(d.reason(), pb::Reason::CommandAllowed, "{who}: {d:?}");
+    }
+    // written off the decision path: listed within a deadline
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let records = loop {
+        let page = server
+            .decisions("admin-token")
+            .list_decisions(pb::ListDecisionsRequest {
+                filter: Some(pb::DecisionFilter {
+                    team_id: TEAM.into(),
+                    ..Default::default()
+                }),
+                page_size: 100,
+                page_token: String::new(),
+            })
+            .await
+            .expect("list")
+            .into_inner()
+            .decisions;
+        if page.len() >= 2 {
+            break page;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{page:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let groups_of = |user: &str| {
+        records
+            .iter()
+            .find(|r| r.user_id == user)
+            .map(|r| r.groups.clone())
+            .expect("a record")
+    };
+    assert_eq!(groups_of("carol"), ["contractors", "everyone"]);
+    assert!(groups_of("alice").is_empty());
+    let run = crate::cli::toolgate(&server, &["decisions", "list", "--team", TEAM]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("(groups contractors, everyone)"),
+        "{}",
+        run.stdout
+    );
+
+    let preview = server
+        .decisions("admin-token")
+        .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+            team_id: TEAM.into(),
+            auto_run_controls: Some(team(vec![
+                ("contractors", blocks_make),
+                (
+                    "everyone",
+                    pb::GroupPolicy {
+                        denied: vec!["git push".into()],
+                        ..Default::default()
+                    },
+                ),
+            ])),
+            window_seconds: 3600,
+            examples_per_group: 1,
+        })
+        .await
+        .expect("preview")
+        .into_inner();
+    assert_eq!(
+        (preview.decided, preview.changed, preview.unchanged),
+        (2, 1, 1),
+        "{preview:?}"
+    );
+    let change = &preview.transitions[0];
+    assert_eq!(
+        (change.from(), change.to()),
+        (pb::Outcome::Allow, pb::Outcome::Deny),
+        "{change:?}"
+    );
+    server.stop().await;
+}
+
+/// `token create --group`: the groups are kept with the token, listed, and its
+/// holder's own calls are decided under their policies.
+#[tokio::test]
+async fn a_token_issued_with_groups_puts_its_holder_under_their_policies() {
+    use crate::cli::toolgate;
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_carol(&dir.path().join("data")).await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["git".into()],
+            groups: [(
+                "contractors".to_owned(),
+                pb::GroupPolicy {
+                    denied: vec!["git push".into()],
+                    ..Default::default()
+                },
+            )]
+            .into(),
+            ..Default::default()
+        })
+        .await;
+    let file = dir.path().join("dan.token");
+    let run = toolgate(
+        &server,
+        &[
+            "token",
+            "create",
+            "--team",
+            "acme",
+            "--user",
+            "dan",
+            "--group",
+            "pii",
+            "--group",
+            "contractors",
+            "--secret-file",
+            &file.display().to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("groups contractors, pii"),
+        "{}",
+        run.stdout
+    );
+    let secret = std::fs::read_to_string(&file).unwrap();
+    let d = server
+        .policy(secret.trim())
+        .evaluate(pb::EvaluateRequest {
+            team_id: crate::support::TEAM.into(),
+            user_id: "dan".into(),
+            call: Some(shell("git push")),
+            ..Default::default()
+        })
+        .await
+        .expect("dan decides")
+        .into_inner()
+        .decision
+        .expect("a decision");
+    assert_eq!(d.reason(), pb::Reason::CommandDenied, "{d:?}");
+    assert_eq!(d.origin, "group contractors");
+    let run = toolgate(&server, &["token", "list", "--team", "acme"]).await;
+    assert!(
+        run.stdout.contains("groups contractors, pii"),
+        "{}",
+        run.stdout
+    );
+    let run = toolgate(
+        &server,
+        &[
+            "token", "create", "--team", "acme", "--user", "eve", "--group", "a b",
+        ],
+    )
+    .await;
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("groups"), "{}", run.stderr);
+    server.stop().await;
+}
+
+/// Who signed in through the identity provider: a row per user with the groups of
+/// their last token and the issuer, written at each new token and not at each call,
+/// listed by the API and `toolgate sign-ins list` for the team's admins.
+#[tokio::test(flavor = "multi_thread")]
+async fn sign_ins_record_each_user_s_last_token_with_its_groups() {
+    use crate::jwt::{AUDIENCE, ISSUER, Key, claims, jwt_config, now, write_jwks};
+    use crate::support::{TEAM, TestServer, test_config};
+    use toolgate::proto::v1 as pb;
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let key = Key::new("k1");
+    write_jwks(&jwks, &[&key]);
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(toolgate::config::JwtConfig {
+        groups: Some(toolgate::config::JwtGroupsConfig {
+            claim: "groups".into(),
+            prefix: String::new(),
+            map: Default::default(),
+            mapped_only: false,
+        }),
+        ..jwt_config(&jwks, 0)
+    });
+    let server = TestServer::start(config).await;
+    let token = |user: &str, groups: serde_json::Value, exp: u64| {
+        let mut c = claims(user, AUDIENCE, exp);
+        c["groups"] = groups;
+        key.sign(c)
+    };
+    let who = |token: String| {
+        let server = &server;
+        async move {
+            pb::principal_service_client::PrincipalServiceClient::with_interceptor(
+                server.channel.clone(),
+                crate::support::Auth::new(&token),
+            )
+            .get_principal(pb::GetPrincipalRequest {})
+            .await
+            .expect("signed in")
+            .into_inner()
+        }
+    };
+    let exp = now() + 3600;
+    let first = token("dave", serde_json::json!(["contractors"]), exp);
+    for _ in 0..3 {
+        assert_eq!(who(first.clone()).await.groups, ["contractors"]);
+    }
+    // a new token (refreshed at the provider, in another group): the same row
+    let second = token("dave", serde_json::json!(["contractors", "pii"]), exp + 60);
+    who(second).await;
+    who(token("erin", serde_json::json!([]), exp)).await;
+
+    // recorded off the request path: listed within a deadline
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let listed = loop {
+        let listed = pb::principal_service_client::PrincipalServiceClient::with_interceptor(
+            server.channel.clone(),
+            crate::support::Auth::new("admin-token"),
+        )
+        .list_sign_ins(pb::ListSignInsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .expect("list")
+        .into_inner()
+        .sign_ins;
+        let dave_now = listed
+            .iter()
+            .any(|s| s.user_id == "dave" && s.groups.len() == 2);
+        if dave_now && listed.iter().any(|s| s.user_id == "erin") {
+            break listed;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{listed:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(listed.len(), 2, "a row per user: {listed:?}");
+    let dave = listed.iter().find(|s| s.user_id == "dave").unwrap();
+    assert_eq!(dave.groups, ["contractors", "pii"]);
+    assert_eq!(dave.issuer, ISSUER);
+    let seconds = |t: &Option<prost_types::Timestamp>| t.as_ref().map(|t| t.seconds);
+    assert!(
+        seconds(&dave.first_at) <= seconds(&dave.last_at),
+        "{dave:?}"
+    );
+    let run = crate::cli::toolgate(&server, &["sign-ins", "list", "--team", TEAM]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("acme/dave  groups contractors, pii  via https://idp.test"),
+        "{}",
+        run.stdout
+    );
+    // a member may not see who signed in
+    let status = pb::principal_service_client::PrincipalServiceClient::with_interceptor(
+        server.channel.clone(),
+        crate::support::Auth::new("alice-token"),
+    )
+    .list_sign_ins(pb::ListSignInsRequest {
+        team_id: TEAM.into(),
+    })
+    .await
+    .expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    server.stop().await;
+}

@@ -210,6 +210,7 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
         "GetEffectivePolicy" | "WatchPolicy" => ("PolicyService", who),
         "GetServerConfig" | "GetSignIn" => ("ServerInfoService", json!({})),
         "GetPrincipal" => ("PrincipalService", json!({})),
+        "ListSignIns" => ("PrincipalService", json!({"teamId": TEAM})),
         other => panic!("no HTTP request for {other}: add it here"),
     }
 }

@@ -848,6 +848,7 @@ pub(crate) const ROLE_MATRIX: &[(&str, [Code; 8])] = &[
     // how to sign in: asked before there is a token, so a bad one is no matter
     ("GetSignIn", [OK, OK, OK, OK, OK, OK, OK, OK]),
     ("GetPrincipal", [OK, OK, OK, OK, OK, OK, UA, UA]),
+    ("ListSignIns", [OK, OK, PD, PD, PD, PD, UA, UA]),
 ];
 
 #[tokio::test]
@@ -1001,6 +1002,13 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
             Auth::new(token),
         )
         .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .map(drop),
+        "ListSignIns" => pb::principal_service_client::PrincipalServiceClient::with_interceptor(
+            server.channel.clone(),
+            Auth::new(token),
+        )
+        .list_sign_ins(pb::ListSignInsRequest { team_id: team() })
         .await
         .map(drop),
         other => panic!("unknown rpc {other}"),

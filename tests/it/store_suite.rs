@@ -385,12 +385,17 @@ async fn issued_tokens_create_list_revoke(reopen: Reopen) {
         user_id: "alice".into(),
         role: "member".into(),
         expires_at_ms,
+        groups: Vec::new(),
     };
-    let a = store
-        .create_token(&new("tok_a", "t", now + 60_000), "op")
-        .await
-        .unwrap();
+    let grouped = NewToken {
+        groups: vec!["contractors".into(), "pii".into()],
+        ..new("tok_a", "t", now + 60_000)
+    };
+    let a = store.create_token(&grouped, "op").await.unwrap();
     assert_eq!((a.created_by.as_str(), a.revoked_at_ms), ("op", None));
+    assert_eq!(a.groups, ["contractors", "pii"]);
+    let read = store.get_token("tok_a").await.unwrap().unwrap();
+    assert_eq!(read.groups, ["contractors", "pii"], "the groups read back");
     store
         .create_token(&new("tok_b", "t", now - 1), "op")
         .await
@@ -853,6 +858,7 @@ async fn postgres_old_quota_table_is_migrated() {
          DROP TABLE approval_grants;
          DROP TABLE tool_pins;
          DROP TABLE pin_settings;
+         DROP TABLE sign_ins;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)
@@ -892,6 +898,8 @@ async fn postgres_decision_rows_move_into_blocks() {
          CREATE INDEX decisions_team_at ON decisions (team_id, at, id);
          DROP TABLE tool_pins;
          DROP TABLE pin_settings;
+         DROP TABLE sign_ins;
+         ALTER TABLE issued_tokens DROP COLUMN group_names;
          DELETE FROM toolgate_schema WHERE version > 7;",
     )
     .execute(&pool)

@@ -16,6 +16,7 @@ fn create(team: &str, user: &str, role: pb::TokenRole) -> pb::CreateTokenRequest
         user_id: user.into(),
         role: role.into(),
         expires_in_seconds: 0,
+        groups: Vec::new(),
     }
 }
 
@@ -422,6 +423,46 @@ async fn hostile_token_requests_are_refused_by_field() {
                 ..create(TEAM, "u", pb::TokenRole::Member)
             },
             "role",
+        ),
+        (
+            "a group that is no group name",
+            pb::CreateTokenRequest {
+                groups: vec!["contractors".into(), "pii team".into()],
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "groups",
+        ),
+        (
+            "an empty group",
+            pb::CreateTokenRequest {
+                groups: vec![String::new()],
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "groups",
+        ),
+        (
+            "a long group",
+            pb::CreateTokenRequest {
+                groups: vec!["g".repeat(65)],
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "groups",
+        ),
+        (
+            "a control character in a group",
+            pb::CreateTokenRequest {
+                groups: vec!["a\u{0}b".into()],
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "groups",
+        ),
+        (
+            "too many groups",
+            pb::CreateTokenRequest {
+                groups: (0..65).map(|i| format!("g{i}")).collect(),
+                ..create(TEAM, "u", pb::TokenRole::Member)
+            },
+            "groups",
         ),
     ];
     for (case, req, field) in table {

@@ -9,9 +9,9 @@ use tonic::Code;
 use toolgate::proto::v1 as pb;
 use toolgate::proto::v1::watch_policy_response::Event;
 
-type Events = tonic::Streaming<pb::WatchPolicyResponse>;
+pub(crate) type Events = tonic::Streaming<pb::WatchPolicyResponse>;
 
-async fn watch(
+pub(crate) async fn watch(
     server: &TestServer,
     token: &str,
     team: &str,
@@ -31,7 +31,7 @@ async fn watch(
 }
 
 /// The next event that is not a heartbeat.
-async fn next(events: &mut Events) -> pb::WatchPolicyResponse {
+pub(crate) async fn next(events: &mut Events) -> pb::WatchPolicyResponse {
     loop {
         let e = events.message().await.unwrap().expect("stream ended");
         if !matches!(e.event, Some(Event::Heartbeat(_))) {

@@ -215,6 +215,16 @@ impl Client {
         )
     }
 
+    /// The principal service, for `toolgate sign-ins`.
+    pub fn principal_service(
+        &self,
+    ) -> pb::principal_service_client::PrincipalServiceClient<Authed> {
+        pb::principal_service_client::PrincipalServiceClient::with_interceptor(
+            self.channel.clone(),
+            self.bearer.clone(),
+        )
+    }
+
     /// The user settings service, for the CLI commands that still build protobuf
     /// requests.
     pub fn user_settings_service(

@@ -4,10 +4,11 @@
 //! roles for a call that names an agent).
 
 use crate::hook::{self, ToolTable};
+use crate::policy::groups::{GroupedAdmin, normalise_groups};
 use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
-    Call, CompiledAdmin, CompiledUser, Decision, Outcome, Reason, ToolActionLists, UserSettings,
-    explain_at,
+    AdminControls, Call, CompiledAdmin, CompiledUser, Decision, Outcome, Reason, ToolActionLists,
+    UserSettings, explain_at,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,11 @@ pub struct Example {
     /// default user settings, else toolgate's defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<UserSettings>,
+    /// The caller's groups (default: the file's, else none): the team's group
+    /// policies of these apply, combined with its controls as the server combines
+    /// a member's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
     /// The outcome the call must get.
     pub expect: Outcome,
     /// The reason it must get, when it matters.
@@ -129,6 +135,9 @@ impl ExampleError {
 pub struct Under<'a> {
     /// The server policy file's `tool.action` lists (none for a team policy alone).
     pub files: &'a ToolActionLists,
+    /// The team's controls, as written: combined with an example's groups.
+    pub team: &'a AdminControls,
+    /// `team`, compiled: what an example in no group is decided by.
     pub admin: &'a CompiledAdmin,
     /// The user's settings where an example names none.
     pub user: &'a CompiledUser,
@@ -192,7 +201,14 @@ impl Example {
 
     /// Checks the example's shape and limits, before anything is decided.
     pub fn check(&self) -> Result<(), ExampleError> {
+        self.groups()?;
         self.call().map(|_| ())
+    }
+
+    /// The caller's groups, each checked as a principal's are, sorted, once each.
+    fn groups(&self) -> Result<Vec<String>, ExampleError> {
+        normalise_groups(self.groups.iter().flatten().cloned())
+            .map_err(|e| ExampleError::new("groups", e))
     }
 
     /// The call, what it touches and who makes it, as the hooks would send them.
@@ -340,10 +356,28 @@ impl Example {
             }
             None => under.user,
         };
-        let mut decision = explain_at(under.files, under.admin, user, &call, args.cwd.as_deref());
+        // a member's calls are decided by the team's controls combined with its
+        // groups' policies, and name where the deciding entry came from, as on the
+        // server
+        let groups = self.groups()?;
+        let grouped = if groups.is_empty() {
+            None
+        } else {
+            Some(GroupedAdmin::compile(under.team, &groups).map_err(|e| {
+                ExampleError::new(
+                    "groups",
+                    format!("the team's controls with these groups' policies do not combine: {e}"),
+                )
+            })?)
+        };
+        let admin = grouped.as_ref().map_or(under.admin, |g| &g.compiled);
+        let mut decision = explain_at(under.files, admin, user, &call, args.cwd.as_deref());
+        if let Some(g) = &grouped {
+            g.origins.name(admin, user, &call, &groups, &mut decision);
+        }
         // the service's order: the roles speak on a call that names an agent, unless
         // the admin already denied it (a session quota counts as not yet used)
-        let compiled = under.admin.roles();
+        let compiled = admin.roles();
         if agent.is_named() && !compiled.is_empty() && decision.outcome != Outcome::Deny {
             let verdict = roles::judge(compiled, &agent, &call, &args);
             decision = roles::apply(decision, verdict);
@@ -425,7 +459,7 @@ fn answer(outcome: Outcome, reason: Option<Reason>, entry: Option<&str>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{AdminControls, BUILTIN_SERVER};
+    use crate::policy::BUILTIN_SERVER;
 
     fn builtin(tool: &str) -> Call {
         Call::Mcp {
@@ -438,12 +472,13 @@ mod tests {
         serde_json::from_value(yaml).unwrap()
     }
 
-    fn under_run(admin: &AdminControls, user: &UserSettings, ex: &Example) -> Option<Mismatch> {
-        let admin = CompiledAdmin::compile(admin).unwrap();
+    fn under_run(team: &AdminControls, user: &UserSettings, ex: &Example) -> Option<Mismatch> {
+        let admin = CompiledAdmin::compile(team).unwrap();
         let user = CompiledUser::compile(user).unwrap();
         let files = ToolActionLists::default();
         ex.run(&Under {
             files: &files,
+            team,
             admin: &admin,
             user: &user,
         })

@@ -9,6 +9,7 @@ pub mod groups;
 pub mod issued;
 pub mod jwt;
 pub mod principal;
+pub mod sign_ins;
 
 pub use principal::*;
 

@@ -306,6 +306,11 @@ impl App {
             Some(jwt) => Some(crate::auth::jwt::JwtVerifier::start(jwt, shutdown.clone()).await?),
             None => None,
         };
+        // who signs in through the identity provider, recorded off the request path
+        // (a bounded hand-over: past it a sign-in waits for the user's next call)
+        if let Some(rx) = jwt.as_ref().and_then(|j| j.follow_sign_ins(1024)) {
+            tokio::spawn(service.clone().record_sign_ins(rx));
+        }
         let auth = Arc::new(
             Authenticator::new(tokens, config.anonymous_principal())
                 .with_certificates(config.certificate_principals())

@@ -42,19 +42,33 @@ pub fn config_problems(c: &JwtGroupsConfig) -> Vec<String> {
     problems
 }
 
-/// The groups `claims` put the caller in under `c`: checked, sorted, each once.
-pub fn from_claims(
-    c: &JwtGroupsConfig,
-    claims: &Map<String, Value>,
-) -> Result<Vec<String>, AuthError> {
-    let mut parts = c.claim.split('.');
+/// Why a claim of names could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimProblem {
+    /// A list holding something other than strings.
+    NotNames,
+    /// Neither a list nor a string.
+    NotAList,
+    /// More than [`MAX_CLAIM_NAMES`] names, or one past [`MAX_CLAIM_NAME_BYTES`].
+    TooLarge,
+}
+
+/// The names the claim at `path` (a dotted path into the token) holds: a list of
+/// strings, or one string of names separated by spaces or commas; None when the
+/// token has no such claim (or it is null). The one reader of a token's groups:
+/// `auth.jwt.groups` and `auth.jwt.team_by_group` both read with it.
+pub fn claim_names<'a>(
+    claims: &'a Map<String, Value>,
+    path: &str,
+) -> Result<Option<Vec<&'a str>>, ClaimProblem> {
+    let mut parts = path.split('.');
     let first = parts.next().unwrap_or_default();
     let mut value = claims.get(first);
     for part in parts {
         value = value.and_then(|v| v.get(part));
     }
     let names: Vec<&str> = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
+        None | Some(Value::Null) => return Ok(None),
         Some(Value::String(s)) => s
             .split(|c: char| c.is_whitespace() || c == ',')
             .filter(|n| !n.is_empty())
@@ -63,20 +77,36 @@ pub fn from_claims(
             .iter()
             .map(Value::as_str)
             .collect::<Option<Vec<&str>>>()
-            .ok_or(AuthError::Unauthenticated(
-                "jwt groups claim holds something other than names (auth.jwt.groups.claim)",
-            ))?,
-        Some(_) => {
-            return Err(AuthError::Unauthenticated(
-                "jwt groups claim is neither a list of names nor a string of them (auth.jwt.groups.claim)",
-            ));
-        }
+            .ok_or(ClaimProblem::NotNames)?,
+        Some(_) => return Err(ClaimProblem::NotAList),
     };
     if names.len() > MAX_CLAIM_NAMES || names.iter().any(|n| n.len() > MAX_CLAIM_NAME_BYTES) {
-        return Err(AuthError::Unauthenticated(
-            "jwt groups claim is too large (at most 1024 names of 1024 bytes)",
-        ));
+        return Err(ClaimProblem::TooLarge);
     }
+    Ok(Some(names))
+}
+
+/// The groups `claims` put the caller in under `c`: checked, sorted, each once.
+pub fn from_claims(
+    c: &JwtGroupsConfig,
+    claims: &Map<String, Value>,
+) -> Result<Vec<String>, AuthError> {
+    let names = claim_names(claims, &c.claim).map_err(|p| {
+        AuthError::Unauthenticated(match p {
+            ClaimProblem::NotNames => {
+                "jwt groups claim holds something other than names (auth.jwt.groups.claim)"
+            }
+            ClaimProblem::NotAList => {
+                "jwt groups claim is neither a list of names nor a string of them (auth.jwt.groups.claim)"
+            }
+            ClaimProblem::TooLarge => {
+                "jwt groups claim is too large (at most 1024 names of 1024 bytes)"
+            }
+        })
+    })?;
+    let Some(names) = names else {
+        return Ok(Vec::new());
+    };
     let mut groups = Vec::new();
     for name in names {
         let Some(rest) = name.strip_prefix(c.prefix.as_str()) else {

@@ -13,7 +13,7 @@ use crate::config::JwtConfig;
 use crate::files::{self, poll};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -47,6 +47,9 @@ pub struct JwtVerifier {
     keys: RwLock<Arc<JwkSet>>,
     /// Woken by a token whose key is unknown: the issuer may have rotated.
     wake: Arc<tokio::sync::Notify>,
+    /// Where each principal's first call with a new token is handed, once someone
+    /// records sign-ins ([`JwtVerifier::follow_sign_ins`]).
+    sign_ins: OnceLock<super::sign_ins::SignIns>,
 }
 
 /// Where the keys come from, and when they are looked at again.
@@ -93,6 +96,7 @@ impl JwtVerifier {
             config: config.clone(),
             keys: RwLock::new(Arc::new(keys)),
             wake,
+            sign_ins: OnceLock::new(),
         });
         tokio::spawn(verifier.clone().refresh(source));
         Ok(verifier)
@@ -131,6 +135,16 @@ impl JwtVerifier {
             }
             Err(e) => warn!(error = %e, "jwt keys not refreshed: keeping the ones in force"),
         }
+    }
+
+    /// The sign-ins from now on (a principal's first call with each new token),
+    /// at most `capacity` waiting; None when someone follows them already.
+    pub fn follow_sign_ins(
+        &self,
+        capacity: usize,
+    ) -> Option<tokio::sync::mpsc::Receiver<super::sign_ins::SignedIn>> {
+        let (sign_ins, rx) = super::sign_ins::SignIns::channel(capacity);
+        self.sign_ins.set(sign_ins).ok().map(|()| rx)
     }
 
     fn current(&self) -> Arc<JwkSet> {
@@ -183,7 +197,13 @@ impl JwtVerifier {
                 _ => "jwt refused",
             })
         })?;
-        self.principal(&data.claims).map(Arc::new)
+        let principal = Arc::new(self.principal(&data.claims)?);
+        if let Some(sign_ins) = self.sign_ins.get() {
+            // `exp` is required and checked: it names the token among the principal's
+            let expires = data.claims.get("exp").and_then(serde_json::Value::as_i64);
+            sign_ins.note(&principal, &self.config.issuer, expires.unwrap_or(0));
+        }
+        Ok(principal)
     }
 
     fn principal(
@@ -253,9 +273,6 @@ impl JwtVerifier {
     }
 }
 
-/// Most groups a token's groups claim is read for: a provider sends tens, not thousands.
-const MAX_GROUPS: usize = 1024;
-
 /// The team `auth.jwt.team_by_group` gives the token's groups: none when no group is
 /// mapped, refused when two groups name different teams (which was meant cannot be
 /// guessed) or the claim is not a list of names.
@@ -266,30 +283,24 @@ fn team_by_group<'c>(
     let Some(config) = config else {
         return Ok(None);
     };
-    let groups: Vec<&str> = match claims.get(&config.claim) {
-        None => return Ok(None),
-        Some(serde_json::Value::String(s)) => s
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|g| !g.is_empty())
-            .collect(),
-        Some(serde_json::Value::Array(items)) => items
-            .iter()
-            .map(|g| g.as_str())
-            .collect::<Option<_>>()
-            .ok_or(AuthError::Unauthenticated(
-                "jwt groups claim (auth.jwt.team_by_group.claim) holds something other than names",
-            ))?,
-        Some(_) => {
-            return Err(AuthError::Unauthenticated(
-                "jwt groups claim (auth.jwt.team_by_group.claim) is neither a list nor a string of names",
-            ));
-        }
+    // read as the groups are, by the one reader (a dotted path, a list or a string)
+    use super::groups::{ClaimProblem, claim_names};
+    let groups = claim_names(claims, &config.claim).map_err(|p| {
+        AuthError::Unauthenticated(match p {
+            ClaimProblem::NotNames => {
+                "jwt groups claim (auth.jwt.team_by_group.claim) holds something other than names"
+            }
+            ClaimProblem::NotAList => {
+                "jwt groups claim (auth.jwt.team_by_group.claim) is neither a list nor a string of names"
+            }
+            ClaimProblem::TooLarge => {
+                "jwt groups claim holds more than 1024 groups (or a name past 1024 bytes)"
+            }
+        })
+    })?;
+    let Some(groups) = groups else {
+        return Ok(None);
     };
-    if groups.len() > MAX_GROUPS {
-        return Err(AuthError::Unauthenticated(
-            "jwt groups claim holds more than 1024 groups",
-        ));
-    }
     let mut team = None;
     for group in groups {
         match (team, config.teams.get(group)) {
@@ -454,7 +465,9 @@ mod tests {
             .map(|(g, t)| (g.to_owned(), t.to_owned()))
             .into(),
         };
-        let many: Vec<String> = (0..=MAX_GROUPS).map(|i| format!("g{i}")).collect();
+        let many: Vec<String> = (0..=super::super::groups::MAX_CLAIM_NAMES)
+            .map(|i| format!("g{i}"))
+            .collect();
         // (case, the claims, the team or a part of the refusal)
         type Row = (
             &'static str,
@@ -501,6 +514,12 @@ mod tests {
                 Err("neither a list"),
             ),
             ("too many", json!({"groups": many}), Err("more than 1024")),
+            (
+                "a name past 1 KiB",
+                json!({"groups": ["x".repeat(1025)]}),
+                Err("more than 1024"),
+            ),
+            ("null", json!({"groups": null}), Ok(None)),
         ];
         for (case, claims, want) in table {
             let claims = claims.as_object().unwrap().clone();
@@ -515,5 +534,13 @@ mod tests {
         }
         let claims = json!({"groups": ["sre"]}).as_object().unwrap().clone();
         assert_eq!(team_by_group(None, &claims).unwrap(), None, "no mapping");
+        // a dotted path, as the groups claim takes one: the same reader
+        let nested = crate::config::TeamByGroupConfig {
+            claim: "realm_access.roles".into(),
+            ..config
+        };
+        let claims = json!({"realm_access": {"roles": ["data"]}});
+        let claims = claims.as_object().unwrap().clone();
+        assert_eq!(team_by_group(Some(&nested), &claims).unwrap(), Some("data"));
     }
 }

@@ -144,7 +144,8 @@ pub enum SignInBearer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TeamByGroupConfig {
-    /// The claim holding the groups: a list, or names separated by spaces or commas.
+    /// The claim holding the groups, a dotted path read as `auth.jwt.groups.claim`
+    /// is: a list, or names separated by spaces or commas.
     #[serde(default = "TeamByGroupConfig::default_claim")]
     pub claim: String,
     /// Identity-provider group → toolgate team. A user whose groups name two teams is

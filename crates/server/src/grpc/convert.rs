@@ -67,7 +67,7 @@ pub fn user_to_pb(team_id: &str, user_id: &str, v: &Versioned<UserSettings>) -> 
 
 pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::EffectivePolicy {
     pb::EffectivePolicy {
-        admin: Some(admin_to_pb(team_id, &e.admin.stored())),
+        admin: Some(admin_to_pb(team_id, &e.admin_shown())),
         user: Some(user_to_pb(team_id, user_id, &e.user.stored)),
         revision: e.revision,
         file_allowlists: e
@@ -78,6 +78,7 @@ pub fn effective_to_pb(team_id: &str, user_id: &str, e: &Effective) -> pb::Effec
                 allowed_tools: l.allowed_tools().to_vec(),
             })
             .collect(),
+        groups: e.groups_applied().to_vec(),
     }
 }
 

@@ -126,6 +126,12 @@ pub(super) fn record_to_pb(r: StoredDecision) -> pb::DecisionRecord {
         } else {
             None
         },
+        groups: d
+            .groups
+            .split(',')
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned)
+            .collect(),
     }
 }
 

@@ -1,10 +1,12 @@
-//! `PrincipalService`: who the caller is, and the teams it may read.
+//! `PrincipalService`: who the caller is, the teams it may read, and who signed in
+//! through the identity provider.
 
 use super::{Api, principal};
 use crate::auth::Role;
 use crate::proto::v1 as pb;
 use pb::principal_service_server::PrincipalService;
 use tonic::{Request, Response, Status};
+use toolgate_proto::convert::timestamp;
 
 pub use pb::principal_service_server::PrincipalServiceServer;
 
@@ -31,6 +33,30 @@ impl PrincipalService for Api {
             team_id: p.team.clone().unwrap_or_default(),
             user_id: p.user.clone().unwrap_or_default(),
             team_ids,
+            groups: p.groups.clone(),
+        }))
+    }
+
+    async fn list_sign_ins(
+        &self,
+        req: Request<pb::ListSignInsRequest>,
+    ) -> Result<Response<pb::ListSignInsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let sign_ins = self.service.list_sign_ins(&p, &r.team_id).await?;
+        Ok(Response::new(pb::ListSignInsResponse {
+            sign_ins: sign_ins
+                .into_iter()
+                .map(|s| pb::SignInRecord {
+                    team_id: s.team_id,
+                    user_id: s.user_id,
+                    principal: s.principal,
+                    issuer: s.issuer,
+                    groups: s.groups,
+                    first_at: timestamp(s.first_at_ms),
+                    last_at: timestamp(s.last_at_ms),
+                })
+                .collect(),
         }))
     }
 }

@@ -44,6 +44,7 @@ fn token_to_pb(t: IssuedToken) -> pb::IssuedToken {
         expires_at: timestamp(t.expires_at_ms),
         revoked_at: t.revoked_at_ms.and_then(timestamp),
         revoked_by: t.revoked_by.unwrap_or_default(),
+        groups: t.groups,
     }
 }
 
@@ -59,7 +60,7 @@ impl TokenService for Api {
         let ttl = (r.expires_in_seconds > 0).then(|| Duration::from_secs(r.expires_in_seconds));
         let created = self
             .service
-            .create_token(&p, &r.team_id, &r.user_id, role, ttl)
+            .create_token(&p, &r.team_id, &r.user_id, role, ttl, &r.groups)
             .await?;
         Ok(Response::new(pb::CreateTokenResponse {
             token: Some(token_to_pb(created.token)),

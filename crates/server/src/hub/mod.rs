@@ -20,6 +20,7 @@
 
 use crate::auth::Principal;
 use crate::auth::issued::{ActiveToken, IssuedTokens, parse_role, principal_name};
+use crate::policy::groups::GroupedAdmin;
 use crate::policy::{
     AdminControls, CompiledAdmin, CompiledUser, PolicyError, ToolActionLists, UserSettings,
 };
@@ -102,6 +103,16 @@ impl CachedAdmin {
         }
     }
 
+    /// The stored record's stamp, its document empty.
+    pub fn stored_stamp(&self) -> Versioned<AdminControls> {
+        Versioned {
+            doc: AdminControls::default(),
+            revision: self.stamp.revision,
+            updated_at_ms: self.stamp.updated_at_ms,
+            updated_by: self.stamp.updated_by.clone(),
+        }
+    }
+
     /// The stored document without its MCP lists (they read empty here): for callers
     /// that need the switches, modes, roles, approvals or defaults only.
     pub fn head(&self) -> &AdminControls {
@@ -141,6 +152,37 @@ pub struct Effective {
     /// within the bound, or the user's settings not in memory while it is
     /// unreachable): a DENY from it stands, anything else must not be answered.
     pub unconfirmed: Option<Unconfirmed>,
+    /// The team's controls combined with the policies of the groups of the principal
+    /// this view is for (None: no group of theirs has a policy, the team's decide).
+    /// Set by the service, which knows the principal; the hub's views have none.
+    pub grouped: Option<Arc<GroupedAdmin>>,
+}
+
+impl Effective {
+    /// The admin controls in force for this view: the team's, combined with the
+    /// principal's groups when some apply. Decisions, exports and snapshots all read
+    /// these, so what a client is shown is what it is decided by.
+    pub fn admin_compiled(&self) -> &CompiledAdmin {
+        self.grouped
+            .as_deref()
+            .map_or(&self.admin.compiled.admin, |g| &g.compiled)
+    }
+
+    /// [`Self::admin_compiled`] as a stored record (the team's stamp), to show.
+    pub fn admin_shown(&self) -> Versioned<AdminControls> {
+        match &self.grouped {
+            None => self.admin.stored(),
+            Some(g) => Versioned {
+                doc: g.compiled.document(),
+                ..self.admin.stored_stamp()
+            },
+        }
+    }
+
+    /// The principal's groups whose policies are combined into this view, by name.
+    pub fn groups_applied(&self) -> &[String] {
+        self.grouped.as_deref().map_or(&[], |g| g.origins.applied())
+    }
 }
 
 /// The hub. Cheap to share behind an `Arc`.
@@ -393,7 +435,7 @@ impl Hub {
             Some(ActiveToken {
                 digest,
                 principal: Principal {
-                    groups: Vec::new(),
+                    groups: t.groups,
                     name: principal_name(&t.user_id, &t.token_id),
                     role,
                     team: Some(t.team_id),
@@ -513,6 +555,7 @@ impl Hub {
             user,
             tool_actions: self.tool_actions(),
             unconfirmed,
+            grouped: None,
         })
     }
 

@@ -28,6 +28,9 @@ pub struct PolicyTest {
     /// The agent of every case that names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<ExampleAgent>,
+    /// The caller's groups for every case that names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
     /// The working directory of every case that names none (absolute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -44,6 +47,9 @@ impl PolicyTest {
         }
         if case.agent.is_none() {
             case.agent.clone_from(&self.agent);
+        }
+        if case.groups.is_none() {
+            case.groups.clone_from(&self.groups);
         }
         if case.cwd.is_none() {
             case.cwd.clone_from(&self.cwd);
@@ -188,6 +194,7 @@ pub fn run_examples(
     let user = CompiledUser::compile(&defaults).map_err(|e| e.to_string())?;
     let under = Under {
         files,
+        team: controls,
         admin: &admin,
         user: &user,
     };

@@ -900,6 +900,7 @@ mod tests {
             revision: 3,
             count: 4,
             first_at_ms: -5,
+            groups: "contractors".into(),
         };
         let record = Record::Decision {
             decision: decision.into(),

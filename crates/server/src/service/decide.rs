@@ -6,7 +6,7 @@ use super::decisions::{DecisionSource, Origin, Shown, check_client};
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
-use crate::policy::groups::{GroupedAdmin, Origins};
+use crate::policy::groups::Origins;
 use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError, Site};
 use crate::secrets;
@@ -26,7 +26,8 @@ impl Service {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
-        self.current_effective(team, user).await
+        let eff = self.current_effective(team, user).await?;
+        with_groups(eff, caller_groups(p, team, user))
     }
 
     /// The hub's view of `team` and `user`, refused `UNAVAILABLE` when it cannot be
@@ -55,7 +56,8 @@ impl Service {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
         authorize(p, team, Action::Evaluate(user))?;
-        Ok(self.hub.effective_to_decide(team, user).await?)
+        let eff = self.hub.effective_to_decide(team, user).await?;
+        with_groups(eff, caller_groups(p, team, user))
     }
 
     /// Decides each call against one view of the policy; DENYs go to the audit trail.
@@ -135,11 +137,9 @@ impl Service {
         }
         let eff = self.effective_to_decide(p, team, user).await?;
         let groups = caller_groups(p, team, user);
-        let grouped = for_groups(&eff, groups)?;
-        let (admin, origins) = match grouped.as_deref() {
-            Some(g) => (&g.compiled, &g.origins),
-            None => (&*eff.admin.compiled, &Origins::default()),
-        };
+        let admin = eff.admin_compiled();
+        let no_origins = Origins::default();
+        let origins = eff.grouped.as_deref().map_or(&no_origins, |g| &g.origins);
         let decide = if explain {
             policy::explain_at
         } else {
@@ -269,16 +269,17 @@ impl Service {
         let (team, user) = own_subject(p, team, user);
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
-        let grouped = for_groups(&eff, caller_groups(p, team, user))?;
-        let admin = grouped
-            .as_deref()
-            .map_or(&*eff.admin.compiled, |g| &g.compiled);
-        let filtered =
-            policy::filter_tools_in(&eff.tool_actions, admin, &eff.user.compiled, server, &value)
-                .map_err(|e| match e {
-                PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
-                other => ServiceError::entries("", other),
-            })?;
+        let filtered = policy::filter_tools_in(
+            &eff.tool_actions,
+            eff.admin_compiled(),
+            &eff.user.compiled,
+            server,
+            &value,
+        )
+        .map_err(|e| match e {
+            PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
+            other => ServiceError::entries("", other),
+        })?;
         let origin = Origin {
             source: DecisionSource::FilterTools,
             client: client.to_owned(),
@@ -299,25 +300,28 @@ impl Service {
 
 /// The groups whose policies apply to a request: the caller's own, when it decides
 /// its own calls. Another principal deciding for a user (a service, an admin)
-/// carries its own groups, not the user's: none apply.
-fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a [String] {
+/// carries its own groups, not the user's: none apply (docs/groups.md says so).
+pub(super) fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a [String] {
     let own = p.team.as_deref() == Some(team) && p.user.as_deref() == Some(user);
     if own { &p.groups } else { &[] }
 }
 
-/// The team's controls combined with `groups`' policies; None when none applies. A
-/// combination that does not compile (its lists past a limit together) refuses the
-/// request: deciding without a group's denies would fail open.
-fn for_groups(
-    eff: &Effective,
+/// `eff` with the team's controls combined with `groups`' policies: the one way a
+/// view is made for a principal, whether it decides, filters, exports or is sent as
+/// a snapshot. A combination that does not compile (its lists past a limit together)
+/// refuses the request: deciding or exporting without a group's denies would fail
+/// open.
+pub(super) fn with_groups(
+    mut eff: Effective,
     groups: &[String],
-) -> Result<Option<std::sync::Arc<GroupedAdmin>>, ServiceError> {
-    eff.admin.compiled.for_groups(groups).map_err(|e| {
+) -> Result<Effective, ServiceError> {
+    eff.grouped = eff.admin.compiled.for_groups(groups).map_err(|e| {
         ServiceError::FailedPrecondition(format!(
             "the team's controls with the policies of groups {} do not combine ({e}): an admin must shorten the group policies' lists",
             groups.join(", ")
         ))
-    })
+    })?;
+    Ok(eff)
 }
 
 /// A view of the policy that cannot be shown current answers only DENYs: an ALLOW or

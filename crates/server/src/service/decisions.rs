@@ -13,9 +13,11 @@ use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, Principal, Role, authorize};
 use crate::config::DecisionLogConfig;
 use crate::hub::{DecisionsCommitted, Hub};
+use crate::policy::groups::GroupedAdmin;
 use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
-    self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, Reason, ToolActionLists,
+    self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, PolicyError, Reason,
+    ToolActionLists,
 };
 use crate::secrets;
 use crate::store::{
@@ -320,6 +322,10 @@ struct PreviewRun {
     users: HashMap<String, super::Effective>,
     proposed_admin: CompiledAdmin,
     proposed_defaults: Option<CompiledUser>,
+    /// The proposal combined with each set of groups records were decided under
+    /// (None: none of them has a policy in it), as `Evaluate` combines them.
+    proposed: AdminControls,
+    proposed_grouped: HashMap<String, Result<Option<Arc<GroupedAdmin>>, PolicyError>>,
     seen: u64,
 }
 
@@ -366,8 +372,38 @@ impl PreviewRun {
                 _ => user_now,
             };
             let files = &eff.tool_actions;
-            let before = redecide(files, &eff.admin.compiled, user_now, &record, &call);
-            let after = redecide(files, &self.proposed_admin, user_then, &record, &call);
+            // a call decided under group policies is decided again under the same
+            // groups' policies, now and in the proposal
+            let groups: Vec<String> = record
+                .decision
+                .groups
+                .split(',')
+                .filter(|g| !g.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let Ok(now) = eff.admin.compiled.for_groups(&groups) else {
+                self.impact.unknown += 1;
+                continue;
+            };
+            let proposed = &self.proposed;
+            let then = self
+                .proposed_grouped
+                .entry(record.decision.groups.clone())
+                .or_insert_with(|| {
+                    let says = groups.iter().any(|g| proposed.groups.contains_key(g));
+                    says.then(|| GroupedAdmin::compile(proposed, &groups).map(Arc::new))
+                        .transpose()
+                });
+            let Ok(then) = then else {
+                self.impact.unknown += 1;
+                continue;
+            };
+            let admin_now = now.as_deref().map_or(&*eff.admin.compiled, |g| &g.compiled);
+            let admin_then = then
+                .as_deref()
+                .map_or(&self.proposed_admin, |g| &g.compiled);
+            let before = redecide(files, admin_now, user_now, &record, &call);
+            let after = redecide(files, admin_then, user_then, &record, &call);
             if before.0 == after.0 {
                 self.impact.unchanged += 1;
             } else {
@@ -423,6 +459,8 @@ impl Service {
             outcome: outcome_name(outcome),
             reason: reason.as_str(),
             matched: matched.unwrap_or_default(),
+            // the groups the call was decided under (no allocation for none)
+            groups: super::decide::caller_groups(p, team, user).join(","),
         })
     }
 
@@ -672,6 +710,8 @@ impl Service {
             users: HashMap::new(),
             proposed_admin,
             proposed_defaults,
+            proposed,
+            proposed_grouped: HashMap::new(),
             seen: 0,
         });
         let mut query = DecisionQuery {
@@ -922,6 +962,8 @@ pub(super) struct DecisionRecord<'a> {
     outcome: &'static str,
     reason: &'static str,
     matched: &'a str,
+    /// The caller's groups applied to the decision, joined by `,`.
+    groups: String,
 }
 
 impl DecisionRecord<'_> {
@@ -945,6 +987,7 @@ impl DecisionRecord<'_> {
             self.outcome,
             self.reason,
             self.matched,
+            &self.groups,
         ]
     }
 
@@ -1369,6 +1412,7 @@ mod tests {
                 &d.subject_sha256,
                 "ASK",
                 "COMMAND_NOT_ALLOWLISTED",
+                "",
                 "",
             ];
             PackedDecision::new(0, texts, d.subject_bytes, 1).unpack()

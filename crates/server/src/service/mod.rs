@@ -19,6 +19,7 @@ mod pins;
 mod principal;
 mod roles;
 mod settings;
+mod sign_ins;
 mod tokens;
 mod watch;
 mod webhook;

@@ -62,9 +62,13 @@ impl Service {
         user: &str,
         role: Role,
         ttl: Option<Duration>,
+        groups: &[String],
     ) -> Result<CreatedToken, ServiceError> {
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
+        // checked as every credential's groups are: names, at most 64, sorted, once
+        let groups = crate::policy::groups::normalise_groups(groups.iter().cloned())
+            .map_err(|e| ServiceError::invalid("groups", e))?;
         // the user's name becomes the token's principal: none the server gives itself
         // (`bootstrap-operator`, `anonymous`, `jwt:…`, `file:…`), or the audit trail
         // would show the token as that principal
@@ -108,6 +112,7 @@ impl Service {
             user_id: user.to_owned(),
             role: role_name(role).to_owned(),
             expires_at_ms: expiry_ms(now, ttl),
+            groups,
         };
         let token = store.create_token(&new, &p.name).await?;
         self.refresh_tokens().await?;

@@ -1,6 +1,7 @@
 //! The watch stream: a snapshot (or the changes after a revision), then every change
 //! that affects the subscriber, with heartbeats and resyncs.
 
+use super::decide::{caller_groups, with_groups};
 use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::{Effective, HubEvent, Published};
@@ -53,18 +54,18 @@ impl Service {
         let mut rx = self.hub.subscribe(team).await?;
         let this = self.clone();
         let (team, user) = (team.to_owned(), user.to_owned());
+        // the subscriber's groups: its snapshots are its own calls' view, combined
+        // with the policies of those groups as Evaluate combines them
+        let groups: Vec<String> = caller_groups(p, &team, &user).to_vec();
         let mut first: Vec<WatchEvent> = Vec::new();
-        // whether the subscriber's user settings are the team's defaults (no document
-        // of their own, and the team has defaults), which admin changes then change
-        let mut follows_defaults = {
-            let effective = this.current_effective(&team, &user).await?;
-            effective.user.stored.revision == 0
-                && effective.admin.head().default_user_settings.is_some()
+        let mut follows = {
+            let effective = this.shown_effective(&team, &user, &groups).await?;
+            Follows::of(&effective)
         };
         let mut seen = match after {
             Some(after) => match this.history_after(&team, after).await? {
                 History::Truncated => {
-                    let effective = this.current_effective(&team, &user).await?;
+                    let effective = this.shown_effective(&team, &user, &groups).await?;
                     let revision = effective.revision;
                     first.push(WatchEvent::Snapshot {
                         effective,
@@ -80,7 +81,7 @@ impl Service {
                             continue;
                         }
                         if let Some(snapshot) = this
-                            .defaults_snapshot(&team, &user, &change, &mut follows_defaults)
+                            .admin_snapshot(&team, &user, &groups, &change, &mut follows)
                             .await?
                         {
                             // the snapshot holds every change up to now: the rest are in it
@@ -95,7 +96,7 @@ impl Service {
                 }
             },
             None => {
-                let effective = this.current_effective(&team, &user).await?;
+                let effective = this.shown_effective(&team, &user, &groups).await?;
                 let revision = effective.revision;
                 first.push(WatchEvent::Snapshot {
                     effective,
@@ -137,7 +138,7 @@ impl Service {
                             seen = change.revision;
                             if affects(&user, &change) {
                                 heartbeat.reset();
-                                match this.defaults_snapshot(&team, &user, &change, &mut follows_defaults).await {
+                                match this.admin_snapshot(&team, &user, &groups, &change, &mut follows).await {
                                     Ok(Some(snapshot)) => {
                                         seen = seen.max(snapshot.revision());
                                         yield Ok(snapshot);
@@ -152,7 +153,7 @@ impl Service {
                         }
                         Ok(HubEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             // fell behind the ring (or the hub reloaded): start over from a snapshot
-                            match this.current_effective(&team, &user).await {
+                            match this.shown_effective(&team, &user, &groups).await {
                                 Ok(effective) => {
                                     seen = effective.revision;
                                     yield Ok(WatchEvent::Snapshot { effective, resync: true });
@@ -180,33 +181,53 @@ impl Service {
         })
     }
 
-    /// A user without settings of their own has the team's defaults, carried by the
-    /// admin controls: an admin change that sets, changes or clears them changes that
-    /// user's settings too, so it is sent as a fresh snapshot (with `resync`: it
-    /// replaces the whole view) rather than as an admin event.
-    async fn defaults_snapshot(
+    /// The view a subscriber in `groups` is shown: the team's controls combined
+    /// with those groups' policies, by the one path decisions take.
+    async fn shown_effective(
         &self,
         team: &str,
         user: &str,
+        groups: &[String],
+    ) -> Result<Effective, ServiceError> {
+        with_groups(self.current_effective(team, user).await?, groups)
+    }
+
+    /// An admin change the subscriber cannot apply to its view as sent, sent as a
+    /// fresh snapshot instead (with `resync`: it replaces the whole view). Two such:
+    /// a user without settings of their own has the team's defaults, carried by the
+    /// admin controls, so a change that sets, changes or clears them changes that
+    /// user's settings too; and a member of a group with a policy sees the team's
+    /// controls combined with it, which the team's document alone does not say.
+    async fn admin_snapshot(
+        &self,
+        team: &str,
+        user: &str,
+        groups: &[String],
         change: &Change,
-        follows_defaults: &mut bool,
+        follows: &mut Follows,
     ) -> Result<Option<WatchEvent>, ServiceError> {
         match &change.doc {
             ChangeDoc::User { .. } => {
                 // the user's own document: defaults no longer apply to them
-                *follows_defaults = false;
+                follows.defaults = false;
                 Ok(None)
             }
             ChangeDoc::Admin { controls } => {
-                if controls.default_user_settings.is_none() && !*follows_defaults {
+                let defaults_may = controls.default_user_settings.is_some() || follows.defaults;
+                // a group policy added, changed, or (the view was combined) removed
+                let groups_may = follows.groups
+                    || groups
+                        .iter()
+                        .any(|g| controls.groups.contains_key(g.as_str()));
+                if !defaults_may && !groups_may {
                     return Ok(None);
                 }
-                let effective = self.current_effective(team, user).await?;
-                if effective.user.stored.revision != 0 {
-                    *follows_defaults = false;
+                let effective = self.shown_effective(team, user, groups).await?;
+                let defaults_change = defaults_may && effective.user.stored.revision == 0;
+                *follows = Follows::of(&effective);
+                if !defaults_change && !groups_may {
                     return Ok(None);
                 }
-                *follows_defaults = effective.admin.head().default_user_settings.is_some();
                 Ok(Some(WatchEvent::Snapshot {
                     effective,
                     resync: true,
@@ -226,6 +247,26 @@ impl Service {
             return Ok(History::Truncated);
         }
         Ok(store.changes_after(team, after, u32::MAX).await?)
+    }
+}
+
+/// What of a subscriber's view an admin event alone would not keep right.
+#[derive(Debug, Clone, Copy)]
+struct Follows {
+    /// The user's settings are the team's defaults (no document of their own, and
+    /// the team has defaults), which admin changes then change.
+    defaults: bool,
+    /// The view combines the policies of some of the subscriber's groups.
+    groups: bool,
+}
+
+impl Follows {
+    fn of(effective: &Effective) -> Self {
+        Self {
+            defaults: effective.user.stored.revision == 0
+                && effective.admin.head().default_user_settings.is_some(),
+            groups: !effective.groups_applied().is_empty(),
+        }
     }
 }
 

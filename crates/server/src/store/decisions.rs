@@ -58,6 +58,11 @@ pub struct NewDecision {
     /// Unix milliseconds of the first of `count` identical DENYs (`at_ms` when 1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_at_ms: i64,
+    /// The groups whose policies the decision was made under (the caller's own, when
+    /// it decided its own call), by name, joined by `,` (no group name holds one);
+    /// empty for none. The impact preview combines them again with the proposal.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub groups: String,
 }
 
 fn one() -> u64 {
@@ -130,7 +135,7 @@ impl PackedDecision {
 
     /// The texts, in the store's order: team, user, principal, agent, role, client,
     /// source, kind, server, tool, action, subject, subject_sha256, outcome, reason,
-    /// matched_entry.
+    /// matched_entry, groups.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -180,6 +185,7 @@ impl NewDecision {
             outcome,
             reason,
             matched_entry,
+            groups,
         ] = texts;
         NewDecision {
             at_ms,
@@ -203,6 +209,7 @@ impl NewDecision {
             revision,
             count: 1,
             first_at_ms: at_ms,
+            groups,
         }
     }
 }
@@ -286,6 +293,10 @@ impl EncodedDecisions {
         let _ = write!(self.text, "{at_ms}");
         let mut principal = (0, 0);
         for (k, text) in texts.into_iter().enumerate() {
+            // a record made in no group keeps the form older versions read
+            if k == GROUPS && text.is_empty() {
+                continue;
+            }
             self.text.push(b',');
             if k == PRINCIPAL {
                 principal.0 = self.text.len();
@@ -462,7 +473,10 @@ pub struct DecisionQuery {
 }
 
 /// A record's texts.
-pub const TEXT_COUNT: usize = 16;
+pub const TEXT_COUNT: usize = 17;
+/// Where the groups are among a record's texts: the last, left out of the JSON form
+/// when empty.
+const GROUPS: usize = 16;
 /// Where the outcome is among a record's texts.
 const OUTCOME: usize = 13;
 /// Where the principal is among a record's texts.
@@ -523,7 +537,9 @@ where
 
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
 /// (migration 8 writes the same from the rows it moves), then `count, first_at` for
-/// a record that stands for identical DENYs of a principal past its budget.
+/// a record that stands for identical DENYs of a principal past its budget. The
+/// last text, the groups, is there only when it is not empty (a record of an older
+/// version has none).
 struct JsonRecord(StoredDecision);
 
 impl<'de> Deserialize<'de> for JsonRecord {
@@ -534,7 +550,7 @@ impl<'de> Deserialize<'de> for JsonRecord {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(
                     f,
-                    "a decision record: [id, at, {TEXT_COUNT} texts, subject_bytes, revision] and optionally count, first_at"
+                    "a decision record: [id, at, {GROUPS} texts, optionally the groups, subject_bytes, revision] and optionally count, first_at"
                 )
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
@@ -553,10 +569,16 @@ impl<'de> Deserialize<'de> for JsonRecord {
                 let id: u64 = next(&mut seq, &mut read)?;
                 let at_ms: i64 = next(&mut seq, &mut read)?;
                 let mut texts: [String; TEXT_COUNT] = Default::default();
-                for text in &mut texts {
+                for text in &mut texts[..GROUPS] {
                     *text = next(&mut seq, &mut read)?;
                 }
-                let subject_bytes: u64 = next(&mut seq, &mut read)?;
+                let subject_bytes: u64 = match next(&mut seq, &mut read)? {
+                    TextOrNumber::Text(groups) => {
+                        texts[GROUPS] = groups;
+                        next(&mut seq, &mut read)?
+                    }
+                    TextOrNumber::Number(n) => n,
+                };
                 let revision: u64 = next(&mut seq, &mut read)?;
                 let mut decision = NewDecision::from_texts(at_ms, texts, subject_bytes, revision);
                 if let Some(count) = seq.next_element::<u64>()? {
@@ -577,6 +599,14 @@ impl<'de> Deserialize<'de> for JsonRecord {
         }
         deserializer.deserialize_seq(Visitor)
     }
+}
+
+/// The element after a record's first texts: its groups, or (none) its size.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TextOrNumber {
+    Text(String),
+    Number(u64),
 }
 
 /// A block's records, by id.
@@ -1169,6 +1199,7 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
         &d.outcome,
         &d.reason,
         &d.matched_entry,
+        &d.groups,
     ]
 }
 
@@ -1200,6 +1231,7 @@ mod tests {
             "x".repeat(300).leak(),
             "ALLOW",
             "",
+            "contractors,pii",
         ];
         let mut counted = record(i64::MAX, hostile);
         counted.count = u64::MAX;
@@ -1221,9 +1253,21 @@ mod tests {
 
     #[test]
     fn an_unreadable_block_is_an_error_not_an_empty_page() {
-        let texts = vec!["\"\""; TEXT_COUNT].join(",");
+        // a record made in no group has the older form: no groups text
+        let texts = vec!["\"\""; GROUPS].join(",");
         let whole = format!("[[1,2,{texts},3,4]]");
         assert_eq!(decode(&whole).unwrap()[0].decision.revision, 4);
+        let grouped = format!("[[1,2,{texts},\"a,b\",3,4,5,1]]");
+        let read = decode(&grouped).unwrap();
+        assert_eq!(
+            (read[0].decision.groups.as_str(), read[0].decision.count),
+            ("a,b", 5)
+        );
+        let mut none = read[0].decision.clone();
+        none.groups.clear();
+        let encoded = EncodedDecisions::from(&[&PackedDecision::from(&none)][..]);
+        let tail = String::from_utf8(encoded.tail(0).to_vec()).unwrap();
+        assert_eq!(tail.matches("\"\"").count(), GROUPS, "{tail}");
         let counted = format!("[[1,2,{texts},3,4,5,1]]");
         let read = decode(&counted).unwrap();
         assert_eq!(
@@ -1236,6 +1280,7 @@ mod tests {
         let first_after_last = format!("[[1,2,{texts},3,4,5,9]]");
         let short = format!("[[1,2,{texts},3]]");
         let negative = format!("[[-1,2,{texts},3,4]]");
+        let two_groups = format!("[[1,2,{texts},\"a\",\"b\",3,4]]");
         for bad in [
             "",
             "[",
@@ -1248,6 +1293,7 @@ mod tests {
             &first_after_last,
             &short,
             &negative,
+            &two_groups,
         ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }

@@ -233,6 +233,16 @@ impl Store for Metered<dyn Store> {
             self.0.put_pin_settings(team_id, settings, actor),
         )
         .await
+    async fn record_sign_in(&self, sign_in: &super::SignIn) -> Result<(), StoreError> {
+        observed("record_sign_in", self.0.record_sign_in(sign_in)).await
+    }
+
+    async fn list_sign_ins(
+        &self,
+        team_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<super::SignIn>, StoreError> {
+        observed("list_sign_ins", self.0.list_sign_ins(team_id, limit)).await
     }
 
     async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {

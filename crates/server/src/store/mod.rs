@@ -17,6 +17,7 @@ mod postgres;
 mod reserve;
 mod rows;
 mod schema;
+mod sign_ins;
 mod sql;
 mod sqlite;
 mod tokens;
@@ -38,6 +39,7 @@ pub use pins::{
 };
 pub use postgres::{DEFAULT_HEARTBEAT, NOTIFY_CHANNEL, PostgresBackend, PostgresStore};
 pub use reserve::{DiskReserve, RESERVE_FILE};
+pub use sign_ins::SignIn;
 pub use sql::SqlStore;
 pub use sqlite::{SqliteBackend, SqliteStore};
 pub use tokens::{
@@ -306,6 +308,23 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
     async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Records a user's sign-in through the identity provider: their one row,
+    /// written again with the last time, groups and issuer (the first time kept).
+    async fn record_sign_in(&self, _sign_in: &SignIn) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no sign-ins".into(),
+        ))
+    }
+
+    /// A team's sign-ins (every team's with `None`), the latest first, at most `limit`.
+    async fn list_sign_ins(
+        &self,
+        _team_id: Option<&str>,
+        _limit: u32,
+    ) -> Result<Vec<SignIn>, StoreError> {
         Ok(Vec::new())
     }
 

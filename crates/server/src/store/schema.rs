@@ -221,6 +221,22 @@ CREATE TABLE pin_settings (
     updated_by TEXT NOT NULL
 );
 ",
+    // the groups an issued token carries (names joined by `,`; empty for none), and
+    // the sign-ins through the identity provider: a row per team and user
+    r"
+ALTER TABLE issued_tokens ADD COLUMN group_names TEXT NOT NULL DEFAULT '';
+CREATE TABLE sign_ins (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    issuer TEXT NOT NULL,
+    group_names TEXT NOT NULL,
+    first_at {int} NOT NULL,
+    last_at {int} NOT NULL,
+    PRIMARY KEY (team_id, user_id)
+);
+CREATE INDEX sign_ins_last_at ON sign_ins (last_at);
+",
 ];
 
 /// A dialect's words for the schema's placeholders.

@@ -559,6 +559,18 @@ where
         self.select_active_tokens(now_ms).await
     }
 
+    async fn record_sign_in(&self, sign_in: &super::SignIn) -> Result<(), StoreError> {
+        self.upsert_sign_in(sign_in).await
+    }
+
+    async fn list_sign_ins(
+        &self,
+        team_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<super::SignIn>, StoreError> {
+        self.select_sign_ins(team_id, limit).await
+    }
+
     async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
         self.insert_approval(approval).await
     }

@@ -29,6 +29,8 @@ pub struct NewToken {
     /// `member`, `admin` or `service`.
     pub role: String,
     pub expires_at_ms: i64,
+    /// The groups its holder is in, checked and sorted (`normalise_groups`).
+    pub groups: Vec<String>,
 }
 
 /// An issued token as stored.
@@ -44,10 +46,25 @@ pub struct IssuedToken {
     pub expires_at_ms: i64,
     pub revoked_at_ms: Option<i64>,
     pub revoked_by: Option<String>,
+    /// The groups its holder is in.
+    pub groups: Vec<String>,
 }
 
 const COLUMNS: &str = "token_id, token_hash, team_id, user_id, role, created_at, created_by,
-     expires_at, revoked_at, revoked_by";
+     expires_at, revoked_at, revoked_by, group_names";
+
+/// Group names as the column keeps them: joined by `,`, which no name holds.
+fn join_groups(groups: &[String]) -> String {
+    groups.join(",")
+}
+
+fn split_groups(column: &str) -> Vec<String> {
+    column
+        .split(',')
+        .filter(|g| !g.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
 
 fn issued<R: Row>(row: &R) -> Result<IssuedToken, StoreError>
 where
@@ -68,6 +85,7 @@ where
         expires_at_ms: row.try_get("expires_at")?,
         revoked_at_ms: row.try_get("revoked_at")?,
         revoked_by: row.try_get("revoked_by")?,
+        groups: split_groups(&row.try_get::<String, _>("group_names")?),
     })
 }
 
@@ -98,8 +116,8 @@ where
             let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
             sqlx::query(
                 "INSERT INTO issued_tokens (token_id, token_hash, team_id, user_id, role,
-                   created_at, created_by, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                   created_at, created_by, expires_at, group_names)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(&token.token_id)
             .bind(&token.token_hash)
@@ -109,15 +127,19 @@ where
             .bind(now)
             .bind(actor)
             .bind(token.expires_at_ms)
+            .bind(join_groups(&token.groups))
             .execute(&mut *tx)
             .await?;
             // the id, never the secret or its digest
-            let detail = json!({
+            let mut detail = json!({
                 "token_id": token.token_id,
                 "user_id": token.user_id,
                 "role": token.role,
                 "expires_at_ms": token.expires_at_ms,
             });
+            if !token.groups.is_empty() {
+                detail["groups"] = json!(token.groups);
+            }
             sqlx::query(INSERT_AUDIT)
                 .bind(&token.team_id)
                 .bind(actor)
@@ -143,6 +165,7 @@ where
             expires_at_ms: token.expires_at_ms,
             revoked_at_ms: None,
             revoked_by: None,
+            groups: token.groups.clone(),
         })
     }
 
