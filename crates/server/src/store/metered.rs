@@ -233,6 +233,8 @@ impl Store for Metered<dyn Store> {
             self.0.put_pin_settings(team_id, settings, actor),
         )
         .await
+    }
+
     async fn record_sign_in(&self, sign_in: &super::SignIn) -> Result<(), StoreError> {
         observed("record_sign_in", self.0.record_sign_in(sign_in)).await
     }
