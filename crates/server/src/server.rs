@@ -985,7 +985,7 @@ fn incoming(listener: TcpListener) -> TcpIncoming {
 /// The services health reports on, named by the types registered below (so a
 /// renamed service follows); "" is the server as a whole. `server::` in the
 /// integration tests fails when a service reflection lists is missing here.
-const SERVICE_NAMES: [&str; 9] = [
+const SERVICE_NAMES: [&str; 10] = [
     "",
     <AdminServiceServer<Api> as NamedService>::NAME,
     <UserSettingsServiceServer<Api> as NamedService>::NAME,
@@ -995,4 +995,5 @@ const SERVICE_NAMES: [&str; 9] = [
     <ApprovalServiceServer<Api> as NamedService>::NAME,
     <PolicyRouter as NamedService>::NAME,
     <ServerInfoServiceServer<Api> as NamedService>::NAME,
+    <PinServiceServer<Api> as NamedService>::NAME,
 ];
