@@ -49,7 +49,7 @@ pub enum ClaimProblem {
     NotNames,
     /// Neither a list nor a string.
     NotAList,
-    /// More than [`MAX_CLAIM_NAMES`] names, or one past [`MAX_CLAIM_NAME_BYTES`].
+    /// More than [`MAX_CLAIM_NAMES`] names, or one past `MAX_CLAIM_NAME_BYTES`.
     TooLarge,
 }
 

@@ -267,7 +267,7 @@ fn show(path: &str, value: serde_json::Value) -> Option<serde_json::Value> {
 
 impl Config {
     /// The configuration as an operator sees it (`GetServerConfig`, `check-config`):
-    /// each key as [`SHOWN`] allows (URLs through [`redact_url`], token hashes and
+    /// each key as `SHOWN` allows (URLs through [`redact_url`], token hashes and
     /// OTLP header values left out), and any key it does not name as [`REDACTED`].
     pub fn public_json(&self) -> serde_json::Value {
         let value = serde_json::to_value(self).unwrap_or_default();
