@@ -338,6 +338,30 @@ async fn server_with_carol(dir: &std::path::Path) -> crate::support::TestServer 
     TestServer::start(config).await
 }
 
+/// The team's controls these tests start from: auto-run on, `git` allowed, and the
+/// given group policies.
+fn git_team(
+    groups: Vec<(&str, toolgate::proto::v1::GroupPolicy)>,
+) -> toolgate::proto::v1::AutoRunControls {
+    toolgate::proto::v1::AutoRunControls {
+        enabled: true,
+        allowed: vec!["git".into()],
+        groups: groups
+            .into_iter()
+            .map(|(name, g)| (name.to_owned(), g))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// A group policy that denies `line`'s prefix and says nothing else.
+fn denies(line: &str) -> toolgate::proto::v1::GroupPolicy {
+    toolgate::proto::v1::GroupPolicy {
+        denied: vec![line.into()],
+        ..Default::default()
+    }
+}
+
 fn shell(line: &str) -> toolgate::proto::v1::ToolCall {
     toolgate::proto::v1::ToolCall {
         kind: Some(toolgate::proto::v1::tool_call::Kind::Shell(line.into())),
@@ -381,12 +405,7 @@ async fn evaluate_applies_the_caller_s_groups_and_follows_their_changes() {
         ..Default::default()
     };
     server
-        .set_controls(pb::AutoRunControls {
-            enabled: true,
-            allowed: vec!["git".into()],
-            groups: [("contractors".to_owned(), contractors)].into(),
-            ..Default::default()
-        })
+        .set_controls(git_team(vec![("contractors", contractors)]))
         .await;
     server.yolo("alice").await;
     server.yolo("carol").await;
@@ -486,19 +505,7 @@ async fn a_jwt_s_groups_claim_applies_its_groups_and_a_bad_one_is_refused() {
     });
     let server = TestServer::start(config).await;
     server
-        .set_controls(pb::AutoRunControls {
-            enabled: true,
-            allowed: vec!["git".into()],
-            groups: [(
-                "contractors".to_owned(),
-                pb::GroupPolicy {
-                    denied: vec!["git push".into()],
-                    ..Default::default()
-                },
-            )]
-            .into(),
-            ..Default::default()
-        })
+        .set_controls(git_team(vec![("contractors", denies("git push"))]))
         .await;
     for user in ["dave", "erin"] {
         server
@@ -680,16 +687,7 @@ async fn a_member_s_effective_policy_export_and_watch_carry_its_groups() {
     use toolgate::proto::v1 as pb;
     let dir = tempfile::tempdir().unwrap();
     let server = server_with_carol(&dir.path().join("data")).await;
-    let group = |denied: &str| pb::GroupPolicy {
-        denied: vec![denied.into()],
-        ..Default::default()
-    };
-    let controls = |denied: &str| pb::AutoRunControls {
-        enabled: true,
-        allowed: vec!["git".into()],
-        groups: [("contractors".to_owned(), group(denied))].into(),
-        ..Default::default()
-    };
+    let controls = |denied: &str| git_team(vec![("contractors", denies(denied))]);
     server.set_controls(controls("git push")).await;
     let shown = |who: &'static str| {
         let server = &server;
@@ -788,21 +786,12 @@ async fn the_log_keeps_a_call_s_groups_and_the_preview_applies_them() {
     use toolgate::proto::v1 as pb;
     let dir = tempfile::tempdir().unwrap();
     let server = server_with_carol(&dir.path().join("data")).await;
-    let team = |groups: Vec<(&str, pb::GroupPolicy)>| pb::AutoRunControls {
-        enabled: true,
-        allowed: vec!["git".into()],
-        groups: groups
-            .into_iter()
-            .map(|(name, g)| (name.to_owned(), g))
-            .collect(),
-        ..Default::default()
-    };
     let blocks_make = pb::GroupPolicy {
         blocked: vec!["make".into()],
         ..Default::default()
     };
     server
-        .set_controls(team(vec![("contractors", blocks_make.clone())]))
+        .set_controls(git_team(vec![("contractors", blocks_make.clone())]))
         .await;
     server.yolo("alice").await;
     server.yolo("carol").await;
@@ -854,15 +843,9 @@ async fn the_log_keeps_a_call_s_groups_and_the_preview_applies_them() {
         .decisions("admin-token")
         .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
             team_id: TEAM.into(),
-            auto_run_controls: Some(team(vec![
+            auto_run_controls: Some(git_team(vec![
                 ("contractors", blocks_make),
-                (
-                    "everyone",
-                    pb::GroupPolicy {
-                        denied: vec!["git push".into()],
-                        ..Default::default()
-                    },
-                ),
+                ("everyone", denies("git push")),
             ])),
             window_seconds: 3600,
             examples_per_group: 1,
@@ -893,19 +876,7 @@ async fn a_token_issued_with_groups_puts_its_holder_under_their_policies() {
     let dir = tempfile::tempdir().unwrap();
     let server = server_with_carol(&dir.path().join("data")).await;
     server
-        .set_controls(pb::AutoRunControls {
-            enabled: true,
-            allowed: vec!["git".into()],
-            groups: [(
-                "contractors".to_owned(),
-                pb::GroupPolicy {
-                    denied: vec!["git push".into()],
-                    ..Default::default()
-                },
-            )]
-            .into(),
-            ..Default::default()
-        })
+        .set_controls(git_team(vec![("contractors", denies("git push"))]))
         .await;
     let file = dir.path().join("dan.token");
     let run = toolgate(
