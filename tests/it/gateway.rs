@@ -593,18 +593,7 @@ async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
         status.contains("weather changed since it was pinned"),
         "{status}"
     );
-    assert!(
-        status
-            .lines()
-            .any(|l| l.trim_start().starts_with("+ ") && l.contains("<IMPORTANT>")),
-        "{status}"
-    );
-    assert!(
-        status.lines().any(
-            |l| l.trim_start().starts_with("- ") && l.contains("Gets the weather of a city.\"")
-        ),
-        "{status}"
-    );
+    assert_shows_the_weather_diff(&status);
     let repinned = toolgate_cli(&[
         "proxy",
         "--server-id",
@@ -618,6 +607,22 @@ async fn a_tool_changed_under_the_proxy_is_hidden_and_asks_until_repinned() {
     runs_again(&client, &mut changes).await;
     client.cancel().await.ok();
     server.stop().await;
+}
+
+/// `text` shows the rug pull's diff: the poisoned description added, the honest one
+/// removed.
+fn assert_shows_the_weather_diff(text: &str) {
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("+ ") && l.contains("<IMPORTANT>")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(
+            |l| l.trim_start().starts_with("- ") && l.contains("Gets the weather of a city.\"")
+        ),
+        "{text}"
+    );
 }
 
 /// The same rug pull with the pins in the server's store: the admin reviews the
@@ -649,18 +654,7 @@ async fn a_tool_pinned_in_the_store_is_held_until_an_admin_accepts_the_change() 
     ]);
     assert!(listed.contains("pin:weather  CHANGED"), "{listed}");
     assert!(!listed.contains("pin:flip"), "{listed}");
-    assert!(
-        listed
-            .lines()
-            .any(|l| l.trim_start().starts_with("+ ") && l.contains("<IMPORTANT>")),
-        "{listed}"
-    );
-    assert!(
-        listed.lines().any(
-            |l| l.trim_start().starts_with("- ") && l.contains("Gets the weather of a city.\"")
-        ),
-        "{listed}"
-    );
+    assert_shows_the_weather_diff(&listed);
     for kind in ["hidden-tag", "sensitive-files"] {
         assert!(
             listed.contains(&format!("flagged: {kind} in description")),
