@@ -196,7 +196,8 @@ pub struct Reconciled {
 }
 
 /// Where one of the hook's settings came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Source {
     /// The managed configuration (root's), which wins.
     Managed,
@@ -210,12 +211,7 @@ pub enum Source {
 
 impl Source {
     pub fn name(self) -> &'static str {
-        match self {
-            Source::Managed => "managed",
-            Source::Flag => "flag",
-            Source::Profile => "profile",
-            Source::Default => "default",
-        }
+        self.into()
     }
 }
 

@@ -22,7 +22,19 @@ use std::time::Duration;
 use toolgate_core::backoff::Backoff;
 
 /// The files `toolgate sync` keeps, one per client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    ValueEnum,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum SyncedFile {
     /// Codex's `/etc/codex/requirements.toml`: the forbidden and prompted prefixes, and
     /// the toolgate hook as its only managed hook.
@@ -34,14 +46,10 @@ pub enum SyncedFile {
 }
 
 impl SyncedFile {
-    const ALL: [SyncedFile; 3] = [SyncedFile::Codex, SyncedFile::Gemini, SyncedFile::Cursor];
+    const ALL: &'static [SyncedFile] = <Self as strum::VariantArray>::VARIANTS;
 
     fn name(self) -> &'static str {
-        match self {
-            SyncedFile::Codex => "codex",
-            SyncedFile::Gemini => "gemini",
-            SyncedFile::Cursor => "cursor",
-        }
+        self.into()
     }
 
     /// The file's place, relative to the root of the file system.

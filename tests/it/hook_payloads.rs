@@ -92,7 +92,7 @@ fn payloads_map_to_calls() {
 #[test]
 fn oversized_and_malformed_input_is_refused() {
     let big = vec![b' '; hook::MAX_INPUT_BYTES + 1];
-    for client in Client::ALL {
+    for &client in Client::ALL {
         assert_eq!(
             hook::parse(client, &big, &McpDirectory::default()),
             Err(hook::HookError::TooLarge)
@@ -110,7 +110,7 @@ fn every_outcome_has_an_answer_and_every_failure_blocks() {
         revision: 1,
     };
     let o = Options::default();
-    for client in Client::ALL {
+    for &client in Client::ALL {
         for outcome in [Outcome::Allow, Outcome::Ask, Outcome::Deny] {
             let r = hook::reply(client, &verdict(outcome), None, &o);
             assert_eq!(r.exit, 0);

@@ -151,20 +151,6 @@ pub const ALL: [(&str, &str); 30] = [
     ),
 ];
 
-/// Every reason, for the decision handles (a reason missing here is still counted,
-/// through a handle made on the spot).
-const REASONS: [Reason; Reason::ALL.len()] = Reason::ALL;
-
-const OUTCOMES: [Outcome; 3] = [Outcome::Allow, Outcome::Ask, Outcome::Deny];
-
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Allow => "ALLOW",
-        Outcome::Ask => "ASK",
-        Outcome::Deny => "DENY",
-    }
-}
-
 /// The installed recorder and the decision and call handles made with it.
 struct Installed {
     handle: PrometheusHandle,
@@ -260,15 +246,15 @@ pub fn install(served: Vec<String>) -> Result<PrometheusHandle, MetricsError> {
         }
     }
     let mut decisions = Vec::new();
-    for reason in REASONS {
+    for &reason in Reason::ALL {
         let index = reason as usize;
         if decisions.len() <= index {
             decisions.resize_with(index + 1, || {
                 [Counter::noop(), Counter::noop(), Counter::noop()]
             });
         }
-        decisions[index] = OUTCOMES.map(|outcome| {
-            counter!(DECISIONS, "outcome" => outcome_name(outcome), "reason" => reason.as_str())
+        decisions[index] = [Outcome::Allow, Outcome::Ask, Outcome::Deny].map(|outcome| {
+            counter!(DECISIONS, "outcome" => outcome.as_str(), "reason" => reason.as_str())
         });
     }
     metrics::describe_gauge!(
@@ -307,10 +293,8 @@ pub fn decision(outcome: Outcome, reason: Reason) {
     };
     match installed.decisions.get(reason as usize) {
         Some(row) => row[outcome as usize].increment(1),
-        None => {
-            counter!(DECISIONS, "outcome" => outcome_name(outcome), "reason" => reason.as_str())
-                .increment(1)
-        }
+        None => counter!(DECISIONS, "outcome" => outcome.as_str(), "reason" => reason.as_str())
+            .increment(1),
     }
 }
 

@@ -26,7 +26,18 @@ use crate::policy::{Call, Outcome};
 pub const MAX_INPUT_BYTES: usize = 1 << 20;
 
 /// The agent clients toolgate answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Client {
     ClaudeCode,
     Codex,
@@ -35,25 +46,15 @@ pub enum Client {
 }
 
 impl Client {
-    pub const ALL: [Client; 4] = [
-        Client::ClaudeCode,
-        Client::Codex,
-        Client::Cursor,
-        Client::Gemini,
-    ];
+    pub const ALL: &'static [Client] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The name on the command line, e.g. `claude-code`.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::Cursor => "cursor",
-            Self::Gemini => "gemini",
-        }
+        self.into()
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.name() == name)
+        name.parse().ok()
     }
 
     /// How ASK is answered unless configured: where the client cannot ask (Codex
@@ -176,11 +177,7 @@ impl Verdict {
     /// One line for both the model and the user: outcome, reason, the server's
     /// sentence and the revision it saw.
     pub fn line(&self, note: Option<&str>) -> String {
-        let outcome = match self.outcome {
-            Outcome::Allow => "ALLOW",
-            Outcome::Ask => "ASK",
-            Outcome::Deny => "DENY",
-        };
+        let outcome = self.outcome.as_str();
         let mut line = format!(
             "toolgate {outcome} ({}): {} [policy revision {}]",
             self.reason,

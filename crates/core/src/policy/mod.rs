@@ -51,9 +51,24 @@ pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// What a decision lets happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+/// What a decision lets happen. Its stable names (`ALLOW`, `ASK`, `DENY`) are
+/// derived: [`Outcome::as_str`], `str::parse`, and `Outcome::VARIANTS` for every one.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum Outcome {
     /// Runs without approval.
     Allow,
@@ -63,9 +78,25 @@ pub enum Outcome {
     Deny,
 }
 
-/// Why a decision came out as it did. Stable names: never rename one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+/// Why a decision came out as it did. Stable names: never rename one. The names
+/// ([`Reason::as_str`], `str::parse`) and the list of every reason (`Reason::VARIANTS`)
+/// are derived, so a new reason is in all of them.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum Reason {
     KillSwitch,
     InvalidName,
@@ -236,63 +267,20 @@ impl Decision {
 
 impl Reason {
     /// Every reason, in declaration order (metrics make a handle for each).
-    pub const ALL: [Reason; 25] = [
-        Self::KillSwitch,
-        Self::InvalidName,
-        Self::BlockedByAdmin,
-        Self::NotInAccessAllowlist,
-        Self::AdminDisabled,
-        Self::ProtectionOn,
-        Self::BrowserUnprotected,
-        Self::RunEverything,
-        Self::AutoRunOff,
-        Self::Allowlisted,
-        Self::NotInAdminAllowlist,
-        Self::NotAllowlisted,
-        Self::CommandAllowed,
-        Self::CommandBlocked,
-        Self::CommandNotAllowlisted,
-        Self::DeleteProtected,
-        Self::AutoRunOn,
-        Self::NotInFileAllowlist,
-        Self::NoRoleAllowlist,
-        Self::NotInRoleAllowlist,
-        Self::Restricted,
-        Self::CommandDenied,
-        Self::Approved,
-        Self::ApprovalDenied,
-        Self::ApprovalExpired,
-    ];
+    pub const ALL: &'static [Reason] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The stable name, e.g. `KILL_SWITCH`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::KillSwitch => "KILL_SWITCH",
-            Self::InvalidName => "INVALID_NAME",
-            Self::BlockedByAdmin => "BLOCKED_BY_ADMIN",
-            Self::NotInAccessAllowlist => "NOT_IN_ACCESS_ALLOWLIST",
-            Self::AdminDisabled => "ADMIN_DISABLED",
-            Self::ProtectionOn => "PROTECTION_ON",
-            Self::BrowserUnprotected => "BROWSER_UNPROTECTED",
-            Self::RunEverything => "RUN_EVERYTHING",
-            Self::AutoRunOff => "AUTO_RUN_OFF",
-            Self::Allowlisted => "ALLOWLISTED",
-            Self::NotInAdminAllowlist => "NOT_IN_ADMIN_ALLOWLIST",
-            Self::NotAllowlisted => "NOT_ALLOWLISTED",
-            Self::CommandAllowed => "COMMAND_ALLOWED",
-            Self::CommandBlocked => "COMMAND_BLOCKED",
-            Self::CommandNotAllowlisted => "COMMAND_NOT_ALLOWLISTED",
-            Self::DeleteProtected => "DELETE_PROTECTED",
-            Self::AutoRunOn => "AUTO_RUN_ON",
-            Self::NotInFileAllowlist => "NOT_IN_FILE_ALLOWLIST",
-            Self::NoRoleAllowlist => "NO_ROLE_ALLOWLIST",
-            Self::NotInRoleAllowlist => "NOT_IN_ROLE_ALLOWLIST",
-            Self::Restricted => "RESTRICTED",
-            Self::CommandDenied => "COMMAND_DENIED",
-            Self::Approved => "APPROVED",
-            Self::ApprovalDenied => "APPROVAL_DENIED",
-            Self::ApprovalExpired => "APPROVAL_EXPIRED",
-        }
+        self.into()
+    }
+}
+
+impl Outcome {
+    pub const ALL: &'static [Outcome] = <Self as strum::VariantArray>::VARIANTS;
+
+    /// The stable name, e.g. `ALLOW`.
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 }
 
@@ -351,4 +339,25 @@ pub enum PolicyError {
     /// A `tools/list` result that is not JSON of the expected shape.
     #[error("invalid tools/list result: {0}")]
     InvalidToolsList(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The derived names are the serialized ones, and each parses back: records,
+    /// metrics and the JSON documents spell a reason or an outcome one way.
+    #[test]
+    fn derived_names_are_the_serialized_names() {
+        for &r in Reason::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str(), "{r:?}");
+            assert_eq!(r.as_str().parse::<Reason>(), Ok(r));
+        }
+        for &o in Outcome::ALL {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str(), "{o:?}");
+            assert_eq!(o.as_str().parse::<Outcome>(), Ok(o));
+        }
+        assert_eq!(Outcome::ALL, [Outcome::Allow, Outcome::Ask, Outcome::Deny]);
+        assert_eq!(Reason::ALL.len(), 25);
+    }
 }

@@ -203,7 +203,18 @@ impl Default for UserSettings {
 
 /// A field of [`UserSettings`] an update may name (a field mask's path): an update
 /// changes the fields it names and leaves every other as it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum UserField {
     McpAllowedTools,
     YoloMcpToolsDisabled,
@@ -216,32 +227,16 @@ pub enum UserField {
 
 impl UserField {
     /// Every field, in the message's order.
-    pub const ALL: [UserField; 7] = [
-        Self::McpAllowedTools,
-        Self::YoloMcpToolsDisabled,
-        Self::PlaywrightProtection,
-        Self::UseYoloMode,
-        Self::YoloEnableRunEverything,
-        Self::CommandAllowlist,
-        Self::CommandDenylist,
-    ];
+    pub const ALL: &'static [UserField] = <Self as strum::VariantArray>::VARIANTS;
 
     /// The field's name, as the protobuf message and the stored documents spell it.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::McpAllowedTools => "mcp_allowed_tools",
-            Self::YoloMcpToolsDisabled => "yolo_mcp_tools_disabled",
-            Self::PlaywrightProtection => "playwright_protection",
-            Self::UseYoloMode => "use_yolo_mode",
-            Self::YoloEnableRunEverything => "yolo_enable_run_everything",
-            Self::CommandAllowlist => "command_allowlist",
-            Self::CommandDenylist => "command_denylist",
-        }
+        self.into()
     }
 
     /// The field a path names, if it names one.
     pub fn parse(path: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|f| f.name() == path)
+        path.parse().ok()
     }
 }
 
@@ -296,19 +291,20 @@ mod tests {
             |s: &UserSettings, f: UserField| serde_json::to_value(s).unwrap()[f.name()].clone();
         for bits in 0u32..(1 << UserField::ALL.len()) {
             let named: Vec<UserField> = UserField::ALL
-                .into_iter()
+                .iter()
+                .copied()
                 .enumerate()
                 .filter(|(i, _)| bits & (1 << i) != 0)
                 .map(|(_, f)| f)
                 .collect();
             let mut s = base.clone();
             s.set_fields(&patch, &named);
-            for f in UserField::ALL {
+            for &f in UserField::ALL {
                 let want = if named.contains(&f) { &patch } else { &base };
                 assert_eq!(value(&s, f), value(want, f), "{f:?} with {named:?}");
             }
         }
-        for f in UserField::ALL {
+        for &f in UserField::ALL {
             assert_eq!(UserField::parse(f.name()), Some(f));
             assert_ne!(
                 value(&base, f),

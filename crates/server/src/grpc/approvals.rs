@@ -38,9 +38,7 @@ fn scope_to_pb(s: Option<&str>) -> pb::ApprovalScope {
 }
 
 fn reason_named(name: &str) -> pb::Reason {
-    Reason::ALL
-        .into_iter()
-        .find(|r| r.as_str() == name)
+    name.parse::<Reason>()
         .map_or(pb::Reason::Unspecified, reason_to_pb)
 }
 

@@ -65,7 +65,8 @@ pub struct Ticket {
 }
 
 /// How far an approval reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Scope {
     Once,
     Session,
@@ -75,12 +76,7 @@ pub enum Scope {
 
 impl Scope {
     fn name(self) -> &'static str {
-        match self {
-            Self::Once => "once",
-            Self::Session => "session",
-            Self::Duration(_) => "duration",
-            Self::Allowlist { .. } => "allowlist",
-        }
+        self.into()
     }
 }
 

@@ -47,7 +47,8 @@ pub const DEFAULT_EXAMPLES: usize = 3;
 pub const MAX_EXAMPLES: usize = 20;
 
 /// Where a decision was asked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum DecisionSource {
     #[default]
     Evaluate,
@@ -59,23 +60,11 @@ pub enum DecisionSource {
 
 impl DecisionSource {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Evaluate => "evaluate",
-            Self::EvaluateBatch => "evaluate_batch",
-            Self::FilterTools => "filter_tools",
-            Self::Approval => "approval",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::Evaluate,
-            Self::EvaluateBatch,
-            Self::FilterTools,
-            Self::Approval,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == s)
+        s.parse().ok()
     }
 }
 
@@ -121,21 +110,15 @@ pub fn check_client(client: &str) -> Result<(), ServiceError> {
 
 /// The stable name of an outcome, as records keep it.
 pub fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Allow => "ALLOW",
-        Outcome::Ask => "ASK",
-        Outcome::Deny => "DENY",
-    }
+    o.as_str()
 }
 
 pub fn parse_outcome(s: &str) -> Option<Outcome> {
-    [Outcome::Allow, Outcome::Ask, Outcome::Deny]
-        .into_iter()
-        .find(|o| outcome_name(*o) == s)
+    s.parse().ok()
 }
 
 pub fn parse_reason(s: &str) -> Option<Reason> {
-    Reason::ALL.iter().copied().find(|r| r.as_str() == s)
+    s.parse().ok()
 }
 
 /// What a filter selects, before the caller's scope is applied.

@@ -87,11 +87,7 @@ impl Service {
             return;
         }
         let mut detail = super::audit_sink::deny_detail(user, call, d);
-        detail["outcome"] = serde_json::json!(match d.outcome {
-            Outcome::Allow => "ALLOW",
-            Outcome::Ask => "ASK",
-            Outcome::Deny => "DENY",
-        });
+        detail["outcome"] = serde_json::json!(d.outcome.as_str());
         self.audit
             .send(NewAuditEvent {
                 team_id: team.to_owned(),

@@ -25,7 +25,8 @@ pub const AUDIT_APPROVAL_EXPIRED: &str = "approval_expired";
 pub const AUDIT_APPROVAL_ABANDONED: &str = "approval_abandoned";
 
 /// Where a request stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum ApprovalState {
     Pending,
     Approved,
@@ -37,24 +38,12 @@ pub enum ApprovalState {
 
 impl ApprovalState {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Approved => "approved",
-            Self::Denied => "denied",
-            Self::Expired => "expired",
-            Self::Abandoned => "abandoned",
-        }
+        self.into()
     }
 
     fn parse(s: &str) -> Result<Self, StoreError> {
-        Ok(match s {
-            "pending" => Self::Pending,
-            "approved" => Self::Approved,
-            "denied" => Self::Denied,
-            "expired" => Self::Expired,
-            "abandoned" => Self::Abandoned,
-            other => return Err(StoreError::Corrupt(format!("approval state {other:?}"))),
-        })
+        s.parse()
+            .map_err(|_| StoreError::Corrupt(format!("approval state {s:?}")))
     }
 
     fn audit_kind(self) -> &'static str {
