@@ -121,6 +121,9 @@ pub struct DecisionRow {
     /// The groups whose policies the call was decided under.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The programs an ALLOW rested on whose effects toolgate does not know.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub effects_unknown: Vec<String>,
 }
 
 impl From<&pb::DecisionRecord> for DecisionRow {
@@ -156,6 +159,7 @@ impl From<&pb::DecisionRecord> for DecisionRow {
             count: (r.count > 1).then_some(r.count),
             first_at: (r.count > 1).then(|| rfc3339(r.first_at)),
             groups: r.groups.clone(),
+            effects_unknown: r.effects_unknown.clone(),
         }
     }
 }
@@ -186,8 +190,16 @@ impl Render for DecisionRow {
         } else {
             format!("  (groups {})", clip(&self.groups.join(", "), 60))
         };
+        let unknown = if self.effects_unknown.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "  (effects unknown: {})",
+                clip(&self.effects_unknown.join(", "), 60)
+            )
+        };
         format!(
-            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}\n",
+            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}{unknown}\n",
             self.at,
             self.outcome,
             self.reason,
@@ -506,6 +518,16 @@ mod tests {
             DecisionRow::from(&grouped)
                 .human()
                 .ends_with("×3 since 2023-11-14T22:13:10.000Z  (groups contractors, pii)\n")
+        );
+        // an ALLOW that rested on programs with unknown effects names them, last
+        let unknown = pb::DecisionRecord {
+            effects_unknown: vec!["zip".into(), "fakeroot".into()],
+            ..grouped
+        };
+        assert!(
+            DecisionRow::from(&unknown)
+                .human()
+                .ends_with("(groups contractors, pii)  (effects unknown: zip, fakeroot)\n")
         );
     }
 

@@ -335,6 +335,90 @@ async fn every_kind_of_decision_is_logged_with_its_fields() {
     }
 }
 
+/// An ALLOW that rests on programs whose effects toolgate does not know keeps their
+/// names in its record: listed, watched and printed by `decisions list`; a plain
+/// ALLOW's record has none.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allow_with_unknown_effects_is_recorded_with_them() {
+    for url in backends("decision log effects unknown").await {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(config(dir.path(), &url)).await;
+        server
+            .set_controls(pb::AutoRunControls {
+                allowed: vec![
+                    "terraform plan".into(),
+                    "packer validate".into(),
+                    "ls".into(),
+                ],
+                ..controls()
+            })
+            .await;
+        server.yolo("alice").await;
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+        let line = "terraform plan && packer validate . && ls";
+        let decided = server
+            .policy("alice-token")
+            .evaluate(evaluate(shell(line), "codex"))
+            .await
+            .unwrap()
+            .into_inner()
+            .decision
+            .unwrap();
+        assert_eq!(decided.outcome(), pb::Outcome::Allow, "{decided:?}");
+        assert_eq!(decided.effects_unknown, ["terraform", "packer"]);
+        server
+            .policy("alice-token")
+            .evaluate(evaluate(shell("ls -la"), "codex"))
+            .await
+            .unwrap();
+        let watched = next_records(&mut all, 2).await;
+        let listed = list_all(&server, "admin-token", team_filter()).await;
+        for records in [&watched, &listed] {
+            let unknown = |subject_of: &str| {
+                records
+                    .iter()
+                    .find(|r| subject(r) == subject_of)
+                    .map(|r| r.effects_unknown.clone())
+            };
+            assert_eq!(
+                unknown(line),
+                Some(vec!["terraform".into(), "packer".into()]),
+                "{records:#?}"
+            );
+            assert_eq!(unknown("ls -la"), Some(Vec::new()), "{records:#?}");
+        }
+        let (code, out) = toolgate(&server, "admin-token", &["decisions", "list"], None).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.lines().any(|l| l.contains("$ terraform plan")
+                && l.ends_with("(effects unknown: terraform, packer)")),
+            "{out}"
+        );
+        let (code, out) = toolgate(
+            &server,
+            "admin-token",
+            &[
+                "--output",
+                "json",
+                "decisions",
+                "list",
+                "--command",
+                "terraform",
+            ],
+            None,
+        )
+        .await;
+        assert_eq!(code, 0, "{out}");
+        let json: serde_json::Value = serde_json::from_str(&out).expect(&out);
+        assert_eq!(
+            json["decisions"][0]["effects_unknown"],
+            serde_json::json!(["terraform", "packer"]),
+            "{out}"
+        );
+        server.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
     let (server, _dir) = start().await;
@@ -666,6 +750,7 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         count: 1,
         first_at_ms: at_ms,
         groups: String::new(),
+        effects_unknown: String::new(),
     }
 }
 
@@ -769,6 +854,13 @@ async fn records_read_back_exactly_as_written() {
                     // half made in groups (a text more), half in none (the older form)
                     groups: if i % 2 == 0 {
                         "contractors,pii".into()
+                    } else {
+                        String::new()
+                    },
+                    // every third rested on programs with unknown effects (a text
+                    // more, after the groups, written empty when there are none)
+                    effects_unknown: if i % 3 == 1 {
+                        "zip\nfakeroot".into()
                     } else {
                         String::new()
                     },

@@ -901,6 +901,7 @@ mod tests {
             count: 4,
             first_at_ms: -5,
             groups: "contractors".into(),
+            effects_unknown: "zip\nfakeroot".into(),
         };
         let record = Record::Decision {
             decision: decision.into(),

@@ -175,8 +175,9 @@ impl Service {
         let shown_calls: Vec<Shown<'_>> = calls.iter().map(Shown::of).collect();
         for (shown, d) in shown_calls.iter().zip(&decisions) {
             let decided = (d.outcome, d.reason, d.matched_entry.as_deref());
-            let logged =
-                self.decision_record(p, team, user, agent, origin, eff.revision, shown, decided);
+            let logged = self
+                .decision_record(p, team, user, agent, origin, eff.revision, shown, decided)
+                .map(|r| r.with_effects_unknown(&d.unchecked.effects_unknown));
             let shown_d = if shown.masked.masked() {
                 secrets::mask_decision(d)
             } else {

@@ -21,7 +21,8 @@ use crate::policy::{
 };
 use crate::secrets;
 use crate::store::{
-    DecisionQuery, NewDecision, PackedDecision, Retention, Store, StoredDecision, TEXT_COUNT,
+    DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, NewDecision, PackedDecision, Retention, Store,
+    StoredDecision, TEXT_COUNT,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -461,6 +462,7 @@ impl Service {
             matched: matched.unwrap_or_default(),
             // the groups the call was decided under (no allocation for none)
             groups: super::decide::caller_groups(p, team, user).join(","),
+            effects_unknown: String::new(),
         })
     }
 
@@ -964,6 +966,8 @@ pub(super) struct DecisionRecord<'a> {
     matched: &'a str,
     /// The caller's groups applied to the decision, joined by `,`.
     groups: String,
+    /// The programs an ALLOW rests on whose effects are unknown, one a line.
+    effects_unknown: String,
 }
 
 impl DecisionRecord<'_> {
@@ -988,6 +992,7 @@ impl DecisionRecord<'_> {
             self.reason,
             self.matched,
             &self.groups,
+            &self.effects_unknown,
         ]
     }
 
@@ -999,6 +1004,36 @@ impl DecisionRecord<'_> {
             self.revision,
         )
     }
+
+    /// Keeps the programs whose effects the decision could not check (an ALLOW's
+    /// `effects_unknown`), masked as the call is and bounded: they come from the
+    /// line, which the record may keep only the start of.
+    pub(super) fn with_effects_unknown(mut self, programs: &[String]) -> Self {
+        self.effects_unknown = effects_unknown_text(programs);
+        self
+    }
+}
+
+/// Bytes of program names a record keeps; the names past it are counted instead.
+const MAX_EFFECTS_UNKNOWN_BYTES: usize = 1024;
+
+/// `programs` as a record's `effects_unknown` text: one a line, their secrets masked,
+/// the names past [`MAX_EFFECTS_UNKNOWN_BYTES`] left out and counted (`(3 more)`).
+fn effects_unknown_text(programs: &[String]) -> String {
+    let mut text = String::new();
+    for (i, program) in programs.iter().enumerate() {
+        let program = secrets::mask(program);
+        if text.len() + program.len() + 1 > MAX_EFFECTS_UNKNOWN_BYTES {
+            text.push_str(&format!("({} more)", programs.len() - i));
+            break;
+        }
+        text.push_str(&program);
+        text.push(EFFECTS_UNKNOWN_SEPARATOR);
+    }
+    if text.ends_with(EFFECTS_UNKNOWN_SEPARATOR) {
+        text.pop();
+    }
+    text
 }
 
 /// A call as every record shows it: with its secrets masked (`toolgate_core::secrets`),
@@ -1390,6 +1425,34 @@ mod tests {
         }
     }
 
+    /// A record's unknown effects: one a line, masked, and bounded however many
+    /// programs the line named.
+    #[test]
+    fn unknown_effects_are_kept_masked_and_bounded() {
+        let names = |n: &[&str]| n.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        assert_eq!(effects_unknown_text(&[]), "");
+        assert_eq!(
+            effects_unknown_text(&names(&["zip", "fakeroot"])),
+            "zip\nfakeroot"
+        );
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let masked = effects_unknown_text(&names(&[secret]));
+        assert!(!masked.contains("ghp_abcdef"), "{masked}");
+        let many: Vec<String> = (0..1000).map(|i| format!("prog{i:04}")).collect();
+        let kept = effects_unknown_text(&many);
+        assert!(
+            kept.len() <= MAX_EFFECTS_UNKNOWN_BYTES + 16,
+            "{}",
+            kept.len()
+        );
+        let last = kept.lines().last().unwrap();
+        let listed = kept.lines().count() - 1;
+        assert_eq!(last, format!("({} more)", 1000 - listed));
+        assert!(kept.starts_with("prog0000\nprog0001\n"));
+        let huge = effects_unknown_text(&["x".repeat(5000)]);
+        assert_eq!(huge, "(1 more)");
+    }
+
     #[test]
     fn long_commands_keep_a_cut_subject_and_cannot_be_decided_again() {
         // the record the service would log for `call`
@@ -1412,6 +1475,7 @@ mod tests {
                 &d.subject_sha256,
                 "ASK",
                 "COMMAND_NOT_ALLOWLISTED",
+                "",
                 "",
                 "",
             ];
