@@ -594,7 +594,9 @@ pub fn checked_beyond_prefix(words: &[String]) -> bool {
         || !row.links_when.is_empty()
         || !row.opaque_unless.is_empty()
         || !row.opaque_operands.is_empty()
-        || row.code_assignments;
+        || row.code_assignments
+        || row.default_write.is_some()
+        || row.max_operands.is_some();
     // with no operand fixed by the prefix, every subcommand is within reach
     own || (rest.is_empty() && row.subcommands.values().any(|s| s.acts()))
 }

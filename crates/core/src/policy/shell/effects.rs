@@ -712,6 +712,20 @@ fn operands_of(
     if script == Some(Script::Cd) {
         out.cd = Some(cd(name, &files));
     }
+    if let Some(max) = program.max_operands
+        && files.len() > max
+    {
+        out.opaque(format!(
+            "{name}: {} operands, more than its {max}: {}",
+            files.len(),
+            program.about
+        ));
+    }
+    if let Some(default) = &program.default_write
+        && files.is_empty()
+    {
+        out.writes.push(default.clone());
+    }
     for word in &files {
         for prefix in &program.write_prefixes {
             if let Some(path) = word.strip_prefix(prefix.as_str()) {
