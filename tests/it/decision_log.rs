@@ -751,6 +751,7 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         first_at_ms: at_ms,
         groups: String::new(),
         effects_unknown: String::new(),
+        cwd: String::new(),
     }
 }
 
@@ -861,6 +862,12 @@ async fn records_read_back_exactly_as_written() {
                     // more, after the groups, written empty when there are none)
                     effects_unknown: if i % 3 == 1 {
                         "zip\nfakeroot".into()
+                    } else {
+                        String::new()
+                    },
+                    // every fifth kept its working directory (the last optional text)
+                    cwd: if i % 5 == 0 {
+                        format!("/home/{}", t(2))
                     } else {
                         String::new()
                     },
@@ -1331,6 +1338,80 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
             err.message().starts_with("window_seconds:"),
             "{}",
             err.message()
+        );
+        server.stop().await;
+    }
+}
+
+/// The impact preview decides a recorded command line again in the working
+/// directory it was made in: a write that asked because its directory was
+/// `.git/hooks` still asks (unchanged) under a proposal, where decided without its
+/// directory it would have been an ALLOW the proposal turns into an ASK.
+#[tokio::test]
+async fn the_preview_decides_a_line_again_in_its_working_directory() {
+    for url in backends("decision log preview cwd").await {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(config(dir.path(), &url)).await;
+        let writes = pb::AutoRunControls {
+            mcp_tool_allowlist: vec!["builtin:write_file".into()],
+            allowed: vec!["echo".into(), "git status".into()],
+            ..controls()
+        };
+        server.set_controls(writes.clone()).await;
+        server.yolo("alice").await;
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+        let in_dir = |line: &str, cwd: &str| {
+            let mut call = shell(line);
+            call.arguments = Some(pb::CallArguments {
+                cwd: cwd.into(),
+                ..Default::default()
+            });
+            evaluate(call, "claude-code")
+        };
+        let mut policy = server.policy("alice-token");
+        for (line, cwd, outcome) in [
+            ("echo x > notes.txt", "/home/dev/proj", pb::Outcome::Allow),
+            (
+                "echo x > pre-commit",
+                "/home/dev/proj/.git/hooks",
+                pb::Outcome::Ask,
+            ),
+        ] {
+            let d = policy
+                .evaluate(in_dir(line, cwd))
+                .await
+                .unwrap()
+                .into_inner()
+                .decision
+                .unwrap();
+            assert_eq!(d.outcome(), outcome, "{line} in {cwd}: {d:?}");
+        }
+        // both recorded before the preview reads them
+        next_records(&mut all, 2).await;
+        let impact = server
+            .decisions("admin-token")
+            .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(pb::AutoRunControls {
+                    allowed: vec!["git status".into()],
+                    ..writes
+                }),
+                window_seconds: 3600,
+                examples_per_group: 1,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (impact.decided, impact.changed, impact.unchanged),
+            (2, 1, 1),
+            "{impact:#?}"
+        );
+        assert_eq!(impact.groups.len(), 1, "{impact:#?}");
+        assert_eq!(impact.groups[0].key, "echo x", "{impact:#?}");
+        assert_eq!(
+            (impact.groups[0].from(), impact.groups[0].to()),
+            (pb::Outcome::Allow, pb::Outcome::Ask)
         );
         server.stop().await;
     }

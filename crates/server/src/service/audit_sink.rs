@@ -902,6 +902,7 @@ mod tests {
             first_at_ms: -5,
             groups: "contractors".into(),
             effects_unknown: "zip\nfakeroot".into(),
+            cwd: "/home/dev/proj".into(),
         };
         let record = Record::Decision {
             decision: decision.into(),

@@ -463,6 +463,7 @@ impl Service {
             // the groups the call was decided under (no allocation for none)
             groups: super::decide::caller_groups(p, team, user).join(","),
             effects_unknown: String::new(),
+            cwd: "",
         })
     }
 
@@ -799,7 +800,9 @@ fn redecide(
         let (o, reason, m) = policy::decide_listing(files, admin, user, &r.server, &r.tool);
         return (o, reason, m.map(|m| m.to_string()));
     }
-    let mut d = policy::decide_at(files, admin, user, call, policy::Site::default());
+    // a command line's writes are placed against the directory it was made in
+    let cwd = Some(r.cwd.as_str()).filter(|c| !c.is_empty());
+    let mut d = policy::decide_at(files, admin, user, call, policy::Site::at(cwd));
     let agent = AgentSpec {
         id: (!r.agent_id.is_empty()).then(|| r.agent_id.clone()),
         role: (!r.role.is_empty()).then(|| r.role.clone()),
@@ -968,9 +971,11 @@ pub(super) struct DecisionRecord<'a> {
     groups: String,
     /// The programs an ALLOW rests on whose effects are unknown, one a line.
     effects_unknown: String,
+    /// The client's working directory for a command line or a deletion.
+    cwd: &'a str,
 }
 
-impl DecisionRecord<'_> {
+impl<'a> DecisionRecord<'a> {
     /// The texts in the store's order (`PackedDecision::texts`).
     fn texts(&self) -> [&str; TEXT_COUNT] {
         let d = &self.described;
@@ -993,6 +998,7 @@ impl DecisionRecord<'_> {
             self.matched,
             &self.groups,
             &self.effects_unknown,
+            self.cwd,
         ]
     }
 
@@ -1012,7 +1018,22 @@ impl DecisionRecord<'_> {
         self.effects_unknown = effects_unknown_text(programs);
         self
     }
+
+    /// Keeps the client's working directory of a command line or a deletion, so the
+    /// impact preview places its writes where they were; none past the size the
+    /// approvals take, or holding a control character (the preview then decides
+    /// without one).
+    pub(super) fn with_cwd(mut self, cwd: Option<&'a str>) -> Self {
+        let placed = matches!(self.described.kind, "shell" | "delete_file");
+        self.cwd = cwd
+            .filter(|c| placed && c.len() <= MAX_CWD_BYTES && !c.chars().any(char::is_control))
+            .unwrap_or_default();
+        self
+    }
 }
+
+/// Bytes of a working directory a record keeps (as an approval request does).
+const MAX_CWD_BYTES: usize = 4096;
 
 /// Bytes of program names a record keeps; the names past it are counted instead.
 const MAX_EFFECTS_UNKNOWN_BYTES: usize = 1024;
@@ -1475,6 +1496,7 @@ mod tests {
                 &d.subject_sha256,
                 "ASK",
                 "COMMAND_NOT_ALLOWLISTED",
+                "",
                 "",
                 "",
                 "",

@@ -68,6 +68,11 @@ pub struct NewDecision {
     /// empty for none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub effects_unknown: String,
+    /// The client's working directory for a command line or a deletion (absolute),
+    /// against which the impact preview places its writes again; empty when the
+    /// client sent none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
 }
 
 /// Joins the programs of a record's `effects_unknown`: a newline, which a program's
@@ -151,7 +156,7 @@ impl PackedDecision {
 
     /// The texts, in the store's order: team, user, principal, agent, role, client,
     /// source, kind, server, tool, action, subject, subject_sha256, outcome, reason,
-    /// matched_entry, then the optional ones: groups, effects_unknown.
+    /// matched_entry, then the optional ones: groups, effects_unknown, cwd.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -203,6 +208,7 @@ impl NewDecision {
             matched_entry,
             groups,
             effects_unknown,
+            cwd,
         ] = texts;
         NewDecision {
             at_ms,
@@ -228,6 +234,7 @@ impl NewDecision {
             first_at_ms: at_ms,
             groups,
             effects_unknown,
+            cwd,
         }
     }
 }
@@ -493,9 +500,9 @@ pub struct DecisionQuery {
 }
 
 /// A record's texts.
-pub const TEXT_COUNT: usize = 18;
-/// Where the optional texts start among a record's texts (the groups, then the
-/// unknown effects): each was added after the first sixteen, and the JSON form
+pub const TEXT_COUNT: usize = 19;
+/// Where the optional texts start among a record's texts (the groups, the unknown
+/// effects, the working directory): each was added after the first sixteen, and the JSON form
 /// leaves out those that are empty at its end, so older records read as they were.
 const OPTIONAL: usize = 16;
 /// Where the outcome is among a record's texts.
@@ -559,7 +566,7 @@ where
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
 /// (migration 8 writes the same from the rows it moves), then `count, first_at` for
 /// a record that stands for identical DENYs of a principal past its budget. The
-/// optional texts (groups, effects_unknown) end where the last one not empty does
+/// optional texts (groups, effects_unknown, cwd) end where the last one not empty does
 /// (a record of an older version has none).
 struct JsonRecord(StoredDecision);
 
@@ -1231,6 +1238,7 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
         &d.matched_entry,
         &d.groups,
         &d.effects_unknown,
+        &d.cwd,
     ]
 }
 
@@ -1264,6 +1272,7 @@ mod tests {
             "",
             "contractors,pii",
             "zip\nfake root",
+            "/home/dev/proj",
         ];
         let mut counted = record(i64::MAX, hostile);
         counted.count = u64::MAX;
@@ -1322,7 +1331,7 @@ mod tests {
         let first_after_last = format!("[[1,2,{texts},3,4,5,9]]");
         let short = format!("[[1,2,{texts},3]]");
         let negative = format!("[[-1,2,{texts},3,4]]");
-        let too_many_texts = format!("[[1,2,{texts},\"a\",\"b\",\"c\",3,4]]");
+        let too_many_texts = format!("[[1,2,{texts},\"a\",\"b\",\"c\",\"d\",3,4]]");
         for bad in [
             "",
             "[",
