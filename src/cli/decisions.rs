@@ -339,12 +339,19 @@ pub struct ImpactReport {
     pub changed: u64,
     /// Calls that cannot be decided again (their command was kept cut short).
     pub unknown: u64,
+    /// Calls the proposal would allow whose programs' effects are unknown.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub effects_unknown: u64,
     pub truncated: bool,
     /// Why the preview stopped early: `records` (the window held more than one
     /// preview decides) or `time` (it took too long); empty when it did not.
     pub cut_short: String,
     pub transitions: Vec<ImpactGroupRow>,
     pub groups: Vec<ImpactGroupRow>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn group_row(g: &pb::ImpactGroup) -> ImpactGroupRow {
@@ -383,6 +390,13 @@ impl Render for ImpactReport {
                 ""
             }
         );
+        if self.effects_unknown > 0 {
+            let _ = writeln!(
+                out,
+                "  {} the file would allow rest on programs whose effects are unknown (what they run, write or delete is not checked)",
+                self.effects_unknown
+            );
+        }
         match self.cut_short.as_str() {
             "records" => out.push_str("  cut short: the window holds more calls than one preview decides (decision_log.preview_max_records); only the newest were decided again\n"),
             "time" => out.push_str("  cut short: the preview ran out of time (decision_log.preview_max_ms); only the newest calls were decided again\n"),
@@ -449,6 +463,7 @@ pub(super) async fn impact(
         unchanged: r.unchanged,
         changed: r.changed,
         unknown: r.unknown,
+        effects_unknown: r.effects_unknown,
         truncated: r.truncated,
         cut_short: match r.cut_short() {
             pb::PreviewCutShort::Records => "records",

@@ -415,6 +415,32 @@ async fn an_allow_with_unknown_effects_is_recorded_with_them() {
             serde_json::json!(["terraform", "packer"]),
             "{out}"
         );
+        // a preview counts the calls a proposal would allow with unknown effects:
+        // the terraform line while its prefixes stay, none once they are gone
+        for (allowed, unknown) in [
+            (vec!["terraform plan", "packer validate", "ls"], 1),
+            (vec!["ls"], 0),
+        ] {
+            let impact = server
+                .decisions("admin-token")
+                .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                    team_id: TEAM.into(),
+                    auto_run_controls: Some(pb::AutoRunControls {
+                        allowed: allowed.iter().map(|a| a.to_string()).collect(),
+                        ..controls()
+                    }),
+                    window_seconds: 3600,
+                    examples_per_group: 1,
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(
+                (impact.decided, impact.effects_unknown),
+                (2, unknown),
+                "{impact:#?}"
+            );
+        }
         server.stop().await;
     }
 }

@@ -161,6 +161,7 @@ fn impact_to_pb(i: Impact) -> pb::PreviewTeamAdminSettingsResponse {
         unchanged: i.unchanged,
         changed: i.changed,
         unknown: i.unknown,
+        effects_unknown: i.effects_unknown,
         transitions: i.transitions.into_iter().map(group_to_pb).collect(),
         groups: i.groups.into_iter().map(group_to_pb).collect(),
         revision: i.revision,

@@ -232,6 +232,10 @@ pub struct Impact {
     /// Records that cannot be decided again (their command was kept cut short, or
     /// an agent's write tool, whose files were not kept).
     pub unknown: u64,
+    /// Calls the proposal would ALLOW resting on programs whose effects toolgate
+    /// does not know (no row of its table, or a code runner): what they run, write
+    /// or delete would go unchecked.
+    pub effects_unknown: u64,
     pub transitions: Vec<ImpactGroup>,
     pub groups: Vec<ImpactGroup>,
     pub revision: u64,
@@ -403,8 +407,11 @@ impl PreviewRun {
             let admin_then = then
                 .as_deref()
                 .map_or(&self.proposed_admin, |g| &g.compiled);
-            let before = redecide(files, admin_now, user_now, &record, &call);
-            let after = redecide(files, admin_then, user_then, &record, &call);
+            let (before, _) = redecide(files, admin_now, user_now, &record, &call);
+            let (after, unchecked) = redecide(files, admin_then, user_then, &record, &call);
+            if after.0 == Outcome::Allow && unchecked {
+                self.impact.effects_unknown += 1;
+            }
             if before.0 == after.0 {
                 self.impact.unchanged += 1;
             } else {
@@ -794,11 +801,11 @@ fn redecide(
     user: &CompiledUser,
     record: &StoredDecision,
     call: &Call,
-) -> (Outcome, Reason, Option<String>) {
+) -> ((Outcome, Reason, Option<String>), bool) {
     let r = &record.decision;
     if DecisionSource::parse(&r.source) == Some(DecisionSource::FilterTools) {
         let (o, reason, m) = policy::decide_listing(files, admin, user, &r.server, &r.tool);
-        return (o, reason, m.map(|m| m.to_string()));
+        return ((o, reason, m.map(|m| m.to_string())), false);
     }
     // a command line's writes are placed against the directory it was made in
     let cwd = Some(r.cwd.as_str()).filter(|c| !c.is_empty());
@@ -815,9 +822,12 @@ fn redecide(
         d = roles::apply(d, verdict);
     }
     (
-        d.outcome,
-        d.reason,
-        d.matched_entry.as_deref().map(str::to_owned),
+        (
+            d.outcome,
+            d.reason,
+            d.matched_entry.as_deref().map(str::to_owned),
+        ),
+        !d.unchecked.effects_unknown.is_empty(),
     )
 }
 
