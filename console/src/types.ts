@@ -101,6 +101,10 @@ export interface DecisionRecord {
   /** Identical DENYs the record stands for (its principal was past its budget). */
   count?: U64;
   firstAt?: string;
+  /** The groups whose policies the call was decided under. */
+  groups?: string[];
+  /** The programs an ALLOW rested on whose effects toolgate does not know. */
+  effectsUnknown?: string[];
 }
 
 export interface DecisionFilter {

@@ -121,6 +121,9 @@ pub struct DecisionRow {
     /// The groups whose policies the call was decided under.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The programs an ALLOW rested on whose effects toolgate does not know.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub effects_unknown: Vec<String>,
 }
 
 impl From<&pb::DecisionRecord> for DecisionRow {
@@ -156,6 +159,7 @@ impl From<&pb::DecisionRecord> for DecisionRow {
             count: (r.count > 1).then_some(r.count),
             first_at: (r.count > 1).then(|| rfc3339(r.first_at)),
             groups: r.groups.clone(),
+            effects_unknown: r.effects_unknown.clone(),
         }
     }
 }
@@ -186,8 +190,16 @@ impl Render for DecisionRow {
         } else {
             format!("  (groups {})", clip(&self.groups.join(", "), 60))
         };
+        let unknown = if self.effects_unknown.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "  (effects unknown: {})",
+                clip(&self.effects_unknown.join(", "), 60)
+            )
+        };
         format!(
-            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}\n",
+            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}{unknown}\n",
             self.at,
             self.outcome,
             self.reason,
@@ -327,12 +339,19 @@ pub struct ImpactReport {
     pub changed: u64,
     /// Calls that cannot be decided again (their command was kept cut short).
     pub unknown: u64,
+    /// Calls the proposal would allow whose programs' effects are unknown.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub effects_unknown: u64,
     pub truncated: bool,
     /// Why the preview stopped early: `records` (the window held more than one
     /// preview decides) or `time` (it took too long); empty when it did not.
     pub cut_short: String,
     pub transitions: Vec<ImpactGroupRow>,
     pub groups: Vec<ImpactGroupRow>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn group_row(g: &pb::ImpactGroup) -> ImpactGroupRow {
@@ -371,6 +390,13 @@ impl Render for ImpactReport {
                 ""
             }
         );
+        if self.effects_unknown > 0 {
+            let _ = writeln!(
+                out,
+                "  {} the file would allow rest on programs whose effects are unknown (what they run, write or delete is not checked)",
+                self.effects_unknown
+            );
+        }
         match self.cut_short.as_str() {
             "records" => out.push_str("  cut short: the window holds more calls than one preview decides (decision_log.preview_max_records); only the newest were decided again\n"),
             "time" => out.push_str("  cut short: the preview ran out of time (decision_log.preview_max_ms); only the newest calls were decided again\n"),
@@ -437,6 +463,7 @@ pub(super) async fn impact(
         unchanged: r.unchanged,
         changed: r.changed,
         unknown: r.unknown,
+        effects_unknown: r.effects_unknown,
         truncated: r.truncated,
         cut_short: match r.cut_short() {
             pb::PreviewCutShort::Records => "records",
@@ -506,6 +533,16 @@ mod tests {
             DecisionRow::from(&grouped)
                 .human()
                 .ends_with("×3 since 2023-11-14T22:13:10.000Z  (groups contractors, pii)\n")
+        );
+        // an ALLOW that rested on programs with unknown effects names them, last
+        let unknown = pb::DecisionRecord {
+            effects_unknown: vec!["zip".into(), "fakeroot".into()],
+            ..grouped
+        };
+        assert!(
+            DecisionRow::from(&unknown)
+                .human()
+                .ends_with("(groups contractors, pii)  (effects unknown: zip, fakeroot)\n")
         );
     }
 

@@ -335,6 +335,116 @@ async fn every_kind_of_decision_is_logged_with_its_fields() {
     }
 }
 
+/// An ALLOW that rests on programs whose effects toolgate does not know keeps their
+/// names in its record: listed, watched and printed by `decisions list`; a plain
+/// ALLOW's record has none.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allow_with_unknown_effects_is_recorded_with_them() {
+    for url in backends("decision log effects unknown").await {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(config(dir.path(), &url)).await;
+        server
+            .set_controls(pb::AutoRunControls {
+                allowed: vec![
+                    "terraform plan".into(),
+                    "packer validate".into(),
+                    "ls".into(),
+                ],
+                ..controls()
+            })
+            .await;
+        server.yolo("alice").await;
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+        let line = "terraform plan && packer validate . && ls";
+        let decided = server
+            .policy("alice-token")
+            .evaluate(evaluate(shell(line), "codex"))
+            .await
+            .unwrap()
+            .into_inner()
+            .decision
+            .unwrap();
+        assert_eq!(decided.outcome(), pb::Outcome::Allow, "{decided:?}");
+        assert_eq!(decided.effects_unknown, ["terraform", "packer"]);
+        server
+            .policy("alice-token")
+            .evaluate(evaluate(shell("ls -la"), "codex"))
+            .await
+            .unwrap();
+        let watched = next_records(&mut all, 2).await;
+        let listed = list_all(&server, "admin-token", team_filter()).await;
+        for records in [&watched, &listed] {
+            let unknown = |subject_of: &str| {
+                records
+                    .iter()
+                    .find(|r| subject(r) == subject_of)
+                    .map(|r| r.effects_unknown.clone())
+            };
+            assert_eq!(
+                unknown(line),
+                Some(vec!["terraform".into(), "packer".into()]),
+                "{records:#?}"
+            );
+            assert_eq!(unknown("ls -la"), Some(Vec::new()), "{records:#?}");
+        }
+        let (code, out) = toolgate(&server, "admin-token", &["decisions", "list"], None).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.lines().any(|l| l.contains("$ terraform plan")
+                && l.ends_with("(effects unknown: terraform, packer)")),
+            "{out}"
+        );
+        let (code, out) = toolgate(
+            &server,
+            "admin-token",
+            &[
+                "--output",
+                "json",
+                "decisions",
+                "list",
+                "--command",
+                "terraform",
+            ],
+            None,
+        )
+        .await;
+        assert_eq!(code, 0, "{out}");
+        let json: serde_json::Value = serde_json::from_str(&out).expect(&out);
+        assert_eq!(
+            json["decisions"][0]["effects_unknown"],
+            serde_json::json!(["terraform", "packer"]),
+            "{out}"
+        );
+        // a preview counts the calls a proposal would allow with unknown effects:
+        // the terraform line while its prefixes stay, none once they are gone
+        for (allowed, unknown) in [
+            (vec!["terraform plan", "packer validate", "ls"], 1),
+            (vec!["ls"], 0),
+        ] {
+            let impact = server
+                .decisions("admin-token")
+                .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                    team_id: TEAM.into(),
+                    auto_run_controls: Some(pb::AutoRunControls {
+                        allowed: allowed.iter().map(|a| a.to_string()).collect(),
+                        ..controls()
+                    }),
+                    window_seconds: 3600,
+                    examples_per_group: 1,
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(
+                (impact.decided, impact.effects_unknown),
+                (2, unknown),
+                "{impact:#?}"
+            );
+        }
+        server.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
     let (server, _dir) = start().await;
@@ -666,6 +776,8 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         count: 1,
         first_at_ms: at_ms,
         groups: String::new(),
+        effects_unknown: String::new(),
+        cwd: String::new(),
     }
 }
 
@@ -769,6 +881,19 @@ async fn records_read_back_exactly_as_written() {
                     // half made in groups (a text more), half in none (the older form)
                     groups: if i % 2 == 0 {
                         "contractors,pii".into()
+                    } else {
+                        String::new()
+                    },
+                    // every third rested on programs with unknown effects (a text
+                    // more, after the groups, written empty when there are none)
+                    effects_unknown: if i % 3 == 1 {
+                        "zip\nfakeroot".into()
+                    } else {
+                        String::new()
+                    },
+                    // every fifth kept its working directory (the last optional text)
+                    cwd: if i % 5 == 0 {
+                        format!("/home/{}", t(2))
                     } else {
                         String::new()
                     },
@@ -1239,6 +1364,80 @@ async fn the_impact_of_a_change_on_a_recorded_week_is_counted_exactly() {
             err.message().starts_with("window_seconds:"),
             "{}",
             err.message()
+        );
+        server.stop().await;
+    }
+}
+
+/// The impact preview decides a recorded command line again in the working
+/// directory it was made in: a write that asked because its directory was
+/// `.git/hooks` still asks (unchanged) under a proposal, where decided without its
+/// directory it would have been an ALLOW the proposal turns into an ASK.
+#[tokio::test]
+async fn the_preview_decides_a_line_again_in_its_working_directory() {
+    for url in backends("decision log preview cwd").await {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(config(dir.path(), &url)).await;
+        let writes = pb::AutoRunControls {
+            mcp_tool_allowlist: vec!["builtin:write_file".into()],
+            allowed: vec!["echo".into(), "git status".into()],
+            ..controls()
+        };
+        server.set_controls(writes.clone()).await;
+        server.yolo("alice").await;
+        let mut all = watch(&server, "admin-token", team_filter()).await;
+        let in_dir = |line: &str, cwd: &str| {
+            let mut call = shell(line);
+            call.arguments = Some(pb::CallArguments {
+                cwd: cwd.into(),
+                ..Default::default()
+            });
+            evaluate(call, "claude-code")
+        };
+        let mut policy = server.policy("alice-token");
+        for (line, cwd, outcome) in [
+            ("echo x > notes.txt", "/home/dev/proj", pb::Outcome::Allow),
+            (
+                "echo x > pre-commit",
+                "/home/dev/proj/.git/hooks",
+                pb::Outcome::Ask,
+            ),
+        ] {
+            let d = policy
+                .evaluate(in_dir(line, cwd))
+                .await
+                .unwrap()
+                .into_inner()
+                .decision
+                .unwrap();
+            assert_eq!(d.outcome(), outcome, "{line} in {cwd}: {d:?}");
+        }
+        // both recorded before the preview reads them
+        next_records(&mut all, 2).await;
+        let impact = server
+            .decisions("admin-token")
+            .preview_team_admin_settings(pb::PreviewTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(pb::AutoRunControls {
+                    allowed: vec!["git status".into()],
+                    ..writes
+                }),
+                window_seconds: 3600,
+                examples_per_group: 1,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (impact.decided, impact.changed, impact.unchanged),
+            (2, 1, 1),
+            "{impact:#?}"
+        );
+        assert_eq!(impact.groups.len(), 1, "{impact:#?}");
+        assert_eq!(impact.groups[0].key, "echo x", "{impact:#?}");
+        assert_eq!(
+            (impact.groups[0].from(), impact.groups[0].to()),
+            (pb::Outcome::Allow, pb::Outcome::Ask)
         );
         server.stop().await;
     }

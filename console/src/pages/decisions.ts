@@ -48,6 +48,9 @@ function row(r: DecisionRecord, fresh: boolean): HTMLElement {
           h("dd", {}, String(num(r.revision))),
           h("dt", {}, "Asked by"),
           h("dd", {}, `${r.principal ?? ""}${r.client ? ` through ${r.client}` : ""}${r.agentId ? `, agent ${r.agentId}` : ""}${r.role ? ` (${r.role})` : ""}`),
+          r.effectsUnknown?.length
+            ? [h("dt", {}, "Effects unknown"), h("dd", { class: "effects-unknown" }, `${r.effectsUnknown.join(", ")}: what they ran, wrote or deleted was not checked`)]
+            : null,
           r.call?.commandSha256 ? [h("dt", {}, "Command"), h("dd", {}, `${num(r.call.commandBytes)} bytes, SHA-256 ${r.call.commandSha256}`)] : null,
         ),
       ),

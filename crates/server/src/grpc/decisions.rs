@@ -86,6 +86,7 @@ fn source_to_pb(source: &str) -> pb::DecisionSource {
 pub(super) fn record_to_pb(r: StoredDecision) -> pb::DecisionRecord {
     use pb::decided_call::Kind;
     let d = r.decision;
+    let effects_unknown = d.unknown_effects().map(str::to_owned).collect();
     let kind = match d.kind.as_str() {
         "mcp" => Some(Kind::Mcp(pb::McpCall {
             server: d.server,
@@ -126,6 +127,7 @@ pub(super) fn record_to_pb(r: StoredDecision) -> pb::DecisionRecord {
         } else {
             None
         },
+        effects_unknown,
         groups: d
             .groups
             .split(',')
@@ -159,6 +161,7 @@ fn impact_to_pb(i: Impact) -> pb::PreviewTeamAdminSettingsResponse {
         unchanged: i.unchanged,
         changed: i.changed,
         unknown: i.unknown,
+        effects_unknown: i.effects_unknown,
         transitions: i.transitions.into_iter().map(group_to_pb).collect(),
         groups: i.groups.into_iter().map(group_to_pb).collect(),
         revision: i.revision,

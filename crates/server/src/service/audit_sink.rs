@@ -901,6 +901,8 @@ mod tests {
             count: 4,
             first_at_ms: -5,
             groups: "contractors".into(),
+            effects_unknown: "zip\nfakeroot".into(),
+            cwd: "/home/dev/proj".into(),
         };
         let record = Record::Decision {
             decision: decision.into(),

@@ -173,10 +173,15 @@ impl Service {
         // every record of a call is built from it masked: secrets are never kept (the
         // masked calls outlive the loop, since the records offered after it borrow them)
         let shown_calls: Vec<Shown<'_>> = calls.iter().map(Shown::of).collect();
-        for (shown, d) in shown_calls.iter().zip(&decisions) {
+        for (i, (shown, d)) in shown_calls.iter().zip(&decisions).enumerate() {
             let decided = (d.outcome, d.reason, d.matched_entry.as_deref());
-            let logged =
-                self.decision_record(p, team, user, agent, origin, eff.revision, shown, decided);
+            let cwd = args.get(i).and_then(|a| a.cwd.as_deref());
+            let logged = self
+                .decision_record(p, team, user, agent, origin, eff.revision, shown, decided)
+                .map(|r| {
+                    r.with_effects_unknown(&d.unchecked.effects_unknown)
+                        .with_cwd(cwd)
+                });
             let shown_d = if shown.masked.masked() {
                 secrets::mask_decision(d)
             } else {

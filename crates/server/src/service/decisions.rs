@@ -21,7 +21,8 @@ use crate::policy::{
 };
 use crate::secrets;
 use crate::store::{
-    DecisionQuery, NewDecision, PackedDecision, Retention, Store, StoredDecision, TEXT_COUNT,
+    DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, NewDecision, PackedDecision, Retention, Store,
+    StoredDecision, TEXT_COUNT,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -214,6 +215,10 @@ pub struct Impact {
     /// Records that cannot be decided again (their command was kept cut short, or
     /// an agent's write tool, whose files were not kept).
     pub unknown: u64,
+    /// Calls the proposal would ALLOW resting on programs whose effects toolgate
+    /// does not know (no row of its table, or a code runner): what they run, write
+    /// or delete would go unchecked.
+    pub effects_unknown: u64,
     pub transitions: Vec<ImpactGroup>,
     pub groups: Vec<ImpactGroup>,
     pub revision: u64,
@@ -385,8 +390,11 @@ impl PreviewRun {
             let admin_then = then
                 .as_deref()
                 .map_or(&self.proposed_admin, |g| &g.compiled);
-            let before = redecide(files, admin_now, user_now, &record, &call);
-            let after = redecide(files, admin_then, user_then, &record, &call);
+            let (before, _) = redecide(files, admin_now, user_now, &record, &call);
+            let (after, unchecked) = redecide(files, admin_then, user_then, &record, &call);
+            if after.0 == Outcome::Allow && unchecked {
+                self.impact.effects_unknown += 1;
+            }
             if before.0 == after.0 {
                 self.impact.unchanged += 1;
             } else {
@@ -444,6 +452,8 @@ impl Service {
             matched: matched.unwrap_or_default(),
             // the groups the call was decided under (no allocation for none)
             groups: super::decide::caller_groups(p, team, user).join(","),
+            effects_unknown: String::new(),
+            cwd: "",
         })
     }
 
@@ -774,13 +784,15 @@ fn redecide(
     user: &CompiledUser,
     record: &StoredDecision,
     call: &Call,
-) -> (Outcome, Reason, Option<String>) {
+) -> ((Outcome, Reason, Option<String>), bool) {
     let r = &record.decision;
     if DecisionSource::parse(&r.source) == Some(DecisionSource::FilterTools) {
         let (o, reason, m) = policy::decide_listing(files, admin, user, &r.server, &r.tool);
-        return (o, reason, m.map(|m| m.to_string()));
+        return ((o, reason, m.map(|m| m.to_string())), false);
     }
-    let mut d = policy::decide_at(files, admin, user, call, policy::Site::default());
+    // a command line's writes are placed against the directory it was made in
+    let cwd = Some(r.cwd.as_str()).filter(|c| !c.is_empty());
+    let mut d = policy::decide_at(files, admin, user, call, policy::Site::at(cwd));
     let agent = AgentSpec {
         id: (!r.agent_id.is_empty()).then(|| r.agent_id.clone()),
         role: (!r.role.is_empty()).then(|| r.role.clone()),
@@ -793,9 +805,12 @@ fn redecide(
         d = roles::apply(d, verdict);
     }
     (
-        d.outcome,
-        d.reason,
-        d.matched_entry.as_deref().map(str::to_owned),
+        (
+            d.outcome,
+            d.reason,
+            d.matched_entry.as_deref().map(str::to_owned),
+        ),
+        !d.unchecked.effects_unknown.is_empty(),
     )
 }
 
@@ -947,9 +962,13 @@ pub(super) struct DecisionRecord<'a> {
     matched: &'a str,
     /// The caller's groups applied to the decision, joined by `,`.
     groups: String,
+    /// The programs an ALLOW rests on whose effects are unknown, one a line.
+    effects_unknown: String,
+    /// The client's working directory for a command line or a deletion.
+    cwd: &'a str,
 }
 
-impl DecisionRecord<'_> {
+impl<'a> DecisionRecord<'a> {
     /// The texts in the store's order (`PackedDecision::texts`).
     fn texts(&self) -> [&str; TEXT_COUNT] {
         let d = &self.described;
@@ -971,6 +990,8 @@ impl DecisionRecord<'_> {
             self.reason,
             self.matched,
             &self.groups,
+            &self.effects_unknown,
+            self.cwd,
         ]
     }
 
@@ -982,6 +1003,51 @@ impl DecisionRecord<'_> {
             self.revision,
         )
     }
+
+    /// Keeps the programs whose effects the decision could not check (an ALLOW's
+    /// `effects_unknown`), masked as the call is and bounded: they come from the
+    /// line, which the record may keep only the start of.
+    pub(super) fn with_effects_unknown(mut self, programs: &[String]) -> Self {
+        self.effects_unknown = effects_unknown_text(programs);
+        self
+    }
+
+    /// Keeps the client's working directory of a command line or a deletion, so the
+    /// impact preview places its writes where they were; none past the size the
+    /// approvals take, or holding a control character (the preview then decides
+    /// without one).
+    pub(super) fn with_cwd(mut self, cwd: Option<&'a str>) -> Self {
+        let placed = matches!(self.described.kind, "shell" | "delete_file");
+        self.cwd = cwd
+            .filter(|c| placed && c.len() <= MAX_CWD_BYTES && !c.chars().any(char::is_control))
+            .unwrap_or_default();
+        self
+    }
+}
+
+/// Bytes of a working directory a record keeps (as an approval request does).
+const MAX_CWD_BYTES: usize = 4096;
+
+/// Bytes of program names a record keeps; the names past it are counted instead.
+const MAX_EFFECTS_UNKNOWN_BYTES: usize = 1024;
+
+/// `programs` as a record's `effects_unknown` text: one a line, their secrets masked,
+/// the names past [`MAX_EFFECTS_UNKNOWN_BYTES`] left out and counted (`(3 more)`).
+fn effects_unknown_text(programs: &[String]) -> String {
+    let mut text = String::new();
+    for (i, program) in programs.iter().enumerate() {
+        let program = secrets::mask(program);
+        if text.len() + program.len() + 1 > MAX_EFFECTS_UNKNOWN_BYTES {
+            text.push_str(&format!("({} more)", programs.len() - i));
+            break;
+        }
+        text.push_str(&program);
+        text.push(EFFECTS_UNKNOWN_SEPARATOR);
+    }
+    if text.ends_with(EFFECTS_UNKNOWN_SEPARATOR) {
+        text.pop();
+    }
+    text
 }
 
 /// A call as every record shows it: with its secrets masked (`toolgate_core::secrets`),
@@ -1373,6 +1439,34 @@ mod tests {
         }
     }
 
+    /// A record's unknown effects: one a line, masked, and bounded however many
+    /// programs the line named.
+    #[test]
+    fn unknown_effects_are_kept_masked_and_bounded() {
+        let names = |n: &[&str]| n.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        assert_eq!(effects_unknown_text(&[]), "");
+        assert_eq!(
+            effects_unknown_text(&names(&["zip", "fakeroot"])),
+            "zip\nfakeroot"
+        );
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let masked = effects_unknown_text(&names(&[secret]));
+        assert!(!masked.contains("ghp_abcdef"), "{masked}");
+        let many: Vec<String> = (0..1000).map(|i| format!("prog{i:04}")).collect();
+        let kept = effects_unknown_text(&many);
+        assert!(
+            kept.len() <= MAX_EFFECTS_UNKNOWN_BYTES + 16,
+            "{}",
+            kept.len()
+        );
+        let last = kept.lines().last().unwrap();
+        let listed = kept.lines().count() - 1;
+        assert_eq!(last, format!("({} more)", 1000 - listed));
+        assert!(kept.starts_with("prog0000\nprog0001\n"));
+        let huge = effects_unknown_text(&["x".repeat(5000)]);
+        assert_eq!(huge, "(1 more)");
+    }
+
     #[test]
     fn long_commands_keep_a_cut_subject_and_cannot_be_decided_again() {
         // the record the service would log for `call`
@@ -1395,6 +1489,8 @@ mod tests {
                 &d.subject_sha256,
                 "ASK",
                 "COMMAND_NOT_ALLOWLISTED",
+                "",
+                "",
                 "",
                 "",
             ];

@@ -14,7 +14,9 @@ use crate::config::{OtlpExportConfig, OtlpProtocol};
 use crate::store::{NewAuditEvent, StoredDecision};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::common::v1::{
+    AnyValue, ArrayValue, InstrumentationScope, KeyValue, any_value,
+};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs, SeverityNumber};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
@@ -403,6 +405,24 @@ pub fn decision_record(stored: &StoredDecision, observed_ns: u64) -> LogRecord {
         "shell" => attributes.push(attr("process.command_line", &*subject)),
         "delete_file" => attributes.push(attr("file.path", &*subject)),
         _ => {}
+    }
+    // the programs an ALLOW rested on unchecked, as an array of strings
+    if !d.effects_unknown.is_empty() {
+        let programs = d
+            .unknown_effects()
+            .map(|p| AnyValue {
+                value: Some(any_value::Value::StringValue(secrets::mask(p).into_owned())),
+            })
+            .collect();
+        attributes.push(KeyValue {
+            key: "toolgate.effects_unknown".to_owned(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::ArrayValue(ArrayValue {
+                    values: programs,
+                })),
+            }),
+            ..Default::default()
+        });
     }
     if d.count > 1 {
         attributes.push(int_attr("toolgate.decision.count", d.count));
@@ -793,6 +813,28 @@ mod tests {
         };
         assert!(!line.contains("ghp_abcdef"), "{line}");
         assert!(!format!("{r:?}").contains("ghp_abcdef"));
+        assert_eq!(value(&r, "toolgate.effects_unknown"), None);
+    }
+
+    /// An ALLOW resting on programs whose effects are unknown names them, an array.
+    #[test]
+    fn a_record_names_its_unknown_effects() {
+        let mut d = stored("ALLOW", "zip", "zip -r a.zip . && fakeroot make");
+        d.decision.effects_unknown = "zip\nfakeroot".into();
+        let r = decision_record(&d, 1);
+        let Some(any_value::Value::ArrayValue(programs)) = value(&r, "toolgate.effects_unknown")
+        else {
+            panic!("no unknown effects: {r:?}");
+        };
+        let names: Vec<_> = programs
+            .values
+            .iter()
+            .filter_map(|v| match &v.value {
+                Some(any_value::Value::StringValue(s)) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(names, ["zip", "fakeroot"]);
     }
 
     #[test]

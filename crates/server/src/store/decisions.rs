@@ -63,7 +63,21 @@ pub struct NewDecision {
     /// empty for none. The impact preview combines them again with the proposal.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub groups: String,
+    /// The programs an ALLOW of a command line rests on whose effects nobody checked
+    /// (the decision's `effects_unknown`), one a line ([`EFFECTS_UNKNOWN_SEPARATOR`]);
+    /// empty for none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub effects_unknown: String,
+    /// The client's working directory for a command line or a deletion (absolute),
+    /// against which the impact preview places its writes again; empty when the
+    /// client sent none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
 }
+
+/// Joins the programs of a record's `effects_unknown`: a newline, which a program's
+/// name almost never holds (one that does reads as two names, still both unknown).
+pub const EFFECTS_UNKNOWN_SEPARATOR: char = '\n';
 
 fn one() -> u64 {
     1
@@ -83,11 +97,18 @@ impl NewDecision {
     pub fn complete(&self) -> bool {
         self.subject.len() as u64 == self.subject_bytes
     }
+
+    /// The programs of `effects_unknown`, in the order the decision named them.
+    pub fn unknown_effects(&self) -> impl Iterator<Item = &str> {
+        self.effects_unknown
+            .split(EFFECTS_UNKNOWN_SEPARATOR)
+            .filter(|p| !p.is_empty())
+    }
 }
 
 /// One decision on its way to the log through the writer's waiting queue (a DENY's):
-/// [`NewDecision`] with its texts in one allocation, where sixteen strings were
-/// sixteen, each freed by the writer on another thread. ALLOW and ASK records skip
+/// [`NewDecision`] with its texts in one allocation, where its strings were
+/// as many, each freed by the writer on another thread. ALLOW and ASK records skip
 /// it: they are encoded straight into [`EncodedDecisions`]. The DENY journal holds its
 /// JSON, which is [`NewDecision`]'s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,7 +156,7 @@ impl PackedDecision {
 
     /// The texts, in the store's order: team, user, principal, agent, role, client,
     /// source, kind, server, tool, action, subject, subject_sha256, outcome, reason,
-    /// matched_entry, groups.
+    /// matched_entry, then the optional ones: groups, effects_unknown, cwd.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -186,6 +207,8 @@ impl NewDecision {
             reason,
             matched_entry,
             groups,
+            effects_unknown,
+            cwd,
         ] = texts;
         NewDecision {
             at_ms,
@@ -210,6 +233,8 @@ impl NewDecision {
             count: 1,
             first_at_ms: at_ms,
             groups,
+            effects_unknown,
+            cwd,
         }
     }
 }
@@ -292,11 +317,13 @@ impl EncodedDecisions {
         // writing to a Vec cannot fail; a &str always serialises
         let _ = write!(self.text, "{at_ms}");
         let mut principal = (0, 0);
-        for (k, text) in texts.into_iter().enumerate() {
-            // a record made in no group keeps the form older versions read
-            if k == GROUPS && text.is_empty() {
-                continue;
-            }
+        // the optional texts are written up to the last one not empty, so a record
+        // without them keeps the form older versions read
+        let written = texts[OPTIONAL..]
+            .iter()
+            .rposition(|t| !t.is_empty())
+            .map_or(OPTIONAL, |last| OPTIONAL + last + 1);
+        for (k, text) in texts.into_iter().enumerate().take(written) {
             self.text.push(b',');
             if k == PRINCIPAL {
                 principal.0 = self.text.len();
@@ -473,10 +500,11 @@ pub struct DecisionQuery {
 }
 
 /// A record's texts.
-pub const TEXT_COUNT: usize = 17;
-/// Where the groups are among a record's texts: the last, left out of the JSON form
-/// when empty.
-const GROUPS: usize = 16;
+pub const TEXT_COUNT: usize = 19;
+/// Where the optional texts start among a record's texts (the groups, the unknown
+/// effects, the working directory): each was added after the first sixteen, and the JSON form
+/// leaves out those that are empty at its end, so older records read as they were.
+const OPTIONAL: usize = 16;
 /// Where the outcome is among a record's texts.
 const OUTCOME: usize = 13;
 /// Where the principal is among a record's texts.
@@ -538,8 +566,8 @@ where
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
 /// (migration 8 writes the same from the rows it moves), then `count, first_at` for
 /// a record that stands for identical DENYs of a principal past its budget. The
-/// last text, the groups, is there only when it is not empty (a record of an older
-/// version has none).
+/// optional texts (groups, effects_unknown, cwd) end where the last one not empty does
+/// (a record of an older version has none).
 struct JsonRecord(StoredDecision);
 
 impl<'de> Deserialize<'de> for JsonRecord {
@@ -550,7 +578,8 @@ impl<'de> Deserialize<'de> for JsonRecord {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(
                     f,
-                    "a decision record: [id, at, {GROUPS} texts, optionally the groups, subject_bytes, revision] and optionally count, first_at"
+                    "a decision record: [id, at, {OPTIONAL} texts, up to {} optional texts, subject_bytes, revision] and optionally count, first_at",
+                    TEXT_COUNT - OPTIONAL
                 )
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
@@ -569,15 +598,23 @@ impl<'de> Deserialize<'de> for JsonRecord {
                 let id: u64 = next(&mut seq, &mut read)?;
                 let at_ms: i64 = next(&mut seq, &mut read)?;
                 let mut texts: [String; TEXT_COUNT] = Default::default();
-                for text in &mut texts[..GROUPS] {
+                for text in &mut texts[..OPTIONAL] {
                     *text = next(&mut seq, &mut read)?;
                 }
-                let subject_bytes: u64 = match next(&mut seq, &mut read)? {
-                    TextOrNumber::Text(groups) => {
-                        texts[GROUPS] = groups;
-                        next(&mut seq, &mut read)?
+                let mut optional = texts[OPTIONAL..].iter_mut();
+                let subject_bytes: u64 = loop {
+                    match next(&mut seq, &mut read)? {
+                        TextOrNumber::Text(t) => match optional.next() {
+                            Some(text) => *text = t,
+                            None => {
+                                return Err(serde::de::Error::invalid_type(
+                                    serde::de::Unexpected::Str(&t),
+                                    &"the record's size after its last optional text",
+                                ));
+                            }
+                        },
+                        TextOrNumber::Number(n) => break n,
                     }
-                    TextOrNumber::Number(n) => n,
                 };
                 let revision: u64 = next(&mut seq, &mut read)?;
                 let mut decision = NewDecision::from_texts(at_ms, texts, subject_bytes, revision);
@@ -601,7 +638,7 @@ impl<'de> Deserialize<'de> for JsonRecord {
     }
 }
 
-/// The element after a record's first texts: its groups, or (none) its size.
+/// An element after a record's first texts: an optional text, or (no more) its size.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum TextOrNumber {
@@ -1200,6 +1237,8 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
         &d.reason,
         &d.matched_entry,
         &d.groups,
+        &d.effects_unknown,
+        &d.cwd,
     ]
 }
 
@@ -1232,6 +1271,8 @@ mod tests {
             "ALLOW",
             "",
             "contractors,pii",
+            "zip\nfake root",
+            "/home/dev/proj",
         ];
         let mut counted = record(i64::MAX, hostile);
         counted.count = u64::MAX;
@@ -1254,7 +1295,7 @@ mod tests {
     #[test]
     fn an_unreadable_block_is_an_error_not_an_empty_page() {
         // a record made in no group has the older form: no groups text
-        let texts = vec!["\"\""; GROUPS].join(",");
+        let texts = vec!["\"\""; OPTIONAL].join(",");
         let whole = format!("[[1,2,{texts},3,4]]");
         assert_eq!(decode(&whole).unwrap()[0].decision.revision, 4);
         let grouped = format!("[[1,2,{texts},\"a,b\",3,4,5,1]]");
@@ -1267,7 +1308,17 @@ mod tests {
         none.groups.clear();
         let encoded = EncodedDecisions::from(&[&PackedDecision::from(&none)][..]);
         let tail = String::from_utf8(encoded.tail(0).to_vec()).unwrap();
-        assert_eq!(tail.matches("\"\"").count(), GROUPS, "{tail}");
+        assert_eq!(tail.matches("\"\"").count(), OPTIONAL, "{tail}");
+        // unknown effects without groups: the groups written empty before them
+        none.effects_unknown = "zip".into();
+        let encoded = EncodedDecisions::from(&[&PackedDecision::from(&none)][..]);
+        let tail = String::from_utf8(encoded.tail(0).to_vec()).unwrap();
+        assert!(tail.ends_with(",\"\",\"zip\",3,4,5,1]"), "{tail}");
+        let read = encoded.decode(0, 1).unwrap().decision;
+        assert_eq!(
+            (read.groups.as_str(), read.effects_unknown.as_str()),
+            ("", "zip")
+        );
         let counted = format!("[[1,2,{texts},3,4,5,1]]");
         let read = decode(&counted).unwrap();
         assert_eq!(
@@ -1280,7 +1331,7 @@ mod tests {
         let first_after_last = format!("[[1,2,{texts},3,4,5,9]]");
         let short = format!("[[1,2,{texts},3]]");
         let negative = format!("[[-1,2,{texts},3,4]]");
-        let two_groups = format!("[[1,2,{texts},\"a\",\"b\",3,4]]");
+        let too_many_texts = format!("[[1,2,{texts},\"a\",\"b\",\"c\",\"d\",3,4]]");
         for bad in [
             "",
             "[",
@@ -1293,7 +1344,7 @@ mod tests {
             &first_after_last,
             &short,
             &negative,
-            &two_groups,
+            &too_many_texts,
         ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }

@@ -29,8 +29,8 @@ pub use approvals::{
 };
 pub use backend::Backend;
 pub use decisions::{
-    DECISIONS_NOTICE_PREFIX, DecisionQuery, EncodedDecisions, NewDecision, PackedDecision, Pruned,
-    Retention, StoredDecision, TEXT_COUNT,
+    DECISIONS_NOTICE_PREFIX, DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, EncodedDecisions,
+    NewDecision, PackedDecision, Pruned, Retention, StoredDecision, TEXT_COUNT,
 };
 pub use metered::Metered;
 pub use pins::{

@@ -531,7 +531,16 @@ pub fn unchecked_program(command: &SimpleCommand) -> Option<String> {
                 && !ASSIGNING.contains(&program.as_str())
         }
         Some(row) => {
-            let sub = command.words.get(command.command_at + 1);
+            let args = &command.words[command.command_at + 1..];
+            // the subcommand: the first operand where a grammar reads the options
+            // before it (`npm --json test`), else the next word
+            let sub = match &row.grammar {
+                Some(grammar) if !row.subcommands.is_empty() => grammar
+                    .read(args)
+                    .ok()
+                    .and_then(|r| r.operands().next().map(str::to_owned)),
+                _ => args.first().cloned(),
+            };
             let code = row.code_runner
                 || sub
                     .and_then(|s| row.subcommands.get(s.as_str()))
@@ -594,7 +603,9 @@ pub fn checked_beyond_prefix(words: &[String]) -> bool {
         || !row.links_when.is_empty()
         || !row.opaque_unless.is_empty()
         || !row.opaque_operands.is_empty()
-        || row.code_assignments;
+        || row.code_assignments
+        || row.default_write.is_some()
+        || row.max_operands.is_some();
     // with no operand fixed by the prefix, every subcommand is within reach
     own || (rest.is_empty() && row.subcommands.values().any(|s| s.acts()))
 }

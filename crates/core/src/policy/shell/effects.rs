@@ -339,7 +339,9 @@ fn apply_read(
         let mut head = head.to_vec();
         head.push((*first).to_owned());
         apply(sub, &head, &args[at + 1..], out);
-        return read_only;
+        // a subcommand that runs code with no read-only option of its own is never
+        // a read (`npm -v install`: the top level's -v is)
+        return read_only && !(sub.code_runner && sub.readonly_options.is_empty());
     }
     if let Some(wrapper) = &program.wrapper {
         if wrapper.reads_when.iter().any(|o| reading.has(o)) {
@@ -711,6 +713,20 @@ fn operands_of(
     }
     if script == Some(Script::Cd) {
         out.cd = Some(cd(name, &files));
+    }
+    if let Some(max) = program.max_operands
+        && files.len() > max
+    {
+        out.opaque(format!(
+            "{name}: {} operands, more than its {max}: {}",
+            files.len(),
+            program.about
+        ));
+    }
+    if let Some(default) = &program.default_write
+        && files.is_empty()
+    {
+        out.writes.push(default.clone());
     }
     for word in &files {
         for prefix in &program.write_prefixes {

@@ -99,6 +99,13 @@ pub(crate) struct Program {
     /// Under `@readonly`, a subcommand row: at most this many operands (git
     /// branch lists with none and creates with one).
     pub readonly_max_operands: Option<usize>,
+    /// With no operand it writes this file in the working directory (script's
+    /// `typescript`), whatever its options say: one write too many when an option
+    /// names another file, never one too few.
+    pub default_write: Option<String>,
+    /// More operands than this make it opaque (BSD script runs the operands after
+    /// its file as a command, which util-linux's grammar cannot see).
+    pub max_operands: Option<usize>,
     #[serde(skip)]
     pub grammar: Option<Grammar>,
 }
@@ -226,6 +233,8 @@ impl Program {
             || !self.opaque_unless.is_empty()
             || !self.opaque_operands.is_empty()
             || self.code_assignments
+            || self.default_write.is_some()
+            || self.max_operands.is_some()
             || self.subcommands.values().any(Program::acts)
     }
 }

@@ -10,7 +10,7 @@ pub(super) const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh"
 
 /// Commands that run other commands from their arguments: any later word may be the
 /// command that really runs.
-pub(super) const WRAPPERS: [&str; 31] = [
+pub(super) const WRAPPERS: [&str; 30] = [
     "env",
     "command",
     "builtin",
@@ -39,7 +39,6 @@ pub(super) const WRAPPERS: [&str; 31] = [
     "chrt",
     "caffeinate",
     "parallel",
-    "script",
     "ssh",
     "systemd-run",
 ];
