@@ -14,6 +14,7 @@ mod lint;
 mod lists;
 pub mod managed;
 mod matcher;
+pub mod rates;
 pub mod roles;
 mod settings;
 mod shell;
@@ -100,6 +101,9 @@ pub enum Reason {
     ApprovalDenied,
     /// Nobody answered the approval request before its deadline. DENY.
     ApprovalExpired,
+    /// Past one of the team's rates (calls per minute): ASK, or DENY if the team
+    /// says so.
+    RateLimited,
 }
 
 /// A call to decide on.
@@ -236,7 +240,7 @@ impl Decision {
 
 impl Reason {
     /// Every reason, in declaration order (metrics make a handle for each).
-    pub const ALL: [Reason; 25] = [
+    pub const ALL: [Reason; 26] = [
         Self::KillSwitch,
         Self::InvalidName,
         Self::BlockedByAdmin,
@@ -262,6 +266,7 @@ impl Reason {
         Self::Approved,
         Self::ApprovalDenied,
         Self::ApprovalExpired,
+        Self::RateLimited,
     ];
 
     /// The stable name, e.g. `KILL_SWITCH`.
@@ -292,6 +297,7 @@ impl Reason {
             Self::Approved => "APPROVED",
             Self::ApprovalDenied => "APPROVAL_DENIED",
             Self::ApprovalExpired => "APPROVAL_EXPIRED",
+            Self::RateLimited => "RATE_LIMITED",
         }
     }
 }
