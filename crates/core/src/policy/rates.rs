@@ -179,6 +179,8 @@ pub struct CompiledRule {
     pub limit: Limit,
     /// None: every call.
     tools: Option<Entry>,
+    /// `tools` as written.
+    pattern: String,
     /// The rule's text hashed: a changed rule starts with fresh buckets.
     pub key: u64,
 }
@@ -188,6 +190,13 @@ pub struct CompiledRule {
 pub struct CompiledRates {
     pub rules: Vec<CompiledRule>,
     pub exceeded: RateExceeded,
+}
+
+impl CompiledRule {
+    /// The rule's `tools` as written, None when it counts every call.
+    pub fn tools(&self) -> Option<&str> {
+        self.tools.as_ref().map(|_| self.pattern.as_str())
+    }
 }
 
 impl CompiledRates {
@@ -213,6 +222,7 @@ impl CompiledRates {
                     per: rule.per,
                     limit,
                     tools,
+                    pattern: rule.tools.clone(),
                     key: h.finish(),
                 })
             })
