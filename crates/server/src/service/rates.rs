@@ -55,6 +55,7 @@ impl Rates {
     }
 
     /// The buckets `team` holds, for tests.
+    #[cfg(test)]
     pub(super) fn buckets(&self, team: &str) -> usize {
         self.teams.get(team).map_or(0, |b| {
             b.lock()
