@@ -153,6 +153,16 @@ impl RateControls {
                     Rule::TooLong,
                     "is longer than a server:tool entry can be: use a glob".into(),
                 );
+            } else if let Some(c) = rule.tools.chars().find(|c| invisible(*c)) {
+                push(
+                    format!("rules[{i}].tools"),
+                    rule.tools.escape_default().to_string(),
+                    Rule::Malformed,
+                    format!(
+                        "holds the invisible or control character U+{:04X}: write the names in plain characters",
+                        u32::from(c)
+                    ),
+                );
             } else if !rule.tools.is_empty()
                 && let Err(r) = Entry::parse(&rule.tools)
             {
@@ -169,6 +179,13 @@ impl RateControls {
         }
         problems
     }
+}
+
+/// Control characters, and the invisible and bidirectional ones that make a pattern
+/// read as something else than it matches.
+fn invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// A rule ready to match calls: its limit and the key its buckets are kept under.
@@ -212,6 +229,8 @@ impl CompiledRates {
                 let limit = Limit::new(rule.calls_per_minute, rule.burst)?;
                 let tools = if rule.tools.is_empty() {
                     None
+                } else if rule.tools.len() > MAX_PATTERN_LEN || rule.tools.chars().any(invisible) {
+                    return None;
                 } else {
                     Some(Entry::parse(&rule.tools).ok()?)
                 };
