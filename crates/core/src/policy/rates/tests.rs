@@ -106,7 +106,7 @@ fn rules_count_the_calls_the_table_says() {
             }],
             ..RateControls::default()
         };
-        let compiled = CompiledRates::compile(&rates).expect(&case.to_string());
+        let compiled = CompiledRates::compile(&rates).unwrap_or_else(|| panic!("{case}"));
         let call = call_of(&case["call"]);
         assert_eq!(
             compiled.matching(&call).count() == 1,
