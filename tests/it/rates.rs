@@ -273,3 +273,47 @@ async fn postgres_two_replicas_together_admit_calls_within_the_bound() {
     a.stop().await;
     b.stop().await;
 }
+
+/// `toolgate proxy` evaluates every `tools/call`, so it holds each to the team's
+/// rate: past it, the call asks, and a client that cannot be asked gets an error
+/// naming `RATE_LIMITED`.
+#[tokio::test]
+async fn the_proxy_holds_each_call_to_the_rate() {
+    if !crate::proxy::python_has_mcp() {
+        return;
+    }
+    let (server, _dir) = start().await;
+    crate::proxy::policy(&server).await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            mcp_tool_allowlist: vec!["demo:echo".into()],
+            rates: Some(pb::RateLimits {
+                rules: vec![rule(pb::RateScope::User, "demo:echo", 1, 2)],
+                exceeded: pb::RateExceeded::Ask as i32,
+            }),
+            ..Default::default()
+        })
+        .await;
+    let args: Vec<String> = vec![
+        "legacy".into(),
+        "stdio".into(),
+        env!("CARGO_BIN_EXE_toolgate").into(),
+        "proxy".into(),
+        "--server-id".into(),
+        "demo".into(),
+        "--".into(),
+        "python3".into(),
+        crate::proxy::script("mcp_upstream.py"),
+        "--repeat".into(),
+        "3".into(),
+    ];
+    let steps = crate::proxy::drive(&server, args).await;
+    let calls = steps["repeated"]["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["is_error"], false, "{calls:?}");
+    assert_eq!(calls[1]["is_error"], false, "{calls:?}");
+    assert_eq!(calls[2]["is_error"], true, "{calls:?}");
+    let text = calls[2]["text"].as_str().unwrap();
+    assert!(text.contains("RATE_LIMITED"), "{text}");
+    server.stop().await;
+}
