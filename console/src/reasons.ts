@@ -27,6 +27,7 @@ export const REASONS: Record<string, string> = {
   REASON_APPROVED: "A person approved the call, or a grant of theirs for the session or a time covers it.",
   REASON_APPROVAL_DENIED: "An approver denied the call; their reason is in the message.",
   REASON_APPROVAL_EXPIRED: "Nobody answered the approval request before its deadline, so the call was refused.",
+  REASON_RATE_LIMITED: "The call is past one of the team's rates (calls per minute): it asks, or is refused if the team says so.",
   REASON_TOOL_CHANGED: "The MCP server changed the tool's description or schema since it was pinned: a person decides.",
 };
 

@@ -114,7 +114,17 @@ pub enum Change {
 }
 
 impl Change {
-    fn line(&self) -> String {
+    /// The field the change is to.
+    pub(super) fn field(&self) -> &str {
+        match self {
+            Self::Add { field, .. }
+            | Self::Remove { field, .. }
+            | Self::Reorder { field, .. }
+            | Self::Set { field, .. } => field,
+        }
+    }
+
+    pub(super) fn line(&self) -> String {
         match self {
             Self::Add { field, value } => format!("  + {field}: {value}"),
             Self::Remove { field, value } => format!("  - {field}: {value}"),
@@ -295,6 +305,11 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             Ok(0)
         }
         AdminCommand::Diff { file, impact } => {
+            // a `kind: pins` document is the team's pins, read in its own module
+            let text = super::admin_pins::read_text(&file)?;
+            if super::admin_pins::is_pins_doc(&text) {
+                return super::admin_pins::run(c, &file, &text, false, false).await;
+            }
             let doc = read_policy(&file)?;
             let (current, revision) = get_admin(c, &doc.policy.team).await?;
             // what apply would refuse is refused here too; a reader, who may not ask,
@@ -332,6 +347,10 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             expected_revision,
             impact,
         } => {
+            let text = super::admin_pins::read_text(&file)?;
+            if super::admin_pins::is_pins_doc(&text) {
+                return super::admin_pins::run(c, &file, &text, true, dry_run).await;
+            }
             let doc = read_policy(&file)?;
             let (current, revision) = get_admin(c, &doc.policy.team).await?;
             let expected = expected_revision

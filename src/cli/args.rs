@@ -211,7 +211,8 @@ pub enum AdminCommand {
     },
     /// Shows what applying the file would change; exit 3 when it would change something.
     Diff {
-        /// The team policy YAML (deploy/examples/team.yaml shows every key).
+        /// The team policy YAML (deploy/examples/team.yaml shows every key), or a
+        /// `kind: pins` document (the team's pinned tools and pin settings).
         #[arg(long, short)]
         file: PathBuf,
         /// Also decide the team's logged calls of this window again (`7d`, `24h`)
@@ -223,7 +224,8 @@ pub enum AdminCommand {
     /// revision: `--expected-revision`, else the file's `revision:`, else the one the
     /// diff was computed against. A stale one exits 4 and changes nothing.
     Apply {
-        /// The team policy YAML (deploy/examples/team.yaml shows every key).
+        /// The team policy YAML (deploy/examples/team.yaml shows every key), or a
+        /// `kind: pins` document (the team's pinned tools and pin settings).
         #[arg(long, short)]
         file: PathBuf,
         /// Show the diff, change nothing.

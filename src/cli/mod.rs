@@ -7,6 +7,7 @@
 //! and 11 for DENY.
 
 mod admin;
+mod admin_pins;
 pub mod agent;
 mod allowlist;
 mod approvals;

@@ -14,7 +14,7 @@ use std::path::Path;
 use toolgate_proto::json::{object_from_pb, object_to_pb};
 
 /// The largest pins file read.
-const MAX_PINS_FILE_BYTES: usize = 16 * 1024 * 1024;
+pub(super) const MAX_PINS_FILE_BYTES: usize = 16 * 1024 * 1024;
 
 pub(super) async fn pins(c: &Clients, cmd: PinsCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -153,12 +153,12 @@ struct PinsFile {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct FileTool {
-    name: String,
+pub(super) struct FileTool {
+    pub(super) name: String,
     #[serde(default)]
-    description: Option<String>,
+    pub(super) description: Option<String>,
     #[serde(default)]
-    input_schema: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(super) input_schema: Option<serde_json::Map<String, serde_json::Value>>,
     // what else a tools/list result may hold is not pinned
     #[serde(default, rename = "title")]
     _title: IgnoredAny,
@@ -188,16 +188,33 @@ fn read_pins_file(path: &Path) -> anyhow::Result<(String, Vec<pb::ToolDefinition
             path.display()
         ))
     })?;
-    let tools = file
-        .tools
-        .into_iter()
-        .map(|t| pb::ToolDefinition {
-            name: t.name,
-            description: t.description,
-            input_schema: t.input_schema.as_ref().map(object_to_pb),
-        })
-        .collect();
-    Ok((file.server, tools))
+    Ok((
+        file.server,
+        file.tools.iter().map(FileTool::to_pb).collect(),
+    ))
+}
+
+impl FileTool {
+    pub(super) fn to_pb(&self) -> pb::ToolDefinition {
+        pb::ToolDefinition {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.input_schema.as_ref().map(object_to_pb),
+        }
+    }
+
+    /// The hash the server pins this definition under.
+    pub(super) fn sha256(&self) -> String {
+        let schema = self
+            .input_schema
+            .clone()
+            .map_or(serde_json::Value::Null, serde_json::Value::Object);
+        crate::service::pin_hash(&toolgate_core::pins::definition(
+            &self.name,
+            self.description.as_deref(),
+            &schema,
+        ))
+    }
 }
 
 /// A definition as shown: its hash, its flags, who recorded it.

@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use toolgate::proto::v1 as pb;
 
 /// The binary's result.
+#[derive(Debug)]
 pub(crate) struct Run {
     pub(crate) code: i32,
     pub(crate) stdout: String,

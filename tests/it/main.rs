@@ -54,6 +54,7 @@ mod preview;
 mod proxy;
 mod proxy_failures;
 mod proxy_names;
+mod rates;
 mod replicas;
 mod roles;
 mod roles_api;

@@ -315,3 +315,148 @@ async fn a_change_of_pins_is_announced_to_watchers() {
     assert_eq!(refused.code(), Code::PermissionDenied);
     server.stop().await;
 }
+
+const PINS_DOC: &str = "\
+kind: pins
+team: acme
+settings:
+  members_pin_first: false
+  hide_flagged: true
+servers:
+  - server: demo
+    tools:
+      - name: echo
+        description: Echoes its text.
+        inputSchema: {type: object, properties: {text: {type: string}}}
+      - name: add
+        description: Adds two numbers.
+";
+
+async fn pinned(server: &TestServer) -> Vec<(String, String)> {
+    server
+        .pins("admin-token")
+        .list_pins(pb::ListPinsRequest {
+            team_id: TEAM.into(),
+            server: "demo".into(),
+            changed_only: false,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .pins
+        .into_iter()
+        .map(|p| (p.tool, p.pinned.unwrap().sha256))
+        .collect()
+}
+
+/// Pins as code: a `kind: pins` document is diffed against the server's pins and
+/// settings, applied with `admin apply` (not with `--dry-run`), then diffs clean;
+/// a changed description shows as a new hash; bad documents and members are refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_apply_sets_pins_and_settings_from_a_document_and_diffs_them() {
+    use crate::cli::{toolgate, toolgate_as, write};
+    let (server, dir) = start().await;
+    let file = write(dir.path(), "pins.yaml", PINS_DOC);
+    let diff = toolgate(&server, &["admin", "diff", "-f", &file]).await;
+    assert_eq!(diff.code, 3, "{diff:?}");
+    assert!(
+        diff.stdout.contains("+ pins.demo.echo: "),
+        "{}",
+        diff.stdout
+    );
+    assert!(diff.stdout.contains("+ pins.demo.add: "), "{}", diff.stdout);
+    assert!(
+        diff.stdout
+            .contains("pin_settings.hide_flagged: false -> true"),
+        "{}",
+        diff.stdout
+    );
+    let dry = toolgate(&server, &["admin", "apply", "-f", &file, "--dry-run"]).await;
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(
+        dry.stdout.contains("dry run: nothing applied"),
+        "{}",
+        dry.stdout
+    );
+    assert!(pinned(&server).await.is_empty());
+
+    let applied = toolgate(&server, &["admin", "apply", "-f", &file]).await;
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert!(applied.stdout.contains("applied"), "{}", applied.stdout);
+    let before = pinned(&server).await;
+    assert_eq!(before.len(), 2, "{before:?}");
+    let settings = server
+        .pins("admin-token")
+        .get_pin_settings(pb::GetPinSettingsRequest {
+            team_id: TEAM.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .settings
+        .unwrap();
+    assert!(settings.hide_flagged && !settings.members_pin_first);
+    // the document's hashes are the server's: nothing left to apply
+    let clean = toolgate(&server, &["admin", "diff", "-f", &file]).await;
+    assert_eq!(clean.code, 0, "{clean:?}");
+    assert!(clean.stdout.contains("no changes"), "{}", clean.stdout);
+
+    // a new description is a new definition: only that pin changes
+    let edited = write(
+        dir.path(),
+        "pins2.yaml",
+        &PINS_DOC.replace("Echoes its text.", "Echoes its text, loudly."),
+    );
+    let diff = toolgate(&server, &["admin", "diff", "-f", &edited]).await;
+    assert_eq!(diff.code, 3, "{diff:?}");
+    assert!(
+        diff.stdout.contains("~ pins.demo.echo: "),
+        "{}",
+        diff.stdout
+    );
+    assert!(!diff.stdout.contains("pins.demo.add"), "{}", diff.stdout);
+    assert_eq!(
+        toolgate(&server, &["admin", "apply", "-f", &edited])
+            .await
+            .code,
+        0
+    );
+    let after = pinned(&server).await;
+    let hash = |pins: &[(String, String)], tool: &str| {
+        pins.iter().find(|(t, _)| t == tool).unwrap().1.clone()
+    };
+    assert_ne!(hash(&before, "echo"), hash(&after, "echo"));
+    assert_eq!(hash(&before, "add"), hash(&after, "add"));
+
+    // hostile documents: each refused naming what is wrong, nothing applied
+    let cases = [
+        (
+            PINS_DOC.replace("servers:\n", "servers:\n  - server: demo\n    tools: []\n"),
+            "servers[1].server",
+        ),
+        (
+            PINS_DOC.replace("      - name: add\n", "      - name: echo\n"),
+            "servers[0].tools[1].name",
+        ),
+        (
+            PINS_DOC.replace("hide_flagged: true", "hide_flagged: yes please"),
+            "hide_flagged",
+        ),
+        (
+            PINS_DOC.replace("team: acme", "team: acme\nrevision: 3"),
+            "unknown field `revision`",
+        ),
+    ];
+    for (i, (text, named)) in cases.iter().enumerate() {
+        let bad = write(dir.path(), &format!("bad{i}.yaml"), text);
+        let run = toolgate(&server, &["admin", "apply", "-f", &bad]).await;
+        assert_eq!(run.code, 2, "{named}: {run:?}");
+        assert!(run.stderr.contains(named), "{named}: {}", run.stderr);
+    }
+    assert_eq!(pinned(&server).await, after);
+    // a member may not pin for the team (the first document differs from the pins now)
+    let member = toolgate_as(&server, "alice-token", &["admin", "apply", "-f", &file]).await;
+    assert_ne!(member.code, 0, "{member:?}");
+    assert_eq!(pinned(&server).await, after);
+    server.stop().await;
+}

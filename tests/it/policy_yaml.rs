@@ -132,6 +132,22 @@ fn every_field_round_trips_through_yaml() {
                 managed_permission_rules_only: true,
                 claude_code_minimum_version: "2.1.0".into(),
             })),
+            rates: Some(Box::new(toolgate::policy::rates::RateControls {
+                rules: vec![
+                    toolgate::policy::rates::RateRule {
+                        per: toolgate::policy::rates::RateScope::Team,
+                        tools: "github:*".into(),
+                        calls_per_minute: 600,
+                        burst: 50,
+                    },
+                    toolgate::policy::rates::RateRule {
+                        calls_per_minute: 30,
+                        burst: 5,
+                        ..Default::default()
+                    },
+                ],
+                exceeded: toolgate::policy::rates::RateExceeded::Deny,
+            })),
         },
         // the kill switch is on: every call is denied
         examples: serde_json::from_value(serde_json::json!([

@@ -19,7 +19,7 @@ use toolgate::proxy;
 
 const STEP_DEADLINE: Duration = Duration::from_secs(60);
 
-fn python_has_mcp() -> bool {
+pub(crate) fn python_has_mcp() -> bool {
     let found = std::process::Command::new("python3")
         .args(["-c", "import mcp, httpx2"])
         .output()
@@ -34,13 +34,13 @@ fn python_has_mcp() -> bool {
     found
 }
 
-fn script(name: &str) -> String {
+pub(crate) fn script(name: &str) -> String {
     format!("{}/tests/python/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Team acme: echo and add allowlisted by the admin, secret blocked (hidden), ask_me
 /// unlisted (ASK); alice runs in auto-run mode so allowlisted tools run.
-async fn policy(server: &TestServer) {
+pub(crate) async fn policy(server: &TestServer) {
     server
         .set_controls(pb::AutoRunControls {
             enabled: true,
@@ -79,7 +79,10 @@ async fn block_add(server: &TestServer) {
 
 /// Runs the Python client, makes the admin change when it waits, and returns its
 /// steps by name.
-async fn drive(server: &TestServer, args: Vec<String>) -> serde_json::Map<String, Value> {
+pub(crate) async fn drive(
+    server: &TestServer,
+    args: Vec<String>,
+) -> serde_json::Map<String, Value> {
     let mut child = tokio::process::Command::new("python3")
         .arg(script("mcp_proxy_client.py"))
         .args(&args)

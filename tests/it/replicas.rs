@@ -10,12 +10,21 @@ use toolgate::proto::v1 as pb;
 use toolgate::proto::v1::watch_policy_response::Event;
 
 async fn replica(url: &str) -> (TestServer, tempfile::TempDir) {
+    // these tests are about riding out an outage; the bound on staleness is
+    // partition.rs's (past it, only DENYs are answered)
+    replica_with(url, 300).await
+}
+
+/// A replica on the database at `url`, pinging its listener every
+/// `max_staleness_secs / 4`.
+pub(crate) async fn replica_with(
+    url: &str,
+    max_staleness_secs: u64,
+) -> (TestServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path());
     config.store.url = Some(url.to_owned());
-    // these tests are about riding out an outage; the bound on staleness is
-    // partition.rs's (past it, only DENYs are answered)
-    config.store.max_staleness_secs = 300;
+    config.store.max_staleness_secs = max_staleness_secs;
     (TestServer::start(config).await, dir)
 }
 

@@ -48,6 +48,7 @@ fn controls_from_json(v: &Value) -> pb::AutoRunControls {
         approvals: None,
         groups: Default::default(),
         managed: None,
+        rates: None,
     }
 }
 

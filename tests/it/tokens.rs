@@ -5,7 +5,6 @@
 
 use crate::support;
 
-use std::time::Duration;
 use support::*;
 use tonic::Code;
 use toolgate::proto::v1 as pb;
@@ -306,22 +305,6 @@ async fn the_matrix_of_who_may_issue_which_role() {
     server.stop().await;
 }
 
-/// Waits (with a deadline) until `check` holds on the server: a replica applies
-/// another's token change when PostgreSQL notifies it.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !check().await {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what}: not within 10 s"));
-}
-
 #[tokio::test]
 async fn postgres_a_token_issued_on_one_replica_works_on_another_until_revoked_there() {
     let Some(url) = support::pg::fresh_database("postgres issued tokens across replicas").await
@@ -343,7 +326,7 @@ async fn postgres_a_token_issued_on_one_replica_works_on_another_until_revoked_t
     )
     .await;
     reads_as(&a, &created.secret, "hana").await.unwrap();
-    eventually("B accepts the token A issued", || {
+    eventually(EVENTUALLY, "B accepts the token A issued", || {
         let (b, secret) = (&b, created.secret.clone());
         async move { reads_as(b, &secret, "hana").await.is_ok() }
     })
@@ -356,7 +339,7 @@ async fn postgres_a_token_issued_on_one_replica_works_on_another_until_revoked_t
         .unwrap();
     let e = reads_as(&b, &created.secret, "hana").await.unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
-    eventually("A refuses the token B revoked", || {
+    eventually(EVENTUALLY, "A refuses the token B revoked", || {
         let (a, secret) = (&a, created.secret.clone());
         async move {
             matches!(reads_as(a, &secret, "hana").await, Err(e) if e.code() == Code::Unauthenticated)

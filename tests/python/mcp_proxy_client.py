@@ -3,8 +3,10 @@
 Prints one JSON line per step on stdout; after the `waiting` line the test changes the
 policy, and the script waits (with a deadline) for `notifications/tools/list_changed`.
 
-usage: mcp_proxy_client.py MODE (stdio CMD... | http URL TOKEN) [--elicit accept]
+usage: mcp_proxy_client.py MODE (stdio CMD... | http URL TOKEN) [--elicit accept] [--repeat N]
 MODE is `legacy` (initialize handshake) or `2026-07-28` (no handshake, subscriptions/listen).
+With `--repeat N` it only calls `echo` N times and prints them as the `repeated` step
+(tests/it/rates.rs).
 """
 
 import asyncio
@@ -45,6 +47,11 @@ async def main():
         i = args.index("--elicit")
         elicit = args[i + 1]
         del args[i : i + 2]
+    repeat = None
+    if "--repeat" in args:
+        i = args.index("--repeat")
+        repeat = int(args[i + 1])
+        del args[i : i + 2]
     mode, transport = args[0], args[1]
     if transport == "stdio":
         # the SDK passes only a safe subset of the environment unless told
@@ -73,6 +80,12 @@ async def main():
         read_timeout_seconds=DEADLINE,
     ) as client:
         say(step="connected", protocol=client.protocol_version)
+        if repeat is not None:
+            # the proxy answers calls of the tools it has shown
+            await client.list_tools()
+            calls = [await call(client, "echo", {"text": f"call {i}"}) for i in range(repeat)]
+            say(step="repeated", calls=calls)
+            return
         listed = await client.list_tools()
         say(step="listed", tools=[t.name for t in listed.tools])
         say(

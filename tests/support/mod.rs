@@ -404,3 +404,22 @@ pub fn config_of(r: &pb::GetServerConfigResponse) -> serde_json::Value {
             .unwrap(),
     )
 }
+
+/// How long [`eventually`] waits for one replica to hear of another's change.
+pub const EVENTUALLY: Duration = Duration::from_secs(10);
+
+/// Waits until `check` holds, or panics naming `what` after `deadline`: for what
+/// another replica learns from PostgreSQL's notices.
+pub async fn eventually<F, Fut>(deadline: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    tokio::time::timeout(deadline, async {
+        while !check().await {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}: not within {deadline:?}"));
+}

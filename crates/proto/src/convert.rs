@@ -5,6 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use toolgate_core::policy::approvals::{ApprovalMode, ApprovalSettings, ApproverRole};
 use toolgate_core::policy::groups::{AllowMode, GroupControls};
 use toolgate_core::policy::managed::ManagedControls;
+use toolgate_core::policy::rates::{RateControls, RateExceeded, RateRule, RateScope};
 use toolgate_core::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
     SandboxingControls, UserSettings,
@@ -100,7 +101,65 @@ pub fn controls_from_pb(c: pb::AutoRunControls) -> Result<AdminControls, Convert
             .map(managed_from_pb)
             .filter(|m| !m.is_default())
             .map(Box::new),
+        rates: c
+            .rates
+            .map(rates_from_pb)
+            .transpose()?
+            .filter(|r| !r.is_default())
+            .map(Box::new),
     })
+}
+
+fn rates_from_pb(r: pb::RateLimits) -> Result<RateControls, ConvertError> {
+    let field = "auto_run_controls.rates";
+    let exceeded = match pb::RateExceeded::try_from(r.exceeded) {
+        Ok(pb::RateExceeded::Unspecified | pb::RateExceeded::Ask) => RateExceeded::Ask,
+        Ok(pb::RateExceeded::Deny) => RateExceeded::Deny,
+        Err(_) => return Err(unknown_enum(&format!("{field}.exceeded"), r.exceeded)),
+    };
+    let rules = r
+        .rules
+        .into_iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let per = match pb::RateScope::try_from(rule.per) {
+                Ok(pb::RateScope::Unspecified | pb::RateScope::User) => RateScope::User,
+                Ok(pb::RateScope::Team) => RateScope::Team,
+                Err(_) => return Err(unknown_enum(&format!("{field}.rules[{i}].per"), rule.per)),
+            };
+            Ok(RateRule {
+                per,
+                tools: rule.tools,
+                calls_per_minute: i64::from(rule.calls_per_minute),
+                burst: i64::from(rule.burst),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(RateControls { rules, exceeded })
+}
+
+fn rates_to_pb(r: &RateControls) -> pb::RateLimits {
+    // a stored document holds only validated numbers (1 to 1,000,000)
+    let number = |v: i64| u32::try_from(v).unwrap_or(0);
+    pb::RateLimits {
+        rules: r
+            .rules
+            .iter()
+            .map(|rule| pb::RateRule {
+                per: match rule.per {
+                    RateScope::User => pb::RateScope::User,
+                    RateScope::Team => pb::RateScope::Team,
+                } as i32,
+                tools: rule.tools.clone(),
+                calls_per_minute: number(rule.calls_per_minute),
+                burst: number(rule.burst),
+            })
+            .collect(),
+        exceeded: match r.exceeded {
+            RateExceeded::Ask => pb::RateExceeded::Ask,
+            RateExceeded::Deny => pb::RateExceeded::Deny,
+        } as i32,
+    }
 }
 
 fn managed_from_pb(m: pb::ManagedDelivery) -> ManagedControls {
@@ -291,6 +350,7 @@ pub fn controls_to_pb(c: &AdminControls) -> pb::AutoRunControls {
             .map(|(name, g)| (name.clone(), group_to_pb(g)))
             .collect(),
         managed: c.managed.as_deref().map(managed_to_pb),
+        rates: c.rates.as_deref().map(rates_to_pb),
     }
 }
 
@@ -453,6 +513,7 @@ pub fn reason_to_pb(r: Reason) -> pb::Reason {
         Reason::Approved => pb::Reason::Approved,
         Reason::ApprovalDenied => pb::Reason::ApprovalDenied,
         Reason::ApprovalExpired => pb::Reason::ApprovalExpired,
+        Reason::RateLimited => pb::Reason::RateLimited,
     }
 }
 

@@ -41,12 +41,15 @@ pub const STORE_UP: &str = "toolgate_store_up";
 pub const LISTENER_UP: &str = "toolgate_store_listener_up";
 pub const POLICY_STALENESS: &str = "toolgate_policy_staleness_seconds";
 pub const DISK_FREE: &str = "toolgate_data_dir_free_bytes";
+pub const RATE_LIMITED: &str = "toolgate_rate_limited_total";
+pub const RATE_BUCKETS: &str = "toolgate_rate_buckets";
+pub const LIVE_REPLICAS: &str = "toolgate_live_replicas";
 /// Always 1, labelled with the version and the commit the binary was built from
 /// (`TOOLGATE_COMMIT` at build time; `unknown` without it).
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
-pub const ALL: [(&str, &str); 30] = [
+pub const ALL: [(&str, &str); 33] = [
     (
         RPC_REQUESTS,
         "gRPC calls answered, by method and status code",
@@ -148,6 +151,18 @@ pub const ALL: [(&str, &str); 30] = [
     (
         DISK_FREE,
         "bytes free for the server on the data directory's disk (health is NOT_SERVING below 64 MiB)",
+    ),
+    (
+        RATE_LIMITED,
+        "calls past one of their team's rates, by team (the first 64 named, the rest `_other`) and outcome (ASK or DENY)",
+    ),
+    (
+        RATE_BUCKETS,
+        "rate buckets this replica holds (a team's, a user's, per rule), full ones forgotten",
+    ),
+    (
+        LIVE_REPLICAS,
+        "replicas sharing the store that this one hears (itself included): rates give each replica this share",
     ),
 ];
 
@@ -403,6 +418,38 @@ pub fn decision_log_over_budget(principal: &str, shed: u64, denies: u64) {
         counter!(DECISION_LOG_OVER_BUDGET, "principal" => label, "outcome" => "coalesced")
             .increment(denies);
     }
+}
+
+/// The most teams named in [`RATE_LIMITED`]'s labels; the rest are `_other`.
+pub const RATE_LIMITED_TEAMS: usize = 64;
+
+/// A call past one of its team's rates, answered `outcome`.
+pub fn rate_limited(team: &str, outcome: Outcome) {
+    static NAMED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let label = {
+        let mut named = NAMED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if named.iter().any(|n| n == team) {
+            team.to_owned()
+        } else if named.len() < RATE_LIMITED_TEAMS {
+            named.push(team.to_owned());
+            team.to_owned()
+        } else {
+            "_other".to_owned()
+        }
+    };
+    counter!(RATE_LIMITED, "team" => label, "outcome" => outcome_name(outcome)).increment(1);
+}
+
+/// Rate buckets were made or forgotten: `delta` of them.
+pub fn rate_buckets(delta: f64) {
+    gauge!(RATE_BUCKETS).increment(delta);
+}
+
+/// The replicas sharing the store, as this one hears them.
+pub fn live_replicas(n: u32) {
+    gauge!(LIVE_REPLICAS).set(f64::from(n));
 }
 
 /// DENY records the journal could not take.

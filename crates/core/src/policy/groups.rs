@@ -277,7 +277,7 @@ impl ListBuild {
 /// | `enable_run_everything` | on only if the team's is on and no group turns it off |
 /// | `list_mode` | `replace` if any says `replace` |
 /// | `mcp_access_mode` | `allowlist` if any says `allowlist` |
-/// | `kill_switch`, `roles`, `approvals`, `default_user_settings`, `sandboxing_controls`, `managed` | the team's |
+/// | `kill_switch`, `roles`, `approvals`, `default_user_settings`, `sandboxing_controls`, `managed`, `rates` | the team's |
 pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
     let mut origins = Origins::default();
     let mut controls = AdminControls {

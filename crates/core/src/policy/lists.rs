@@ -233,6 +233,9 @@ pub struct CompiledAdmin {
     pub(super) disabled: bool,
     /// Seed 004's roles document, compiled.
     pub(super) roles: std::sync::Arc<super::roles::CompiledRoles>,
+    /// The team's rates; None for a team without (the decision path then never
+    /// looks for a bucket).
+    pub(super) rates: Option<std::sync::Arc<super::rates::CompiledRates>>,
 }
 
 impl CompiledAdmin {
@@ -317,6 +320,14 @@ impl CompiledAdmin {
             problems.extend(approvals.problems());
         }
         problems.extend(super::groups::group_problems(controls));
+        if let Some(rates) = &controls.rates {
+            problems.extend(rates.problems());
+        }
+        let rates = controls
+            .rates
+            .as_deref()
+            .and_then(super::rates::CompiledRates::compile)
+            .map(std::sync::Arc::new);
         let browser_server_ids = if controls.browser_server_ids.is_empty() {
             settings::default_browser_server_ids()
         } else {
@@ -341,6 +352,7 @@ impl CompiledAdmin {
         result(
             Self {
                 roles: std::sync::Arc::new(roles),
+                rates,
                 controls: without_mcp_lists(controls),
                 allowlist,
                 blocklist,
@@ -372,6 +384,11 @@ impl CompiledAdmin {
     /// lists.
     pub fn switches(&self) -> &AdminControls {
         &self.controls
+    }
+
+    /// The team's rates, compiled; None when it has no rule.
+    pub fn rates(&self) -> Option<&super::rates::CompiledRates> {
+        self.rates.as_deref()
     }
 
     /// The team's roles document, compiled (empty when roles are not in use).
@@ -418,6 +435,7 @@ fn without_mcp_lists(c: &AdminControls) -> AdminControls {
         approvals,
         groups,
         managed,
+        rates,
     } = c;
     AdminControls {
         enabled: *enabled,
@@ -441,6 +459,7 @@ fn without_mcp_lists(c: &AdminControls) -> AdminControls {
         approvals: approvals.clone(),
         groups: groups.clone(),
         managed: managed.clone(),
+        rates: rates.clone(),
     }
 }
 

@@ -14,6 +14,7 @@ mod lint;
 mod lists;
 pub mod managed;
 mod matcher;
+pub mod rates;
 pub mod roles;
 mod settings;
 mod shell;
@@ -131,6 +132,9 @@ pub enum Reason {
     ApprovalDenied,
     /// Nobody answered the approval request before its deadline. DENY.
     ApprovalExpired,
+    /// Past one of the team's rates (calls per minute): ASK, or DENY if the team
+    /// says so.
+    RateLimited,
 }
 
 /// A call to decide on.

@@ -94,6 +94,11 @@ pub struct AdminControls {
     // boxed, as the approvals are: most teams have none
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed: Option<Box<super::managed::ManagedControls>>,
+    /// Calls per minute per team, per user and per tool (docs/rates.md): none is no
+    /// limit.
+    // boxed, as the approvals are: most teams have none
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rates: Option<Box<super::rates::RateControls>>,
 }
 
 impl Default for AdminControls {
@@ -120,6 +125,7 @@ impl Default for AdminControls {
             approvals: None,
             groups: Box::default(),
             managed: None,
+            rates: None,
         }
     }
 }

@@ -39,6 +39,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 mod currency;
 mod groups;
 mod health;
+mod replicas;
 mod team;
 
 pub use groups::{GroupCache, MAX_CACHED_GROUP_SETS};
@@ -210,6 +211,8 @@ pub struct Hub {
     decisions: tokio::sync::broadcast::Sender<DecisionsCommitted>,
     /// Which team's tool pins changed, here or on another replica: `WatchPins`.
     pins: tokio::sync::broadcast::Sender<PinsChanged>,
+    /// The replicas sharing the store, from their pings.
+    replicas: replicas::Replicas,
 }
 
 /// Word that a team's tool pins or pin settings changed (the shape of approvals').
@@ -333,6 +336,7 @@ impl Hub {
             approvals: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
             decisions: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
             pins: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
+            replicas: replicas::Replicas::default(),
         }
     }
 
@@ -672,6 +676,11 @@ impl Hub {
             match notice {
                 Notice::Heard { sent } => {
                     self.heard(sent);
+                    self.replica_heard(None);
+                    continue;
+                }
+                Notice::Peer(origin) => {
+                    self.replica_heard(Some(origin));
                     continue;
                 }
                 Notice::Lost => {
@@ -707,7 +716,11 @@ impl Hub {
                         .send(DecisionsCommitted::Range { first, last });
                     continue;
                 }
-                Notice::Team(_) | Notice::Tokens | Notice::Heard { .. } | Notice::Lost => continue,
+                Notice::Team(_)
+                | Notice::Tokens
+                | Notice::Heard { .. }
+                | Notice::Peer(_)
+                | Notice::Lost => continue,
                 Notice::Reconnected => self.teams.iter().map(|t| t.key().clone()).collect(),
             };
             for team in teams {

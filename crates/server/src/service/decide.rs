@@ -165,6 +165,14 @@ impl Service {
         for (call, d) in calls.iter().zip(&mut decisions) {
             origins.name(admin, &eff.user.compiled, call, groups, d);
         }
+        // a team without rates takes no lock here; an installation's check is no call
+        if let Some(rates) = admin.rates()
+            && !origin.is_check()
+        {
+            let replicas = self.hub.live_replicas();
+            self.rates
+                .apply(team, user, rates, replicas, calls, &mut decisions, explain);
+        }
         // a batch's DENY records are journaled together: one wait for the disk; its
         // other records are offered after them, so the writer takes them in the order
         // it always did (the DENYs of a batch first)

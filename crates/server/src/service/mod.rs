@@ -17,6 +17,7 @@ mod deny_journal;
 mod export;
 mod pins;
 mod principal;
+mod rates;
 mod roles;
 mod settings;
 mod sign_ins;
@@ -55,6 +56,7 @@ pub use pins::{
     DefinitionView, MAX_TOOLS_PER_CALL, PinState, PinView, PinsEvent, ToolCheck, ToolSeen, pin_hash,
 };
 pub use principal::MAX_VISIBLE_TEAMS;
+pub use rates::MAX_BUCKETS_PER_TEAM;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
@@ -212,6 +214,8 @@ pub struct Service {
     approval_waiters: approvals::Waiters,
     /// The teams whose impact preview is running: one at a time per team.
     previews: decisions::Previews,
+    /// Each team's rate buckets on this replica.
+    rates: rates::Rates,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -305,6 +309,7 @@ impl Service {
             webhook: webhook::Webhook::start(WebhookLimits::default()),
             approval_waiters: approvals::Waiters::default(),
             previews: decisions::Previews::default(),
+            rates: rates::Rates::default(),
         }
     }
 

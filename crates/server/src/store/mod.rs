@@ -197,6 +197,8 @@ pub enum Notice {
     /// The listener heard a ping this process sent at `sent`: every notice committed
     /// before then has been delivered.
     Heard { sent: tokio::time::Instant },
+    /// Another replica's ping (its origin): it is live.
+    Peer(u64),
     /// The listener lost its connection, or heard nothing for too long: notices are
     /// missed until [`Notice::Reconnected`].
     Lost,

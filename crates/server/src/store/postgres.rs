@@ -272,12 +272,15 @@ impl Backend for PostgresBackend {
                     Ok(Some(n)) if n.payload() == super::TOKENS_NOTICE => yield Notice::Tokens,
                     Ok(Some(n)) if n.payload().starts_with(PING_NOTICE_PREFIX) => {
                         let ping = &n.payload()[PING_NOTICE_PREFIX.len_utf8()..];
-                        // another replica's pings prove nothing about this listener
-                        if let Some((from, millis)) = ping_notice(ping)
-                            && from == origin
-                        {
-                            heard = Instant::now();
-                            yield Notice::Heard { sent: epoch + Duration::from_millis(millis) };
+                        // another replica's pings prove nothing about this listener,
+                        // only that the replica is live
+                        match ping_notice(ping) {
+                            Some((from, millis)) if from == origin => {
+                                heard = Instant::now();
+                                yield Notice::Heard { sent: epoch + Duration::from_millis(millis) };
+                            }
+                            Some((from, _)) => yield Notice::Peer(from),
+                            None => {}
                         }
                     }
                     Ok(Some(n)) if n.payload().starts_with(super::APPROVALS_NOTICE_PREFIX) => {

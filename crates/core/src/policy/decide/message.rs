@@ -104,6 +104,8 @@ pub(in crate::policy) fn message(d: &Decision, call: &Call) -> String {
             "is denied: nobody answered the approval request before its deadline",
             "",
         ),
+        // written when the rate is checked (Decision::detail); this stands in without one
+        Reason::RateLimited => ("is past one of the team's rates (calls per minute)", ""),
     };
     out.push_str(why);
     out.push_str(entry);
