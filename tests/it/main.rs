@@ -43,6 +43,7 @@ mod limits;
 mod managed;
 mod managed_sync;
 mod matcher_props;
+mod org_groups;
 mod otlp;
 mod packaging;
 mod partition;

@@ -220,8 +220,7 @@ fn authorize_org(p: &Principal, action: Action<'_>) -> Result<(), AuthError> {
     let why = if org_action {
         format!(
             "only an operator may read, write or audit team {ORG_TEAM:?}, the organisation's group policies (they apply in every team); principal {:?} has role {:?}: ask an operator, or write the group policy in your own team",
-            p.name,
-            p.role
+            p.name, p.role
         )
     } else {
         format!(

@@ -17,7 +17,10 @@ pub const MAX_CACHED_GROUP_SETS: usize = 1_024;
 /// with a policy in the team or the organisation, for the organisation's revision
 /// they were made with (a newer one starts the cache again).
 #[derive(Debug, Default)]
-pub struct GroupCache(Mutex<(u64, HashMap<Vec<String>, Arc<GroupedAdmin>>)>);
+pub struct GroupCache(Mutex<(u64, GroupSets)>);
+
+/// Compiled combinations by the set of groups that say something.
+type GroupSets = HashMap<Vec<String>, Arc<GroupedAdmin>>;
 
 impl CompiledTeam {
     /// The team's controls for a caller in `groups` (sorted, each once, as a

@@ -65,7 +65,10 @@ fn check_org_doc(team: &str, controls: &AdminControls) -> Result<(), ServiceErro
         .map(|(k, _)| k.as_str())
         .collect();
     Err(ServiceError::invalid(
-        &format!("auto_run_controls.{}", set.first().copied().unwrap_or("groups")),
+        &format!(
+            "auto_run_controls.{}",
+            set.first().copied().unwrap_or("groups")
+        ),
         format!(
             "team {ORG_TEAM:?} holds the organisation's group policies only, and {} set: leave them out (write them in each team's own policy) and give only `groups`",
             set.join(", ")
