@@ -236,6 +236,10 @@ pub enum AdminCommand {
         /// under the file and print which change outcome.
         #[arg(long, value_name = "WINDOW")]
         impact: Option<String>,
+        /// With a `kind: group` document: also delete the scope's group policies
+        /// the document does not name (without it they are kept).
+        #[arg(long)]
+        prune: bool,
     },
 }
 

@@ -29,6 +29,7 @@ mod faults;
 mod flood;
 mod followed_files;
 mod gateway;
+mod group_docs;
 mod groups;
 mod hardening;
 mod hook;
