@@ -597,12 +597,14 @@ fn bench_groups(c: &mut Criterion) {
     ];
     let none: Vec<String> = Vec::new();
     let five: Vec<String> = (0..5).map(|i| format!("g{i}")).collect();
+    // the team's own group policies: no organisation-wide ones
+    let org = toolgate::hub::OrgGroups::default();
     for (case, call) in &calls {
         for groups in [&none, &five] {
             // the service's path: the combination for the caller's groups, the
             // decision, its origin named
             let decide_as = || {
-                let grouped = team.for_groups(groups).unwrap();
+                let grouped = team.for_groups(&org, groups).unwrap();
                 let admin = grouped.as_deref().map_or(&team.admin, |g| &g.compiled);
                 let mut d = decide(admin, &user, call);
                 if let Some(g) = &grouped {

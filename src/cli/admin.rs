@@ -135,7 +135,7 @@ impl Change {
 }
 
 /// What applying `wanted` over `current` changes: lists by entry, scalars by value.
-pub fn diff(current: &AdminControls, wanted: &AdminControls) -> Vec<Change> {
+pub fn diff<T: Serialize>(current: &T, wanted: &T) -> Vec<Change> {
     let (a, b) = (
         serde_json::to_value(current).unwrap_or_default(),
         serde_json::to_value(wanted).unwrap_or_default(),
@@ -288,6 +288,9 @@ impl Render for KillSwitchReport {
 }
 
 pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32> {
+    if let Some(run) = super::group_doc::admin(c, &cmd).await {
+        return run;
+    }
     match cmd {
         AdminCommand::Get { team } => {
             let (controls, revision) = get_admin(c, &team).await?;
@@ -346,6 +349,7 @@ pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32>
             dry_run,
             expected_revision,
             impact,
+            prune: _,
         } => {
             let text = super::admin_pins::read_text(&file)?;
             if super::admin_pins::is_pins_doc(&text) {

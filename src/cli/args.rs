@@ -238,6 +238,10 @@ pub enum AdminCommand {
         /// under the file and print which change outcome.
         #[arg(long, value_name = "WINDOW")]
         impact: Option<String>,
+        /// With a `kind: group` document: also delete the scope's group policies
+        /// the document does not name (without it they are kept).
+        #[arg(long)]
+        prune: bool,
     },
 }
 
@@ -454,21 +458,21 @@ pub enum ApprovalsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum GroupCommand {
-    /// Lists the team's group policies.
+    /// Lists the team's (or the organisation's) group policies.
     List {
-        #[arg(long)]
-        team: String,
+        #[command(flatten)]
+        scope: GroupScope,
     },
     /// Shows one group's policy.
     Show {
-        #[arg(long)]
-        team: String,
+        #[command(flatten)]
+        scope: GroupScope,
         group: String,
     },
     /// Writes one group's policy from a YAML or JSON file (replacing any it had).
     Set {
-        #[arg(long)]
-        team: String,
+        #[command(flatten)]
+        scope: GroupScope,
         group: String,
         /// The group policy: its keys are those of docs/groups.md.
         #[arg(long, value_name = "FILE")]
@@ -476,10 +480,49 @@ pub enum GroupCommand {
     },
     /// Deletes one group's policy.
     Delete {
-        #[arg(long)]
-        team: String,
+        #[command(flatten)]
+        scope: GroupScope,
         group: String,
     },
+}
+
+/// Where a group policy is kept: one team's policy, or the organisation's (in
+/// force in every team).
+#[derive(Debug, Clone, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct GroupScope {
+    /// The team whose policy keeps the group policies.
+    #[arg(long)]
+    pub team: Option<String>,
+    /// The organisation's group policies, in force in every team (operators only).
+    #[arg(long)]
+    pub org: bool,
+}
+
+impl GroupScope {
+    /// The team id the policies are kept under (the organisation's is reserved).
+    pub fn team_id(&self) -> &str {
+        match &self.team {
+            Some(team) if !self.org => team,
+            _ => crate::auth::ORG_TEAM,
+        }
+    }
+
+    /// How messages name it: `team acme` or `the organisation`.
+    pub fn label(&self) -> String {
+        match &self.team {
+            Some(team) if !self.org => format!("team {team}"),
+            _ => "the organisation".into(),
+        }
+    }
+
+    /// The flags that name it again, for a hint.
+    pub fn flags(&self) -> String {
+        match &self.team {
+            Some(team) if !self.org => format!("--team {team}"),
+            _ => "--org".into(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

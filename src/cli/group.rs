@@ -1,9 +1,9 @@
-//! `toolgate group`: a team's group policies listed, shown, written from a YAML or
-//! JSON file, and deleted, each a read-modify-write of the team's controls with the
-//! revision read (docs/groups.md).
+//! `toolgate group`: a team's (or, with `--org`, the organisation's) group policies
+//! listed, shown, written from a YAML or JSON file, and deleted, each a
+//! read-modify-write of the policy document with the revision read (docs/groups.md).
 
 use super::admin::get_admin;
-use super::args::GroupCommand;
+use super::args::{GroupCommand, GroupScope};
 use super::client::{Clients, rpc_error};
 use super::output::Render;
 use crate::grpc::convert::controls_to_pb;
@@ -21,17 +21,19 @@ struct GroupList {
     team: String,
     revision: u64,
     groups: BTreeMap<String, GroupControls>,
+    #[serde(skip)]
+    label: String,
 }
 
 impl Render for GroupList {
     fn human(&self) -> String {
         if self.groups.is_empty() {
             return format!(
-                "team {} has no group policies (revision {})\n",
-                self.team, self.revision
+                "{} has no group policies (revision {})\n",
+                self.label, self.revision
             );
         }
-        let mut out = format!("{} (revision {}):\n", self.team, self.revision);
+        let mut out = format!("{} (revision {}):\n", self.label, self.revision);
         for name in self.groups.keys() {
             out.push_str(&format!("  {name}\n"));
         }
@@ -45,14 +47,16 @@ struct GroupShown {
     group: String,
     revision: u64,
     policy: GroupControls,
+    #[serde(skip)]
+    label: String,
 }
 
 impl Render for GroupShown {
     fn human(&self) -> String {
         let yaml = serde_norway::to_string(&self.policy).unwrap_or_default();
         format!(
-            "{}/{} (revision {}):\n{yaml}",
-            self.team, self.group, self.revision
+            "group {} of {} (revision {}):\n{yaml}",
+            self.group, self.label, self.revision
         )
     }
 }
@@ -63,64 +67,72 @@ struct GroupWritten {
     group: String,
     revision: u64,
     deleted: bool,
+    #[serde(skip)]
+    label: String,
 }
 
 impl Render for GroupWritten {
     fn human(&self) -> String {
         let what = if self.deleted { "deleted" } else { "written" };
         format!(
-            "group policy {} of team {} {what} (revision {})\n",
-            self.group, self.team, self.revision
+            "group policy {} of {} {what} (revision {})\n",
+            self.group, self.label, self.revision
         )
     }
 }
 
 pub(super) async fn group(c: &Clients, cmd: GroupCommand) -> anyhow::Result<i32> {
     match cmd {
-        GroupCommand::List { team } => {
-            let (controls, revision) = get_admin(c, &team).await?;
+        GroupCommand::List { scope } => {
+            let (controls, revision) = get_admin(c, scope.team_id()).await?;
             c.out.print(&GroupList {
-                team,
+                team: scope.team_id().to_owned(),
                 revision,
                 groups: *controls.groups,
+                label: scope.label(),
             });
         }
-        GroupCommand::Show { team, group } => {
-            let (mut controls, revision) = get_admin(c, &team).await?;
+        GroupCommand::Show { scope, group } => {
+            let (mut controls, revision) = get_admin(c, scope.team_id()).await?;
             let Some(policy) = controls.groups.remove(&group) else {
                 bail!(
-                    "team {team} has no policy for group {group}: `toolgate group list --team {team}` lists them"
+                    "{} has no policy for group {group}: `toolgate group list {}` lists them",
+                    scope.label(),
+                    scope.flags()
                 );
             };
             c.out.print(&GroupShown {
-                team,
+                team: scope.team_id().to_owned(),
                 group,
                 revision,
                 policy,
+                label: scope.label(),
             });
         }
-        GroupCommand::Set { team, group, file } => {
+        GroupCommand::Set { scope, group, file } => {
             check_group_name(&group).map_err(|e| super::usage(format!("GROUP: {e}")))?;
             let policy = read_policy(&file)?;
-            let revision = write(c, &team, |groups| {
+            let revision = write(c, &scope, |groups| {
                 groups.insert(group.clone(), policy.clone());
                 true
             })
             .await?;
             c.out.print(&GroupWritten {
-                team,
+                team: scope.team_id().to_owned(),
                 group,
                 revision,
                 deleted: false,
+                label: scope.label(),
             });
         }
-        GroupCommand::Delete { team, group } => {
-            let revision = write(c, &team, |groups| groups.remove(&group).is_some()).await?;
+        GroupCommand::Delete { scope, group } => {
+            let revision = write(c, &scope, |groups| groups.remove(&group).is_some()).await?;
             c.out.print(&GroupWritten {
-                team,
+                team: scope.team_id().to_owned(),
                 group,
                 revision,
                 deleted: true,
+                label: scope.label(),
             });
         }
     }
@@ -153,14 +165,17 @@ fn read_policy(file: &std::path::Path) -> anyhow::Result<GroupControls> {
 /// revision in force.
 async fn write(
     c: &Clients,
-    team: &str,
+    scope: &GroupScope,
     mut edit: impl FnMut(&mut BTreeMap<String, GroupControls>) -> bool,
 ) -> anyhow::Result<u64> {
+    let team = scope.team_id();
     for _ in 0..5 {
         let (mut controls, revision) = get_admin(c, team).await?;
         if !edit(&mut controls.groups) {
             bail!(
-                "team {team} has no such group policy: `toolgate group list --team {team}` lists them"
+                "{} has no such group policy: `toolgate group list {}` lists them",
+                scope.label(),
+                scope.flags()
             );
         }
         let r = c

@@ -18,6 +18,7 @@ mod decisions;
 pub mod enroll;
 mod evaluate;
 mod group;
+mod group_doc;
 pub mod hook_config;
 pub mod init;
 pub mod login;

@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use toolgate::policy::groups::{AllowMode, GroupControls, GroupedAdmin, combine};
+use toolgate::policy::groups::{AllowMode, GroupControls, GroupPolicies, GroupedAdmin, combine};
 use toolgate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledUser, Decision, UserSettings, explain,
 };
@@ -15,11 +15,12 @@ use toolgate::policy::{
 /// Decides `call` as a member of `groups`, naming the origin, as the service does.
 fn decide_grouped(
     team: &AdminControls,
+    org: &GroupPolicies,
     groups: &[String],
     user: &CompiledUser,
     call: &Call,
 ) -> Decision {
-    let grouped = GroupedAdmin::compile(team, groups).expect("the combination compiles");
+    let grouped = GroupedAdmin::compile_in(team, org, groups).expect("the combination compiles");
     let mut d = explain(&grouped.compiled, user, call);
     grouped
         .origins
@@ -60,11 +61,17 @@ fn the_combination_table() {
         let user = CompiledUser::compile(&user).unwrap_or_else(|e| panic!("{name}: {e}"));
         let groups: Vec<String> =
             serde_json::from_value(case["member_of"].clone()).expect("member_of");
+        let org: GroupPolicies = match case.get("org") {
+            Some(org) => {
+                serde_json::from_value(org.clone()).unwrap_or_else(|e| panic!("{name}: org: {e}"))
+            }
+            None => GroupPolicies::new(),
+        };
         let call = crate::decisions::call(&case["call"]);
         let expect = &case["expect"];
         let mut first: Option<Decision> = None;
         for order in orders(&groups) {
-            let d = decide_grouped(&team, &order, &user, &call);
+            let d = decide_grouped(&team, &org, &order, &user, &call);
             let got = serde_json::json!({
                 "outcome": d.outcome,
                 "reason": d.reason.as_str(),
@@ -289,13 +296,30 @@ proptest! {
             .prop_map(|v| v.into_iter().map(str::to_owned).collect::<Vec<String>>())
             .prop_flat_map(|v| (Just(v.clone()), Just(v).prop_shuffle())),
         yolo in any::<bool>(),
+        org in proptest::collection::btree_map(
+            proptest::sample::select(&["a", "c", "e"][..]),
+            group_controls(),
+            0..3,
+        ),
     ) {
+        let org: GroupPolicies = org.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         let combined = combine(&team, &groups);
         prop_assert_eq!(&combined.controls, &combine(&team, &shuffled).controls);
         prop_assert_eq!(combined_as_sets(&combined.controls), reference(&team, &groups));
         // nothing a group says removes a deny of the team
         for d in &team.denied {
             prop_assert!(combined.controls.denied.contains(d));
+        }
+        // with the organisation's policies too: the order still never matters, and
+        // neither the team's denies nor a member group's organisation-wide ones drop out
+        let with_org = toolgate::policy::groups::combine_in(&team, &org, &groups);
+        prop_assert_eq!(
+            &with_org.controls,
+            &toolgate::policy::groups::combine_in(&team, &org, &shuffled).controls
+        );
+        let org_denied = groups.iter().filter_map(|g| org.get(g)).flat_map(|g| &g.denied);
+        for d in team.denied.iter().chain(org_denied) {
+            prop_assert!(with_org.controls.denied.contains(d), "{} dropped", d);
         }
         let user = CompiledUser::compile(&UserSettings {
             use_yolo_mode: yolo,
@@ -310,8 +334,8 @@ proptest! {
         }
         calls.push(Call::DeleteFile("/tmp/x".into()));
         for call in &calls {
-            let a = decide_grouped(&team, &groups, &user, call);
-            let b = decide_grouped(&team, &shuffled, &user, call);
+            let a = decide_grouped(&team, &org, &groups, &user, call);
+            let b = decide_grouped(&team, &org, &shuffled, &user, call);
             prop_assert_eq!(&a, &b, "{:?}", call);
             if let Call::Shell(line) = call
                 && team.denied.iter().any(|d| line.starts_with(d.as_str()))
@@ -325,22 +349,37 @@ proptest! {
 /// A server whose team has a member `carol` in the group `contractors` (a
 /// configured token), beside the usual principals.
 async fn server_with_carol(dir: &std::path::Path) -> crate::support::TestServer {
-    use crate::support::{TEAM, TestServer, test_config};
+    server_with_members(
+        dir,
+        &[("carol", crate::support::TEAM, &["contractors", "everyone"])],
+    )
+    .await
+}
+
+/// A server with more members, each `(user, team, groups)` holding the token
+/// `USER-token`, beside the usual principals.
+pub(crate) async fn server_with_members(
+    dir: &std::path::Path,
+    members: &[(&str, &str, &[&str])],
+) -> crate::support::TestServer {
+    use crate::support::{TestServer, test_config};
     let mut config = test_config(dir);
-    config.auth.tokens.push(toolgate::config::TokenConfig {
-        name: "carol".into(),
-        sha256: toolgate::auth::hash_token("carol-token"),
-        role: toolgate::auth::Role::Member,
-        team: Some(TEAM.into()),
-        user: Some("carol".into()),
-        groups: vec!["contractors".into(), "everyone".into()],
-    });
+    for (user, team, groups) in members {
+        config.auth.tokens.push(toolgate::config::TokenConfig {
+            name: (*user).into(),
+            sha256: toolgate::auth::hash_token(&format!("{user}-token")),
+            role: toolgate::auth::Role::Member,
+            team: Some((*team).into()),
+            user: Some((*user).into()),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        });
+    }
     TestServer::start(config).await
 }
 
 /// The team's controls these tests start from: auto-run on, `git` allowed, and the
 /// given group policies.
-fn git_team(
+pub(crate) fn git_team(
     groups: Vec<(&str, toolgate::proto::v1::GroupPolicy)>,
 ) -> toolgate::proto::v1::AutoRunControls {
     toolgate::proto::v1::AutoRunControls {
@@ -355,14 +394,14 @@ fn git_team(
 }
 
 /// A group policy that denies `line`'s prefix and says nothing else.
-fn denies(line: &str) -> toolgate::proto::v1::GroupPolicy {
+pub(crate) fn denies(line: &str) -> toolgate::proto::v1::GroupPolicy {
     toolgate::proto::v1::GroupPolicy {
         denied: vec![line.into()],
         ..Default::default()
     }
 }
 
-fn shell(line: &str) -> toolgate::proto::v1::ToolCall {
+pub(crate) fn shell(line: &str) -> toolgate::proto::v1::ToolCall {
     toolgate::proto::v1::ToolCall {
         kind: Some(toolgate::proto::v1::tool_call::Kind::Shell(line.into())),
         arguments: None,
@@ -374,10 +413,20 @@ async fn evaluate(
     who: &str,
     line: &str,
 ) -> toolgate::proto::v1::Decision {
+    evaluate_in(server, crate::support::TEAM, who, line).await
+}
+
+/// [`evaluate`] for a member of `team`.
+pub(crate) async fn evaluate_in(
+    server: &crate::support::TestServer,
+    team: &str,
+    who: &str,
+    line: &str,
+) -> toolgate::proto::v1::Decision {
     server
         .policy(&format!("{who}-token"))
         .evaluate(toolgate::proto::v1::EvaluateRequest {
-            team_id: crate::support::TEAM.into(),
+            team_id: team.into(),
             user_id: who.into(),
             call: Some(shell(line)),
             explain: true,
@@ -667,7 +716,9 @@ async fn the_group_commands_write_show_and_delete_a_group_policy() {
 }
 
 /// The next event of a watch stream that is not a heartbeat, within a deadline.
-async fn within(events: &mut crate::watch::Events) -> toolgate::proto::v1::WatchPolicyResponse {
+pub(crate) async fn within(
+    events: &mut crate::watch::Events,
+) -> toolgate::proto::v1::WatchPolicyResponse {
     tokio::time::timeout(
         std::time::Duration::from_secs(30),
         crate::watch::next(events),

@@ -2,7 +2,9 @@
 //! `oidc-provider`, started by `tests/oidc/provider.mjs` with test users and groups):
 //! the device flow approved by script, the hook deciding as the user in the team
 //! their group maps to, a group changed at the provider taking effect at the next
-//! refresh, and a revoked refresh token failing closed.
+//! refresh, and a revoked refresh token failing closed; and the browser sign-in
+//! (authorization code with PKCE on a loopback redirect) against the same provider
+//! requiring PKCE, its browser side driven by an HTTP client.
 //!
 //! Needs `TOOLGATE_TEST_OIDC`: the npm prefix holding `oidc-provider` (`.ci/run`
 //! installs it). Without it the test says so and passes, unless CI=true.
@@ -66,6 +68,8 @@ impl Provider {
         })
         .await
         .expect("the provider listens within the deadline");
+        // its later notices are read (and dropped): a closed pipe would stop it
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Self {
             _child: child,
             issuer,
@@ -298,4 +302,179 @@ async fn device_sign_in_decides_as_the_user_and_follows_the_provider() {
     let all = format!("{stdout}\n{stderr}");
     assert!(all.contains("toolgate login --sso"), "{all}");
     assert!(!stdout.contains("\"allow\""), "{all}");
+}
+
+/// Follows the browser's side of an authorization request from `url` as a browser
+/// would (redirects, the provider's cookies), without running a page's script: the
+/// provider's interaction signs in as the account `/test/login` named. Ends at the
+/// first answer that is no redirect (the loopback callback's page, or an error).
+async fn browse(url: &str) -> (reqwest::StatusCode, String, reqwest::Url) {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut cookies: std::collections::BTreeMap<String, String> = Default::default();
+    let mut at = reqwest::Url::parse(url).expect("the sign-in page is a URL");
+    for _ in 0..20 {
+        let cookie = cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let answer = tokio::time::timeout(
+            DEADLINE,
+            http.get(at.clone()).header("cookie", cookie).send(),
+        )
+        .await
+        .expect("an answer within the deadline")
+        .expect("the page answers");
+        for set in answer.headers().get_all("set-cookie") {
+            let set = set.to_str().unwrap();
+            if let Some((name, rest)) = set.split_once('=') {
+                let value = rest.split(';').next().unwrap_or("");
+                cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        let status = answer.status();
+        if !status.is_redirection() {
+            return (status, answer.text().await.unwrap_or_default(), at);
+        }
+        let location = answer.headers()["location"].to_str().unwrap().to_owned();
+        at = at.join(&location).unwrap();
+        // the provider's answer to a refused request comes back on the redirect
+        if at.query_pairs().any(|(k, _)| k == "error") {
+            return (status, String::new(), at);
+        }
+    }
+    panic!("more than 20 redirects from {url}")
+}
+
+/// `toolgate login --sso --browser`: the authorization code flow with PKCE on a
+/// loopback redirect, against a provider that refuses a request without an S256
+/// challenge (shown first) and checks the verifier at the token endpoint. The
+/// browser's side is driven by an HTTP client; the sign-in then decides as the user.
+#[tokio::test]
+async fn browser_sign_in_with_pkce_on_a_loopback_redirect() {
+    let Some(prefix) = oidc_prefix() else {
+        return;
+    };
+    let provider = Provider::start(&prefix).await;
+    // the provider requires PKCE: a request without a challenge is refused
+    let (_, _, refused) = browse(&format!(
+        "{}/auth?client_id={CLIENT_ID}&response_type=code&scope=openid&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&state=s",
+        provider.issuer
+    ))
+    .await;
+    let error: Vec<(String, String)> = refused.query_pairs().into_owned().collect();
+    assert!(
+        error
+            .iter()
+            .any(|(k, v)| k == "error_description" && v.contains("PKCE")),
+        "{refused}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir.path().join("data"));
+    let mut jwt = jwt_config(&provider.issuer);
+    if let Some(sign_in) = jwt.sign_in.as_mut() {
+        sign_in.flows.push(SignInFlow::Browser);
+    }
+    config.auth.jwt = Some(jwt);
+    let server = TestServer::start(config).await;
+    let address = format!("http://{}", server.addr);
+    server
+        .admin("operator-token")
+        .update_team_admin_settings(toolgate::proto::v1::UpdateTeamAdminSettingsRequest {
+            team_id: "platform".into(),
+            auto_run_controls: Some(toolgate::proto::v1::AutoRunControls {
+                kill_switch: true,
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .expect("the team's controls written");
+    provider
+        .test_route("login", serde_json::json!({"account": "alice"}))
+        .await;
+
+    let profile = dir.path().join("home/client.toml");
+    // no desktop opener on the PATH: the test is the browser
+    let no_opener = dir.path().join("bin");
+    std::fs::create_dir_all(&no_opener).unwrap();
+    let mut child = toolgate(&profile)
+        .args(["login", "--sso", "--browser", "--server", &address])
+        .env("PATH", &no_opener)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let page = tokio::time::timeout(DEADLINE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if let Some(url) = line
+                .trim()
+                .strip_prefix(&format!("{}/auth?", provider.issuer))
+            {
+                return format!("{}/auth?{url}", provider.issuer);
+            }
+        }
+        panic!("login ended without showing the sign-in page")
+    })
+    .await
+    .expect("login shows the page within the deadline");
+    let challenge: Vec<(String, String)> = reqwest::Url::parse(&page)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    let param = |name: &str| {
+        challenge
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        param("code_challenge_method").as_deref(),
+        Some("S256"),
+        "{page}"
+    );
+    assert!(param("code_challenge").is_some(), "{page}");
+    let redirect = param("redirect_uri").expect("a redirect");
+    assert!(
+        redirect.starts_with("http://127.0.0.1:") && redirect.ends_with("/callback"),
+        "{redirect}"
+    );
+
+    let (status, _, ended) = browse(&page).await;
+    assert!(
+        status.is_success(),
+        "the loopback page answers: {status} {ended}"
+    );
+    assert!(ended.as_str().starts_with(&redirect), "{ended}");
+    let rest = async {
+        let mut all = String::new();
+        while let Ok(Some(line)) = stderr.next_line().await {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    };
+    let (out, rest) = tokio::time::timeout(DEADLINE, async {
+        tokio::join!(child.wait_with_output(), rest)
+    })
+    .await
+    .expect("login ends within the deadline");
+    let out = out.unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "login failed: {said}\n{rest}");
+    assert!(said.contains("team platform, user alice"), "{said}");
+    let kept = std::fs::read_to_string(&profile).unwrap();
+    assert!(kept.contains("refresh_token"), "{kept}");
+    let (stdout, stderr) = hook(&address, &profile).await;
+    assert!(
+        stdout.contains("\"deny\"") && stdout.contains("kill switch"),
+        "{stdout}\n{stderr}"
+    );
 }

@@ -799,6 +799,81 @@ async fn tool_pins_first_sight_change_and_acceptance(reopen: Reopen) {
     );
 }
 
+/// The organisation's group policies are the document of a reserved team: kept,
+/// revised, its history and audit of its own, apart from every team's, and read
+/// back whole after a reopen.
+async fn org_group_policies_keep_their_own_revision_history_and_audit(reopen: Reopen) {
+    use toolgate::auth::ORG_TEAM;
+    use toolgate::policy::groups::GroupControls;
+    let store = reopen(100).await;
+    store
+        .put_admin("t", &admin("a:*"), None, "x")
+        .await
+        .unwrap();
+    let org = |denied: &str| AdminControls {
+        groups: Box::new(
+            [(
+                "contractors".to_owned(),
+                GroupControls {
+                    denied: vec![denied.into()],
+                    ..Default::default()
+                },
+            )]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    let first = store
+        .put_admin(ORG_TEAM, &org("git push"), Some(0), "op")
+        .await
+        .unwrap();
+    assert_eq!(first.revision, 1);
+    let second = store
+        .put_admin(ORG_TEAM, &org("rm"), Some(1), "op")
+        .await
+        .unwrap();
+    assert_eq!(second.revision, 2);
+    assert!(matches!(
+        store.put_admin(ORG_TEAM, &org("x"), Some(1), "op").await,
+        Err(StoreError::Conflict {
+            expected: 1,
+            actual: 2
+        })
+    ));
+    assert_eq!(
+        store.team_revision("t").await.unwrap(),
+        1,
+        "apart from teams"
+    );
+    let History::Changes(changes) = store.changes_after(ORG_TEAM, 0, 100).await.unwrap() else {
+        panic!("history truncated");
+    };
+    let denied: Vec<Vec<String>> = changes
+        .iter()
+        .map(|c| match &c.doc {
+            ChangeDoc::Admin { controls } => controls.groups["contractors"].denied.clone(),
+            ChangeDoc::User { .. } => panic!("a user change"),
+        })
+        .collect();
+    assert_eq!(denied, [vec!["git push".to_owned()], vec!["rm".to_owned()]]);
+    let audit = store
+        .list_audit(&AuditFilter {
+            team_id: Some(ORG_TEAM.into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen: Vec<(u64, &str)> = audit
+        .iter()
+        .map(|e| (e.revision, e.actor.as_str()))
+        .collect();
+    assert_eq!(seen, [(1, "op"), (2, "op")]);
+    let store = reopen(100).await;
+    let read = store.get_admin(ORG_TEAM).await.unwrap();
+    assert_eq!((read.doc, read.revision), (org("rm"), 2));
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite_backend {
@@ -830,6 +905,7 @@ suite!(
     issued_tokens_create_list_revoke,
     approvals_answer_once_and_grants_end_exactly,
     tool_pins_first_sight_change_and_acceptance,
+    org_group_policies_keep_their_own_revision_history_and_audit,
 );
 
 /// A PostgreSQL database made before quotas were counted per user opens: its quota

@@ -1,7 +1,9 @@
 // A real OpenID provider (the npm package oidc-provider) for `tests/it/sso.rs`:
 // test users with groups, the device flow, short ID tokens (so every command
 // refreshes), and test-only routes under /test/ to approve a device code, change a
-// user's groups and revoke a user's sign-ins by script.
+// user's groups and revoke a user's sign-ins by script. The authorization code
+// flow requires PKCE (S256), and its login and consent are given by script: the
+// account `/test/login` names signs in at the next interaction.
 //
 // Usage: node provider.mjs CLIENT_ID   (NODE_PATH names oidc-provider's node_modules)
 // Prints `listening http://127.0.0.1:PORT` once it serves; stops when stdin closes.
@@ -33,6 +35,9 @@ const provider = new Provider(issuer, {
     deviceFlow: { enabled: true },
     revocation: { enabled: true },
   },
+  // every authorization request must carry an S256 challenge, checked at the token
+  // endpoint against the verifier
+  pkce: { required: () => true, methods: ['S256'] },
   scopes: ['openid', 'offline_access', 'profile', 'groups'],
   claims: { openid: ['sub'], profile: ['name'], groups: ['groups'] },
   // scope claims in the ID token itself: toolgate reads the ID token
@@ -74,13 +79,37 @@ async function approve({ user_code: userCode, account }) {
   await code.save();
 }
 
+// the browser's login and consent, given as the account `/test/login` named
+let nextLogin = null;
+async function interaction(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  if (!nextLogin) throw new Error('no account to sign in: POST /test/login first');
+  const grant = new provider.Grant({ accountId: nextLogin, clientId: details.params.client_id });
+  grant.addOIDCScope(details.params.scope);
+  const grantId = await grant.save();
+  await provider.interactionFinished(
+    req,
+    res,
+    { login: { accountId: nextLogin }, consent: { grantId } },
+    { mergeWithLastSubmission: false },
+  );
+}
+
 const callback = provider.callback();
 server.on('request', async (req, res) => {
+  if (req.url.startsWith('/interaction/')) {
+    try {
+      return await interaction(req, res);
+    } catch (e) {
+      return res.writeHead(400, { 'content-type': 'text/plain' }).end(String(e.message));
+    }
+  }
   if (!req.url.startsWith('/test/')) return callback(req, res);
   try {
     const args = await body(req);
     if (req.url === '/test/approve') await approve(args);
     else if (req.url === '/test/groups') groups[args.account] = args.groups;
+    else if (req.url === '/test/login') nextLogin = args.account;
     else throw new Error(`no route ${req.url}`);
     res.writeHead(204).end();
   } catch (e) {

@@ -169,6 +169,9 @@ impl Authenticator {
 
 /// The authorization matrix: may `p` do `action` on `team`?
 pub fn authorize(p: &Principal, team: &str, action: Action<'_>) -> Result<(), AuthError> {
+    if team == ORG_TEAM && action != Action::ReadServerInfo {
+        return authorize_org(p, action);
+    }
     if p.role == Role::Operator || action == Action::ReadServerInfo {
         return Ok(());
     }
@@ -201,6 +204,31 @@ pub fn authorize(p: &Principal, team: &str, action: Action<'_>) -> Result<(), Au
             describe(action)
         )))
     }
+}
+
+/// The organisation's group policies apply in every team, so only an operator
+/// (whose reach is every team) reads, writes or audits them; nobody decides,
+/// watches or holds tokens in the organisation's document.
+fn authorize_org(p: &Principal, action: Action<'_>) -> Result<(), AuthError> {
+    let org_action = matches!(
+        action,
+        Action::ReadTeam | Action::WriteTeam | Action::ReadAudit
+    );
+    if p.role == Role::Operator && org_action {
+        return Ok(());
+    }
+    let why = if org_action {
+        format!(
+            "only an operator may read, write or audit team {ORG_TEAM:?}, the organisation's group policies (they apply in every team); principal {:?} has role {:?}: ask an operator, or write the group policy in your own team",
+            p.name, p.role
+        )
+    } else {
+        format!(
+            "team {ORG_TEAM:?} holds the organisation's group policies only: nobody may {} in it",
+            describe(action)
+        )
+    };
+    Err(AuthError::PermissionDenied(why))
 }
 
 fn describe(action: Action<'_>) -> String {

@@ -18,6 +18,14 @@ pub const MAX_GROUPS_PER_PRINCIPAL: usize = 64;
 /// Most group policies one team keeps.
 pub const MAX_GROUP_POLICIES: usize = 256;
 
+/// Group policies by group name: a team's (in its document, under `groups`) or the
+/// organisation's (every team's members are under them).
+pub type GroupPolicies = BTreeMap<String, GroupControls>;
+
+/// Where a group policy that applies is kept, as its origin's label says.
+const TEAM_GROUP: u8 = 1;
+const ORG_GROUP: u8 = 2;
+
 /// How a group's allowed lists (`allowed`, `mcp_tool_allowlist`,
 /// `mcp_access_allowlist`) meet the team's for the group's members.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -211,7 +219,7 @@ pub struct Combined {
 }
 
 /// Labels for the sources of one entry, in a fixed order: the team, then the
-/// groups by name.
+/// team's groups by name, then the organisation's.
 #[derive(Default)]
 struct Sources(BTreeMap<(u8, String), ()>);
 
@@ -220,9 +228,10 @@ impl Sources {
         let parts: Vec<String> = self
             .0
             .keys()
-            .map(|(rank, name)| match rank {
+            .map(|(rank, name)| match *rank {
                 0 => "team".to_owned(),
-                _ => format!("group {name}"),
+                TEAM_GROUP => format!("group {name}"),
+                _ => format!("org group {name}"),
             })
             .collect();
         parts.join(", ")
@@ -239,13 +248,13 @@ struct ListBuild {
 }
 
 impl ListBuild {
-    fn add(&mut self, entries: &[String], source: (u8, &str)) {
+    fn add(&mut self, entries: &[String], source: (u8, &String)) {
         for e in entries {
             let sources = self.sources.entry(e.clone()).or_insert_with(|| {
                 self.order.push(e.clone());
                 Sources::default()
             });
-            sources.0.insert((source.0, source.1.to_owned()), ());
+            sources.0.insert((source.0, source.1.clone()), ());
         }
     }
 
@@ -265,9 +274,18 @@ impl ListBuild {
 }
 
 /// The team's controls combined with the policies of `groups` (the caller's
-/// groups; those without a policy in the team say nothing). The order of `groups`
-/// never matters: the policies are taken in name order, and every rule is a union,
-/// an "on anywhere" or a "strictest".
+/// groups; those without a policy in the team say nothing): [`combine_in`] with no
+/// organisation-wide policies.
+pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
+    combine_in(team, &GroupPolicies::new(), groups)
+}
+
+/// The team's controls combined with the policies of `groups` kept in the team and
+/// in the organisation (`org`): the one combination. A group with a policy in both
+/// gets both, each as one more source under the same rules, so an organisation's
+/// deny stands in every team and a team's deny stands against the organisation's
+/// policies. The order of `groups` never matters: the policies are taken in name
+/// order, and every rule is a union, an "on anywhere" or a "strictest".
 ///
 /// | field | combined |
 /// | --- | --- |
@@ -278,7 +296,7 @@ impl ListBuild {
 /// | `list_mode` | `replace` if any says `replace` |
 /// | `mcp_access_mode` | `allowlist` if any says `allowlist` |
 /// | `kill_switch`, `roles`, `approvals`, `default_user_settings`, `sandboxing_controls`, `managed`, `rates` | the team's |
-pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
+pub fn combine_in(team: &AdminControls, org: &GroupPolicies, groups: &[String]) -> Combined {
     let mut origins = Origins::default();
     let mut controls = AdminControls {
         groups: Box::default(),
@@ -286,12 +304,15 @@ pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
     };
     // the team's policies map is ordered by name: the order of `groups` is lost here
     let members: BTreeSet<&str> = groups.iter().map(String::as_str).collect();
-    let applied: Vec<(&String, &GroupControls)> = team
+    let applied: Vec<((u8, &String), &GroupControls)> = team
         .groups
         .iter()
-        .filter(|(name, _)| members.contains(name.as_str()))
+        .map(|(name, g)| ((TEAM_GROUP, name), g))
+        .chain(org.iter().map(|(name, g)| ((ORG_GROUP, name), g)))
+        .filter(|((_, name), _)| members.contains(name.as_str()))
         .collect();
-    origins.applied = applied.iter().map(|(n, _)| (*n).clone()).collect();
+    let names: BTreeSet<&String> = applied.iter().map(|((_, n), _)| *n).collect();
+    origins.applied = names.into_iter().cloned().collect();
     if applied.is_empty() {
         return Combined { controls, origins };
     }
@@ -301,9 +322,9 @@ pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
                      pick: fn(&GroupControls) -> &Vec<String>,
                      origins: &mut Origins| {
         let mut build = ListBuild::default();
-        build.add(team_list, (0, ""));
-        for (name, g) in &applied {
-            build.add(pick(g), (1, name));
+        build.add(team_list, (0, &String::new()));
+        for (source, g) in &applied {
+            build.add(pick(g), *source);
         }
         build.finish(field, origins)
     };
@@ -348,11 +369,11 @@ pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
             .any(|(_, g)| g.allow_mode == AllowMode::Replace && pick(g).is_some());
         let mut build = ListBuild::default();
         if !replaced {
-            build.add(team_list, (0, ""));
+            build.add(team_list, (0, &String::new()));
         }
-        for (name, g) in &applied {
+        for (source, g) in &applied {
             if let Some(list) = pick(g) {
-                build.add(list, (1, name));
+                build.add(list, *source);
             }
         }
         build.finish(field, origins)
@@ -382,13 +403,13 @@ pub fn combine(team: &AdminControls, groups: &[String]) -> Combined {
         if team_on {
             sources.0.insert((0, String::new()), ());
         }
-        for (group, g) in &applied {
+        for ((rank, group), g) in &applied {
             if pick(g) {
-                sources.0.insert((1, (*group).clone()), ());
+                sources.0.insert((*rank, (*group).clone()), ());
             }
         }
         let on = !sources.0.is_empty();
-        if on && sources.0.keys().any(|(rank, _)| *rank == 1) {
+        if on && sources.0.keys().any(|(rank, _)| *rank != 0) {
             origins.switches.insert(name, Arc::from(sources.label()));
         }
         on
@@ -439,7 +460,16 @@ impl GroupedAdmin {
     /// [`combine`], compiled. A combination whose lists break a limit (their
     /// union too long) is refused: deciding without a group's deny would fail open.
     pub fn compile(team: &AdminControls, groups: &[String]) -> Result<Self, PolicyError> {
-        let Combined { controls, origins } = combine(team, groups);
+        Self::compile_in(team, &GroupPolicies::new(), groups)
+    }
+
+    /// [`combine_in`], compiled, refused as [`Self::compile`] is.
+    pub fn compile_in(
+        team: &AdminControls,
+        org: &GroupPolicies,
+        groups: &[String],
+    ) -> Result<Self, PolicyError> {
+        let Combined { controls, origins } = combine_in(team, org, groups);
         Ok(Self {
             compiled: CompiledAdmin::compile(&controls)?,
             origins,

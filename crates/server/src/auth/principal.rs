@@ -155,6 +155,11 @@ pub fn is_reserved_team(team: &str) -> bool {
     team.contains('*')
 }
 
+/// The reserved team whose admin document holds the organisation's group policies
+/// (its `groups` and nothing else): kept once, applied in every team. Only an
+/// operator reads or writes it (`authorize`); nothing is decided in it.
+pub const ORG_TEAM: &str = "*org";
+
 /// The error for a credential naming a reserved team, the one wording for the
 /// configuration and for JWT claims.
 pub fn reserved_team_problem(team: &str) -> String {

@@ -40,7 +40,10 @@ mod currency;
 mod groups;
 mod health;
 mod replicas;
+mod org;
 mod team;
+
+pub use org::OrgGroups;
 
 pub use groups::{GroupCache, MAX_CACHED_GROUP_SETS};
 
@@ -157,6 +160,8 @@ pub struct Effective {
     /// this view is for (None: no group of theirs has a policy, the team's decide).
     /// Set by the service, which knows the principal; the hub's views have none.
     pub grouped: Option<Arc<GroupedAdmin>>,
+    /// The organisation's group policies, combined with the team's by the service.
+    pub org: Arc<OrgGroups>,
 }
 
 impl Effective {
@@ -213,6 +218,10 @@ pub struct Hub {
     pins: tokio::sync::broadcast::Sender<PinsChanged>,
     /// The replicas sharing the store, from their pings.
     replicas: replicas::Replicas,
+    /// The organisation's group policies (`org.rs`); None until first read.
+    org: arc_swap::ArcSwapOption<OrgGroups>,
+    /// Serialises their updates, so an older read never replaces a newer one.
+    org_writer: std::sync::Mutex<()>,
 }
 
 /// Word that a team's tool pins or pin settings changed (the shape of approvals').
@@ -337,6 +346,8 @@ impl Hub {
             decisions: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
             pins: tokio::sync::broadcast::Sender::new(NOTICE_BACKLOG),
             replicas: replicas::Replicas::default(),
+            org: arc_swap::ArcSwapOption::empty(),
+            org_writer: std::sync::Mutex::new(()),
         }
     }
 
@@ -399,6 +410,9 @@ impl Hub {
                 Ok((revision, admin))
             })
             .await?;
+        if team_id == crate::auth::ORG_TEAM {
+            self.set_org(revision, &admin.doc.groups);
+        }
         let admin = compile_stored_admin(team_id, admin)?;
         let team = Arc::new(Team {
             confirmed_ms: AtomicU64::new(read_at),
@@ -503,9 +517,14 @@ impl Hub {
         provisional: bool,
     ) -> Result<Effective, HubError> {
         let team = self.team(team_id).await?;
+        let org = self.org_groups().await?;
         let revision = team.published.load(Ordering::Acquire);
         let admin = team.admin.load_full();
-        let mut unconfirmed = self.unconfirmed(team_id, &team);
+        // the organisation's policies are part of every team's view: as current as they
+        let mut unconfirmed = self.unconfirmed(team_id, &team).or_else(|| {
+            let held = self.teams.get(crate::auth::ORG_TEAM)?.clone();
+            self.unconfirmed(crate::auth::ORG_TEAM, &held)
+        });
         let cached = team.users.get(user_id).map(|u| u.clone());
         let user = match cached {
             Some(user) => user,
@@ -560,6 +579,7 @@ impl Hub {
             tool_actions: self.tool_actions(),
             unconfirmed,
             grouped: None,
+            org,
         })
     }
 
@@ -598,8 +618,10 @@ impl Hub {
     pub fn let_idle_teams_go(&self, idle: Duration) -> usize {
         let now = self.now_secs();
         let before = self.teams.len();
-        self.teams.retain(|_, team| {
-            team.watched()
+        self.teams.retain(|team_id, team| {
+            // the organisation's policies are followed on every replica at all times
+            team_id == crate::auth::ORG_TEAM
+                || team.watched()
                 || now.saturating_sub(team.touched.load(Ordering::Relaxed)) < idle.as_secs()
         });
         before - self.teams.len()
@@ -747,6 +769,9 @@ impl Hub {
                 // compiled from the change itself: the document is not copied to be kept
                 let cached = Arc::new(compile_admin(team_id, controls, versioned(change, ()))?);
                 team.admin.store(cached);
+                if team_id == crate::auth::ORG_TEAM {
+                    self.set_org(change.revision, &controls.groups);
+                }
             }
             ChangeDoc::User { user_id, settings } => {
                 let cached = Arc::new(compile_user(team_id, versioned(change, settings.clone()))?);
@@ -800,7 +825,11 @@ impl Hub {
     /// Rebuilds the team's cache from the store (the history no longer reaches back).
     async fn reload(&self, team_id: &str, team: &Team) -> Result<(), HubError> {
         let revision = self.store.team_revision(team_id).await?;
-        let admin = compile_stored_admin(team_id, self.store.get_admin(team_id).await?)?;
+        let stored = self.store.get_admin(team_id).await?;
+        if team_id == crate::auth::ORG_TEAM {
+            self.set_org(revision, &stored.doc.groups);
+        }
+        let admin = compile_stored_admin(team_id, stored)?;
         team.admin.store(Arc::new(admin));
         team.evict(None);
         team.published.store(revision, Ordering::Release);

@@ -5,7 +5,7 @@ use super::{CachedAdmin, CachedUser};
 use crate::store::{Change, ChangeDoc};
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::{Mutex, broadcast};
@@ -68,6 +68,9 @@ pub enum HubEvent {
     /// The team's policy here is no longer shown current (see `currency.rs`): a
     /// subscriber must stop presenting it and go to a replica that can.
     Unconfirmed,
+    /// The organisation's policies of these groups changed (they carry no team
+    /// revision): a subscriber in one of them is sent a fresh snapshot.
+    Groups(Arc<BTreeSet<String>>),
 }
 
 /// What the ring carries: a change that is gone from the queue when a subscriber
@@ -77,6 +80,7 @@ pub(super) enum RingEvent {
     Change(Weak<Published>),
     Resync,
     Unconfirmed,
+    Groups(Arc<BTreeSet<String>>),
 }
 
 /// A subscriber's end of its team's ring.
@@ -96,6 +100,7 @@ impl Subscription {
                 .ok_or(broadcast::error::RecvError::Lagged(1)),
             RingEvent::Resync => Ok(HubEvent::Resync),
             RingEvent::Unconfirmed => Ok(HubEvent::Unconfirmed),
+            RingEvent::Groups(names) => Ok(HubEvent::Groups(names)),
         }
     }
 }
@@ -133,6 +138,14 @@ impl Team {
     pub(super) fn resync(&self) {
         if let Some(tx) = self.tx.get() {
             let _ = tx.send(RingEvent::Resync);
+        }
+    }
+
+    /// Tells the team's subscribers, if any, that the organisation's policies of
+    /// `names` changed.
+    pub(super) fn groups_changed(&self, names: &Arc<BTreeSet<String>>) {
+        if let Some(tx) = self.tx.get().filter(|tx| tx.receiver_count() > 0) {
+            let _ = tx.send(RingEvent::Groups(names.clone()));
         }
     }
 

@@ -328,7 +328,7 @@ pub(super) fn with_groups(
     mut eff: Effective,
     groups: &[String],
 ) -> Result<Effective, ServiceError> {
-    eff.grouped = eff.admin.compiled.for_groups(groups).map_err(|e| {
+    eff.grouped = eff.admin.compiled.for_groups(&eff.org, groups).map_err(|e| {
         ServiceError::FailedPrecondition(format!(
             "the team's controls with the policies of groups {} do not combine ({e}): an admin must shorten the group policies' lists",
             groups.join(", ")

@@ -369,7 +369,7 @@ impl PreviewRun {
                 .filter(|g| !g.is_empty())
                 .map(str::to_owned)
                 .collect();
-            let Ok(now) = eff.admin.compiled.for_groups(&groups) else {
+            let Ok(now) = eff.admin.compiled.for_groups(&eff.org, &groups) else {
                 self.impact.unknown += 1;
                 continue;
             };
@@ -378,8 +378,11 @@ impl PreviewRun {
                 .proposed_grouped
                 .entry(record.decision.groups.clone())
                 .or_insert_with(|| {
-                    let says = groups.iter().any(|g| proposed.groups.contains_key(g));
-                    says.then(|| GroupedAdmin::compile(proposed, &groups).map(Arc::new))
+                    let org = &eff.org.policies;
+                    let says = groups
+                        .iter()
+                        .any(|g| proposed.groups.contains_key(g) || org.contains_key(g));
+                    says.then(|| GroupedAdmin::compile_in(proposed, org, &groups).map(Arc::new))
                         .transpose()
                 });
             let Ok(then) = then else {

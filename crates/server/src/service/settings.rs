@@ -3,7 +3,7 @@
 //! that makes a write acknowledged only once this replica decides with it.
 
 use super::{Service, ServiceError, check_id};
-use crate::auth::{Action, Principal, authorize};
+use crate::auth::{Action, ORG_TEAM, Principal, authorize};
 use crate::hub::{CachedAdmin, CachedUser};
 use crate::policy::{
     self, AddOutcome, AdminControls, CompiledAdmin, CompiledUser, EntryProblem, PolicyError,
@@ -30,6 +30,50 @@ pub struct AllowlistChange {
     pub detail: String,
     /// Added, yet changing no decision now: why (empty when it counts).
     pub note: String,
+}
+
+/// The organisation's document ([`ORG_TEAM`]) holds group policies and nothing
+/// else: a team's setting there would be a setting of a team nobody is in, which
+/// an admin could take for one in force everywhere.
+fn check_org_doc(team: &str, controls: &AdminControls) -> Result<(), ServiceError> {
+    if team != ORG_TEAM {
+        return Ok(());
+    }
+    let mut given = controls.clone();
+    // no browser servers means the defaults, as in any team
+    if given.browser_server_ids.is_empty() {
+        given.browser_server_ids = AdminControls::default().browser_server_ids;
+    }
+    let alone = AdminControls {
+        groups: controls.groups.clone(),
+        ..AdminControls::default()
+    };
+    if given == alone {
+        return Ok(());
+    }
+    let (Ok(serde_json::Value::Object(given)), Ok(serde_json::Value::Object(alone))) =
+        (serde_json::to_value(&given), serde_json::to_value(&alone))
+    else {
+        return Err(ServiceError::invalid(
+            "auto_run_controls",
+            "the organisation's document holds `groups` only",
+        ));
+    };
+    let set: Vec<&str> = given
+        .iter()
+        .filter(|(k, v)| alone.get(*k) != Some(*v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    Err(ServiceError::invalid(
+        &format!(
+            "auto_run_controls.{}",
+            set.first().copied().unwrap_or("groups")
+        ),
+        format!(
+            "team {ORG_TEAM:?} holds the organisation's group policies only, and {} set: leave them out (write them in each team's own policy) and give only `groups`",
+            set.join(", ")
+        ),
+    ))
 }
 
 impl Service {
@@ -95,6 +139,7 @@ impl Service {
                 "team {team} is managed by the policy file {path}: edit that file (the server reloads it) or remove the team from it"
             )));
         }
+        check_org_doc(team, &controls)?;
         self.write_admin(&p.name, team, controls, expected).await
     }
 
@@ -131,6 +176,7 @@ impl Service {
                 "team {team} is managed by the policy file {path}: edit that file (the server reloads it) or remove the team from it"
             )));
         }
+        check_org_doc(team, controls)?;
         let current = self.hub.admin(team).await?.stored();
         self.check_admin(controls, &current.doc)?;
         match expected {

@@ -62,8 +62,20 @@ impl Service {
             let effective = this.shown_effective(&team, &user, &groups).await?;
             Follows::of(&effective)
         };
+        // the organisation's group policies carry no team revision: a member of some
+        // group resuming may have missed a change to them, so it starts from a snapshot
+        let org_may = !groups.is_empty() && this.hub.org_groups().await?.revision > 0;
         let mut seen = match after {
             Some(after) => match this.history_after(&team, after).await? {
+                _ if org_may => {
+                    let effective = this.shown_effective(&team, &user, &groups).await?;
+                    let revision = effective.revision;
+                    first.push(WatchEvent::Snapshot {
+                        effective,
+                        resync: true,
+                    });
+                    revision
+                }
                 History::Truncated => {
                     let effective = this.shown_effective(&team, &user, &groups).await?;
                     let revision = effective.revision;
@@ -156,6 +168,24 @@ impl Service {
                             match this.shown_effective(&team, &user, &groups).await {
                                 Ok(effective) => {
                                     seen = effective.revision;
+                                    yield Ok(WatchEvent::Snapshot { effective, resync: true });
+                                }
+                                Err(e) => {
+                                    yield Err(e);
+                                    break;
+                                }
+                            }
+                        }
+                        Ok(HubEvent::Groups(changed)) => {
+                            // the organisation's policy of one of the subscriber's groups
+                            if !groups.iter().any(|g| changed.contains(g)) {
+                                continue;
+                            }
+                            heartbeat.reset();
+                            match this.shown_effective(&team, &user, &groups).await {
+                                Ok(effective) => {
+                                    seen = seen.max(effective.revision);
+                                    follows = Follows::of(&effective);
                                     yield Ok(WatchEvent::Snapshot { effective, resync: true });
                                 }
                                 Err(e) => {
