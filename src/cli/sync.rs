@@ -4,6 +4,8 @@
 //! `hooks.json`. A file is written (atomically) only when its content changes; a file
 //! someone else changed is restored and reported as tampering; while the server cannot
 //! be reached the last files stay, still guarded. Each event is one JSON line on stdout.
+//! Tampering is also reported to the server (`ReportTampering`), which audits it; reports
+//! made while it cannot be reached wait, a bounded few, until it can.
 
 use super::agent::{settings_of, shell_quote, toolgate_env, with_hint};
 use super::args::Connection;
@@ -16,7 +18,7 @@ use crate::hook::Client;
 use crate::hook::install::{self, Scope};
 use clap::{Args, ValueEnum};
 use sha2::Digest as _;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toolgate_core::backoff::Backoff;
@@ -45,6 +47,15 @@ impl SyncedFile {
     }
 
     /// The file's place, relative to the root of the file system.
+    fn managed_file(self) -> crate::proto::v1::ManagedFile {
+        use crate::proto::v1::ManagedFile;
+        match self {
+            SyncedFile::Codex => ManagedFile::CodexRequirements,
+            SyncedFile::Gemini => ManagedFile::GeminiPolicy,
+            SyncedFile::Cursor => ManagedFile::CursorHooks,
+        }
+    }
+
     fn relative(self) -> &'static str {
         match self {
             SyncedFile::Codex => "etc/codex/requirements.toml",
@@ -100,6 +111,10 @@ pub struct SyncArgs {
 /// The largest managed file read back: far larger than any toolgate writes.
 const MAX_FILE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Tampering reports held while the server cannot be reached; past it the oldest go
+/// (each still in the local log).
+const MAX_PENDING_REPORTS: usize = 32;
+
 /// Runs `toolgate sync`; returns the exit code. `conn` holds the command line's
 /// connection flags alone (no environment).
 pub fn run_sync(args: SyncArgs, conn: &Connection) -> i32 {
@@ -145,6 +160,9 @@ pub fn run_sync(args: SyncArgs, conn: &Connection) -> i32 {
         targets,
         kept: BTreeMap::new(),
         timeout: Duration::from_millis(args.timeout_ms.max(1)),
+        pending: VecDeque::new(),
+        host: host_name(),
+        subject: None,
     };
     runtime.block_on(sync.run(Duration::from_millis(args.check_ms), args.once))
 }
@@ -236,6 +254,11 @@ struct Syncer {
     /// What each file was last written as (or found to be): the content to restore.
     kept: BTreeMap<PathBuf, Vec<u8>>,
     timeout: Duration,
+    /// Tampering not yet reported to the server, oldest first.
+    pending: VecDeque<crate::proto::v1::ReportTamperingRequest>,
+    host: String,
+    /// The team and user the files are kept for, once known.
+    subject: Option<(String, String)>,
 }
 
 impl Syncer {
@@ -323,6 +346,7 @@ impl Syncer {
                 );
             }
         }
+        self.subject = Some((team.clone(), user.clone()));
         let mut watch = client
             .watch_policy(&team, &user, None)
             .await
@@ -333,6 +357,7 @@ impl Syncer {
                     Some(PolicyNotice::Changed { .. }) => {
                         let policy = client.effective_policy().await.map_err(hinted)?;
                         self.apply(&policy);
+                        self.report_pending(&client).await;
                         if once {
                             return Ok(());
                         }
@@ -340,13 +365,17 @@ impl Syncer {
                     Some(PolicyNotice::Heartbeat) => {}
                     None => return Err(format!("toolgate server {address} ended the watch stream")),
                 },
-                _ = check.tick() => self.guard(),
+                _ = check.tick() => {
+                    self.guard();
+                    self.report_pending(&client).await;
+                }
             }
         }
     }
 
     /// Writes every file whose content `policy` changes.
     fn apply(&mut self, policy: &RemotePolicy) {
+        let mut tampered = Vec::new();
         for target in &self.targets {
             let (text, warnings) = match render(target, policy) {
                 Ok(r) => r,
@@ -368,7 +397,11 @@ impl Syncer {
             let path = target.path.clone();
             let name = target.file.name();
             if let Some(event) = event {
-                match write(&path, text.as_bytes()) {
+                let outcome = write(&path, text.as_bytes());
+                if event == "restored" {
+                    tampered.push((target.file, path.clone(), found.clone(), outcome.is_ok()));
+                }
+                match outcome {
                     Ok(()) => report(&serde_json::json!({"event": event, "client": name,
                         "path": path, "revision": policy.revision, "tampering": event == "restored",
                         "found_sha256": found.as_deref().map(sha256), "warnings": warnings})),
@@ -381,10 +414,14 @@ impl Syncer {
             }
             self.kept.insert(path, text.into_bytes());
         }
+        for (file, path, found, restored) in tampered {
+            self.note_tampering(file, &path, found.as_deref(), restored);
+        }
     }
 
     /// Restores every kept file someone else changed or removed.
     fn guard(&mut self) {
+        let mut tampered = Vec::new();
         for target in &self.targets {
             let Some(kept) = self.kept.get(&target.path) else {
                 continue;
@@ -399,9 +436,80 @@ impl Syncer {
             } else {
                 "failed"
             };
+            tampered.push((
+                target.file,
+                target.path.clone(),
+                found.clone(),
+                outcome.is_ok(),
+            ));
             report(&serde_json::json!({"event": event,
                 "client": target.file.name(), "path": target.path, "tampering": true,
                 "found_sha256": found.as_deref().map(sha256), "detail": outcome.err()}));
+        }
+        for (file, path, found, restored) in tampered {
+            self.note_tampering(file, &path, found.as_deref(), restored);
+        }
+    }
+
+    /// Queues a tampering report for the server (the oldest dropped past the bound).
+    fn note_tampering(
+        &mut self,
+        file: SyncedFile,
+        path: &Path,
+        found: Option<&[u8]>,
+        restored: bool,
+    ) {
+        if self.pending.len() >= MAX_PENDING_REPORTS
+            && let Some(lost) = self.pending.pop_front()
+        {
+            report(
+                &serde_json::json!({"event": "report_dropped", "path": lost.path,
+                "detail": format!("more than {MAX_PENDING_REPORTS} tampering reports wait for the server")}),
+            );
+        }
+        // the path as the server reads it: absolute, so a relative --root is resolved
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.pending
+            .push_back(crate::proto::v1::ReportTamperingRequest {
+                team_id: String::new(),
+                user_id: String::new(),
+                file: file.managed_file() as i32,
+                path: path.display().to_string(),
+                host: self.host.clone(),
+                found_sha256: found.map(sha256).unwrap_or_default(),
+                restored,
+            });
+    }
+
+    /// Sends the reports waiting, oldest first, until one cannot reach the server
+    /// (it waits for the next try); a report the server refuses is dropped, logged.
+    async fn report_pending(&mut self, client: &Server) {
+        let Some((team, user)) = self.subject.clone() else {
+            return;
+        };
+        while let Some(mut request) = self.pending.pop_front() {
+            request.team_id.clone_from(&team);
+            request.user_id.clone_from(&user);
+            let path = request.path.clone();
+            match client.report_tampering(request.clone()).await {
+                Ok(recorded) => report(&serde_json::json!({"event": "tampering_reported",
+                    "path": path, "recorded": recorded})),
+                Err(ClientError::Refused { code, message })
+                    if !matches!(
+                        code,
+                        tonic::Code::Unavailable | tonic::Code::Unauthenticated
+                    ) =>
+                {
+                    report(&serde_json::json!({"event": "report_refused", "path": path,
+                        "detail": format!("{code:?}: {message}")}));
+                }
+                Err(e) => {
+                    report(&serde_json::json!({"event": "report_failed", "path": path,
+                        "detail": e.to_string()}));
+                    self.pending.push_front(request);
+                    return;
+                }
+            }
         }
     }
 }
@@ -419,6 +527,22 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| crate::files::write_atomic(path, crate::files::Mode::Exactly(0o644), bytes))
         .map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// This machine's name as a tampering report carries it: letters, digits, `.`, `-`
+/// and `_` only, at most 253 bytes (empty when unknown).
+fn host_name() -> String {
+    #[cfg(unix)]
+    let name = nix::unistd::gethostname()
+        .ok()
+        .and_then(|n| n.into_string().ok())
+        .unwrap_or_default();
+    #[cfg(not(unix))]
+    let name = std::env::var("COMPUTERNAME").unwrap_or_default();
+    name.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(253)
+        .collect()
 }
 
 fn sha256(bytes: &[u8]) -> String {

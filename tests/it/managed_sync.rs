@@ -1,13 +1,14 @@
 //! `toolgate sync` through the real binary against a real server, every file under a
 //! temporary root: a change committed reaches each client's file, a hand edit is
-//! restored and reported as tampering, a server outage keeps the last files; and the
-//! clients' own engines read the files it writes (Gemini CLI's policy engine, Codex's
-//! `execpolicy` over the requirements' rules).
+//! restored and reported as tampering (audited on the server), a server outage keeps the
+//! last files; and the clients' own engines read the files it writes (Gemini CLI's
+//! policy engine, Codex's `execpolicy` over the requirements' rules).
 
 use crate::export::tool;
 use crate::support;
 
 use serde_json::{Value, json};
+use sha2::Digest as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use support::*;
@@ -183,6 +184,38 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
         .await;
     assert_eq!(event["tampering"], true);
     assert_eq!(std::fs::read_to_string(&files.gemini).unwrap(), gemini);
+    // ... and audited on the server, as the sync agent's principal
+    sync.wait("the tampering reported", |e| {
+        e["event"] == "tampering_reported" && e["recorded"] == true
+    })
+    .await;
+    let audited = server
+        .admin("admin-token")
+        .list_audit_events(pb::ListAuditEventsRequest {
+            team_id: TEAM.into(),
+            kind: audit_kind("tampering_detected"),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].actor, "alice");
+    let found = detail(&audited[0]);
+    let edited = hex::encode(sha2::Sha256::digest(b"# emptied by hand\n"));
+    assert_eq!(found["file"], "gemini_policy", "{found}");
+    assert_eq!(found["user"], "alice", "{found}");
+    assert_eq!(found["found_sha256"], edited.as_str(), "{found}");
+    assert_eq!(found["restored"], true, "{found}");
+    assert_eq!(
+        found["path"],
+        std::path::absolute(&files.gemini)
+            .unwrap()
+            .display()
+            .to_string(),
+        "{found}"
+    );
 
     // the server gone: the last files stay, and are still guarded
     let before = files.read();

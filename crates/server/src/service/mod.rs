@@ -20,6 +20,7 @@ mod principal;
 mod roles;
 mod settings;
 mod sign_ins;
+mod tampering;
 mod tokens;
 mod watch;
 mod webhook;
@@ -57,6 +58,9 @@ pub use pins::{
 pub use principal::MAX_VISIBLE_TEAMS;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
+pub use tampering::{
+    AUDIT_TAMPERING_DETECTED, ManagedFile, TAMPER_REPORTS_PER_MINUTE, TamperReport,
+};
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
 pub use watch::WatchEvent;
 pub use webhook::WebhookLimits;
@@ -212,6 +216,8 @@ pub struct Service {
     approval_waiters: approvals::Waiters,
     /// The teams whose impact preview is running: one at a time per team.
     previews: decisions::Previews,
+    /// Each principal's tampering reports, bounded.
+    tampering: tampering::TamperLimits,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -305,6 +311,7 @@ impl Service {
             webhook: webhook::Webhook::start(WebhookLimits::default()),
             approval_waiters: approvals::Waiters::default(),
             previews: decisions::Previews::default(),
+            tampering: tampering::TamperLimits::default(),
         }
     }
 
