@@ -1,7 +1,8 @@
 //! `toolgate sync`: the agent (run as root, e.g. by `deploy/systemd/toolgate-sync.service`)
 //! that follows `WatchPolicy` and keeps the clients' managed files current: Codex's
-//! `requirements.toml`, Gemini CLI's admin-tier policy and Cursor's enterprise
-//! `hooks.json`. A file is written (atomically) only when its content changes; a file
+//! `requirements.toml`, Gemini CLI's admin-tier policy and system settings (the hook,
+//! beside keys that are not toolgate's) and Cursor's enterprise `hooks.json`. A file is
+//! written (atomically) only when its content changes; a file
 //! someone else changed is restored and reported as tampering; while the server cannot
 //! be reached the last files stay, still guarded. Each event is one JSON line on stdout.
 //! Tampering is also reported to the server (`ReportTampering`), which audits it; reports
@@ -33,17 +34,41 @@ pub enum SyncedFile {
     Gemini,
     /// Cursor's enterprise `/etc/cursor/hooks.json`: the toolgate hook, `failClosed`.
     Cursor,
+    /// Gemini CLI's system settings, `/etc/gemini-cli/settings.json`: the toolgate hook
+    /// on every tool, merged with the file's other keys.
+    GeminiSettings,
 }
 
 impl SyncedFile {
-    const ALL: [SyncedFile; 3] = [SyncedFile::Codex, SyncedFile::Gemini, SyncedFile::Cursor];
+    const ALL: [SyncedFile; 4] = [
+        SyncedFile::Codex,
+        SyncedFile::Gemini,
+        SyncedFile::Cursor,
+        SyncedFile::GeminiSettings,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             SyncedFile::Codex => "codex",
             SyncedFile::Gemini => "gemini",
             SyncedFile::Cursor => "cursor",
+            SyncedFile::GeminiSettings => "gemini-settings",
         }
+    }
+
+    /// The client whose hook the file runs.
+    fn client(self) -> Client {
+        match self {
+            SyncedFile::Codex => Client::Codex,
+            SyncedFile::Gemini | SyncedFile::GeminiSettings => Client::Gemini,
+            SyncedFile::Cursor => Client::Cursor,
+        }
+    }
+
+    /// Whether the file holds keys that are not toolgate's (kept as found: only the
+    /// toolgate hook in it is restored).
+    fn shared(self) -> bool {
+        self == SyncedFile::GeminiSettings
     }
 
     /// The file's place, relative to the root of the file system.
@@ -53,6 +78,7 @@ impl SyncedFile {
             SyncedFile::Codex => ManagedFile::CodexRequirements,
             SyncedFile::Gemini => ManagedFile::GeminiPolicy,
             SyncedFile::Cursor => ManagedFile::CursorHooks,
+            SyncedFile::GeminiSettings => ManagedFile::GeminiSettings,
         }
     }
 
@@ -61,6 +87,7 @@ impl SyncedFile {
             SyncedFile::Codex => "etc/codex/requirements.toml",
             SyncedFile::Gemini => "etc/gemini-cli/policies/toolgate.toml",
             SyncedFile::Cursor => "etc/cursor/hooks.json",
+            SyncedFile::GeminiSettings => "etc/gemini-cli/settings.json",
         }
     }
 }
@@ -93,6 +120,10 @@ pub struct SyncArgs {
     /// Cursor's enterprise hooks file (default: `/etc/cursor/hooks.json`).
     #[arg(long, value_name = "FILE")]
     cursor_file: Option<PathBuf>,
+    /// Gemini CLI's system settings file (default: `/etc/gemini-cli/settings.json`;
+    /// Gemini CLI reads another when `GEMINI_CLI_SYSTEM_SETTINGS_PATH` names it).
+    #[arg(long, value_name = "FILE")]
+    gemini_settings_file: Option<PathBuf>,
     /// The toolgate binary the hooks written run (default: this binary's path).
     #[arg(long, value_name = "PATH")]
     command: Option<String>,
@@ -201,13 +232,14 @@ fn targets(args: &SyncArgs) -> Result<Vec<Target>, String> {
                 SyncedFile::Codex => &args.codex_file,
                 SyncedFile::Gemini => &args.gemini_file,
                 SyncedFile::Cursor => &args.cursor_file,
+                SyncedFile::GeminiSettings => &args.gemini_settings_file,
             };
             Target {
                 file,
                 path: given.clone().unwrap_or_else(|| root.join(file.relative())),
                 // each user's hook takes its server and credentials from the managed
                 // configuration and its own profile, never this root agent's token
-                hook: format!("{exe} hook {}", file.name()),
+                hook: format!("{exe} hook {}", file.client().name()),
             }
         })
         .collect())
@@ -245,7 +277,39 @@ fn render(target: &Target, policy: &RemotePolicy) -> Result<(String, Vec<String>
             .map_err(wrong)?;
             Ok((text, Vec::new()))
         }
+        // it depends on no policy: kept by `keep_shared` from what is found
+        SyncedFile::GeminiSettings => Ok((merged(target, None)?, Vec::new())),
     }
+}
+
+/// Whether two texts hold the same JSON value (a file rewritten with other spacing or
+/// key order is the same settings).
+fn same_json(a: &[u8], b: &[u8]) -> bool {
+    match (
+        serde_json::from_slice::<serde_json::Value>(a),
+        serde_json::from_slice::<serde_json::Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// A shared file's text: `found` with the toolgate hook put back (and nothing else
+/// changed); an error when `found` is not a JSON object.
+fn merged(target: &Target, found: Option<&[u8]>) -> Result<String, String> {
+    let text = match found.map(std::str::from_utf8) {
+        None => None,
+        Some(Ok(text)) => Some(text),
+        Some(Err(_)) => return Err(format!("{} is not UTF-8", target.path.display())),
+    };
+    install::merge(
+        target.file.client(),
+        Scope::Managed,
+        &target.path,
+        text,
+        &target.hook,
+    )
+    .map_err(|e| e.to_string())
 }
 
 struct Syncer {
@@ -326,9 +390,23 @@ impl Syncer {
                 })
                 .await
                 .map_err(|s| {
+                    let message = s.message();
+                    if s.code() == tonic::Code::InvalidArgument
+                        && (message.starts_with("user_id") || message.starts_with("team_id"))
+                    {
+                        // a service's token speaks for a team, not for a user
+                        return format!(
+                            "the token names no {}: give --team and --user",
+                            if message.starts_with("user_id") {
+                                "user"
+                            } else {
+                                "team"
+                            }
+                        );
+                    }
                     hinted(ClientError::Refused {
                         code: s.code(),
-                        message: s.message().to_owned(),
+                        message: message.to_owned(),
                     })
                 })?
                 .into_inner();
@@ -377,6 +455,9 @@ impl Syncer {
     fn apply(&mut self, policy: &RemotePolicy) {
         let mut tampered = Vec::new();
         for target in &self.targets {
+            if target.file.shared() {
+                continue;
+            }
             let (text, warnings) = match render(target, policy) {
                 Ok(r) => r,
                 Err(e) => {
@@ -417,12 +498,78 @@ impl Syncer {
         for (file, path, found, restored) in tampered {
             self.note_tampering(file, &path, found.as_deref(), restored);
         }
+        self.keep_shared(Some(policy.revision));
+    }
+
+    /// Puts the toolgate hook back into each shared file that lacks it (a first
+    /// write, or tampering once written), keeping the file's other keys as found; a
+    /// file that no longer reads is restored as last kept.
+    fn keep_shared(&mut self, revision: Option<u64>) {
+        let mut tampered = Vec::new();
+        for target in self.targets.iter().filter(|t| t.file.shared()) {
+            let kept = self.kept.get(&target.path);
+            // the guard (no revision) looks only at files a policy was applied to
+            if kept.is_none() && revision.is_none() {
+                continue;
+            }
+            let found = read(&target.path);
+            if kept.is_some() && found.as_deref() == kept.map(Vec::as_slice) {
+                continue;
+            }
+            let text = match (merged(target, found.as_deref()), kept) {
+                (Ok(text), _) => text.into_bytes(),
+                (Err(_), Some(kept)) => kept.clone(),
+                (Err(e), None) => {
+                    // someone else's file toolgate never wrote: not overwritten, and
+                    // reported once (until it changes)
+                    report(&serde_json::json!({"event": "failed",
+                        "client": target.file.name(), "path": target.path,
+                        "detail": format!("{e}: make it a JSON object (no comments) for the toolgate hook to be added")}));
+                    if let Some(found) = found {
+                        self.kept.insert(target.path.clone(), found);
+                    }
+                    continue;
+                }
+            };
+            if let Some(found) = found.as_deref().filter(|f| same_json(f, &text)) {
+                // current: someone else's keys (or spacing) changed, the hook is as it was
+                self.kept.insert(target.path.clone(), found.to_vec());
+                continue;
+            }
+            let tampering = kept.is_some();
+            let outcome = write(&target.path, &text);
+            let event = match (&outcome, tampering) {
+                (Err(_), _) => "failed",
+                (Ok(()), true) => "restored",
+                (Ok(()), false) => "wrote",
+            };
+            if tampering {
+                tampered.push((
+                    target.file,
+                    target.path.clone(),
+                    found.clone(),
+                    outcome.is_ok(),
+                ));
+            }
+            report(
+                &serde_json::json!({"event": event, "client": target.file.name(),
+                "path": target.path, "revision": revision, "tampering": tampering,
+                "found_sha256": found.as_deref().map(sha256), "detail": outcome.as_ref().err()}),
+            );
+            if outcome.is_ok() {
+                self.kept.insert(target.path.clone(), text);
+            }
+        }
+        for (file, path, found, restored) in tampered {
+            self.note_tampering(file, &path, found.as_deref(), restored);
+        }
     }
 
     /// Restores every kept file someone else changed or removed.
     fn guard(&mut self) {
+        self.keep_shared(None);
         let mut tampered = Vec::new();
-        for target in &self.targets {
+        for target in self.targets.iter().filter(|t| !t.file.shared()) {
             let Some(kept) = self.kept.get(&target.path) else {
                 continue;
             };
