@@ -22,4 +22,5 @@ export const AUDIT_KINDS: string[] = [
   "TOOL_CHANGED",
   "TOOL_REPINNED",
   "PIN_SETTINGS_UPDATED",
+  "TAMPERING_DETECTED",
 ];

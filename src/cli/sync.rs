@@ -1,9 +1,12 @@
 //! `toolgate sync`: the agent (run as root, e.g. by `deploy/systemd/toolgate-sync.service`)
 //! that follows `WatchPolicy` and keeps the clients' managed files current: Codex's
-//! `requirements.toml`, Gemini CLI's admin-tier policy and Cursor's enterprise
-//! `hooks.json`. A file is written (atomically) only when its content changes; a file
+//! `requirements.toml`, Gemini CLI's admin-tier policy and system settings (the hook,
+//! beside keys that are not toolgate's) and Cursor's enterprise `hooks.json`. A file is
+//! written (atomically) only when its content changes; a file
 //! someone else changed is restored and reported as tampering; while the server cannot
 //! be reached the last files stay, still guarded. Each event is one JSON line on stdout.
+//! Tampering is also reported to the server (`ReportTampering`), which audits it; reports
+//! made while it cannot be reached wait, a bounded few, until it can.
 
 use super::agent::{settings_of, shell_quote, toolgate_env, with_hint};
 use super::args::Connection;
@@ -16,7 +19,7 @@ use crate::hook::Client;
 use crate::hook::install::{self, Scope};
 use clap::{Args, ValueEnum};
 use sha2::Digest as _;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toolgate_core::backoff::Backoff;
@@ -34,7 +37,7 @@ use toolgate_core::backoff::Backoff;
     strum::IntoStaticStr,
     strum::VariantArray,
 )]
-#[strum(serialize_all = "snake_case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum SyncedFile {
     /// Codex's `/etc/codex/requirements.toml`: the forbidden and prompted prefixes, and
     /// the toolgate hook as its only managed hook.
@@ -43,6 +46,9 @@ pub enum SyncedFile {
     Gemini,
     /// Cursor's enterprise `/etc/cursor/hooks.json`: the toolgate hook, `failClosed`.
     Cursor,
+    /// Gemini CLI's system settings, `/etc/gemini-cli/settings.json`: the toolgate hook
+    /// on every tool, merged with the file's other keys.
+    GeminiSettings,
 }
 
 impl SyncedFile {
@@ -52,12 +58,38 @@ impl SyncedFile {
         self.into()
     }
 
+    /// The client whose hook the file runs.
+    fn client(self) -> Client {
+        match self {
+            SyncedFile::Codex => Client::Codex,
+            SyncedFile::Gemini | SyncedFile::GeminiSettings => Client::Gemini,
+            SyncedFile::Cursor => Client::Cursor,
+        }
+    }
+
+    /// Whether the file holds keys that are not toolgate's (kept as found: only the
+    /// toolgate hook in it is restored).
+    fn shared(self) -> bool {
+        self == SyncedFile::GeminiSettings
+    }
+
     /// The file's place, relative to the root of the file system.
+    fn managed_file(self) -> crate::proto::v1::ManagedFile {
+        use crate::proto::v1::ManagedFile;
+        match self {
+            SyncedFile::Codex => ManagedFile::CodexRequirements,
+            SyncedFile::Gemini => ManagedFile::GeminiPolicy,
+            SyncedFile::Cursor => ManagedFile::CursorHooks,
+            SyncedFile::GeminiSettings => ManagedFile::GeminiSettings,
+        }
+    }
+
     fn relative(self) -> &'static str {
         match self {
             SyncedFile::Codex => "etc/codex/requirements.toml",
             SyncedFile::Gemini => "etc/gemini-cli/policies/toolgate.toml",
             SyncedFile::Cursor => "etc/cursor/hooks.json",
+            SyncedFile::GeminiSettings => "etc/gemini-cli/settings.json",
         }
     }
 }
@@ -90,6 +122,10 @@ pub struct SyncArgs {
     /// Cursor's enterprise hooks file (default: `/etc/cursor/hooks.json`).
     #[arg(long, value_name = "FILE")]
     cursor_file: Option<PathBuf>,
+    /// Gemini CLI's system settings file (default: `/etc/gemini-cli/settings.json`;
+    /// Gemini CLI reads another when `GEMINI_CLI_SYSTEM_SETTINGS_PATH` names it).
+    #[arg(long, value_name = "FILE")]
+    gemini_settings_file: Option<PathBuf>,
     /// The toolgate binary the hooks written run (default: this binary's path).
     #[arg(long, value_name = "PATH")]
     command: Option<String>,
@@ -107,6 +143,10 @@ pub struct SyncArgs {
 
 /// The largest managed file read back: far larger than any toolgate writes.
 const MAX_FILE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Tampering reports held while the server cannot be reached; past it the oldest go
+/// (each still in the local log).
+const MAX_PENDING_REPORTS: usize = 32;
 
 /// Runs `toolgate sync`; returns the exit code. `conn` holds the command line's
 /// connection flags alone (no environment).
@@ -153,6 +193,9 @@ pub fn run_sync(args: SyncArgs, conn: &Connection) -> i32 {
         targets,
         kept: BTreeMap::new(),
         timeout: Duration::from_millis(args.timeout_ms.max(1)),
+        pending: VecDeque::new(),
+        host: host_name(),
+        subject: None,
     };
     runtime.block_on(sync.run(Duration::from_millis(args.check_ms), args.once))
 }
@@ -191,13 +234,14 @@ fn targets(args: &SyncArgs) -> Result<Vec<Target>, String> {
                 SyncedFile::Codex => &args.codex_file,
                 SyncedFile::Gemini => &args.gemini_file,
                 SyncedFile::Cursor => &args.cursor_file,
+                SyncedFile::GeminiSettings => &args.gemini_settings_file,
             };
             Target {
                 file,
                 path: given.clone().unwrap_or_else(|| root.join(file.relative())),
                 // each user's hook takes its server and credentials from the managed
                 // configuration and its own profile, never this root agent's token
-                hook: format!("{exe} hook {}", file.name()),
+                hook: format!("{exe} hook {}", file.client().name()),
             }
         })
         .collect())
@@ -235,7 +279,39 @@ fn render(target: &Target, policy: &RemotePolicy) -> Result<(String, Vec<String>
             .map_err(wrong)?;
             Ok((text, Vec::new()))
         }
+        // it depends on no policy: kept by `keep_shared` from what is found
+        SyncedFile::GeminiSettings => Ok((merged(target, None)?, Vec::new())),
     }
+}
+
+/// Whether two texts hold the same JSON value (a file rewritten with other spacing or
+/// key order is the same settings).
+fn same_json(a: &[u8], b: &[u8]) -> bool {
+    match (
+        serde_json::from_slice::<serde_json::Value>(a),
+        serde_json::from_slice::<serde_json::Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// A shared file's text: `found` with the toolgate hook put back (and nothing else
+/// changed); an error when `found` is not a JSON object.
+fn merged(target: &Target, found: Option<&[u8]>) -> Result<String, String> {
+    let text = match found.map(std::str::from_utf8) {
+        None => None,
+        Some(Ok(text)) => Some(text),
+        Some(Err(_)) => return Err(format!("{} is not UTF-8", target.path.display())),
+    };
+    install::merge(
+        target.file.client(),
+        Scope::Managed,
+        &target.path,
+        text,
+        &target.hook,
+    )
+    .map_err(|e| e.to_string())
 }
 
 struct Syncer {
@@ -244,6 +320,11 @@ struct Syncer {
     /// What each file was last written as (or found to be): the content to restore.
     kept: BTreeMap<PathBuf, Vec<u8>>,
     timeout: Duration,
+    /// Tampering not yet reported to the server, oldest first.
+    pending: VecDeque<crate::proto::v1::ReportTamperingRequest>,
+    host: String,
+    /// The team and user the files are kept for, once known.
+    subject: Option<(String, String)>,
 }
 
 impl Syncer {
@@ -311,9 +392,23 @@ impl Syncer {
                 })
                 .await
                 .map_err(|s| {
+                    let message = s.message();
+                    if s.code() == tonic::Code::InvalidArgument
+                        && (message.starts_with("user_id") || message.starts_with("team_id"))
+                    {
+                        // a service's token speaks for a team, not for a user
+                        return format!(
+                            "the token names no {}: give --team and --user",
+                            if message.starts_with("user_id") {
+                                "user"
+                            } else {
+                                "team"
+                            }
+                        );
+                    }
                     hinted(ClientError::Refused {
                         code: s.code(),
-                        message: s.message().to_owned(),
+                        message: message.to_owned(),
                     })
                 })?
                 .into_inner();
@@ -331,6 +426,7 @@ impl Syncer {
                 );
             }
         }
+        self.subject = Some((team.clone(), user.clone()));
         let mut watch = client
             .watch_policy(&team, &user, None)
             .await
@@ -341,6 +437,7 @@ impl Syncer {
                     Some(PolicyNotice::Changed { .. }) => {
                         let policy = client.effective_policy().await.map_err(hinted)?;
                         self.apply(&policy);
+                        self.report_pending(&client).await;
                         if once {
                             return Ok(());
                         }
@@ -348,14 +445,21 @@ impl Syncer {
                     Some(PolicyNotice::Heartbeat) => {}
                     None => return Err(format!("toolgate server {address} ended the watch stream")),
                 },
-                _ = check.tick() => self.guard(),
+                _ = check.tick() => {
+                    self.guard();
+                    self.report_pending(&client).await;
+                }
             }
         }
     }
 
     /// Writes every file whose content `policy` changes.
     fn apply(&mut self, policy: &RemotePolicy) {
+        let mut tampered = Vec::new();
         for target in &self.targets {
+            if target.file.shared() {
+                continue;
+            }
             let (text, warnings) = match render(target, policy) {
                 Ok(r) => r,
                 Err(e) => {
@@ -376,7 +480,11 @@ impl Syncer {
             let path = target.path.clone();
             let name = target.file.name();
             if let Some(event) = event {
-                match write(&path, text.as_bytes()) {
+                let outcome = write(&path, text.as_bytes());
+                if event == "restored" {
+                    tampered.push((target.file, path.clone(), found.clone(), outcome.is_ok()));
+                }
+                match outcome {
                     Ok(()) => report(&serde_json::json!({"event": event, "client": name,
                         "path": path, "revision": policy.revision, "tampering": event == "restored",
                         "found_sha256": found.as_deref().map(sha256), "warnings": warnings})),
@@ -389,11 +497,81 @@ impl Syncer {
             }
             self.kept.insert(path, text.into_bytes());
         }
+        for (file, path, found, restored) in tampered {
+            self.note_tampering(file, &path, found.as_deref(), restored);
+        }
+        self.keep_shared(Some(policy.revision));
+    }
+
+    /// Puts the toolgate hook back into each shared file that lacks it (a first
+    /// write, or tampering once written), keeping the file's other keys as found; a
+    /// file that no longer reads is restored as last kept.
+    fn keep_shared(&mut self, revision: Option<u64>) {
+        let mut tampered = Vec::new();
+        for target in self.targets.iter().filter(|t| t.file.shared()) {
+            let kept = self.kept.get(&target.path);
+            // the guard (no revision) looks only at files a policy was applied to
+            if kept.is_none() && revision.is_none() {
+                continue;
+            }
+            let found = read(&target.path);
+            if kept.is_some() && found.as_deref() == kept.map(Vec::as_slice) {
+                continue;
+            }
+            let text = match (merged(target, found.as_deref()), kept) {
+                (Ok(text), _) => text.into_bytes(),
+                (Err(_), Some(kept)) => kept.clone(),
+                (Err(e), None) => {
+                    // someone else's file toolgate never wrote: not overwritten, and
+                    // reported once (until it changes)
+                    report(&serde_json::json!({"event": "failed",
+                        "client": target.file.name(), "path": target.path,
+                        "detail": format!("{e}: make it a JSON object (no comments) for the toolgate hook to be added")}));
+                    if let Some(found) = found {
+                        self.kept.insert(target.path.clone(), found);
+                    }
+                    continue;
+                }
+            };
+            if let Some(found) = found.as_deref().filter(|f| same_json(f, &text)) {
+                // current: someone else's keys (or spacing) changed, the hook is as it was
+                self.kept.insert(target.path.clone(), found.to_vec());
+                continue;
+            }
+            let tampering = kept.is_some();
+            let outcome = write(&target.path, &text);
+            let event = match (&outcome, tampering) {
+                (Err(_), _) => "failed",
+                (Ok(()), true) => "restored",
+                (Ok(()), false) => "wrote",
+            };
+            if tampering {
+                tampered.push((
+                    target.file,
+                    target.path.clone(),
+                    found.clone(),
+                    outcome.is_ok(),
+                ));
+            }
+            report(
+                &serde_json::json!({"event": event, "client": target.file.name(),
+                "path": target.path, "revision": revision, "tampering": tampering,
+                "found_sha256": found.as_deref().map(sha256), "detail": outcome.as_ref().err()}),
+            );
+            if outcome.is_ok() {
+                self.kept.insert(target.path.clone(), text);
+            }
+        }
+        for (file, path, found, restored) in tampered {
+            self.note_tampering(file, &path, found.as_deref(), restored);
+        }
     }
 
     /// Restores every kept file someone else changed or removed.
     fn guard(&mut self) {
-        for target in &self.targets {
+        self.keep_shared(None);
+        let mut tampered = Vec::new();
+        for target in self.targets.iter().filter(|t| !t.file.shared()) {
             let Some(kept) = self.kept.get(&target.path) else {
                 continue;
             };
@@ -407,9 +585,80 @@ impl Syncer {
             } else {
                 "failed"
             };
+            tampered.push((
+                target.file,
+                target.path.clone(),
+                found.clone(),
+                outcome.is_ok(),
+            ));
             report(&serde_json::json!({"event": event,
                 "client": target.file.name(), "path": target.path, "tampering": true,
                 "found_sha256": found.as_deref().map(sha256), "detail": outcome.err()}));
+        }
+        for (file, path, found, restored) in tampered {
+            self.note_tampering(file, &path, found.as_deref(), restored);
+        }
+    }
+
+    /// Queues a tampering report for the server (the oldest dropped past the bound).
+    fn note_tampering(
+        &mut self,
+        file: SyncedFile,
+        path: &Path,
+        found: Option<&[u8]>,
+        restored: bool,
+    ) {
+        if self.pending.len() >= MAX_PENDING_REPORTS
+            && let Some(lost) = self.pending.pop_front()
+        {
+            report(
+                &serde_json::json!({"event": "report_dropped", "path": lost.path,
+                "detail": format!("more than {MAX_PENDING_REPORTS} tampering reports wait for the server")}),
+            );
+        }
+        // the path as the server reads it: absolute, so a relative --root is resolved
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.pending
+            .push_back(crate::proto::v1::ReportTamperingRequest {
+                team_id: String::new(),
+                user_id: String::new(),
+                file: file.managed_file() as i32,
+                path: path.display().to_string(),
+                host: self.host.clone(),
+                found_sha256: found.map(sha256).unwrap_or_default(),
+                restored,
+            });
+    }
+
+    /// Sends the reports waiting, oldest first, until one cannot reach the server
+    /// (it waits for the next try); a report the server refuses is dropped, logged.
+    async fn report_pending(&mut self, client: &Server) {
+        let Some((team, user)) = self.subject.clone() else {
+            return;
+        };
+        while let Some(mut request) = self.pending.pop_front() {
+            request.team_id.clone_from(&team);
+            request.user_id.clone_from(&user);
+            let path = request.path.clone();
+            match client.report_tampering(request.clone()).await {
+                Ok(recorded) => report(&serde_json::json!({"event": "tampering_reported",
+                    "path": path, "recorded": recorded})),
+                Err(ClientError::Refused { code, message })
+                    if !matches!(
+                        code,
+                        tonic::Code::Unavailable | tonic::Code::Unauthenticated
+                    ) =>
+                {
+                    report(&serde_json::json!({"event": "report_refused", "path": path,
+                        "detail": format!("{code:?}: {message}")}));
+                }
+                Err(e) => {
+                    report(&serde_json::json!({"event": "report_failed", "path": path,
+                        "detail": e.to_string()}));
+                    self.pending.push_front(request);
+                    return;
+                }
+            }
         }
     }
 }
@@ -427,6 +676,22 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| crate::files::write_atomic(path, crate::files::Mode::Exactly(0o644), bytes))
         .map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// This machine's name as a tampering report carries it: letters, digits, `.`, `-`
+/// and `_` only, at most 253 bytes (empty when unknown).
+fn host_name() -> String {
+    #[cfg(unix)]
+    let name = nix::unistd::gethostname()
+        .ok()
+        .and_then(|n| n.into_string().ok())
+        .unwrap_or_default();
+    #[cfg(not(unix))]
+    let name = std::env::var("COMPUTERNAME").unwrap_or_default();
+    name.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(253)
+        .collect()
 }
 
 fn sha256(bytes: &[u8]) -> String {

@@ -208,6 +208,11 @@ fn matrix_request(rpc: &str) -> (&'static str, Value) {
             with(json!({"server": "github", "tools": []})),
         ),
         "GetEffectivePolicy" | "WatchPolicy" => ("PolicyService", who),
+        "ReportTampering" => (
+            "PolicyService",
+            with(json!({"file": "MANAGED_FILE_CODEX_REQUIREMENTS",
+                "path": "/etc/codex/requirements.toml", "restored": true})),
+        ),
         "GetServerConfig" | "GetSignIn" => ("ServerInfoService", json!({})),
         "GetPrincipal" => ("PrincipalService", json!({})),
         "ListSignIns" => ("PrincipalService", json!({"teamId": TEAM})),

@@ -68,6 +68,7 @@ mod shell_bypass;
 mod shell_props;
 mod sso;
 mod store_suite;
+mod tampering;
 mod telemetry;
 mod terminal;
 mod third_party;

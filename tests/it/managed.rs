@@ -377,3 +377,110 @@ async fn claude_code_takes_its_managed_policy_from_the_helper() {
     assert!(model.tool_results().is_empty(), "no call was made");
     assert!(!never.exists());
 }
+
+/// Claude Code re-runs the helper at its refresh (`refreshIntervalMs`, at least a
+/// minute) while a session runs, and so receives a policy changed after it started:
+/// the session's one call sleeps past the refresh while the test changes the policy.
+/// What the helper printed each time is kept beside it. Runs with
+/// TOOLGATE_TEST_CLAUDE and root only, and takes over a minute.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_refreshes_its_managed_policy_from_the_helper() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    if !private_etc_possible(dir) {
+        return;
+    }
+    let (server, _data) = start().await;
+    let before = pb::AutoRunControls {
+        managed: None,
+        mcp_access_mode: pb::McpAccessMode::Blocklist as i32,
+        mcp_access_allowlist: vec![],
+        allowed: vec!["sleep".into()],
+        ..controls()
+    };
+    server.set_controls(before.clone()).await;
+    server.yolo("alice").await;
+    let token = token_file(dir, "alice-token");
+    let cache = dir.join("helper-cache.json");
+    let printed = dir.join("helper-printed.jsonl");
+    let addr = format!("http://{}", server.addr);
+    let words: Vec<String> = helper_args(&addr, &token, &cache)
+        .iter()
+        .map(|w| format!("'{w}'"))
+        .collect();
+    let helper = dir.join("policy-helper.sh");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\nout=$('{}' {})\nrc=$?\nprintf '%s\\n' \"$out\" >> '{}'\nprintf '%s\\n' \"$out\"\nexit $rc\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            words.join(" "),
+            printed.display()
+        ),
+    )
+    .unwrap();
+    set_mode(&helper, 0o755);
+    let wrapped = claude_with_managed_settings(
+        dir,
+        &claude,
+        &json!({"policyHelper": {"path": helper, "timeoutMs": 10000,
+                                  "refreshIntervalMs": 60000}}),
+    );
+    let settings = dir.join("no-hooks.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let sleep = json!({"name": "Bash", "input": {"command": "sleep 75",
+        "description": "wait past the refresh", "timeout": 110000}});
+    // each answer the helper printed, in order (a document may span lines)
+    let printed_lines = || {
+        let text = std::fs::read_to_string(&printed).unwrap_or_default();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    };
+    let session = {
+        let (wrapped, dir, settings) = (wrapped.clone(), dir.to_owned(), settings.clone());
+        tokio::spawn(async move {
+            claude_output(&wrapped, &dir, &settings, &markers_direct(), sleep).await
+        })
+    };
+    // the helper's answer at start, then the change
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while printed_lines().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Claude Code did not run the helper at start within 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        !printed_lines()[0].to_string().contains("Bash(wget *)"),
+        "{:?}",
+        printed_lines()
+    );
+    server
+        .set_controls(pb::AutoRunControls {
+            denied: vec!["touch".into(), "wget".into()],
+            ..before
+        })
+        .await;
+    let (out, _model) = session.await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "claude ran: {stderr}");
+    let lines = printed_lines();
+    assert!(
+        lines.len() >= 2,
+        "the helper ran {} times in a session of over a minute",
+        lines.len()
+    );
+    let refreshed = lines.last().unwrap();
+    assert!(
+        refreshed["managedSettings"]["permissions"]["deny"]
+            .to_string()
+            .contains("Bash(wget *)"),
+        "the refresh carried the change: {refreshed}"
+    );
+}

@@ -1,13 +1,14 @@
 //! `toolgate sync` through the real binary against a real server, every file under a
 //! temporary root: a change committed reaches each client's file, a hand edit is
-//! restored and reported as tampering, a server outage keeps the last files; and the
-//! clients' own engines read the files it writes (Gemini CLI's policy engine, Codex's
-//! `execpolicy` over the requirements' rules).
+//! restored and reported as tampering (audited on the server), a server outage keeps the
+//! last files; and the clients' own engines read the files it writes (Gemini CLI's
+//! policy engine, Codex's `execpolicy` over the requirements' rules).
 
 use crate::export::tool;
 use crate::support;
 
 use serde_json::{Value, json};
+use sha2::Digest as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use support::*;
@@ -105,6 +106,7 @@ struct Files {
     codex: PathBuf,
     gemini: PathBuf,
     cursor: PathBuf,
+    gemini_settings: PathBuf,
 }
 
 impl Files {
@@ -113,6 +115,7 @@ impl Files {
             codex: root.join("etc/codex/requirements.toml"),
             gemini: root.join("etc/gemini-cli/policies/toolgate.toml"),
             cursor: root.join("etc/cursor/hooks.json"),
+            gemini_settings: root.join("etc/gemini-cli/settings.json"),
         }
     }
 
@@ -133,8 +136,20 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
     let files = Files::under(&root);
     let mut sync = Syncing::start(&root, &format!("http://{}", server.addr), &token);
 
-    sync.each("wrote", &["codex", "cursor", "gemini"], first)
-        .await;
+    sync.each(
+        "wrote",
+        &["codex", "cursor", "gemini", "gemini-settings"],
+        first,
+    )
+    .await;
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.gemini_settings).unwrap()).unwrap();
+    assert_eq!(settings["hooksConfig"]["enabled"], true, "{settings}");
+    assert_eq!(
+        settings["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+        "/usr/local/bin/toolgate hook gemini",
+        "{settings}"
+    );
     let [codex, gemini, cursor] = files.read();
     let requirements: toml::Table = codex.parse().unwrap();
     assert!(codex.contains("decision = \"forbidden\""), "{codex}");
@@ -183,6 +198,68 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
         .await;
     assert_eq!(event["tampering"], true);
     assert_eq!(std::fs::read_to_string(&files.gemini).unwrap(), gemini);
+    // ... and audited on the server, as the sync agent's principal
+    sync.wait("the tampering reported", |e| {
+        e["event"] == "tampering_reported" && e["recorded"] == true
+    })
+    .await;
+    let audited = server
+        .admin("admin-token")
+        .list_audit_events(pb::ListAuditEventsRequest {
+            team_id: TEAM.into(),
+            kind: audit_kind("tampering_detected"),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].actor, "alice");
+    let found = detail(&audited[0]);
+    let edited = hex::encode(sha2::Sha256::digest(b"# emptied by hand\n"));
+    assert_eq!(found["file"], "gemini_policy", "{found}");
+    assert_eq!(found["user"], "alice", "{found}");
+    assert_eq!(found["found_sha256"], edited.as_str(), "{found}");
+    assert_eq!(found["restored"], true, "{found}");
+    assert_eq!(
+        found["path"],
+        std::path::absolute(&files.gemini)
+            .unwrap()
+            .display()
+            .to_string(),
+        "{found}"
+    );
+
+    // Gemini CLI's system settings are shared: someone else's keys stay, and only a
+    // toolgate hook taken out is put back (and reported)
+    let mut edited = settings.clone();
+    edited["ui"] = json!({"theme": "GitHub"});
+    // each edit whole (renamed into place): sync never reads one half written
+    let replace = |text: String| {
+        let part = files.gemini_settings.with_extension("part");
+        std::fs::write(&part, text).unwrap();
+        std::fs::rename(&part, &files.gemini_settings).unwrap();
+    };
+    replace(edited.to_string());
+    edited["hooks"]["BeforeTool"] = json!([]);
+    edited["hooksConfig"]["enabled"] = json!(false);
+    replace(edited.to_string());
+    let event = sync
+        .wait("the settings' hook put back", |e| {
+            e["event"] == "restored" && e["client"] == "gemini-settings"
+        })
+        .await;
+    assert_eq!(event["tampering"], true);
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.gemini_settings).unwrap()).unwrap();
+    assert_eq!(settings["ui"]["theme"], "GitHub", "{settings}");
+    assert_eq!(settings["hooksConfig"]["enabled"], true, "{settings}");
+    assert_eq!(
+        settings["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+        "/usr/local/bin/toolgate hook gemini",
+        "{settings}"
+    );
 
     // the server gone: the last files stay, and are still guarded
     let before = files.read();
@@ -411,4 +488,159 @@ async fn enroll_installs_managed_delivery_and_check_says_what_is_enforced() {
         let (ok, text) = toolgate(&["enroll", "--system"]).await;
         assert!(!ok && text.contains("--root DIR"), "{text}");
     }
+}
+
+/// Without `--team` and `--user`, `sync` keeps the files of the token's own team and
+/// user (a service token's own name); a token that names no team is refused with the
+/// flags to give.
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_takes_the_team_and_user_from_the_token() {
+    let (server, _data) = start().await;
+    server.set_controls(denying(&["touch"])).await;
+    server
+        .users("alice-token")
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(pb::UserSettings {
+                use_yolo_mode: true,
+                command_denylist: vec!["wget".into()],
+                ..user_settings(TEAM, "alice")
+            }),
+            expected_revision: None,
+            update_mask: None,
+        })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("http://{}", server.addr);
+    let once = |token: &'static str, root: PathBuf| {
+        let dir = dir.path().to_owned();
+        let addr = addr.clone();
+        async move {
+            let file = dir.join(token);
+            std::fs::write(&file, format!("{token}\n")).unwrap();
+            toolgate(&[
+                "sync",
+                "--once",
+                "--client",
+                "gemini",
+                "--root",
+                &root.display().to_string(),
+                "--server",
+                &addr,
+                "--token-file",
+                &file.display().to_string(),
+                "--command",
+                "/usr/local/bin/toolgate",
+            ])
+            .await
+        }
+    };
+    let alice = dir.path().join("alice");
+    let (ok, text) = once("alice-token", alice.clone()).await;
+    assert!(ok, "{text}");
+    let policy = std::fs::read_to_string(Files::under(&alice).gemini).unwrap();
+    // the team's denied prefix and alice's own
+    assert!(
+        policy.contains("touch") && policy.contains("wget"),
+        "{policy}"
+    );
+
+    // a service's token speaks for its team and itself: not alice's denied prefix
+    let service = dir.path().join("service");
+    let (ok, text) = once("service-token", service.clone()).await;
+    assert!(ok, "{text}");
+    let policy = std::fs::read_to_string(Files::under(&service).gemini).unwrap();
+    assert!(
+        policy.contains("touch") && !policy.contains("wget"),
+        "{policy}"
+    );
+
+    // an operator's token names no team
+    let operator = dir.path().join("operator");
+    let (ok, text) = once("operator-token", operator.clone()).await;
+    assert!(!ok, "{text}");
+    assert!(text.contains("give --team and --user"), "{text}");
+    assert!(!Files::under(&operator).gemini.exists());
+}
+
+/// Gemini CLI's own settings loader, pointed at the file `sync` keeps by
+/// `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, reads the toolgate hook on every tool beside the
+/// keys the file already had. Gemini CLI reads a system settings file only when it and
+/// every directory above it are root's and written by root alone: the test needs root
+/// (skipped without it, or without TOOLGATE_TEST_GEMINI, except in CI).
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_reads_the_hook_sync_keeps_in_its_system_settings() {
+    let Some(gemini) = tool("TOOLGATE_TEST_GEMINI") else {
+        return;
+    };
+    #[cfg(unix)]
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but Gemini CLI reads system settings only from root's files: run the tests as root"
+        );
+        eprintln!("skipped: Gemini CLI reads system settings only from root's files (run as root)");
+        return;
+    }
+    let (server, _data) = start().await;
+    server.set_controls(denying(&["touch"])).await;
+    // under the target directory: Gemini CLI refuses a file below a world-writable /tmp
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"ui": {"theme": "GitHub"}, "hooksConfig": {"enabled": false}}).to_string(),
+    )
+    .unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "alice-token\n").unwrap();
+    let (ok, text) = toolgate(&[
+        "sync",
+        "--once",
+        "--client",
+        "gemini-settings",
+        "--gemini-settings-file",
+        &settings.display().to_string(),
+        "--server",
+        &format!("http://{}", server.addr),
+        "--token-file",
+        &token.display().to_string(),
+        "--command",
+        "/usr/local/bin/toolgate",
+    ])
+    .await;
+    assert!(ok, "{text}");
+
+    let home = dir.path().join("home");
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&workspace).unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg(Path::new(FAKES).join("gemini_settings.mjs"))
+        .arg(&gemini)
+        .arg(&workspace)
+        .current_dir(&workspace)
+        .env("HOME", &home)
+        .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &settings)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(read["errors"], json!([]), "{read}");
+    assert_eq!(read["hooksConfig"]["enabled"], true, "{read}");
+    let before_tool = &read["hooks"]["BeforeTool"];
+    assert_eq!(before_tool[0]["matcher"], ".*", "{read}");
+    assert_eq!(
+        before_tool[0]["hooks"][0]["command"], "/usr/local/bin/toolgate hook gemini",
+        "{read}"
+    );
+    assert_eq!(read["system"]["ui"]["theme"], "GitHub", "{read}");
 }

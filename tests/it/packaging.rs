@@ -180,3 +180,152 @@ fn the_systemd_configuration_is_valid_and_on_loopback() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(config.listen_addr().ip().is_loopback());
 }
+
+/// `args` as `toolgate` reads them: every flag known to `sync` (a usage error exits 2).
+/// The server given is one nobody listens on, so it ends at once, refused.
+fn sync_accepts(args: &[String]) {
+    assert_eq!(args.first().map(String::as_str), Some("sync"), "{args:?}");
+    let root = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("TOOLGATE_")) {
+        cmd.env_remove(key);
+    }
+    let out = cmd
+        .args(args)
+        .args([
+            "--once",
+            "--server",
+            "http://127.0.0.1:9",
+            "--timeout-ms",
+            "2000",
+        ])
+        .arg("--root")
+        .arg(root.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        !stderr.contains("unexpected argument"),
+        "{args:?}: {stderr}"
+    );
+}
+
+/// The macOS launchd daemon reads as a property list (Python's `plistlib`, as launchd's
+/// format), runs `toolgate sync` as root at load and again when it stops, with flags
+/// `sync` takes and the macOS places of Gemini CLI's and Cursor's files.
+#[test]
+fn the_launchd_daemon_is_a_property_list_running_sync() {
+    let file = deploy("launchd/dev.toolgate.sync.plist");
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))",
+        ])
+        .arg(&file)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plist: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plist["Label"], "dev.toolgate.sync");
+    assert_eq!(plist["UserName"], "root");
+    assert_eq!(plist["RunAtLoad"], true);
+    assert_eq!(plist["KeepAlive"], true);
+    assert_eq!(plist["Umask"], 0o022);
+    let args: Vec<String> = plist["ProgramArguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(args[0], "/usr/local/bin/toolgate");
+    for place in [
+        "/Library/Application Support/GeminiCli/policies/toolgate.toml",
+        "/Library/Application Support/GeminiCli/settings.json",
+        "/Library/Application Support/Cursor/hooks.json",
+    ] {
+        assert!(args.iter().any(|a| a == place), "{place} in {args:?}");
+    }
+    sync_accepts(&args[1..]);
+}
+
+/// The Windows scheduled task is Task Scheduler XML (parsed by Python's ElementTree):
+/// SYSTEM at boot, restarted on failure, no time limit, running `toolgate sync` with
+/// flags it takes and the Windows places of Gemini CLI's and Cursor's files.
+#[test]
+fn the_windows_scheduled_task_is_task_xml_running_sync() {
+    let file = deploy("windows/toolgate-sync.xml");
+    let script = r#"
+import json, sys, xml.etree.ElementTree as ET
+ns = {"t": "http://schemas.microsoft.com/windows/2004/02/mit/task"}
+root = ET.parse(sys.argv[1]).getroot()
+def text(path):
+    node = root.find(path, ns)
+    return None if node is None else node.text
+print(json.dumps({
+    "tag": root.tag,
+    "user": text("t:Principals/t:Principal/t:UserId"),
+    "run_level": text("t:Principals/t:Principal/t:RunLevel"),
+    "boot": root.find("t:Triggers/t:BootTrigger", ns) is not None,
+    "time_limit": text("t:Settings/t:ExecutionTimeLimit"),
+    "restart_every": text("t:Settings/t:RestartOnFailure/t:Interval"),
+    "command": text("t:Actions/t:Exec/t:Command"),
+    "arguments": text("t:Actions/t:Exec/t:Arguments"),
+}))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(&file)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let task: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        task["tag"],
+        "{http://schemas.microsoft.com/windows/2004/02/mit/task}Task"
+    );
+    assert_eq!(task["user"], "S-1-5-18", "SYSTEM: {task}");
+    assert_eq!(task["run_level"], "HighestAvailable");
+    assert_eq!(task["boot"], true);
+    assert_eq!(task["time_limit"], "PT0S", "no time limit: {task}");
+    assert_eq!(task["restart_every"], "PT1M");
+    assert_eq!(task["command"], r"C:\Program Files\toolgate\toolgate.exe");
+    // Windows' own splitting of the line: double quotes group, nothing else is special
+    let line = task["arguments"].as_str().unwrap();
+    let mut args = Vec::new();
+    let (mut word, mut quoted, mut any) = (String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '"' => (quoted, any) = (!quoted, true),
+            ' ' if !quoted => {
+                if any {
+                    args.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        args.push(word);
+    }
+    for place in [
+        r"C:\ProgramData\gemini-cli\policies\toolgate.toml",
+        r"C:\ProgramData\gemini-cli\settings.json",
+        r"C:\ProgramData\Cursor\hooks.json",
+    ] {
+        assert!(args.iter().any(|a| a == place), "{place} in {args:?}");
+    }
+    sync_accepts(&args);
+}

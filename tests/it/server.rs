@@ -845,6 +845,7 @@ pub(crate) const ROLE_MATRIX: &[(&str, [Code; 8])] = &[
     ("FilterTools", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("GetEffectivePolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("WatchPolicy", [OK, OK, OK, PD, OK, PD, UA, UA]),
+    ("ReportTampering", [OK, OK, OK, PD, OK, PD, UA, UA]),
     ("GetServerConfig", [OK, OK, OK, OK, OK, OK, UA, UA]),
     // how to sign in: asked before there is a token, so a bad one is no matter
     ("GetSignIn", [OK, OK, OK, OK, OK, OK, OK, OK]),
@@ -985,6 +986,19 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 team_id: team(),
                 user_id: alice(),
                 after_revision: None,
+            })
+            .await
+            .map(drop),
+        "ReportTampering" => server
+            .policy(token)
+            .report_tampering(pb::ReportTamperingRequest {
+                team_id: team(),
+                user_id: alice(),
+                file: pb::ManagedFile::CodexRequirements as i32,
+                path: "/etc/codex/requirements.toml".into(),
+                host: "box-1".into(),
+                found_sha256: String::new(),
+                restored: true,
             })
             .await
             .map(drop),

@@ -230,6 +230,18 @@ impl Client {
         })
     }
 
+    /// Reports a managed file found changed or removed by someone else; whether the
+    /// server recorded it (`false`: the caller is past its bound, the report counted).
+    pub async fn report_tampering(
+        &self,
+        request: pb::ReportTamperingRequest,
+    ) -> Result<bool, ClientError> {
+        Ok(self
+            .within(|mut c| async move { c.report_tampering(request).await })
+            .await?
+            .recorded)
+    }
+
     async fn within<T, F, Fut>(&self, call: F) -> Result<T, ClientError>
     where
         F: FnOnce(PolicyStub) -> Fut,

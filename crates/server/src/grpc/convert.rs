@@ -109,7 +109,7 @@ pub fn watch_event_to_pb(team_id: &str, user_id: &str, e: WatchEvent) -> pb::Wat
 }
 
 /// The audit trail's kinds as the store writes them, beside their enum values.
-const AUDIT_KINDS: [(pb::AuditEventKind, &str); 19] = [
+const AUDIT_KINDS: [(pb::AuditEventKind, &str); 20] = [
     (
         pb::AuditEventKind::AdminSettingsUpdated,
         "admin_settings_updated",
@@ -177,7 +177,26 @@ const AUDIT_KINDS: [(pb::AuditEventKind, &str); 19] = [
         pb::AuditEventKind::PinSettingsUpdated,
         crate::service::AUDIT_PIN_SETTINGS_UPDATED,
     ),
+    (
+        pb::AuditEventKind::TamperingDetected,
+        crate::service::AUDIT_TAMPERING_DETECTED,
+    ),
 ];
+
+/// The managed file a tampering report names: it must be named.
+pub fn managed_file_from_pb(file: i32) -> Result<crate::service::ManagedFile, ConvertError> {
+    use crate::service::ManagedFile;
+    match pb::ManagedFile::try_from(file) {
+        Ok(pb::ManagedFile::CodexRequirements) => Ok(ManagedFile::CodexRequirements),
+        Ok(pb::ManagedFile::GeminiPolicy) => Ok(ManagedFile::GeminiPolicy),
+        Ok(pb::ManagedFile::CursorHooks) => Ok(ManagedFile::CursorHooks),
+        Ok(pb::ManagedFile::GeminiSettings) => Ok(ManagedFile::GeminiSettings),
+        Ok(pb::ManagedFile::Unspecified) | Err(_) => Err(ConvertError {
+            field: "file".to_owned(),
+            message: format!("{file} is not a managed file: use one of ManagedFile's named values"),
+        }),
+    }
+}
 
 /// A kind filter: unspecified is every kind.
 pub fn audit_kind_from_pb(kind: i32) -> Result<Option<String>, ConvertError> {

@@ -563,6 +563,26 @@ impl PolicyService for Api {
             "WatchPolicy is served by PolicyRouter: mount PolicyRouter, not the generated PolicyServiceServer",
         ))
     }
+
+    async fn report_tampering(
+        &self,
+        req: Request<pb::ReportTamperingRequest>,
+    ) -> Result<Response<pb::ReportTamperingResponse>, Status> {
+        let p = principal(&req)?;
+        let r = req.into_inner();
+        let report = crate::service::TamperReport {
+            file: managed_file_from_pb(r.file).map_err(ServiceError::from)?,
+            path: r.path,
+            host: r.host,
+            found_sha256: r.found_sha256,
+            restored: r.restored,
+        };
+        let recorded = self
+            .service
+            .report_tampering(&p, &r.team_id, &r.user_id, &report)
+            .await?;
+        Ok(Response::new(pb::ReportTamperingResponse { recorded }))
+    }
 }
 
 #[tonic::async_trait]

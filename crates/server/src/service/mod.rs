@@ -21,6 +21,7 @@ mod rates;
 mod roles;
 mod settings;
 mod sign_ins;
+mod tampering;
 mod tokens;
 mod watch;
 mod webhook;
@@ -59,6 +60,9 @@ pub use principal::MAX_VISIBLE_TEAMS;
 pub use rates::MAX_BUCKETS_PER_TEAM;
 pub use roles::{AUDIT_ALLOW_LIST_UPDATED, AUDIT_DECISION_MADE};
 pub use settings::AllowlistChange;
+pub use tampering::{
+    AUDIT_TAMPERING_DETECTED, ManagedFile, TAMPER_REPORTS_PER_MINUTE, TamperReport,
+};
 pub use tokens::{CreatedToken, DEFAULT_TOKEN_TTL, MAX_TOKEN_TTL, may_issue};
 pub use watch::WatchEvent;
 pub use webhook::WebhookLimits;
@@ -216,6 +220,8 @@ pub struct Service {
     previews: decisions::Previews,
     /// Each team's rate buckets on this replica.
     rates: rates::Rates,
+    /// Each principal's tampering reports, bounded.
+    tampering: tampering::TamperLimits,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -310,6 +316,7 @@ impl Service {
             approval_waiters: approvals::Waiters::default(),
             previews: decisions::Previews::default(),
             rates: rates::Rates::default(),
+            tampering: tampering::TamperLimits::default(),
         }
     }
 
