@@ -439,7 +439,7 @@ pub fn rate_limited(team: &str, outcome: Outcome) {
             "_other".to_owned()
         }
     };
-    counter!(RATE_LIMITED, "team" => label, "outcome" => outcome_name(outcome)).increment(1);
+    counter!(RATE_LIMITED, "team" => label, "outcome" => outcome.as_str()).increment(1);
 }
 
 /// Rate buckets were made or forgotten: `delta` of them.
