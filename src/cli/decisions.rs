@@ -121,6 +121,24 @@ pub struct DecisionRow {
     /// The groups whose policies the call was decided under.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The client's own id for the call, when it sent one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tool_use_id: String,
+    /// What the client did with the call, from its own telemetry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_decision: Option<ClientDecisionRow>,
+}
+
+/// A client's own decision about a call, as `decisions list` shows it.
+#[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
+pub struct ClientDecisionRow {
+    /// `accept` or `reject`.
+    pub decision: String,
+    /// `config`, `hook`, `user_permanent`, `user_temporary` or `user_reject`.
+    pub source: String,
+    pub tool_name: String,
+    /// When toolgate received it.
+    pub at: String,
 }
 
 impl From<&pb::DecisionRecord> for DecisionRow {
@@ -156,6 +174,13 @@ impl From<&pb::DecisionRecord> for DecisionRow {
             count: (r.count > 1).then_some(r.count),
             first_at: (r.count > 1).then(|| rfc3339(r.first_at)),
             groups: r.groups.clone(),
+            tool_use_id: r.tool_use_id.clone(),
+            client_decision: r.client_decision.as_ref().map(|c| ClientDecisionRow {
+                decision: c.decision.clone(),
+                source: c.source.clone(),
+                tool_name: c.tool_name.clone(),
+                at: rfc3339(c.at),
+            }),
         }
     }
 }
@@ -186,8 +211,17 @@ impl Render for DecisionRow {
         } else {
             format!("  (groups {})", clip(&self.groups.join(", "), 60))
         };
+        // what the client did with the answer, next to it
+        let client = match &self.client_decision {
+            Some(c) => format!(
+                "  (client: {} by {})",
+                clip(&c.decision, 16),
+                clip(&c.source, 24)
+            ),
+            None => String::new(),
+        };
         format!(
-            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}\n",
+            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}{client}\n",
             self.at,
             self.outcome,
             self.reason,
@@ -507,6 +541,27 @@ mod tests {
                 .human()
                 .ends_with("×3 since 2023-11-14T22:13:10.000Z  (groups contractors, pii)\n")
         );
+        // what the client did with the call, from its telemetry, is shown beside
+        let reported = pb::DecisionRecord {
+            tool_use_id: "toolu_01".into(),
+            client_decision: Some(pb::ClientDecision {
+                decision: "accept".into(),
+                source: "user_temporary".into(),
+                tool_name: "Bash".into(),
+                at: None,
+            }),
+            ..grouped
+        };
+        let row = DecisionRow::from(&reported);
+        assert!(
+            row.human()
+                .ends_with("(groups contractors, pii)  (client: accept by user_temporary)\n"),
+            "{}",
+            row.human()
+        );
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["tool_use_id"], "toolu_01");
+        assert_eq!(json["client_decision"]["source"], "user_temporary");
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub(crate) fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest 
         agent: None,
         client: client.into(),
         approval: None,
+        tool_use_id: String::new(),
     }
 }
 
@@ -351,6 +352,7 @@ async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
                 agent: None,
                 client: String::new(),
                 approval: None,
+                tool_use_id: String::new(),
             })
             .await
             .unwrap();
@@ -382,6 +384,7 @@ async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
                 agent: None,
                 client: String::new(),
                 approval: None,
+                tool_use_id: String::new(),
             })
             .await
             .unwrap();
@@ -666,6 +669,7 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         count: 1,
         first_at_ms: at_ms,
         groups: String::new(),
+        tool_use_id: String::new(),
     }
 }
 
@@ -769,6 +773,12 @@ async fn records_read_back_exactly_as_written() {
                     // half made in groups (a text more), half in none (the older form)
                     groups: if i % 2 == 0 {
                         "contractors,pii".into()
+                    } else {
+                        String::new()
+                    },
+                    // a third carry the client's id for the call, with and without groups
+                    tool_use_id: if i % 3 == 1 {
+                        format!("toolu_{i}")
                     } else {
                         String::new()
                     },

@@ -150,6 +150,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
                 explain: true,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: evaluate: {e}"))
@@ -487,6 +488,7 @@ async fn invalid_entries_name_field_entry_and_rule() {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap_err();
@@ -621,6 +623,7 @@ async fn deny_decisions_and_changes_are_audited() {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap()
@@ -944,6 +947,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 explain: false,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .map(drop),

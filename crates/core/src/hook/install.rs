@@ -155,6 +155,41 @@ pub fn merge_with_timeout(
     ))
 }
 
+/// The `env` keys `hook install --telemetry` sets in Claude Code's settings, so its
+/// OpenTelemetry logs (`claude_code.tool_decision` among them) go to toolgate.
+pub const TELEMETRY_VARS: &[&str] = &[
+    "CLAUDE_CODE_ENABLE_TELEMETRY",
+    "OTEL_LOGS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+];
+
+/// Claude Code's settings `text` set up to send its telemetry's logs to `endpoint`
+/// (OTLP/HTTP protobuf), with `helper` (`toolgate hook otel-headers …`) as its
+/// `otelHeadersHelper`, which prints the Authorization header: no token is written.
+/// Its other telemetry (metrics) is left as it was.
+pub fn with_telemetry(text: &str, endpoint: &str, helper: &str) -> Result<String, InstallError> {
+    let mut doc: Value = serde_json::from_str(text).map_err(|e| InstallError::Unreadable {
+        path: "the merged settings".into(),
+        kind: "JSON",
+        detail: e.to_string(),
+    })?;
+    if !doc["env"].is_object() {
+        doc["env"] = json!({});
+    }
+    for (name, value) in TELEMETRY_VARS
+        .iter()
+        .zip(["1", "otlp", "http/protobuf", endpoint])
+    {
+        doc["env"][*name] = json!(value);
+    }
+    doc["otelHeadersHelper"] = json!(helper);
+    Ok(format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    ))
+}
+
 /// Drops the `env` keys an earlier install wrote ([`OLD_INSTALL_VARS`]), and `env`
 /// itself when nothing else is left in it.
 fn remove_old_vars(doc: &mut Value) {

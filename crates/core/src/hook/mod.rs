@@ -105,6 +105,10 @@ pub struct Parsed {
     /// The client's session (`session_id`; Cursor's `conversation_id`), which a
     /// central approval "for the session" is bound to.
     pub session: Option<String>,
+    /// The client's own id for the call (`tool_use_id`), sent with the call so the
+    /// client's telemetry about it joins toolgate's record; `None` when the payload
+    /// has none, or one that is not printable ASCII of at most 256 bytes.
+    pub tool_use_id: Option<String>,
     /// Why the call never auto-runs whatever the server answers (an agent's own write
     /// tool writing a protected place): [`held`] turns an ALLOW into ASK saying so.
     pub hold: Option<String>,
@@ -119,6 +123,7 @@ impl Parsed {
             agent: AgentSpec::default(),
             args: CallArgs::default(),
             session: None,
+            tool_use_id: None,
             hold: None,
         }
     }
@@ -240,6 +245,13 @@ pub fn parse(client: Client, input: &[u8], mcp: &McpDirectory) -> Result<Parsed,
         .get(key)
         .and_then(serde_json::Value::as_str)
         .filter(|s| !s.is_empty() && s.len() <= 256)
+        .map(str::to_owned);
+    // only an annotation of the record: one the server would refuse is left out
+    // rather than failing the call
+    parsed.tool_use_id = value
+        .get("tool_use_id")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 256 && s.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_owned);
     Ok(parsed)
 }

@@ -132,6 +132,17 @@ pub(super) fn record_to_pb(r: StoredDecision) -> pb::DecisionRecord {
             .filter(|g| !g.is_empty())
             .map(str::to_owned)
             .collect(),
+        tool_use_id: d.tool_use_id,
+        client_decision: None,
+    }
+}
+
+fn client_decision_to_pb(c: crate::service::ClientDecision) -> pb::ClientDecision {
+    pb::ClientDecision {
+        decision: c.decision,
+        source: c.source,
+        at: timestamp(c.at_ms),
+        tool_name: c.tool_name,
     }
 }
 
@@ -189,8 +200,18 @@ impl DecisionLogService for Api {
             .service
             .list_decisions(&p, &filter, r.page_size, &r.page_token)
             .await?;
+        let mut joined = page.client_decisions;
         Ok(Response::new(pb::ListDecisionsResponse {
-            decisions: page.decisions.into_iter().map(record_to_pb).collect(),
+            decisions: page
+                .decisions
+                .into_iter()
+                .map(|r| {
+                    let client = joined.remove(&r.id);
+                    let mut out = record_to_pb(r);
+                    out.client_decision = client.map(client_decision_to_pb);
+                    out
+                })
+                .collect(),
             next_page_token: page.next_page_token,
         }))
     }

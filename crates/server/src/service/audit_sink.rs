@@ -901,6 +901,7 @@ mod tests {
             count: 4,
             first_at_ms: -5,
             groups: "contractors".into(),
+            tool_use_id: String::new(),
         };
         let record = Record::Decision {
             decision: decision.into(),

@@ -85,6 +85,9 @@ pub struct Origin {
     pub source: DecisionSource,
     /// The agent client, as the request named it (checked by [`check_client`]).
     pub client: String,
+    /// The client's own id for the call (Claude Code's `tool_use_id`), empty when
+    /// it sent none (checked by [`check_tool_use_id`]).
+    pub tool_use_id: String,
 }
 
 /// The client `toolgate hook check` names for its sample call: a check of the
@@ -114,6 +117,26 @@ pub fn check_client(client: &str) -> Result<(), ServiceError> {
             format!(
                 "{:?} is not a client name: use lowercase letters, digits and `-`, at most {MAX_CLIENT_BYTES} bytes (e.g. claude-code), or leave it empty",
                 excerpt(client)
+            ),
+        ))
+    }
+}
+
+/// The longest `tool_use_id` a request may name.
+pub const MAX_TOOL_USE_ID_BYTES: usize = 256;
+
+/// A request's `tool_use_id`: empty, or printable ASCII without spaces, at most
+/// [`MAX_TOOL_USE_ID_BYTES`]. The clients' ids (`toolu_01…`, `call_…`) are; the rule
+/// keeps control characters and look-alikes out of the log that shows it.
+pub fn check_tool_use_id(id: &str) -> Result<(), ServiceError> {
+    if id.len() <= MAX_TOOL_USE_ID_BYTES && id.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(ServiceError::invalid(
+            "tool_use_id",
+            format!(
+                "{:?} is not a tool-use id: use printable ASCII without spaces, at most {MAX_TOOL_USE_ID_BYTES} bytes (the client's own id, e.g. toolu_01…), or leave it empty",
+                excerpt(id)
             ),
         ))
     }
@@ -156,6 +179,9 @@ pub struct DecisionFilter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecisionPage {
     pub decisions: Vec<StoredDecision>,
+    /// What the clients reported doing with the calls, by record id (their own
+    /// telemetry, joined by the client's id for the call).
+    pub client_decisions: std::collections::HashMap<u64, crate::store::ClientDecision>,
     /// Empty when there is no further page.
     pub next_page_token: String,
 }
@@ -461,6 +487,7 @@ impl Service {
             matched: matched.unwrap_or_default(),
             // the groups the call was decided under (no allocation for none)
             groups: super::decide::caller_groups(p, team, user).join(","),
+            tool_use_id: &origin.tool_use_id,
         })
     }
 
@@ -624,8 +651,10 @@ impl Service {
             (true, Some(last)) => make_token(last.decision.at_ms, last.id, &fingerprint),
             _ => String::new(),
         };
+        let client_decisions = self.joined_client_decisions(&records).await?;
         Ok(DecisionPage {
             decisions: records.iter().map(handed_out).collect(),
+            client_decisions,
             next_page_token,
         })
     }
@@ -964,6 +993,7 @@ pub(super) struct DecisionRecord<'a> {
     matched: &'a str,
     /// The caller's groups applied to the decision, joined by `,`.
     groups: String,
+    tool_use_id: &'a str,
 }
 
 impl DecisionRecord<'_> {
@@ -988,6 +1018,7 @@ impl DecisionRecord<'_> {
             self.reason,
             self.matched,
             &self.groups,
+            self.tool_use_id,
         ]
     }
 
@@ -1412,6 +1443,7 @@ mod tests {
                 &d.subject_sha256,
                 "ASK",
                 "COMMAND_NOT_ALLOWLISTED",
+                "",
                 "",
                 "",
             ];

@@ -11,6 +11,7 @@
 mod approvals;
 mod audit_sink;
 mod budget;
+mod client_telemetry;
 mod decide;
 mod decisions;
 mod deny_journal;
@@ -37,17 +38,18 @@ pub use crate::store::{
     PinSettings,
 };
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
-pub use crate::store::{NewDecision, StoredDecision};
+pub use crate::store::{ClientDecision, NewDecision, StoredDecision};
 pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
     call_from_json as approval_call,
 };
 pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
 pub use budget::AUDIT_DECISIONS_SHED;
+pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
-    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, outcome_name,
-    parse_outcome, parse_reason,
+    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, check_tool_use_id,
+    outcome_name, parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};
 pub use export::{AUDIT_EVENT, DECISION_EVENT, Exporter, SPILL_DIR as OTLP_SPILL_DIR};
@@ -212,6 +214,8 @@ pub struct Service {
     approval_waiters: approvals::Waiters,
     /// The teams whose impact preview is running: one at a time per team.
     previews: decisions::Previews,
+    /// Each member's reports of its client's own decisions this minute.
+    report_budgets: client_telemetry::ReportBudgets,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -305,6 +309,7 @@ impl Service {
             webhook: webhook::Webhook::start(WebhookLimits::default()),
             approval_waiters: approvals::Waiters::default(),
             previews: decisions::Previews::default(),
+            report_budgets: client_telemetry::ReportBudgets::default(),
         }
     }
 

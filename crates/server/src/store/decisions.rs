@@ -63,6 +63,11 @@ pub struct NewDecision {
     /// empty for none. The impact preview combines them again with the proposal.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub groups: String,
+    /// The client's own id for the call (Claude Code's `tool_use_id`), which its
+    /// telemetry names too: the client's decision is joined to the record by it.
+    /// Empty when the client sent none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tool_use_id: String,
 }
 
 fn one() -> u64 {
@@ -135,7 +140,7 @@ impl PackedDecision {
 
     /// The texts, in the store's order: team, user, principal, agent, role, client,
     /// source, kind, server, tool, action, subject, subject_sha256, outcome, reason,
-    /// matched_entry, groups.
+    /// matched_entry, groups, tool_use_id.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -186,6 +191,7 @@ impl NewDecision {
             reason,
             matched_entry,
             groups,
+            tool_use_id,
         ] = texts;
         NewDecision {
             at_ms,
@@ -210,6 +216,7 @@ impl NewDecision {
             count: 1,
             first_at_ms: at_ms,
             groups,
+            tool_use_id,
         }
     }
 }
@@ -293,8 +300,11 @@ impl EncodedDecisions {
         let _ = write!(self.text, "{at_ms}");
         let mut principal = (0, 0);
         for (k, text) in texts.into_iter().enumerate() {
-            // a record made in no group keeps the form older versions read
-            if k == GROUPS && text.is_empty() {
+            // a record made in no group and without the client's id keeps the form
+            // older versions read: an empty groups text is written only before an id
+            if (k == GROUPS && text.is_empty() && texts[TOOL_USE_ID].is_empty())
+                || (k == TOOL_USE_ID && text.is_empty())
+            {
                 continue;
             }
             self.text.push(b',');
@@ -473,10 +483,13 @@ pub struct DecisionQuery {
 }
 
 /// A record's texts.
-pub const TEXT_COUNT: usize = 17;
-/// Where the groups are among a record's texts: the last, left out of the JSON form
-/// when empty.
+pub const TEXT_COUNT: usize = 18;
+/// Where the groups are among a record's texts: left out of the JSON form when empty
+/// and no client id follows.
 const GROUPS: usize = 16;
+/// Where the client's id for the call is: the last, left out of the JSON form when
+/// empty.
+const TOOL_USE_ID: usize = 17;
 /// Where the outcome is among a record's texts.
 const OUTCOME: usize = 13;
 /// Where the principal is among a record's texts.
@@ -538,8 +551,9 @@ where
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
 /// (migration 8 writes the same from the rows it moves), then `count, first_at` for
 /// a record that stands for identical DENYs of a principal past its budget. The
-/// last text, the groups, is there only when it is not empty (a record of an older
-/// version has none).
+/// last two texts, the groups and the client's id for the call, are there only when
+/// not empty (the groups, empty, when only the id is there; a record of an older
+/// version has neither).
 struct JsonRecord(StoredDecision);
 
 impl<'de> Deserialize<'de> for JsonRecord {
@@ -550,7 +564,7 @@ impl<'de> Deserialize<'de> for JsonRecord {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(
                     f,
-                    "a decision record: [id, at, {GROUPS} texts, optionally the groups, subject_bytes, revision] and optionally count, first_at"
+                    "a decision record: [id, at, {GROUPS} texts, optionally the groups and then the client's id, subject_bytes, revision] and optionally count, first_at"
                 )
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
@@ -572,12 +586,20 @@ impl<'de> Deserialize<'de> for JsonRecord {
                 for text in &mut texts[..GROUPS] {
                     *text = next(&mut seq, &mut read)?;
                 }
-                let subject_bytes: u64 = match next(&mut seq, &mut read)? {
-                    TextOrNumber::Text(groups) => {
-                        texts[GROUPS] = groups;
-                        next(&mut seq, &mut read)?
+                // up to two optional texts (groups, then the client's id) before the size
+                let mut subject_bytes = None;
+                for k in GROUPS..TEXT_COUNT {
+                    match next(&mut seq, &mut read)? {
+                        TextOrNumber::Text(text) => texts[k] = text,
+                        TextOrNumber::Number(n) => {
+                            subject_bytes = Some(n);
+                            break;
+                        }
                     }
-                    TextOrNumber::Number(n) => n,
+                }
+                let subject_bytes: u64 = match subject_bytes {
+                    Some(n) => n,
+                    None => next(&mut seq, &mut read)?,
                 };
                 let revision: u64 = next(&mut seq, &mut read)?;
                 let mut decision = NewDecision::from_texts(at_ms, texts, subject_bytes, revision);
@@ -601,7 +623,8 @@ impl<'de> Deserialize<'de> for JsonRecord {
     }
 }
 
-/// The element after a record's first texts: its groups, or (none) its size.
+/// An element after a record's first texts: its groups or the client's id, or (none
+/// left) its size.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum TextOrNumber {
@@ -935,6 +958,12 @@ where
                 pruned.audit_removed += removed;
                 pruned.capped |= capped;
             }
+            // the clients' own decisions go with the longest kept of the records
+            // they annotate
+            sqlx::query("DELETE FROM client_decisions WHERE at < $1")
+                .bind(r.older_than_ms.min(r.deny_older_than_ms))
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             Ok(pruned)
         }
@@ -1200,6 +1229,7 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
         &d.reason,
         &d.matched_entry,
         &d.groups,
+        &d.tool_use_id,
     ]
 }
 
@@ -1232,6 +1262,7 @@ mod tests {
             "ALLOW",
             "",
             "contractors,pii",
+            "toolu_01\"id\"",
         ];
         let mut counted = record(i64::MAX, hostile);
         counted.count = u64::MAX;
@@ -1268,6 +1299,22 @@ mod tests {
         let encoded = EncodedDecisions::from(&[&PackedDecision::from(&none)][..]);
         let tail = String::from_utf8(encoded.tail(0).to_vec()).unwrap();
         assert_eq!(tail.matches("\"\"").count(), GROUPS, "{tail}");
+        // a client's id without groups is written after an empty groups text
+        let mut id_only = none.clone();
+        id_only.tool_use_id = "toolu_1".into();
+        let encoded = EncodedDecisions::from(&[&PackedDecision::from(&id_only)][..]);
+        let tail = String::from_utf8(encoded.tail(0).to_vec()).unwrap();
+        assert!(tail.contains(",\"\",\"toolu_1\","), "{tail}");
+        assert_eq!(encoded.decode(0, 1).unwrap().decision, id_only);
+        let with_id = format!("[[1,2,{texts},\"a\",\"toolu_2\",3,4]]");
+        let read = decode(&with_id).unwrap();
+        assert_eq!(
+            (
+                read[0].decision.groups.as_str(),
+                read[0].decision.tool_use_id.as_str()
+            ),
+            ("a", "toolu_2")
+        );
         let counted = format!("[[1,2,{texts},3,4,5,1]]");
         let read = decode(&counted).unwrap();
         assert_eq!(
@@ -1280,7 +1327,8 @@ mod tests {
         let first_after_last = format!("[[1,2,{texts},3,4,5,9]]");
         let short = format!("[[1,2,{texts},3]]");
         let negative = format!("[[-1,2,{texts},3,4]]");
-        let two_groups = format!("[[1,2,{texts},\"a\",\"b\",3,4]]");
+        // groups and the client's id are the only texts that may follow
+        let three_texts = format!("[[1,2,{texts},\"a\",\"b\",\"c\",3,4]]");
         for bad in [
             "",
             "[",
@@ -1293,7 +1341,7 @@ mod tests {
             &first_after_last,
             &short,
             &negative,
-            &two_groups,
+            &three_texts,
         ] {
             assert!(decode(bad).is_err(), "{bad:?}");
         }
