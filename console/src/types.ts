@@ -101,6 +101,19 @@ export interface DecisionRecord {
   /** Identical DENYs the record stands for (its principal was past its budget). */
   count?: U64;
   firstAt?: string;
+  /** The client's own id for the call (Claude Code's tool_use_id). */
+  toolUseId?: string;
+  /** What the client did with the call, from its own telemetry. */
+  clientDecision?: ClientDecision;
+}
+
+export interface ClientDecision {
+  /** accept or reject. */
+  decision?: string;
+  /** config, hook, user_permanent, user_temporary or user_reject. */
+  source?: string;
+  toolName?: string;
+  at?: string;
 }
 
 export interface DecisionFilter {

@@ -23,13 +23,27 @@ export function describeCall(c: DecidedCall | undefined): string {
   return "(unknown call)";
 }
 
+/** What the client did with toolgate's answer, from its telemetry: `accept by user_temporary`. */
+export function clientSide(r: DecisionRecord): string {
+  const c = r.clientDecision;
+  if (!c) return "";
+  return `${c.decision ?? ""} by ${c.source ?? ""}`;
+}
+
 function row(r: DecisionRecord, fresh: boolean): HTMLElement {
   const outcome = outcomeName(r.outcome);
+  const client = clientSide(r);
   return h(
     "tr",
     { class: fresh ? "new" : "", "data-id": r.id ?? "" },
     h("td", {}, r.at ? new Date(r.at).toLocaleString() : ""),
-    h("td", {}, h("span", { class: `badge ${outcome.toLowerCase()}` }, outcome)),
+    h(
+      "td",
+      {},
+      h("span", { class: `badge ${outcome.toLowerCase()}` }, outcome),
+      // the client's own decision next to toolgate's
+      client ? h("span", { class: "client-decision", title: "what the client did, from its telemetry" }, ` client: ${client}`) : "",
+    ),
     h("td", { class: "call" }, h("code", {}, describeCall(r.call)), num(r.count) > 1 ? ` ×${num(r.count)}` : ""),
     h("td", {}, r.userId ?? ""),
     h(
@@ -48,6 +62,8 @@ function row(r: DecisionRecord, fresh: boolean): HTMLElement {
           h("dd", {}, String(num(r.revision))),
           h("dt", {}, "Asked by"),
           h("dd", {}, `${r.principal ?? ""}${r.client ? ` through ${r.client}` : ""}${r.agentId ? `, agent ${r.agentId}` : ""}${r.role ? ` (${r.role})` : ""}`),
+          r.toolUseId ? [h("dt", {}, "Client's call id"), h("dd", {}, h("code", {}, r.toolUseId))] : null,
+          client ? [h("dt", {}, "The client's decision"), h("dd", {}, `${client}${r.clientDecision?.toolName ? ` (${r.clientDecision.toolName})` : ""}`)] : null,
           r.call?.commandSha256 ? [h("dt", {}, "Command"), h("dd", {}, `${num(r.call.commandBytes)} bytes, SHA-256 ${r.call.commandSha256}`)] : null,
         ),
       ),

@@ -329,6 +329,46 @@ fn merge_codex_requirements(
 mod tests {
     use super::*;
 
+    /// `--telemetry` points Claude Code's logs at toolgate, keeps what the settings
+    /// had, and writes a command for the header, never a token.
+    #[test]
+    fn telemetry_sets_the_exporter_and_the_header_helper() {
+        let old = r#"{"env": {"OTHER": "1", "OTEL_LOGS_EXPORTER": "console"}, "model": "x"}"#;
+        let merged = merge(
+            Client::ClaudeCode,
+            Scope::User,
+            Path::new("s"),
+            Some(old),
+            "tg hook claude-code --token-file /t",
+        )
+        .unwrap();
+        let text = with_telemetry(
+            &merged,
+            "https://tg.example/v1/logs",
+            "tg hook otel-headers --token-file /t",
+        )
+        .unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["env"]["OTHER"], "1");
+        assert_eq!(doc["model"], "x");
+        assert_eq!(doc["env"]["OTEL_LOGS_EXPORTER"], "otlp");
+        assert_eq!(doc["env"]["CLAUDE_CODE_ENABLE_TELEMETRY"], "1");
+        assert_eq!(
+            doc["env"]["OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"],
+            "http/protobuf"
+        );
+        assert_eq!(
+            doc["env"]["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"],
+            "https://tg.example/v1/logs"
+        );
+        assert_eq!(
+            doc["otelHeadersHelper"],
+            "tg hook otel-headers --token-file /t"
+        );
+        assert!(doc["env"].get("OTEL_EXPORTER_OTLP_HEADERS").is_none());
+        assert!(with_telemetry("not json", "e", "h").is_err());
+    }
+
     /// Every client's entry matches every tool, so a tool no table names still
     /// reaches the hook (and asks).
     #[test]

@@ -320,3 +320,32 @@ fn one_line(s: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The client's id for the call is read from every client's payload that has one;
+    /// one the server would refuse is left out, and the call is still decided.
+    #[test]
+    fn a_payloads_tool_use_id_is_kept_when_printable_and_short() {
+        let payload = |id: &str| {
+            serde_json::json!({"session_id": "s", "hook_event_name": "PreToolUse",
+                "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": id})
+            .to_string()
+        };
+        let read = |client, id: &str| {
+            parse(client, payload(id).as_bytes(), &McpDirectory::default())
+                .unwrap()
+                .tool_use_id
+        };
+        assert_eq!(
+            read(Client::ClaudeCode, "toolu_01A"),
+            Some("toolu_01A".into())
+        );
+        assert_eq!(read(Client::Codex, "call_9"), Some("call_9".into()));
+        for bad in ["", "a b", "tab\there", "\u{1b}[2J", "é", &"x".repeat(257)] {
+            assert_eq!(read(Client::ClaudeCode, bad), None, "{bad:?}");
+        }
+    }
+}

@@ -588,9 +588,9 @@ impl<'de> Deserialize<'de> for JsonRecord {
                 }
                 // up to two optional texts (groups, then the client's id) before the size
                 let mut subject_bytes = None;
-                for k in GROUPS..TEXT_COUNT {
+                for slot in &mut texts[GROUPS..] {
                     match next(&mut seq, &mut read)? {
-                        TextOrNumber::Text(text) => texts[k] = text,
+                        TextOrNumber::Text(text) => *slot = text,
                         TextOrNumber::Number(n) => {
                             subject_bytes = Some(n);
                             break;
