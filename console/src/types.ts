@@ -116,6 +116,14 @@ export interface ClientDecision {
   at?: string;
 }
 
+/** A client's report as WatchDecisions sends it, with the call it is about. */
+export interface ClientDecisionReport {
+  teamId?: string;
+  userId?: string;
+  toolUseId?: string;
+  decision?: ClientDecision;
+}
+
 export interface DecisionFilter {
   teamId?: string;
   userId?: string;

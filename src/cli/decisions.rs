@@ -323,10 +323,55 @@ async fn tail(c: &Clients, args: &DecisionsArgs) -> anyhow::Result<i32> {
             Some(pb::watch_decisions_response::Event::Lagged(n)) => {
                 c.out.print(&Lagged { lagged: n });
             }
+            Some(pb::watch_decisions_response::Event::ClientDecision(r)) => {
+                c.out.print(&ClientReport::from(&r));
+            }
             None => {}
         }
     }
     Ok(0)
+}
+
+/// A client's report of what it did with a call, as `decisions tail` prints it.
+#[derive(Debug, Serialize)]
+pub struct ClientReport {
+    pub team: String,
+    pub user: String,
+    pub tool_use_id: String,
+    pub client_decision: Option<ClientDecisionRow>,
+}
+
+impl From<&pb::ClientDecisionReport> for ClientReport {
+    fn from(r: &pb::ClientDecisionReport) -> Self {
+        Self {
+            team: r.team_id.clone(),
+            user: r.user_id.clone(),
+            tool_use_id: r.tool_use_id.clone(),
+            client_decision: r.decision.as_ref().map(|c| ClientDecisionRow {
+                decision: c.decision.clone(),
+                source: c.source.clone(),
+                tool_name: c.tool_name.clone(),
+                at: rfc3339(c.at),
+            }),
+        }
+    }
+}
+
+impl Render for ClientReport {
+    fn human(&self) -> String {
+        let (at, said) = match &self.client_decision {
+            Some(c) => (
+                c.at.clone(),
+                format!("{} by {}", clip(&c.decision, 16), clip(&c.source, 24)),
+            ),
+            None => (String::new(), String::new()),
+        };
+        format!(
+            "{at}  client {said} for {} of {}\n",
+            clip(&self.tool_use_id, 64),
+            clip(&self.user, 16)
+        )
+    }
 }
 
 /// Calls whose outcome changes, in one group.

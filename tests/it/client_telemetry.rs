@@ -232,6 +232,19 @@ async fn otlp_grpc_export_joins_too_and_a_bad_tool_use_id_in_evaluate_is_refused
     records(&server, 2).await;
     let decision =
         serde_json::json!({"decision": "reject", "source": "user_reject", "tool_name": "Bash"});
+    // watchers in scope are told of the report as it arrives; bob's own too, not alice
+    let mut watches = Vec::new();
+    for token in ["admin-token", "bob-token", "alice-token"] {
+        let watch = server
+            .decisions(token)
+            .watch_decisions(pb::WatchDecisionsRequest {
+                filter: Some(team_filter()),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        watches.push(watch);
+    }
     let mut logs =
         LogsServiceClient::with_interceptor(server.channel.clone(), Auth::new("bob-token"));
     let answer = logs
@@ -248,6 +261,45 @@ async fn otlp_grpc_export_joins_too_and_a_bad_tool_use_id_in_evaluate_is_refused
     let all = list_all(&server, "admin-token", team_filter()).await;
     let bob = all.iter().find(|r| r.tool_use_id == "toolu_bob_1").unwrap();
     assert_eq!(bob.client_decision.as_ref().unwrap().decision, "reject");
+    let mut alice_watch = watches.pop().unwrap();
+    for mut watch in watches {
+        let event = tokio::time::timeout(DEADLINE, watch.message())
+            .await
+            .expect("the report within the deadline")
+            .unwrap()
+            .unwrap()
+            .event;
+        let Some(pb::watch_decisions_response::Event::ClientDecision(report)) = event else {
+            panic!("a client decision, not {event:?}");
+        };
+        assert_eq!(
+            (report.user_id.as_str(), report.tool_use_id.as_str()),
+            ("bob", "toolu_bob_1")
+        );
+        assert_eq!(report.decision.unwrap().source, "user_reject");
+    }
+    // alice's watch stays quiet: her next event is her own next call's record
+    server
+        .policy("alice-token")
+        .evaluate(pb::EvaluateRequest {
+            call: Some(shell("ls")),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(DEADLINE, alice_watch.message())
+        .await
+        .expect("alice's record within the deadline")
+        .unwrap()
+        .unwrap()
+        .event;
+    assert!(
+        matches!(
+            event,
+            Some(pb::watch_decisions_response::Event::Decision(_))
+        ),
+        "{event:?}"
+    );
 
     for bad in ["a b", "tab\there", &"x".repeat(257), "é"] {
         let refused = server

@@ -1503,7 +1503,7 @@ async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() 
             match fast.message().await.unwrap().unwrap().event {
                 Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
                 Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
-                None => {}
+                Some(pb::watch_decisions_response::Event::ClientDecision(_)) | None => {}
             }
         }
     })
@@ -1516,7 +1516,7 @@ async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() 
             match slow.message().await.unwrap().unwrap().event {
                 Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
                 Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
-                None => {}
+                Some(pb::watch_decisions_response::Event::ClientDecision(_)) | None => {}
             }
         }
     })

@@ -6,7 +6,7 @@ import { callKey, timeChart, topChart } from "../charts";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { labelled } from "../layout";
 import { explain, outcomeName, reasonName } from "../reasons";
-import type { DecidedCall, DecisionFilter, DecisionRecord } from "../types";
+import type { ClientDecisionReport, DecidedCall, DecisionFilter, DecisionRecord } from "../types";
 import { num } from "../types";
 
 const MAX_KEPT = 1000;
@@ -114,7 +114,7 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
         try {
           live.textContent = "Live: new decisions appear as they are made";
           live.className = "live on";
-          await stream<{ decision?: DecisionRecord; lagged?: string }>(
+          await stream<{ decision?: DecisionRecord; lagged?: string; clientDecision?: ClientDecisionReport }>(
             "DecisionLogService",
             "WatchDecisions",
             { filter: f },
@@ -127,6 +127,14 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
                 while (tbody.rows.length > MAX_KEPT) tbody.deleteRow(-1);
                 status.textContent = `${records.length} decisions, newest first.`;
                 redraw();
+              } else if (m.clientDecision) {
+                // the client's report of a call shown here: its row shows it too
+                const c = m.clientDecision;
+                const r = records.find((r) => r.toolUseId === c.toolUseId && r.userId === c.userId && r.teamId === c.teamId);
+                if (r) {
+                  r.clientDecision = c.decision;
+                  tbody.querySelector(`tr[data-id="${CSS.escape(r.id ?? "")}"]`)?.replaceWith(row(r, true));
+                }
               } else if (m.lagged) {
                 showError(status, `${m.lagged} decisions were not shown because the page fell behind: reload to list them.`);
               }

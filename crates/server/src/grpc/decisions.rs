@@ -248,6 +248,16 @@ impl DecisionLogService for Api {
                         pb::watch_decisions_response::Event::Decision(record_to_pb(*record))
                     }
                     DecisionEvent::Lagged(n) => pb::watch_decisions_response::Event::Lagged(n),
+                    DecisionEvent::ClientDecision(c) => {
+                        pb::watch_decisions_response::Event::ClientDecision(
+                            pb::ClientDecisionReport {
+                                team_id: c.team_id.clone(),
+                                user_id: c.user_id.clone(),
+                                tool_use_id: c.tool_use_id.clone(),
+                                decision: Some(client_decision_to_pb(*c)),
+                            },
+                        )
+                    }
                 };
                 let response = pb::WatchDecisionsResponse {
                     event: Some(message),

@@ -130,6 +130,10 @@ impl Service {
             })
             .collect();
         self.store.record_client_decisions(&rows).await?;
+        for row in &rows {
+            // nobody watching is no error
+            let _ = self.client_reports.send(std::sync::Arc::new(row.clone()));
+        }
         Ok(Ingested {
             kept: rows.len() as u64,
             refused: total - rows.len() as u64,

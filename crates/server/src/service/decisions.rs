@@ -193,6 +193,8 @@ pub enum DecisionEvent {
     /// This many records were not sent: the subscriber fell behind, or another
     /// replica's could not be read (0: how many is not known, its notices were missed).
     Lagged(u64),
+    /// A client's report of what it did with a call, as it arrived here.
+    ClientDecision(Box<crate::store::ClientDecision>),
 }
 
 /// A live stream of records matching a filter, within the caller's scope.
@@ -203,6 +205,8 @@ pub struct DecisionWatch {
     rx: broadcast::Receiver<Arc<StoredDecision>>,
     /// Other replicas' records, as [`relay`] reads them.
     relayed: broadcast::Receiver<Relayed>,
+    /// The clients' reports this replica receives.
+    pub(super) reports: broadcast::Receiver<Arc<crate::store::ClientDecision>>,
     shutdown: CancellationToken,
 }
 
@@ -214,6 +218,19 @@ impl DecisionWatch {
                 () = self.shutdown.cancelled() => return None,
                 received = self.rx.recv() => received.map(Relayed::Record),
                 received = self.relayed.recv() => received,
+                report = self.reports.recv() => match report {
+                    // the caller's scope: its team, and its own user for a member
+                    Ok(r) if self.query.team_id.as_deref().is_none_or(|t| t == r.team_id)
+                        && self.query.user_id.as_deref().is_none_or(|u| u == r.user_id) =>
+                    {
+                        return Some(DecisionEvent::ClientDecision(Box::new((*r).clone())));
+                    }
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        return Some(DecisionEvent::Lagged(n));
+                    }
+                    Err(broadcast::error::RecvError::Closed) => continue,
+                },
             };
             match received {
                 Ok(Relayed::Record(record)) if self.query.matches(&record.decision) => {
@@ -670,6 +687,7 @@ impl Service {
             query,
             rx: self.audit.subscribe(),
             relayed: self.relayed.subscribe(),
+            reports: self.client_reports.subscribe(),
             shutdown: self.shutdown.clone(),
         })
     }

@@ -216,6 +216,8 @@ pub struct Service {
     previews: decisions::Previews,
     /// Each member's reports of its client's own decisions this minute.
     report_budgets: client_telemetry::ReportBudgets,
+    /// The clients' reports as they arrive, for this replica's decision watchers.
+    client_reports: tokio::sync::broadcast::Sender<Arc<ClientDecision>>,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -282,6 +284,7 @@ impl Service {
             decision_log.watch_buffer,
         );
         let relayed = tokio::sync::broadcast::Sender::new(decision_log.watch_buffer.max(1));
+        let client_reports = tokio::sync::broadcast::Sender::new(decision_log.watch_buffer.max(1));
         if decision_log.enabled {
             tokio::spawn(decisions::prune(
                 hub.store().clone(),
@@ -310,6 +313,7 @@ impl Service {
             approval_waiters: approvals::Waiters::default(),
             previews: decisions::Previews::default(),
             report_budgets: client_telemetry::ReportBudgets::default(),
+            client_reports,
         }
     }
 
