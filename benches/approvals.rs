@@ -71,6 +71,7 @@ async fn ask(policy: &mut Policy, n: usize) -> String {
                 session_id: "bench".into(),
             }),
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .expect("evaluate")

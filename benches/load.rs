@@ -241,6 +241,7 @@ impl Caller {
                     explain: false,
                     agent: None,
                     client: String::new(),
+                    tool_use_id: String::new(),
                 })
                 .await
                 .is_ok_and(|r| {
@@ -259,6 +260,7 @@ impl Caller {
                     explain: false,
                     agent: None,
                     client: String::new(),
+                    tool_use_id: String::new(),
                 })
                 .await
                 .is_ok_and(|r| {

@@ -49,6 +49,7 @@ async fn decide(channel: &Channel, team: &str) {
             agent: None,
             client: String::new(),
             approval: None,
+            tool_use_id: String::new(),
         })
         .await
         .expect("evaluate");

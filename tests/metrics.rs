@@ -112,6 +112,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
                 explain: false,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .unwrap()
@@ -129,6 +130,7 @@ async fn a_known_sequence_of_calls_is_counted_exactly_and_promtool_accepts_the_t
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap_err();

@@ -105,6 +105,27 @@ export interface DecisionRecord {
   groups?: string[];
   /** The programs an ALLOW rested on whose effects toolgate does not know. */
   effectsUnknown?: string[];
+  /** The client's own id for the call (Claude Code's tool_use_id). */
+  toolUseId?: string;
+  /** What the client did with the call, from its own telemetry. */
+  clientDecision?: ClientDecision;
+}
+
+export interface ClientDecision {
+  /** accept or reject. */
+  decision?: string;
+  /** config, hook, user_permanent, user_temporary or user_reject. */
+  source?: string;
+  toolName?: string;
+  at?: string;
+}
+
+/** A client's report as WatchDecisions sends it, with the call it is about. */
+export interface ClientDecisionReport {
+  teamId?: string;
+  userId?: string;
+  toolUseId?: string;
+  decision?: ClientDecision;
 }
 
 export interface DecisionFilter {

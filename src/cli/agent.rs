@@ -48,6 +48,10 @@ pub enum HookCommand {
     /// Runs the installed hook once on a harmless sample call and says whether it
     /// reaches the server, as whom, and what the call gets.
     Check(CheckArgs),
+    /// Prints the `Authorization` header for Claude Code's telemetry to toolgate, as
+    /// JSON (its `otelHeadersHelper`, which `hook install --telemetry` sets), from the
+    /// settings the hook reads: the token never goes into a settings file.
+    OtelHeaders(HookArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -139,6 +143,12 @@ pub struct InstallArgs {
     /// is set 30 seconds longer, since a client whose hook times out runs the call.
     #[arg(long, value_name = "SECONDS")]
     approval_wait: Option<u64>,
+    /// Claude Code only: also send its own telemetry's logs to toolgate
+    /// (`OTEL_LOGS_EXPORTER=otlp` to the server's `/v1/logs`), so the decision log
+    /// shows what Claude Code did with each answer. The token is read by
+    /// `toolgate hook otel-headers`, never written into the settings.
+    #[arg(long)]
+    telemetry: bool,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +265,41 @@ pub(super) fn settings_of(flags: &Flags, env: &[(String, String)]) -> (Reconcile
     )
 }
 
+/// `toolgate hook otel-headers`: `{"Authorization": "Bearer TOKEN"}` from the hook's
+/// own settings (managed configuration, flags, profile), for Claude Code's
+/// `otelHeadersHelper`; exit 1, saying why on stderr, without a token.
+fn otel_headers(args: &HookArgs, conn: &Connection) -> i32 {
+    let (settings, trouble) = settings_of(&args.flags(conn), &toolgate_env());
+    if let Some(e) = trouble {
+        eprintln!("error: {e}");
+        return 1;
+    }
+    let config = ClientConfig {
+        token: settings.conn.token.clone(),
+        token_file: settings.conn.token_file.clone(),
+        ..ClientConfig::default()
+    };
+    match config.read_token() {
+        Ok(Some(token)) => {
+            println!(
+                "{}",
+                serde_json::json!({ "Authorization": format!("Bearer {}", token.trim()) })
+            );
+            0
+        }
+        Ok(None) => {
+            eprintln!(
+                "error: no token for the telemetry: give --token-file, or run `toolgate login`"
+            );
+            1
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
 /// Runs a hook command; returns the exit code. Never panics out, never errors out.
 /// `conn` holds the connection flags of the command line alone (no environment).
 pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
@@ -265,6 +310,7 @@ pub fn run_hook(command: HookCommand, conn: &Connection) -> i32 {
         HookCommand::Gemini(a) => (Client::Gemini, a),
         HookCommand::Install(a) => return install_hook(a, conn),
         HookCommand::Check(a) => return check_hook(a),
+        HookCommand::OtelHeaders(a) => return otel_headers(&a, conn),
     };
     let options = Options {
         no_grant: args.no_grant,
@@ -377,7 +423,9 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
                     .map_err(crate::grpc::client::ClientError::Config)?;
                 config.token = sso.token;
             }
-            let server = Server::connect(config).await?;
+            let server = Server::connect(config)
+                .await?
+                .for_tool_use(parsed.tool_use_id.as_deref());
             let mut decided = match &ask {
                 Some(ask) => {
                     server
@@ -864,9 +912,26 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
-    let text =
+    let mut text =
         install::merge_with_timeout(client, scope, &path, existing.as_deref(), &command, timeout)
             .map_err(|e| e.to_string())?;
+    if args.telemetry {
+        if client != Client::ClaudeCode {
+            return Err(format!(
+                "--telemetry sets up Claude Code's telemetry; {} sends none toolgate reads: leave the flag out",
+                client.name()
+            ));
+        }
+        // where the hook asks: the server given, else the profile's
+        let server = conn
+            .server
+            .clone()
+            .or_else(|| super::profile::load().ok().and_then(|p| p.server))
+            .unwrap_or_else(|| super::args::DEFAULT_SERVER.to_owned());
+        let helper = command.replacen(&format!(" hook {}", client.name()), " hook otel-headers", 1);
+        text = install::with_telemetry(&text, &telemetry_endpoint(&server), &helper)
+            .map_err(|e| e.to_string())?;
+    }
     if !args.dry_run {
         let written = path
             .parent()
@@ -912,6 +977,16 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// OTLP/HTTP's logs URL on `server` (`HOST:PORT` or a URL, as `--server` takes it).
+fn telemetry_endpoint(server: &str) -> String {
+    let base = server.trim_end_matches('/');
+    if base.contains("://") {
+        format!("{base}/v1/logs")
+    } else {
+        format!("http://{base}/v1/logs")
+    }
 }
 
 /// Where a managed install writes the managed configuration: under `--path` as the

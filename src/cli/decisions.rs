@@ -124,6 +124,24 @@ pub struct DecisionRow {
     /// The programs an ALLOW rested on whose effects toolgate does not know.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub effects_unknown: Vec<String>,
+    /// The client's own id for the call, when it sent one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tool_use_id: String,
+    /// What the client did with the call, from its own telemetry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_decision: Option<ClientDecisionRow>,
+}
+
+/// A client's own decision about a call, as `decisions list` shows it.
+#[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
+pub struct ClientDecisionRow {
+    /// `accept` or `reject`.
+    pub decision: String,
+    /// `config`, `hook`, `user_permanent`, `user_temporary` or `user_reject`.
+    pub source: String,
+    pub tool_name: String,
+    /// When toolgate received it.
+    pub at: String,
 }
 
 impl From<&pb::DecisionRecord> for DecisionRow {
@@ -160,6 +178,13 @@ impl From<&pb::DecisionRecord> for DecisionRow {
             first_at: (r.count > 1).then(|| rfc3339(r.first_at)),
             groups: r.groups.clone(),
             effects_unknown: r.effects_unknown.clone(),
+            tool_use_id: r.tool_use_id.clone(),
+            client_decision: r.client_decision.as_ref().map(|c| ClientDecisionRow {
+                decision: c.decision.clone(),
+                source: c.source.clone(),
+                tool_name: c.tool_name.clone(),
+                at: rfc3339(c.at),
+            }),
         }
     }
 }
@@ -198,8 +223,17 @@ impl Render for DecisionRow {
                 clip(&self.effects_unknown.join(", "), 60)
             )
         };
+        // what the client did with the answer, next to it
+        let client = match &self.client_decision {
+            Some(c) => format!(
+                "  (client: {} by {})",
+                clip(&c.decision, 16),
+                clip(&c.source, 24)
+            ),
+            None => String::new(),
+        };
         format!(
-            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}{unknown}\n",
+            "{}  {:<5} {:<24} {:<16} {:<12} {}{repeats}{groups}{unknown}{client}\n",
             self.at,
             self.outcome,
             self.reason,
@@ -301,10 +335,55 @@ async fn tail(c: &Clients, args: &DecisionsArgs) -> anyhow::Result<i32> {
             Some(pb::watch_decisions_response::Event::Lagged(n)) => {
                 c.out.print(&Lagged { lagged: n });
             }
+            Some(pb::watch_decisions_response::Event::ClientDecision(r)) => {
+                c.out.print(&ClientReport::from(&r));
+            }
             None => {}
         }
     }
     Ok(0)
+}
+
+/// A client's report of what it did with a call, as `decisions tail` prints it.
+#[derive(Debug, Serialize)]
+pub struct ClientReport {
+    pub team: String,
+    pub user: String,
+    pub tool_use_id: String,
+    pub client_decision: Option<ClientDecisionRow>,
+}
+
+impl From<&pb::ClientDecisionReport> for ClientReport {
+    fn from(r: &pb::ClientDecisionReport) -> Self {
+        Self {
+            team: r.team_id.clone(),
+            user: r.user_id.clone(),
+            tool_use_id: r.tool_use_id.clone(),
+            client_decision: r.decision.as_ref().map(|c| ClientDecisionRow {
+                decision: c.decision.clone(),
+                source: c.source.clone(),
+                tool_name: c.tool_name.clone(),
+                at: rfc3339(c.at),
+            }),
+        }
+    }
+}
+
+impl Render for ClientReport {
+    fn human(&self) -> String {
+        let (at, said) = match &self.client_decision {
+            Some(c) => (
+                c.at.clone(),
+                format!("{} by {}", clip(&c.decision, 16), clip(&c.source, 24)),
+            ),
+            None => (String::new(), String::new()),
+        };
+        format!(
+            "{at}  client {said} for {} of {}\n",
+            clip(&self.tool_use_id, 64),
+            clip(&self.user, 16)
+        )
+    }
 }
 
 /// Calls whose outcome changes, in one group.
@@ -537,13 +616,34 @@ mod tests {
         // an ALLOW that rested on programs with unknown effects names them, last
         let unknown = pb::DecisionRecord {
             effects_unknown: vec!["zip".into(), "fakeroot".into()],
-            ..grouped
+            ..grouped.clone()
         };
         assert!(
             DecisionRow::from(&unknown)
                 .human()
                 .ends_with("(groups contractors, pii)  (effects unknown: zip, fakeroot)\n")
         );
+        // what the client did with the call, from its telemetry, is shown beside
+        let reported = pb::DecisionRecord {
+            tool_use_id: "toolu_01".into(),
+            client_decision: Some(pb::ClientDecision {
+                decision: "accept".into(),
+                source: "user_temporary".into(),
+                tool_name: "Bash".into(),
+                at: None,
+            }),
+            ..grouped
+        };
+        let row = DecisionRow::from(&reported);
+        assert!(
+            row.human()
+                .ends_with("(groups contractors, pii)  (client: accept by user_temporary)\n"),
+            "{}",
+            row.human()
+        );
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["tool_use_id"], "toolu_01");
+        assert_eq!(json["client_decision"]["source"], "user_temporary");
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub(super) async fn evaluate(c: &Clients, a: EvaluateArgs) -> anyhow::Result<i32
             client: "cli".into(),
             // a person at the terminal reads the answer: no request is made
             approval: None,
+            tool_use_id: String::new(),
         })
         .await
         .map_err(rpc_error)?

@@ -85,6 +85,7 @@ async fn evaluate(
             agent: None,
             approval,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .expect("evaluate")

@@ -19,7 +19,7 @@ use std::time::Duration;
 use support::*;
 use toolgate::proto::v1 as pb;
 
-const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fakes");
+pub(crate) const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fakes");
 
 pub(crate) fn claude_binary() -> Option<PathBuf> {
     match std::env::var_os("TOOLGATE_TEST_CLAUDE") {
@@ -187,6 +187,18 @@ pub(crate) async fn claude_output(
     mcp_servers: &Value,
     call: Value,
 ) -> (std::process::Output, FakeModel) {
+    claude_output_with(claude, dir, settings, mcp_servers, call, &[]).await
+}
+
+/// [`claude_output`] with more arguments for `claude`.
+pub(crate) async fn claude_output_with(
+    claude: &Path,
+    dir: &Path,
+    settings: &Path,
+    mcp_servers: &Value,
+    call: Value,
+    extra: &[&str],
+) -> (std::process::Output, FakeModel) {
     let model = FakeModel::start(dir, &json!([call]));
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
@@ -210,6 +222,7 @@ pub(crate) async fn claude_output(
         .arg("--mcp-config")
         .arg(&mcp)
         .arg("--strict-mcp-config")
+        .args(extra)
         .current_dir(dir)
         .env("HOME", &home)
         .env(

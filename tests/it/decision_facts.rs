@@ -182,6 +182,7 @@ async fn evaluate_says_what_an_allow_rests_on() {
                 agent: None,
                 client: String::new(),
                 approval: None,
+                tool_use_id: String::new(),
             })
             .await
             .unwrap_or_else(|e| panic!("{}: evaluate: {e}", case["name"]))

@@ -57,6 +57,7 @@ pub(crate) fn evaluate(call: pb::ToolCall, client: &str) -> pb::EvaluateRequest 
         agent: None,
         client: client.into(),
         approval: None,
+        tool_use_id: String::new(),
     }
 }
 
@@ -461,6 +462,7 @@ async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
                 agent: None,
                 client: String::new(),
                 approval: None,
+                tool_use_id: String::new(),
             })
             .await
             .unwrap();
@@ -492,6 +494,7 @@ async fn a_member_sees_only_its_own_calls_and_others_see_nothing() {
                 agent: None,
                 client: String::new(),
                 approval: None,
+                tool_use_id: String::new(),
             })
             .await
             .unwrap();
@@ -778,6 +781,7 @@ fn synthetic(at_ms: i64, kind: &str, subject: &str, outcome: &str) -> NewDecisio
         groups: String::new(),
         effects_unknown: String::new(),
         cwd: String::new(),
+        tool_use_id: String::new(),
     }
 }
 
@@ -891,9 +895,16 @@ async fn records_read_back_exactly_as_written() {
                     } else {
                         String::new()
                     },
-                    // every fifth kept its working directory (the last optional text)
+                    // every fifth kept its working directory
                     cwd: if i % 5 == 0 {
                         format!("/home/{}", t(2))
+                    } else {
+                        String::new()
+                    },
+                    // some carry the client's id for the call (the last optional
+                    // text), with and without the texts before it
+                    tool_use_id: if i % 7 == 2 {
+                        format!("toolu_{i}")
                     } else {
                         String::new()
                     },
@@ -1692,7 +1703,7 @@ async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() 
             match fast.message().await.unwrap().unwrap().event {
                 Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
                 Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
-                None => {}
+                Some(pb::watch_decisions_response::Event::ClientDecision(_)) | None => {}
             }
         }
     })
@@ -1705,7 +1716,7 @@ async fn a_watcher_that_does_not_read_is_told_what_it_missed_and_slows_nobody() 
             match slow.message().await.unwrap().unwrap().event {
                 Some(pb::watch_decisions_response::Event::Decision(_)) => got += 1,
                 Some(pb::watch_decisions_response::Event::Lagged(n)) => missed += n,
-                None => {}
+                Some(pb::watch_decisions_response::Event::ClientDecision(_)) | None => {}
             }
         }
     })

@@ -56,6 +56,7 @@ async fn decide(server: &TestServer) -> pb::Decision {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .expect("decisions keep serving")
@@ -563,6 +564,7 @@ impl TestClient {
                 explain: false,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .expect("decisions keep serving")

@@ -243,6 +243,7 @@ async fn ids_are_nfc_without_invisible_characters() {
                 explain: false,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .unwrap_err();

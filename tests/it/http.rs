@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 use toolgate::proto::v1 as pb;
 
 /// An HTTP answer: status, headers, body.
-struct Answer {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    body: bytes::Bytes,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) body: bytes::Bytes,
 }
 
 impl Answer {
@@ -48,7 +48,7 @@ async fn post(
 }
 
 /// Any request to the test server, with exactly these headers.
-async fn send(
+pub(crate) async fn send(
     server: &TestServer,
     method: reqwest::Method,
     path: &str,

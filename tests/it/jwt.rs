@@ -95,6 +95,7 @@ async fn evaluate(server: &TestServer, token: &str, user: &str) -> Result<(), to
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .map(drop)

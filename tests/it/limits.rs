@@ -29,6 +29,7 @@ fn evaluate(call: pb::ToolCall) -> pb::EvaluateRequest {
         explain: false,
         agent: None,
         client: String::new(),
+        tool_use_id: String::new(),
     }
 }
 

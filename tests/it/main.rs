@@ -16,6 +16,7 @@ mod categories;
 mod categories_api;
 mod claude_code;
 mod cli;
+mod client_telemetry;
 mod conformance;
 mod console;
 mod crash;

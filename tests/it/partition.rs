@@ -69,6 +69,7 @@ fn read_call() -> pb::EvaluateRequest {
         explain: false,
         agent: None,
         client: String::new(),
+        tool_use_id: String::new(),
     }
 }
 

@@ -104,6 +104,7 @@ async fn evaluate(server: &TestServer, call: pb::ToolCall) -> pb::Decision {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap()

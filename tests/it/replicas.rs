@@ -109,6 +109,7 @@ async fn postgres_write_through_one_replica_reaches_a_watcher_on_another() {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap()
@@ -176,6 +177,7 @@ async fn postgres_restart_under_a_running_replica() {
         explain: false,
         agent: None,
         client: String::new(),
+        tool_use_id: String::new(),
     };
 
     cluster.ctl("stop");
@@ -248,6 +250,7 @@ async fn postgres_outage_keeps_deny_records_until_it_is_back() {
         explain: false,
         agent: None,
         client: String::new(),
+        tool_use_id: String::new(),
     };
     // one decision before the outage puts the team and alice in the replica's cache
     let d = policy

@@ -151,6 +151,7 @@ async fn vectors_through_evaluate(server: &TestServer, prefix: &str, text: &str)
                 explain: true,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .unwrap_or_else(|e| panic!("{name}: evaluate: {e}"))
@@ -488,6 +489,7 @@ async fn invalid_entries_name_field_entry_and_rule() {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap_err();
@@ -622,6 +624,7 @@ async fn deny_decisions_and_changes_are_audited() {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         })
         .await
         .unwrap()
@@ -946,6 +949,7 @@ async fn call_rpc(server: &TestServer, token: &str, rpc: &str) -> Code {
                 explain: false,
                 agent: None,
                 client: String::new(),
+                tool_use_id: String::new(),
             })
             .await
             .map(drop),

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use support::pg;
 use toolgate::policy::{AdminControls, UserSettings};
 use toolgate::store::{
-    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, DecisionQuery, EncodedDecisions,
-    History, NewApproval, NewAuditEvent, NewGrant, PackedDecision, PostgresStore, QuotaKey,
-    SqliteStore, Store, StoreError,
+    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, ClientDecision, DecisionQuery,
+    EncodedDecisions, History, NewApproval, NewAuditEvent, NewGrant, PackedDecision, PostgresStore,
+    QuotaKey, Retention, SqliteStore, Store, StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -874,6 +874,82 @@ async fn org_group_policies_keep_their_own_revision_history_and_audit(reopen: Re
     assert_eq!((read.doc, read.revision), (org("rm"), 2));
 }
 
+fn reported(user: &str, id: &str, decision: &str, at_ms: i64) -> ClientDecision {
+    ClientDecision {
+        team_id: "t".into(),
+        user_id: user.into(),
+        tool_use_id: id.into(),
+        decision: decision.into(),
+        source: "user_temporary".into(),
+        tool_name: "Bash".into(),
+        at_ms,
+    }
+}
+
+/// The clients' own decisions: kept per team, user and id (a later report of a call
+/// replaces the earlier), read back by team and ids, pruned with the decision log.
+async fn client_decisions_kept_read_and_pruned(reopen: Reopen) {
+    let store = reopen(100).await;
+    let hostile = "toolu_\"'; DROP TABLE client_decisions; --";
+    store
+        .record_client_decisions(&[
+            reported("alice", "toolu_1", "accept", 1_000),
+            reported("bob", "toolu_1", "reject", 1_000),
+            reported("alice", hostile, "accept", 5_000),
+        ])
+        .await
+        .unwrap();
+    // the same call reported again: the last word stands
+    store
+        .record_client_decisions(&[reported("alice", "toolu_1", "reject", 2_000)])
+        .await
+        .unwrap();
+    let mut read = store
+        .client_decisions("t", &["toolu_1", hostile, "toolu_none"])
+        .await
+        .unwrap();
+    read.sort_by(|a, b| (&a.user_id, &a.tool_use_id).cmp(&(&b.user_id, &b.tool_use_id)));
+    assert_eq!(
+        read,
+        vec![
+            reported("alice", hostile, "accept", 5_000),
+            reported("alice", "toolu_1", "reject", 2_000),
+            reported("bob", "toolu_1", "reject", 1_000),
+        ]
+    );
+    assert!(
+        store
+            .client_decisions("other", &["toolu_1"])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.client_decisions("t", &[]).await.unwrap().is_empty());
+    // a page's worth of ids in one read
+    let many: Vec<String> = (0..1000).map(|i| format!("toolu_{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert_eq!(store.client_decisions("t", &many).await.unwrap().len(), 2);
+    // the longer of the decision log's two ages keeps them
+    store
+        .prune_decisions(&Retention {
+            older_than_ms: 10_000,
+            max_per_team: 100,
+            deny_older_than_ms: 3_000,
+            deny_max_per_team: 100,
+            audit_older_than_ms: 0,
+            audit_max_per_team: 100,
+            max_removed: 100,
+        })
+        .await
+        .unwrap();
+    let store = reopen(100).await;
+    let left = store
+        .client_decisions("t", &["toolu_1", hostile])
+        .await
+        .unwrap();
+    assert_eq!(left, vec![reported("alice", hostile, "accept", 5_000)]);
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite_backend {
@@ -906,6 +982,7 @@ suite!(
     approvals_answer_once_and_grants_end_exactly,
     tool_pins_first_sight_change_and_acceptance,
     org_group_policies_keep_their_own_revision_history_and_audit,
+    client_decisions_kept_read_and_pruned,
 );
 
 /// A PostgreSQL database made before quotas were counted per user opens: its quota
@@ -935,6 +1012,7 @@ async fn postgres_old_quota_table_is_migrated() {
          DROP TABLE tool_pins;
          DROP TABLE pin_settings;
          DROP TABLE sign_ins;
+         DROP TABLE client_decisions;
          DELETE FROM toolgate_schema WHERE version > 2;",
     )
     .execute(&pool)
@@ -975,6 +1053,7 @@ async fn postgres_decision_rows_move_into_blocks() {
          DROP TABLE tool_pins;
          DROP TABLE pin_settings;
          DROP TABLE sign_ins;
+         DROP TABLE client_decisions;
          ALTER TABLE issued_tokens DROP COLUMN group_names;
          DELETE FROM toolgate_schema WHERE version > 7;",
     )

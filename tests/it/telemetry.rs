@@ -90,6 +90,7 @@ async fn spans_reach_the_collector_and_sigterm_flushes_them() {
         explain: false,
         agent: None,
         client: String::new(),
+        tool_use_id: String::new(),
     });
     request.metadata_mut().insert(
         "traceparent",

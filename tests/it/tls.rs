@@ -81,6 +81,7 @@ fn evaluate_for(user: &str) -> String {
             explain: false,
             agent: None,
             client: String::new(),
+            tool_use_id: String::new(),
         }
         .encode_to_vec(),
     )

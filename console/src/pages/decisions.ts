@@ -6,7 +6,7 @@ import { callKey, timeChart, topChart } from "../charts";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { labelled } from "../layout";
 import { explain, outcomeName, reasonName } from "../reasons";
-import type { DecidedCall, DecisionFilter, DecisionRecord } from "../types";
+import type { ClientDecisionReport, DecidedCall, DecisionFilter, DecisionRecord } from "../types";
 import { num } from "../types";
 
 const MAX_KEPT = 1000;
@@ -23,13 +23,27 @@ export function describeCall(c: DecidedCall | undefined): string {
   return "(unknown call)";
 }
 
+/** What the client did with toolgate's answer, from its telemetry: `accept by user_temporary`. */
+export function clientSide(r: DecisionRecord): string {
+  const c = r.clientDecision;
+  if (!c) return "";
+  return `${c.decision ?? ""} by ${c.source ?? ""}`;
+}
+
 function row(r: DecisionRecord, fresh: boolean): HTMLElement {
   const outcome = outcomeName(r.outcome);
+  const client = clientSide(r);
   return h(
     "tr",
     { class: fresh ? "new" : "", "data-id": r.id ?? "" },
     h("td", {}, r.at ? new Date(r.at).toLocaleString() : ""),
-    h("td", {}, h("span", { class: `badge ${outcome.toLowerCase()}` }, outcome)),
+    h(
+      "td",
+      {},
+      h("span", { class: `badge ${outcome.toLowerCase()}` }, outcome),
+      // the client's own decision next to toolgate's
+      client ? h("span", { class: "client-decision", title: "what the client did, from its telemetry" }, ` client: ${client}`) : "",
+    ),
     h("td", { class: "call" }, h("code", {}, describeCall(r.call)), num(r.count) > 1 ? ` ×${num(r.count)}` : ""),
     h("td", {}, r.userId ?? ""),
     h(
@@ -51,6 +65,8 @@ function row(r: DecisionRecord, fresh: boolean): HTMLElement {
           r.effectsUnknown?.length
             ? [h("dt", {}, "Effects unknown"), h("dd", { class: "effects-unknown" }, `${r.effectsUnknown.join(", ")}: what they ran, wrote or deleted was not checked`)]
             : null,
+          r.toolUseId ? [h("dt", {}, "Client's call id"), h("dd", {}, h("code", {}, r.toolUseId))] : null,
+          client ? [h("dt", {}, "The client's decision"), h("dd", {}, `${client}${r.clientDecision?.toolName ? ` (${r.clientDecision.toolName})` : ""}`)] : null,
           r.call?.commandSha256 ? [h("dt", {}, "Command"), h("dd", {}, `${num(r.call.commandBytes)} bytes, SHA-256 ${r.call.commandSha256}`)] : null,
         ),
       ),
@@ -101,7 +117,7 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
         try {
           live.textContent = "Live: new decisions appear as they are made";
           live.className = "live on";
-          await stream<{ decision?: DecisionRecord; lagged?: string }>(
+          await stream<{ decision?: DecisionRecord; lagged?: string; clientDecision?: ClientDecisionReport }>(
             "DecisionLogService",
             "WatchDecisions",
             { filter: f },
@@ -114,6 +130,14 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
                 while (tbody.rows.length > MAX_KEPT) tbody.deleteRow(-1);
                 status.textContent = `${records.length} decisions, newest first.`;
                 redraw();
+              } else if (m.clientDecision) {
+                // the client's report of a call shown here: its row shows it too
+                const c = m.clientDecision;
+                const r = records.find((r) => r.toolUseId === c.toolUseId && r.userId === c.userId && r.teamId === c.teamId);
+                if (r) {
+                  r.clientDecision = c.decision;
+                  tbody.querySelector(`tr[data-id="${CSS.escape(r.id ?? "")}"]`)?.replaceWith(row(r, true));
+                }
               } else if (m.lagged) {
                 showError(status, `${m.lagged} decisions were not shown because the page fell behind: reload to list them.`);
               }

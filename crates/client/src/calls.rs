@@ -92,6 +92,7 @@ impl Client {
                 client: a.client.clone(),
                 session_id: a.session_id.clone(),
             }),
+            tool_use_id: self.tool_use_id.clone(),
         };
         let d = self
             .within(|mut c| async move { c.evaluate(request).await })

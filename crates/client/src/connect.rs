@@ -166,6 +166,7 @@ impl Client {
             channel,
             bearer,
             config,
+            tool_use_id: String::new(),
         })
     }
 
@@ -183,6 +184,7 @@ impl Client {
             channel,
             bearer,
             config,
+            tool_use_id: String::new(),
         })
     }
 

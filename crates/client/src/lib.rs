@@ -91,6 +91,18 @@ pub struct Client {
     channel: Channel,
     bearer: Bearer,
     config: ClientConfig,
+    /// The agent client's own id for the call its decisions are for (a hook's one
+    /// call), sent with each so the decision log can join the client's telemetry.
+    tool_use_id: String,
+}
+
+impl Client {
+    /// Sends `id` as the client's own id for the calls decided from now on (a hook
+    /// decides one call per process).
+    pub fn for_tool_use(mut self, id: Option<&str>) -> Self {
+        self.tool_use_id = id.unwrap_or_default().to_owned();
+        self
+    }
 }
 
 fn status_error(server: String, status: tonic::Status) -> ClientError {

@@ -825,6 +825,11 @@ pub async fn run(
             PolicyRouter::new(api.clone(), limit),
             intercept.clone(),
         ))
+        // the agent clients' own telemetry (OTLP logs), authenticated as any call
+        .add_service(InterceptedService::new(
+            crate::grpc::LogsServiceServer::new(api.clone()).max_decoding_message_size(limit),
+            intercept.clone(),
+        ))
         .add_service(InterceptedService::new(
             ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
             intercept_sign_in,

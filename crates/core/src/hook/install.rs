@@ -155,6 +155,41 @@ pub fn merge_with_timeout(
     ))
 }
 
+/// The `env` keys `hook install --telemetry` sets in Claude Code's settings, so its
+/// OpenTelemetry logs (`claude_code.tool_decision` among them) go to toolgate.
+pub const TELEMETRY_VARS: &[&str] = &[
+    "CLAUDE_CODE_ENABLE_TELEMETRY",
+    "OTEL_LOGS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+];
+
+/// Claude Code's settings `text` set up to send its telemetry's logs to `endpoint`
+/// (OTLP/HTTP protobuf), with `helper` (`toolgate hook otel-headers …`) as its
+/// `otelHeadersHelper`, which prints the Authorization header: no token is written.
+/// Its other telemetry (metrics) is left as it was.
+pub fn with_telemetry(text: &str, endpoint: &str, helper: &str) -> Result<String, InstallError> {
+    let mut doc: Value = serde_json::from_str(text).map_err(|e| InstallError::Unreadable {
+        path: "the merged settings".into(),
+        kind: "JSON",
+        detail: e.to_string(),
+    })?;
+    if !doc["env"].is_object() {
+        doc["env"] = json!({});
+    }
+    for (name, value) in TELEMETRY_VARS
+        .iter()
+        .zip(["1", "otlp", "http/protobuf", endpoint])
+    {
+        doc["env"][*name] = json!(value);
+    }
+    doc["otelHeadersHelper"] = json!(helper);
+    Ok(format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    ))
+}
+
 /// Drops the `env` keys an earlier install wrote ([`OLD_INSTALL_VARS`]), and `env`
 /// itself when nothing else is left in it.
 fn remove_old_vars(doc: &mut Value) {
@@ -293,6 +328,46 @@ fn merge_codex_requirements(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--telemetry` points Claude Code's logs at toolgate, keeps what the settings
+    /// had, and writes a command for the header, never a token.
+    #[test]
+    fn telemetry_sets_the_exporter_and_the_header_helper() {
+        let old = r#"{"env": {"OTHER": "1", "OTEL_LOGS_EXPORTER": "console"}, "model": "x"}"#;
+        let merged = merge(
+            Client::ClaudeCode,
+            Scope::User,
+            Path::new("s"),
+            Some(old),
+            "tg hook claude-code --token-file /t",
+        )
+        .unwrap();
+        let text = with_telemetry(
+            &merged,
+            "https://tg.example/v1/logs",
+            "tg hook otel-headers --token-file /t",
+        )
+        .unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["env"]["OTHER"], "1");
+        assert_eq!(doc["model"], "x");
+        assert_eq!(doc["env"]["OTEL_LOGS_EXPORTER"], "otlp");
+        assert_eq!(doc["env"]["CLAUDE_CODE_ENABLE_TELEMETRY"], "1");
+        assert_eq!(
+            doc["env"]["OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"],
+            "http/protobuf"
+        );
+        assert_eq!(
+            doc["env"]["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"],
+            "https://tg.example/v1/logs"
+        );
+        assert_eq!(
+            doc["otelHeadersHelper"],
+            "tg hook otel-headers --token-file /t"
+        );
+        assert!(doc["env"].get("OTEL_EXPORTER_OTLP_HEADERS").is_none());
+        assert!(with_telemetry("not json", "e", "h").is_err());
+    }
 
     /// Every client's entry matches every tool, so a tool no table names still
     /// reaches the hook (and asks).

@@ -106,6 +106,10 @@ pub struct Parsed {
     /// The client's session (`session_id`; Cursor's `conversation_id`), which a
     /// central approval "for the session" is bound to.
     pub session: Option<String>,
+    /// The client's own id for the call (`tool_use_id`), sent with the call so the
+    /// client's telemetry about it joins toolgate's record; `None` when the payload
+    /// has none, or one that is not printable ASCII of at most 256 bytes.
+    pub tool_use_id: Option<String>,
     /// Why the call never auto-runs whatever the server answers (an agent's own write
     /// tool writing a protected place): [`held`] turns an ALLOW into ASK saying so.
     pub hold: Option<String>,
@@ -120,6 +124,7 @@ impl Parsed {
             agent: AgentSpec::default(),
             args: CallArgs::default(),
             session: None,
+            tool_use_id: None,
             hold: None,
         }
     }
@@ -238,6 +243,13 @@ pub fn parse(client: Client, input: &[u8], mcp: &McpDirectory) -> Result<Parsed,
         .and_then(serde_json::Value::as_str)
         .filter(|s| !s.is_empty() && s.len() <= 256)
         .map(str::to_owned);
+    // only an annotation of the record: one the server would refuse is left out
+    // rather than failing the call
+    parsed.tool_use_id = value
+        .get("tool_use_id")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 256 && s.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_owned);
     Ok(parsed)
 }
 
@@ -304,4 +316,33 @@ fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The client's id for the call is read from every client's payload that has one;
+    /// one the server would refuse is left out, and the call is still decided.
+    #[test]
+    fn a_payloads_tool_use_id_is_kept_when_printable_and_short() {
+        let payload = |id: &str| {
+            serde_json::json!({"session_id": "s", "hook_event_name": "PreToolUse",
+                "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": id})
+            .to_string()
+        };
+        let read = |client, id: &str| {
+            parse(client, payload(id).as_bytes(), &McpDirectory::default())
+                .unwrap()
+                .tool_use_id
+        };
+        assert_eq!(
+            read(Client::ClaudeCode, "toolu_01A"),
+            Some("toolu_01A".into())
+        );
+        assert_eq!(read(Client::Codex, "call_9"), Some("call_9".into()));
+        for bad in ["", "a b", "tab\there", "\u{1b}[2J", "é", &"x".repeat(257)] {
+            assert_eq!(read(Client::ClaudeCode, bad), None, "{bad:?}");
+        }
+    }
 }

@@ -134,6 +134,17 @@ pub(super) fn record_to_pb(r: StoredDecision) -> pb::DecisionRecord {
             .filter(|g| !g.is_empty())
             .map(str::to_owned)
             .collect(),
+        tool_use_id: d.tool_use_id,
+        client_decision: None,
+    }
+}
+
+fn client_decision_to_pb(c: crate::service::ClientDecision) -> pb::ClientDecision {
+    pb::ClientDecision {
+        decision: c.decision,
+        source: c.source,
+        at: timestamp(c.at_ms),
+        tool_name: c.tool_name,
     }
 }
 
@@ -192,8 +203,18 @@ impl DecisionLogService for Api {
             .service
             .list_decisions(&p, &filter, r.page_size, &r.page_token)
             .await?;
+        let mut joined = page.client_decisions;
         Ok(Response::new(pb::ListDecisionsResponse {
-            decisions: page.decisions.into_iter().map(record_to_pb).collect(),
+            decisions: page
+                .decisions
+                .into_iter()
+                .map(|r| {
+                    let client = joined.remove(&r.id);
+                    let mut out = record_to_pb(r);
+                    out.client_decision = client.map(client_decision_to_pb);
+                    out
+                })
+                .collect(),
             next_page_token: page.next_page_token,
         }))
     }
@@ -230,6 +251,16 @@ impl DecisionLogService for Api {
                         pb::watch_decisions_response::Event::Decision(record_to_pb(*record))
                     }
                     DecisionEvent::Lagged(n) => pb::watch_decisions_response::Event::Lagged(n),
+                    DecisionEvent::ClientDecision(c) => {
+                        pb::watch_decisions_response::Event::ClientDecision(
+                            pb::ClientDecisionReport {
+                                team_id: c.team_id.clone(),
+                                user_id: c.user_id.clone(),
+                                tool_use_id: c.tool_use_id.clone(),
+                                decision: Some(client_decision_to_pb(*c)),
+                            },
+                        )
+                    }
                 };
                 let response = pb::WatchDecisionsResponse {
                     event: Some(message),

@@ -2,6 +2,7 @@
 //! sees protobuf and tonic types.
 
 mod approvals;
+mod client_telemetry;
 pub mod convert;
 mod decisions;
 mod error;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 pub use approvals::ApprovalServiceServer;
+pub use client_telemetry::{LogsServiceServer, MAX_RECORDS_PER_REQUEST, TOOL_DECISION_EVENT};
 pub use decisions::DecisionLogServiceServer;
 pub use pb::admin_service_server::AdminServiceServer;
 pub use pb::policy_service_server::PolicyServiceServer;
@@ -403,6 +405,7 @@ impl PolicyService for Api {
         let origin = crate::service::Origin {
             source: crate::service::DecisionSource::Evaluate,
             client: r.client,
+            tool_use_id: r.tool_use_id,
         };
         let agent = convert::agent_from_pb(r.agent);
         let (mut decisions, revision) = self
@@ -479,6 +482,7 @@ impl PolicyService for Api {
         let origin = crate::service::Origin {
             source: crate::service::DecisionSource::EvaluateBatch,
             client: r.client,
+            tool_use_id: String::new(),
         };
         let (decisions, revision) = self
             .service

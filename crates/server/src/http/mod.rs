@@ -153,6 +153,8 @@ enum Route {
     GrpcWeb,
     Preflight,
     Connect,
+    /// OTLP/HTTP logs (`POST /v1/logs`): the agent clients' own telemetry.
+    Otlp,
 }
 
 fn route(req: &Request<Body>) -> Route {
@@ -167,6 +169,8 @@ fn route(req: &Request<Body>) -> Route {
         Route::Grpc
     } else if req.method() == Method::OPTIONS {
         Route::Preflight
+    } else if req.uri().path() == connect::OTLP_LOGS_PATH {
+        Route::Otlp
     } else {
         Route::Connect
     }
@@ -259,6 +263,12 @@ where
                     );
                     Ok(secure(answer))
                 })
+            }
+            // no page sends telemetry: no CORS headers are given
+            Route::Otlp => {
+                let waiting = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, waiting);
+                Box::pin(async move { Ok(secure(connect::serve_otlp(&shared, ready, req).await)) })
             }
             Route::Connect => {
                 // the clone that was polled ready goes with the call; this one waits

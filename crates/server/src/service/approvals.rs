@@ -391,6 +391,7 @@ impl Service {
             let origin = Origin {
                 source: DecisionSource::Approval,
                 client: client.clone(),
+                tool_use_id: String::new(),
             };
             let decided = (Outcome::Allow, Reason::Approved, Some(by.as_str()));
             if let Some(record) =
@@ -769,6 +770,7 @@ impl Service {
         let origin = Origin {
             source: DecisionSource::Approval,
             client: r.new.client.clone(),
+            tool_use_id: String::new(),
         };
         let matched = r.allowlist_entry.as_deref();
         let decided = (outcome, reason, matched);

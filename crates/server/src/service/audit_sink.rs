@@ -903,6 +903,7 @@ mod tests {
             groups: "contractors".into(),
             effects_unknown: "zip\nfakeroot".into(),
             cwd: "/home/dev/proj".into(),
+            tool_use_id: String::new(),
         };
         let record = Record::Decision {
             decision: decision.into(),

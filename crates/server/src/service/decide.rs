@@ -2,7 +2,7 @@
 //! seed 004's roles when it names an agent; DENYs to the audit trail), and
 //! `tools/list` filtering.
 
-use super::decisions::{DecisionSource, Origin, Shown, check_client};
+use super::decisions::{DecisionSource, Origin, Shown, check_client, check_tool_use_id};
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
@@ -94,6 +94,7 @@ impl Service {
         let origin = Origin {
             source,
             client: String::new(),
+            tool_use_id: String::new(),
         };
         self.evaluate_from(p, team, user, calls, explain, agent, args, &origin)
             .await
@@ -114,6 +115,7 @@ impl Service {
         origin: &Origin,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
         check_client(&origin.client)?;
+        check_tool_use_id(&origin.tool_use_id)?;
         let (team, user) = own_subject(p, team, user);
         // normalised here too: the audit records below name them
         let team: &str = &check_id("team_id", team)?;
@@ -296,6 +298,7 @@ impl Service {
         let origin = Origin {
             source: DecisionSource::FilterTools,
             client: client.to_owned(),
+            tool_use_id: String::new(),
         };
         self.log_listing(
             p,

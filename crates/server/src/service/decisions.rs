@@ -75,6 +75,9 @@ pub struct Origin {
     pub source: DecisionSource,
     /// The agent client, as the request named it (checked by [`check_client`]).
     pub client: String,
+    /// The client's own id for the call (Claude Code's `tool_use_id`), empty when
+    /// it sent none (checked by [`check_tool_use_id`]).
+    pub tool_use_id: String,
 }
 
 /// The client `toolgate hook check` names for its sample call: a check of the
@@ -104,6 +107,26 @@ pub fn check_client(client: &str) -> Result<(), ServiceError> {
             format!(
                 "{:?} is not a client name: use lowercase letters, digits and `-`, at most {MAX_CLIENT_BYTES} bytes (e.g. claude-code), or leave it empty",
                 excerpt(client)
+            ),
+        ))
+    }
+}
+
+/// The longest `tool_use_id` a request may name.
+pub const MAX_TOOL_USE_ID_BYTES: usize = 256;
+
+/// A request's `tool_use_id`: empty, or printable ASCII without spaces, at most
+/// [`MAX_TOOL_USE_ID_BYTES`]. The clients' ids (`toolu_01…`, `call_…`) are; the rule
+/// keeps control characters and look-alikes out of the log that shows it.
+pub fn check_tool_use_id(id: &str) -> Result<(), ServiceError> {
+    if id.len() <= MAX_TOOL_USE_ID_BYTES && id.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(ServiceError::invalid(
+            "tool_use_id",
+            format!(
+                "{:?} is not a tool-use id: use printable ASCII without spaces, at most {MAX_TOOL_USE_ID_BYTES} bytes (the client's own id, e.g. toolu_01…), or leave it empty",
+                excerpt(id)
             ),
         ))
     }
@@ -140,6 +163,9 @@ pub struct DecisionFilter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecisionPage {
     pub decisions: Vec<StoredDecision>,
+    /// What the clients reported doing with the calls, by record id (their own
+    /// telemetry, joined by the client's id for the call).
+    pub client_decisions: std::collections::HashMap<u64, crate::store::ClientDecision>,
     /// Empty when there is no further page.
     pub next_page_token: String,
 }
@@ -151,6 +177,8 @@ pub enum DecisionEvent {
     /// This many records were not sent: the subscriber fell behind, or another
     /// replica's could not be read (0: how many is not known, its notices were missed).
     Lagged(u64),
+    /// A client's report of what it did with a call, as it arrived here.
+    ClientDecision(Box<crate::store::ClientDecision>),
 }
 
 /// A live stream of records matching a filter, within the caller's scope.
@@ -161,6 +189,8 @@ pub struct DecisionWatch {
     rx: broadcast::Receiver<Arc<StoredDecision>>,
     /// Other replicas' records, as [`relay`] reads them.
     relayed: broadcast::Receiver<Relayed>,
+    /// The clients' reports this replica receives.
+    pub(super) reports: broadcast::Receiver<Arc<crate::store::ClientDecision>>,
     shutdown: CancellationToken,
 }
 
@@ -172,6 +202,19 @@ impl DecisionWatch {
                 () = self.shutdown.cancelled() => return None,
                 received = self.rx.recv() => received.map(Relayed::Record),
                 received = self.relayed.recv() => received,
+                report = self.reports.recv() => match report {
+                    // the caller's scope: its team, and its own user for a member
+                    Ok(r) if self.query.team_id.as_deref().is_none_or(|t| t == r.team_id)
+                        && self.query.user_id.as_deref().is_none_or(|u| u == r.user_id) =>
+                    {
+                        return Some(DecisionEvent::ClientDecision(Box::new((*r).clone())));
+                    }
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        return Some(DecisionEvent::Lagged(n));
+                    }
+                    Err(broadcast::error::RecvError::Closed) => continue,
+                },
             };
             match received {
                 Ok(Relayed::Record(record)) if self.query.matches(&record.decision) => {
@@ -457,6 +500,7 @@ impl Service {
             groups: super::decide::caller_groups(p, team, user).join(","),
             effects_unknown: String::new(),
             cwd: "",
+            tool_use_id: &origin.tool_use_id,
         })
     }
 
@@ -620,8 +664,10 @@ impl Service {
             (true, Some(last)) => make_token(last.decision.at_ms, last.id, &fingerprint),
             _ => String::new(),
         };
+        let client_decisions = self.joined_client_decisions(&records).await?;
         Ok(DecisionPage {
             decisions: records.iter().map(handed_out).collect(),
+            client_decisions,
             next_page_token,
         })
     }
@@ -637,6 +683,7 @@ impl Service {
             query,
             rx: self.audit.subscribe(),
             relayed: self.relayed.subscribe(),
+            reports: self.client_reports.subscribe(),
             shutdown: self.shutdown.clone(),
         })
     }
@@ -969,6 +1016,7 @@ pub(super) struct DecisionRecord<'a> {
     effects_unknown: String,
     /// The client's working directory for a command line or a deletion.
     cwd: &'a str,
+    tool_use_id: &'a str,
 }
 
 impl<'a> DecisionRecord<'a> {
@@ -995,6 +1043,7 @@ impl<'a> DecisionRecord<'a> {
             &self.groups,
             &self.effects_unknown,
             self.cwd,
+            self.tool_use_id,
         ]
     }
 
@@ -1492,6 +1541,7 @@ mod tests {
                 &d.subject_sha256,
                 "ASK",
                 "COMMAND_NOT_ALLOWLISTED",
+                "",
                 "",
                 "",
                 "",

@@ -391,6 +391,7 @@ pub fn decision_record(stored: &StoredDecision, observed_ns: u64) -> LogRecord {
         ("toolgate.decision.matched_entry", &d.matched_entry),
         ("toolgate.call.subject_sha256", &d.subject_sha256),
         ("toolgate.call.action", &d.action),
+        ("gen_ai.tool.call.id", &d.tool_use_id),
     ];
     for (key, value) in optional {
         if !value.is_empty() {

@@ -11,6 +11,7 @@
 mod approvals;
 mod audit_sink;
 mod budget;
+mod client_telemetry;
 mod decide;
 mod decisions;
 mod deny_journal;
@@ -39,17 +40,18 @@ pub use crate::store::{
     PinSettings,
 };
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
-pub use crate::store::{NewDecision, StoredDecision};
+pub use crate::store::{ClientDecision, NewDecision, StoredDecision};
 pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
     call_from_json as approval_call,
 };
 pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
 pub use budget::AUDIT_DECISIONS_SHED;
+pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
-    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, outcome_name,
-    parse_outcome, parse_reason,
+    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, check_tool_use_id,
+    outcome_name, parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};
 pub use export::{AUDIT_EVENT, DECISION_EVENT, Exporter, SPILL_DIR as OTLP_SPILL_DIR};
@@ -222,6 +224,10 @@ pub struct Service {
     rates: rates::Rates,
     /// Each principal's tampering reports, bounded.
     tampering: tampering::TamperLimits,
+    /// Each member's reports of its client's own decisions this minute.
+    report_budgets: client_telemetry::ReportBudgets,
+    /// The clients' reports as they arrive, for this replica's decision watchers.
+    client_reports: tokio::sync::broadcast::Sender<Arc<ClientDecision>>,
 }
 
 /// Empty team and user ids stand for the caller's own, where its token names them (a
@@ -288,6 +294,7 @@ impl Service {
             decision_log.watch_buffer,
         );
         let relayed = tokio::sync::broadcast::Sender::new(decision_log.watch_buffer.max(1));
+        let client_reports = tokio::sync::broadcast::Sender::new(decision_log.watch_buffer.max(1));
         if decision_log.enabled {
             tokio::spawn(decisions::prune(
                 hub.store().clone(),
@@ -317,6 +324,8 @@ impl Service {
             previews: decisions::Previews::default(),
             rates: rates::Rates::default(),
             tampering: tampering::TamperLimits::default(),
+            report_budgets: client_telemetry::ReportBudgets::default(),
+            client_reports,
         }
     }
 

@@ -73,6 +73,11 @@ pub struct NewDecision {
     /// client sent none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cwd: String,
+    /// The client's own id for the call (Claude Code's `tool_use_id`), which its
+    /// telemetry names too: the client's decision is joined to the record by it.
+    /// Empty when the client sent none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tool_use_id: String,
 }
 
 /// Joins the programs of a record's `effects_unknown`: a newline, which a program's
@@ -156,7 +161,7 @@ impl PackedDecision {
 
     /// The texts, in the store's order: team, user, principal, agent, role, client,
     /// source, kind, server, tool, action, subject, subject_sha256, outcome, reason,
-    /// matched_entry, then the optional ones: groups, effects_unknown, cwd.
+    /// matched_entry, then the optional ones: groups, effects_unknown, cwd, tool_use_id.
     pub fn texts(&self) -> [&str; TEXT_COUNT] {
         let mut start = 0;
         self.ends.map(|end| {
@@ -209,6 +214,7 @@ impl NewDecision {
             groups,
             effects_unknown,
             cwd,
+            tool_use_id,
         ] = texts;
         NewDecision {
             at_ms,
@@ -235,6 +241,7 @@ impl NewDecision {
             groups,
             effects_unknown,
             cwd,
+            tool_use_id,
         }
     }
 }
@@ -500,9 +507,9 @@ pub struct DecisionQuery {
 }
 
 /// A record's texts.
-pub const TEXT_COUNT: usize = 19;
+pub const TEXT_COUNT: usize = 20;
 /// Where the optional texts start among a record's texts (the groups, the unknown
-/// effects, the working directory): each was added after the first sixteen, and the JSON form
+/// effects, the working directory, the client's id for the call): each was added after the first sixteen, and the JSON form
 /// leaves out those that are empty at its end, so older records read as they were.
 const OPTIONAL: usize = 16;
 /// Where the outcome is among a record's texts.
@@ -566,7 +573,7 @@ where
 /// A record's JSON form in a block: `[id, at, the texts…, subject_bytes, revision]`
 /// (migration 8 writes the same from the rows it moves), then `count, first_at` for
 /// a record that stands for identical DENYs of a principal past its budget. The
-/// optional texts (groups, effects_unknown, cwd) end where the last one not empty does
+/// optional texts (groups, effects_unknown, cwd, tool_use_id) end where the last one not empty does
 /// (a record of an older version has none).
 struct JsonRecord(StoredDecision);
 
@@ -972,6 +979,12 @@ where
                 pruned.audit_removed += removed;
                 pruned.capped |= capped;
             }
+            // the clients' own decisions go with the longest kept of the records
+            // they annotate
+            sqlx::query("DELETE FROM client_decisions WHERE at < $1")
+                .bind(r.older_than_ms.min(r.deny_older_than_ms))
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             Ok(pruned)
         }
@@ -1239,6 +1252,7 @@ fn texts(d: &NewDecision) -> [&str; TEXT_COUNT] {
         &d.groups,
         &d.effects_unknown,
         &d.cwd,
+        &d.tool_use_id,
     ]
 }
 
@@ -1273,6 +1287,7 @@ mod tests {
             "contractors,pii",
             "zip\nfake root",
             "/home/dev/proj",
+            "toolu_01\"id\"",
         ];
         let mut counted = record(i64::MAX, hostile);
         counted.count = u64::MAX;
@@ -1319,6 +1334,14 @@ mod tests {
             (read.groups.as_str(), read.effects_unknown.as_str()),
             ("", "zip")
         );
+        // the client's id alone: the three optional texts before it written empty
+        let mut id_only = none.clone();
+        id_only.effects_unknown.clear();
+        id_only.tool_use_id = "toolu_1".into();
+        let encoded = EncodedDecisions::from(&[&PackedDecision::from(&id_only)][..]);
+        let tail = String::from_utf8(encoded.tail(0).to_vec()).unwrap();
+        assert!(tail.contains(",\"\",\"\",\"\",\"toolu_1\","), "{tail}");
+        assert_eq!(encoded.decode(0, 1).unwrap().decision, id_only);
         let counted = format!("[[1,2,{texts},3,4,5,1]]");
         let read = decode(&counted).unwrap();
         assert_eq!(
@@ -1331,7 +1354,7 @@ mod tests {
         let first_after_last = format!("[[1,2,{texts},3,4,5,9]]");
         let short = format!("[[1,2,{texts},3]]");
         let negative = format!("[[-1,2,{texts},3,4]]");
-        let too_many_texts = format!("[[1,2,{texts},\"a\",\"b\",\"c\",\"d\",3,4]]");
+        let too_many_texts = format!("[[1,2,{texts},\"a\",\"b\",\"c\",\"d\",\"e\",3,4]]");
         for bad in [
             "",
             "[",

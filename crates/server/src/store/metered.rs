@@ -235,6 +235,29 @@ impl Store for Metered<dyn Store> {
         .await
     }
 
+    async fn record_client_decisions(
+        &self,
+        rows: &[super::ClientDecision],
+    ) -> Result<(), StoreError> {
+        observed(
+            "record_client_decisions",
+            self.0.record_client_decisions(rows),
+        )
+        .await
+    }
+
+    async fn client_decisions(
+        &self,
+        team_id: &str,
+        tool_use_ids: &[&str],
+    ) -> Result<Vec<super::ClientDecision>, StoreError> {
+        observed(
+            "client_decisions",
+            self.0.client_decisions(team_id, tool_use_ids),
+        )
+        .await
+    }
+
     async fn record_sign_in(&self, sign_in: &super::SignIn) -> Result<(), StoreError> {
         observed("record_sign_in", self.0.record_sign_in(sign_in)).await
     }

@@ -9,6 +9,7 @@
 
 mod approvals;
 mod backend;
+mod client_decisions;
 mod decisions;
 mod errors;
 mod metered;
@@ -28,6 +29,7 @@ pub use approvals::{
     ApprovalRecord, ApprovalState, NewApproval, NewGrant,
 };
 pub use backend::Backend;
+pub use client_decisions::ClientDecision;
 pub use decisions::{
     DECISIONS_NOTICE_PREFIX, DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, EncodedDecisions,
     NewDecision, PackedDecision, Pruned, Retention, StoredDecision, TEXT_COUNT,
@@ -327,6 +329,23 @@ pub trait Store: Send + Sync + 'static {
         _team_id: Option<&str>,
         _limit: u32,
     ) -> Result<Vec<SignIn>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Keeps the agent clients' own decisions (one per team, user and call; a later
+    /// report of a call replaces the earlier).
+    async fn record_client_decisions(&self, _rows: &[ClientDecision]) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(
+            "this store keeps no client decisions".into(),
+        ))
+    }
+
+    /// The team's client decisions for the calls `tool_use_ids` name, of every user.
+    async fn client_decisions(
+        &self,
+        _team_id: &str,
+        _tool_use_ids: &[&str],
+    ) -> Result<Vec<ClientDecision>, StoreError> {
         Ok(Vec::new())
     }
 

@@ -237,6 +237,21 @@ CREATE TABLE sign_ins (
 );
 CREATE INDEX sign_ins_last_at ON sign_ins (last_at);
 ",
+    // the agent clients' own decisions from their telemetry, joined to the decision
+    // log's records by the client's id for the call
+    r"
+CREATE TABLE client_decisions (
+    team_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    source TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    at {int} NOT NULL,
+    PRIMARY KEY (team_id, tool_use_id, user_id)
+);
+CREATE INDEX client_decisions_at ON client_decisions (at);
+",
 ];
 
 /// A dialect's words for the schema's placeholders.

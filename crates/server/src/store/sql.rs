@@ -571,6 +571,21 @@ where
         self.select_sign_ins(team_id, limit).await
     }
 
+    async fn record_client_decisions(
+        &self,
+        rows: &[super::ClientDecision],
+    ) -> Result<(), StoreError> {
+        self.upsert_client_decisions(rows).await
+    }
+
+    async fn client_decisions(
+        &self,
+        team_id: &str,
+        tool_use_ids: &[&str],
+    ) -> Result<Vec<super::ClientDecision>, StoreError> {
+        self.select_client_decisions(team_id, tool_use_ids).await
+    }
+
     async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
         self.insert_approval(approval).await
     }
