@@ -478,3 +478,47 @@ async fn browser_sign_in_with_pkce_on_a_loopback_redirect() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// The client's bearer can be swapped while it runs (what `toolgate proxy` does at
+/// each refresh of its sign-in): a stub made before the swap sends the new token at
+/// its next call, and a cleared one sends none, which the server refuses.
+#[tokio::test]
+async fn a_client_s_bearer_is_swapped_under_its_stubs() {
+    use toolgate::grpc::client::{Client, ClientConfig, SharedBearer};
+    use toolgate::proto::v1 as pb;
+    let (server, _dir) = crate::support::start().await;
+    let bearer = SharedBearer::default();
+    let client = Client::connect(ClientConfig {
+        server: format!("http://{}", server.addr),
+        token: Some("alice-token".into()),
+        deadline: DEADLINE,
+        bearer: Some(bearer.clone()),
+        ..ClientConfig::default()
+    })
+    .await
+    .expect("connects");
+    let mut stub = client.principal_service();
+    let who = |r: tonic::Response<pb::GetPrincipalResponse>| r.into_inner().user_id;
+    let first = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .unwrap();
+    assert_eq!(who(first), "alice");
+    bearer.set("bob-token").unwrap();
+    let then = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .unwrap();
+    assert_eq!(who(then), "bob", "the same stub sends the new token");
+    assert!(
+        bearer.set("bad\ntoken").is_err(),
+        "a token that is no header value"
+    );
+    bearer.clear();
+    let refused = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .expect_err("no token, no answer");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    server.stop().await;
+}
