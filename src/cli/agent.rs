@@ -393,6 +393,7 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
         } else {
             client.name().to_owned()
         },
+        bearer: None,
     };
     // one call: a single-threaded runtime starts in microseconds
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -1327,6 +1328,7 @@ pub async fn run_export(args: ExportArgs, conn: &Connection) -> anyhow::Result<i
         token_file: conn.token_file,
         deadline: Duration::from_secs(10),
         client_kind: String::new(),
+        bearer: None,
     })
     .await
     .map_err(hinted)?;

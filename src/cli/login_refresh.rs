@@ -93,6 +93,48 @@ async fn refresh_at(path: &Path, seen: &SsoSession) -> Result<SsoSession, String
     }
 }
 
+/// Keeps a long-running process's sign-in fresh (`toolgate proxy`): refreshes it
+/// before its token nears the expiry, as every command does (under the profile's
+/// lock), and puts each new token in `bearer`, which every call reads. When the
+/// refresh is refused and the token has expired, no token is sent any more: the
+/// server refuses the calls, and the proxy fails closed with them.
+pub async fn keep_fresh(
+    path: std::path::PathBuf,
+    mut session: SsoSession,
+    bearer: crate::grpc::client::SharedBearer,
+) {
+    loop {
+        let wait = next_refresh_in(session.expires_at, now());
+        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+        match refresh_at(&path, &session).await {
+            Ok(fresh) => {
+                if let Err(e) = bearer.set(&fresh.token) {
+                    tracing::error!(error = %e, "the refreshed token cannot be sent: no token is sent");
+                    bearer.clear();
+                    return;
+                }
+                tracing::info!(expires_at = fresh.expires_at, "sign-in refreshed");
+                session = fresh;
+            }
+            Err(e) if session.expires_at <= now() => {
+                tracing::error!(error = %e, "the sign-in has expired and was not refreshed: no token is sent; run `toolgate login --sso`");
+                bearer.clear();
+                return;
+            }
+            // tried again before the token ends
+            Err(e) => tracing::warn!(error = %e, "the sign-in was not refreshed: retried"),
+        }
+    }
+}
+
+/// Seconds until a token expiring at `expires_at` is refreshed: [`REFRESH_MARGIN`]
+/// before it expires, or, for a token that lives shorter than that, at half of what
+/// it has left; never sooner than a second from now.
+fn next_refresh_in(expires_at: u64, now: u64) -> u64 {
+    let left = expires_at.saturating_sub(now);
+    left.saturating_sub(REFRESH_MARGIN).max(left / 2).max(1)
+}
+
 /// The profile's lock file, held exclusively until dropped.
 fn lock(path: &Path) -> Result<std::fs::File, String> {
     let at = path.with_file_name(format!(
@@ -112,4 +154,25 @@ fn lock(path: &Path) -> Result<std::fs::File, String> {
     file.lock()
         .map_err(|e| format!("locking the client profile ({}): {e}", at.display()))?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_refreshed_before_its_end_and_never_in_a_loop() {
+        // (expires in, refreshed in)
+        for (left, want) in [
+            (3600, 3600 - REFRESH_MARGIN),
+            (REFRESH_MARGIN + 10, REFRESH_MARGIN / 2 + 5),
+            (30, 15),
+            (1, 1),
+            (0, 1),
+        ] {
+            assert_eq!(next_refresh_in(1_000 + left, 1_000), want, "{left}");
+        }
+        // expired long ago: still a second apart
+        assert_eq!(next_refresh_in(5, 1_000), 1);
+    }
 }

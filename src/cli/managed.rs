@@ -196,6 +196,7 @@ fn fetch(settings: &Reconciled, timeout: Duration) -> Result<RemotePolicy, Fetch
                 user: settings.user.clone(),
                 deadline: timeout,
                 client_kind: String::new(),
+                bearer: None,
             })
             .await
             .map_err(classify)?;

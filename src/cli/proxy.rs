@@ -112,10 +112,23 @@ pub async fn run_proxy(
         }
     };
     let mut resolved = connection.resolve()?;
-    // refreshed once at the start: a long-lived proxy keeps the token it starts with
     super::login_refresh::refresh_if_needed(&mut resolved)
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
+    // a sign-in is refreshed for as long as the proxy runs, its token swapped under
+    // every call
+    let bearer = match (&resolved.sso, &resolved.profile_path) {
+        (Some(session), Some(path)) => {
+            let bearer = crate::grpc::client::SharedBearer::default();
+            tokio::spawn(super::login_refresh::keep_fresh(
+                path.clone(),
+                session.clone(),
+                bearer.clone(),
+            ));
+            Some(bearer)
+        }
+        _ => None,
+    };
     let config = proxy::ProxyConfig {
         toolgate: ClientConfig {
             server: resolved.server,
@@ -123,6 +136,7 @@ pub async fn run_proxy(
             token_file: resolved.token_file,
             tls: resolved.tls,
             deadline: proxy::CALL_DEADLINE,
+            bearer,
             ..ClientConfig::default()
         },
         server_id: args.server_id,

@@ -378,6 +378,7 @@ impl Syncer {
             user: self.settings.user.clone(),
             deadline: self.timeout,
             client_kind: String::new(),
+            bearer: None,
         })
         .await
         .map_err(hinted)?;

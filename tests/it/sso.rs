@@ -478,3 +478,120 @@ async fn browser_sign_in_with_pkce_on_a_loopback_redirect() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// The client's bearer can be swapped while it runs (what `toolgate proxy` does at
+/// each refresh of its sign-in): a stub made before the swap sends the new token at
+/// its next call, and a cleared one sends none, which the server refuses.
+#[tokio::test]
+async fn a_client_s_bearer_is_swapped_under_its_stubs() {
+    use toolgate::grpc::client::{Client, ClientConfig, SharedBearer};
+    use toolgate::proto::v1 as pb;
+    let (server, _dir) = crate::support::start().await;
+    let bearer = SharedBearer::default();
+    let client = Client::connect(ClientConfig {
+        server: format!("http://{}", server.addr),
+        token: Some("alice-token".into()),
+        deadline: DEADLINE,
+        bearer: Some(bearer.clone()),
+        ..ClientConfig::default()
+    })
+    .await
+    .expect("connects");
+    let mut stub = client.principal_service();
+    let who = |r: tonic::Response<pb::GetPrincipalResponse>| r.into_inner().user_id;
+    let first = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .unwrap();
+    assert_eq!(who(first), "alice");
+    bearer.set("bob-token").unwrap();
+    let then = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .unwrap();
+    assert_eq!(who(then), "bob", "the same stub sends the new token");
+    assert!(
+        bearer.set("bad\ntoken").is_err(),
+        "a token that is no header value"
+    );
+    bearer.clear();
+    let refused = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .expect_err("no token, no answer");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    server.stop().await;
+}
+
+/// A long-running client (as `toolgate proxy` runs) keeps its sign-in fresh: the
+/// refresh runs before the token's end, writes the profile, and the client's next
+/// call carries the new token, so a change at the provider (alice moved to the
+/// group of team data) reaches the server without a new login.
+#[tokio::test]
+async fn a_long_running_client_refreshes_its_sign_in_and_sends_the_new_token() {
+    use toolgate::grpc::client::{Client, ClientConfig, SharedBearer};
+    use toolgate::proto::v1 as pb;
+    let Some(prefix) = oidc_prefix() else {
+        return;
+    };
+    let provider = Provider::start(&prefix).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(jwt_config(&provider.issuer));
+    let server = TestServer::start(config).await;
+    let address = format!("http://{}", server.addr);
+    let profile = dir.path().join("home/client.toml");
+    login(&provider, &address, &profile, "alice").await;
+    let session = toolgate::cli::profile::load_from(&profile)
+        .unwrap()
+        .sso
+        .expect("signed in");
+    let bearer = SharedBearer::default();
+    let client = Client::connect(ClientConfig {
+        server: address.clone(),
+        token: Some(session.token.clone()),
+        deadline: DEADLINE,
+        bearer: Some(bearer.clone()),
+        ..ClientConfig::default()
+    })
+    .await
+    .expect("connects");
+    let mut stub = client.principal_service();
+    let team = |r: tonic::Response<pb::GetPrincipalResponse>| r.into_inner().team_id;
+    let first = stub
+        .get_principal(pb::GetPrincipalRequest {})
+        .await
+        .unwrap();
+    assert_eq!(team(first), "platform");
+
+    provider
+        .test_route(
+            "groups",
+            serde_json::json!({"account": "alice", "groups": ["data"]}),
+        )
+        .await;
+    let refresher = tokio::spawn(toolgate::cli::login_refresh::keep_fresh(
+        profile.clone(),
+        session.clone(),
+        bearer,
+    ));
+    // the provider's tokens live 30 s: the refresh comes within the deadline
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            let now = stub.get_principal(pb::GetPrincipalRequest {}).await;
+            if now.is_ok_and(|r| team(r) == "data") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+    .await
+    .expect("the refreshed token reaches the server within the deadline");
+    let kept = toolgate::cli::profile::load_from(&profile)
+        .unwrap()
+        .sso
+        .unwrap();
+    assert_ne!(kept.token, session.token, "the profile holds the new token");
+    refresher.abort();
+    server.stop().await;
+}

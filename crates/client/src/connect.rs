@@ -4,6 +4,7 @@
 use super::{Client, ClientError, error_chain};
 use crate::proto::v1 as pb;
 use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::interceptor::InterceptedService;
@@ -25,6 +26,53 @@ pub struct ClientConfig {
     /// The agent client this one speaks for (`claude-code`, `mcp-proxy`…), sent with
     /// each decision for the server's decision log; empty when unknown.
     pub client_kind: String,
+    /// When set, the token is sent from here (set to `token` at connect), and its
+    /// owner may swap it while the client runs: a long-running proxy refreshes its
+    /// sign-in.
+    pub bearer: Option<SharedBearer>,
+}
+
+/// A bearer token every stub of a client reads at each call, which its owner may
+/// replace ([`SharedBearer::set`]) or take away ([`SharedBearer::clear`]: calls then
+/// go without one, and the server refuses them).
+#[derive(Clone, Default)]
+pub struct SharedBearer(Arc<RwLock<Option<MetadataValue<Ascii>>>>);
+
+impl std::fmt::Debug for SharedBearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // never the token itself
+        f.write_str("SharedBearer(..)")
+    }
+}
+
+impl SharedBearer {
+    /// Sends `token` from the next call on.
+    pub fn set(&self, token: &str) -> Result<(), ClientError> {
+        let value = bearer_value(token)?;
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(value);
+        Ok(())
+    }
+
+    /// Sends no token from the next call on.
+    pub fn clear(&self) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn get(&self) -> Option<MetadataValue<Ascii>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// `Bearer TOKEN` as a header value, refused when the token is not printable ASCII.
+fn bearer_value(token: &str) -> Result<MetadataValue<Ascii>, ClientError> {
+    format!("Bearer {token}").parse().map_err(|_| {
+        ClientError::Config(
+            "the token is not printable ASCII: copy it again without stray characters".into(),
+        )
+    })
 }
 
 /// TLS towards the server (`--ca`, `--cert`, `--key`): any of them, or an
@@ -115,28 +163,26 @@ impl ClientConfig {
     }
 
     fn bearer(&self) -> Result<Bearer, ClientError> {
-        let value = self
-            .read_token()?
-            .map(|t| format!("Bearer {t}").parse())
-            .transpose()
-            .map_err(|_| {
-                ClientError::Config(
-                    "the token is not printable ASCII: copy it again without stray characters"
-                        .into(),
-                )
-            })?;
-        Ok(Bearer(value))
+        let value = self.read_token()?.map(|t| bearer_value(&t)).transpose()?;
+        let shared = self.bearer.clone().unwrap_or_default();
+        // seeded once: a token its owner swapped in since is newer than `token`
+        let mut held = shared.0.write().unwrap_or_else(PoisonError::into_inner);
+        if held.is_none() {
+            *held = value;
+        }
+        drop(held);
+        Ok(Bearer(shared))
     }
 }
 
-/// Adds the bearer token to every call.
+/// Adds the bearer token to every call: the one its [`SharedBearer`] holds then.
 #[derive(Clone)]
-pub struct Bearer(Option<MetadataValue<Ascii>>);
+pub struct Bearer(SharedBearer);
 
 impl tonic::service::Interceptor for Bearer {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(v) = &self.0 {
-            req.metadata_mut().insert("authorization", v.clone());
+        if let Some(v) = self.0.get() {
+            req.metadata_mut().insert("authorization", v);
         }
         Ok(req)
     }

@@ -18,7 +18,7 @@ use toolgate_proto as proto;
 
 pub use approvals::{ApprovalAsk, ApprovalTicket};
 pub use calls::PolicyWatch;
-pub use connect::{Authed, Bearer, ClientConfig, TlsOptions};
+pub use connect::{Authed, Bearer, ClientConfig, SharedBearer, TlsOptions};
 pub use pins::{PinCheck, PinStatus, PinWatch, ToolDefinition};
 
 use crate::policy::{AdminControls, Outcome, UserSettings};

@@ -189,6 +189,12 @@ impl App {
         let hub = Arc::new(hub);
         // before serving: a token issued earlier authenticates from the first call
         hub.reload_tokens().await?;
+        // and the organisation's group policies, which every view holds: a store
+        // that fails later still leaves the teams' cached policies answering
+        hub.org_groups().await.map_err(|e| match e {
+            crate::hub::HubError::Store(e) => ServerError::Store(e),
+            other => ServerError::Store(StoreError::Corrupt(other.to_string())),
+        })?;
         let issued = hub.issued_tokens();
         if let Some(notices) = notices {
             tokio::spawn(hub.clone().follow(notices));

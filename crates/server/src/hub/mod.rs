@@ -627,9 +627,10 @@ impl Hub {
         before - self.teams.len()
     }
 
-    /// How many teams are held in memory.
+    /// How many teams are held in memory (the organisation's policies, always held,
+    /// are no team).
     pub fn teams(&self) -> usize {
-        self.teams.len()
+        self.teams.len() - usize::from(self.teams.contains_key(crate::auth::ORG_TEAM))
     }
 
     /// Whether the team holds a broadcast ring (it has had a subscriber).
