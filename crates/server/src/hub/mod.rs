@@ -39,8 +39,8 @@ use tokio::sync::{Mutex, broadcast, watch};
 mod currency;
 mod groups;
 mod health;
-mod replicas;
 mod org;
+mod replicas;
 mod team;
 
 pub use org::OrgGroups;
