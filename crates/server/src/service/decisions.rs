@@ -116,7 +116,7 @@ pub fn check_client(client: &str) -> Result<(), ServiceError> {
 pub const MAX_TOOL_USE_ID_BYTES: usize = 256;
 
 /// A request's `tool_use_id`: empty, or printable ASCII without spaces, at most
-/// [`MAX_TOOL_USE_ID_BYTES`]. The clients' ids (`toolu_01…`, `call_…`) are; the rule
+/// `MAX_TOOL_USE_ID_BYTES` (256). The clients' ids (`toolu_01…`, `call_…`) are; the rule
 /// keeps control characters and look-alikes out of the log that shows it.
 pub fn check_tool_use_id(id: &str) -> Result<(), ServiceError> {
     if id.len() <= MAX_TOOL_USE_ID_BYTES && id.bytes().all(|b| b.is_ascii_graphic()) {
