@@ -52,8 +52,8 @@ pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// What a decision lets happen. Its stable names (`ALLOW`, `ASK`, `DENY`) are
-/// derived: [`Outcome::as_str`], `str::parse`, and `Outcome::VARIANTS` for every one.
+/// What a decision lets happen.
+// (its stable names `ALLOW`, `ASK`, `DENY` are derived: `as_str`, `str::parse`, `ALL`)
 #[derive(
     Debug,
     Clone,
@@ -79,9 +79,9 @@ pub enum Outcome {
     Deny,
 }
 
-/// Why a decision came out as it did. Stable names: never rename one. The names
-/// ([`Reason::as_str`], `str::parse`) and the list of every reason (`Reason::VARIANTS`)
-/// are derived, so a new reason is in all of them.
+/// Why a decision came out as it did. Stable names: never rename one.
+// (the names, `as_str` and `str::parse`, and the list of every reason, `ALL`, are
+// derived, so a new reason is in all of them)
 #[derive(
     Debug,
     Clone,
