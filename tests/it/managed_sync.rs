@@ -584,8 +584,9 @@ async fn gemini_cli_reads_the_hook_sync_keeps_in_its_system_settings() {
     }
     let (server, _data) = start().await;
     server.set_controls(denying(&["touch"])).await;
-    // under the target directory: Gemini CLI refuses a file below a world-writable /tmp
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Gemini CLI refuses a file below a group- or world-writable directory (as /tmp
+    // is): the first of these places whose every ancestor is neither
+    let dir = tempfile::tempdir_in(private_base()).unwrap();
     let settings = dir.path().join("settings.json");
     std::fs::write(
         &settings,
@@ -643,4 +644,28 @@ async fn gemini_cli_reads_the_hook_sync_keeps_in_its_system_settings() {
         "{read}"
     );
     assert_eq!(read["system"]["ui"]["theme"], "GitHub", "{read}");
+}
+
+/// A directory no ancestor of which is writable by group or others, for files a
+/// client reads only from such places: the target directory's, else root's home,
+/// else `/run` or `/var/lib`.
+#[cfg(unix)]
+fn private_base() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let private = |dir: &std::path::Path| {
+        dir.ancestors().all(|d| {
+            std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o022 == 0)
+        })
+    };
+    let candidates = [
+        Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        std::env::var_os("HOME").map(Into::into),
+        Some("/run".into()),
+        Some("/var/lib".into()),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|dir| private(dir))
+        .expect("a directory with no group- or world-writable ancestor")
 }
