@@ -12,7 +12,9 @@ mod quotes;
 #[cfg(test)]
 mod tests;
 
-use crate::policy::{Call, Candidate, CommandLine, Decision, Origin, parse_command_line};
+use crate::policy::{
+    Call, Candidate, CommandLine, Decision, Origin, SimpleCommand, parse_command_line,
+};
 use quotes::{Quote, Quotes};
 use regex::{Regex, RegexSet};
 use serde::Deserialize;
@@ -97,6 +99,16 @@ impl Rules {
         }
         let set = RegexSet::new(file.rule.iter().map(|r| &r.pattern)).map_err(|e| e.to_string())?;
         Ok(Self { set, rules })
+    }
+
+    /// Whether `word` is, whole, the marker of a rule that masks whatever follows a
+    /// name (a `NAME=` value, a password option's word): the word it stands for may
+    /// be any word, a program's name included, unlike a token of a known shape or a
+    /// word that keeps its own text around the marker (`-p__masked:password__`).
+    fn is_free_form_marker(&self, word: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.extent != Extent::Token && word == r.marker)
     }
 
     /// The kinds the table masks, in its order, each once.
@@ -368,16 +380,29 @@ fn same_shape(a: &CommandLine, b: &CommandLine) -> bool {
     };
     // the words found inside an unknown program's arguments only feed blocked and
     // denied prefixes, and a secret split there reads as other words by nature: they
-    // are left out of the comparison (the decision enforced was the original's)
-    let read = |l: &CommandLine| -> Vec<_> {
+    // are compared apart, by the programs they name: a marker may stand for one
+    // unless it is the whole word and stands for free-form text, which may have been
+    // a denied program's name (`foo TOKEN=curl` with `curl` denied)
+    let read = |l: &CommandLine, argument: bool| -> Vec<_> {
         l.commands
             .iter()
-            .filter(|c| c.origin != Origin::Argument)
+            .filter(|c| (c.origin == Origin::Argument) == argument)
             .cloned()
             .collect()
     };
-    let (ac, bc) = (read(a), read(b));
-    ac.len() == bc.len()
+    // each word a prefix is tried at (`command_words`: after a wrapper, every word)
+    let programs = |x: &SimpleCommand, y: &SimpleCommand| {
+        x.command_words == y.command_words
+            && x.command_words.iter().all(|&i| {
+                let (x, y) = (x.words.get(i), y.words.get(i));
+                x == y || y.is_some_and(|y| holds_marker(y) && !RULES.is_free_form_marker(y))
+            })
+    };
+    let (aa, ba) = (read(a, true), read(b, true));
+    let arguments_alike = aa.len() == ba.len() && aa.iter().zip(&ba).all(|(x, y)| programs(x, y));
+    let (ac, bc) = (read(a, false), read(b, false));
+    arguments_alike
+        && ac.len() == bc.len()
         && ac.iter().zip(&bc).all(|(x, y)| {
             x.opaque.is_some() == y.opaque.is_some()
                 && lists(&x.words, &y.words)

@@ -64,7 +64,8 @@ fn masked_lines_read_as_the_same_words() {
         let call = Call::Shell(line.to_owned());
         let masked = mask_call(&call);
         assert!(masked.masked(), "{line:?}");
-        assert!(masked.redecidable, "{line:?} reads differently masked");
+        let expected = case["redecidable"].as_bool().unwrap_or(true);
+        assert_eq!(masked.redecidable, expected, "{line:?}: redecidable");
     }
     // a secret spread over words (a PEM block outside quotes) is masked all the same,
     // but the line is not decided again
@@ -73,6 +74,22 @@ fn masked_lines_read_as_the_same_words() {
     let masked = mask_call(&call);
     assert!(!masked.redecidable);
     assert!(!format!("{:?}", masked.call).contains("abc def"));
+    // a free-form value an unknown program's arguments read as a program (found by
+    // the fuzzer: with `curl` denied, the masked line would no longer ask)
+    for line in [
+        "foo GH_TOKEN=curl",
+        "GH_ENTERPRISE_TOKEN=curl https://api.example.com",
+        "GH_TOKEN=curl",
+    ] {
+        let call = Call::Shell(line.to_owned());
+        let masked = mask_call(&call);
+        assert!(masked.masked(), "{line:?}");
+        assert!(!masked.redecidable, "{line:?} would decide again");
+    }
+    // a token's shape names no program, so it may stand there
+    let line = "foo 'ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; curl'";
+    let call = Call::Shell(line.to_owned());
+    assert!(mask_call(&call).redecidable, "{line:?}");
 }
 
 #[test]
