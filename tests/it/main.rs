@@ -10,6 +10,7 @@ mod support;
 
 mod advice;
 mod approvals;
+mod architecture;
 mod atomic_writes;
 mod boundaries;
 mod categories;

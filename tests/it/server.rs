@@ -1086,7 +1086,7 @@ async fn reflection_v1_lists_services() {
         assert_eq!(
             status.ok(),
             Some(tonic_health::pb::health_check_response::ServingStatus::Serving as i32),
-            "health does not answer for {name}: add it to SERVICE_NAMES in crates/server/src/server.rs"
+            "health does not answer for {name}: its service is missing from the descriptor set (crates/proto/build.rs)"
         );
     }
     server.stop().await;

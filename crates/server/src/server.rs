@@ -18,11 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic::server::NamedService;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
+
+mod health;
 
 /// The file in the data directory that holds the bootstrap operator token.
 pub const BOOTSTRAP_TOKEN_FILE: &str = "bootstrap-token";
@@ -586,11 +587,7 @@ async fn build_when_ready(
     };
     let listener = Arc::new(listener);
     let (health, health_service) = tonic_health::server::health_reporter();
-    for name in SERVICE_NAMES {
-        health
-            .set_service_status(name, ServingStatus::NotServing)
-            .await;
-    }
+    health::set_all(&health, ServingStatus::NotServing).await;
     let ready = CancellationToken::new();
     let accepting = {
         let listener = listener.clone();
@@ -713,11 +710,7 @@ pub async fn run(
     let intercept = auth_interceptor(auth);
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    for name in SERVICE_NAMES {
-        health
-            .set_service_status(name, ServingStatus::Serving)
-            .await;
-    }
+    health::set_all(&health, ServingStatus::Serving).await;
     // each builder describes only its own reflection version: register both, so a
     // client listing services through either one sees both
     let reflection = || {
@@ -735,7 +728,7 @@ pub async fn run(
     let stop_tls = stop_streams.clone();
     let stop_http = stop_streams.clone();
     let follow_health = CancellationToken::new();
-    tokio::spawn(report_health(
+    tokio::spawn(health::report_health(
         service.hub().health(),
         health.clone(),
         follow_health.clone(),
@@ -749,11 +742,7 @@ pub async fn run(
             shutdown.await;
             info!("shutting down: draining calls");
             follow_health.cancel();
-            for name in SERVICE_NAMES {
-                health
-                    .set_service_status(name, ServingStatus::NotServing)
-                    .await;
-            }
+            health::set_all(&health, ServingStatus::NotServing).await;
             stop_streams.cancel();
             drain_started.notify_one();
         }
@@ -945,45 +934,6 @@ where
     }))
 }
 
-/// Follows the hub's health: a store unfit for writes (or unreachable) takes the
-/// server and the write services to NOT_SERVING; a stale team, whose committed
-/// changes may not be applied here, or a policy not confirmed with a shared store
-/// within `store.max_staleness_secs`, takes the server and `PolicyService`.
-async fn report_health(
-    mut hub: tokio::sync::watch::Receiver<crate::hub::HubHealth>,
-    health: tonic_health::server::HealthReporter,
-    stop: CancellationToken,
-) {
-    loop {
-        let (store_ok, current) = {
-            let h = hub.borrow_and_update();
-            (h.writable(), h.current())
-        };
-        if stop.is_cancelled() {
-            return;
-        }
-        let status = |ok: bool| {
-            if ok {
-                ServingStatus::Serving
-            } else {
-                ServingStatus::NotServing
-            }
-        };
-        for (name, ok) in [
-            ("", store_ok && current),
-            ("toolgate.v1.AdminService", store_ok),
-            ("toolgate.v1.UserSettingsService", store_ok),
-            ("toolgate.v1.PolicyService", current),
-        ] {
-            health.set_service_status(name, status(ok)).await;
-        }
-        tokio::select! {
-            changed = hub.changed() => if changed.is_err() { return },
-            () = stop.cancelled() => return,
-        }
-    }
-}
-
 /// Accepted connections with `TCP_NODELAY` (a small answer is sent at once, not held
 /// back by Nagle's algorithm waiting for an ACK) and TCP keepalive (a watcher whose
 /// peer vanished is found out even on a quiet stream).
@@ -992,19 +942,3 @@ fn incoming(listener: TcpListener) -> TcpIncoming {
         .with_nodelay(Some(true))
         .with_keepalive(Some(Duration::from_secs(60)))
 }
-
-/// The services health reports on, named by the types registered below (so a
-/// renamed service follows); "" is the server as a whole. `server::` in the
-/// integration tests fails when a service reflection lists is missing here.
-const SERVICE_NAMES: [&str; 10] = [
-    "",
-    <AdminServiceServer<Api> as NamedService>::NAME,
-    <UserSettingsServiceServer<Api> as NamedService>::NAME,
-    <TokenServiceServer<Api> as NamedService>::NAME,
-    <DecisionLogServiceServer<Api> as NamedService>::NAME,
-    <PrincipalServiceServer<Api> as NamedService>::NAME,
-    <ApprovalServiceServer<Api> as NamedService>::NAME,
-    <PolicyRouter as NamedService>::NAME,
-    <ServerInfoServiceServer<Api> as NamedService>::NAME,
-    <PinServiceServer<Api> as NamedService>::NAME,
-];

@@ -1,4 +1,4 @@
-//! Shell command lines (DESIGN.md "What a command line does"): denied prefixes,
+//! Shell command lines (ARCHITECTURE.md, the shell reader): denied prefixes,
 //! then blocked ones and opaque parts, then the effects (writes and deletions
 //! placed and decided as the file calls they are), then allowed prefixes, every
 //! command of the line, those it runs included. Every answer names the part and the

@@ -1,4 +1,4 @@
-//! The decision (DESIGN.md "The decision"; seed 001 `m4c` from step 4 on) for MCP and
+//! The decision (seed 001 `m4c` from step 4 on) for MCP and
 //! built-in tool calls, shell command lines and file deletions, and `tools/list`
 //! filtering (seed 003). `mcp.rs` MCP and built-in tool calls and the DENY rules,
 //! `command_line.rs` command lines, `deletion.rs` file deletions, `message.rs` the sentence

@@ -1,7 +1,7 @@
 //! Seed 004's agent roles and contexts: allow-lists of operations by category, and
 //! restrictions on what a call touches (paths, hosts, components, databases), default
 //! deny. Applied after the kill switch and the admin's DENY rules, before the rest
-//! of the decision (DESIGN.md "The decision").
+//! of the decision (`super::decide`).
 
 mod call;
 mod changes;
