@@ -485,6 +485,177 @@ mod flaky {
         async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError> {
             self.inner.quota_used(key).await
         }
+        async fn append_records(
+            &self,
+            audit: &[&NewAuditEvent],
+            decisions: &EncodedDecisions,
+        ) -> Result<Vec<u64>, StoreError> {
+            self.inner.append_records(audit, decisions).await
+        }
+        async fn list_decisions(
+            &self,
+            query: &DecisionQuery,
+        ) -> Result<Vec<StoredDecision>, StoreError> {
+            self.inner.list_decisions(query).await
+        }
+        async fn decisions_between(
+            &self,
+            first: u64,
+            last: u64,
+            limit: u32,
+        ) -> Result<Vec<StoredDecision>, StoreError> {
+            self.inner.decisions_between(first, last, limit).await
+        }
+        async fn prune_decisions(&self, retention: &Retention) -> Result<Pruned, StoreError> {
+            self.inner.prune_decisions(retention).await
+        }
+        fn disk_full(&self) -> bool {
+            self.inner.disk_full()
+        }
+        async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
+            self.inner.newest_decision_at().await
+        }
+        async fn create_token(
+            &self,
+            token: &NewToken,
+            actor: &str,
+        ) -> Result<IssuedToken, StoreError> {
+            self.inner.create_token(token, actor).await
+        }
+        async fn revoke_token(
+            &self,
+            token_id: &str,
+            actor: &str,
+        ) -> Result<Option<IssuedToken>, StoreError> {
+            self.inner.revoke_token(token_id, actor).await
+        }
+        async fn list_tokens(
+            &self,
+            team_id: Option<&str>,
+            active_at: Option<i64>,
+            limit: u32,
+        ) -> Result<Vec<IssuedToken>, StoreError> {
+            self.inner.list_tokens(team_id, active_at, limit).await
+        }
+        async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+            self.inner.get_token(token_id).await
+        }
+        async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError> {
+            self.inner.active_token_count(team_id, now_ms).await
+        }
+        async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
+            self.inner.active_tokens(now_ms).await
+        }
+        async fn write_pins(
+            &self,
+            team_id: &str,
+            server: &str,
+            tools: &[SeenTool],
+            how: PinWrite,
+            actor: &str,
+        ) -> Result<(Vec<StoredPin>, bool), StoreError> {
+            self.inner
+                .write_pins(team_id, server, tools, how, actor)
+                .await
+        }
+        async fn accept_pin(
+            &self,
+            team_id: &str,
+            server: &str,
+            tool: &str,
+            sha256: &str,
+            actor: &str,
+        ) -> Result<Option<StoredPin>, StoreError> {
+            self.inner
+                .accept_pin(team_id, server, tool, sha256, actor)
+                .await
+        }
+        async fn list_pins(
+            &self,
+            team_id: &str,
+            server: Option<&str>,
+            changed_only: bool,
+            limit: u32,
+        ) -> Result<Vec<StoredPin>, StoreError> {
+            self.inner
+                .list_pins(team_id, server, changed_only, limit)
+                .await
+        }
+        async fn get_pin_settings(&self, team_id: &str) -> Result<PinSettings, StoreError> {
+            self.inner.get_pin_settings(team_id).await
+        }
+        async fn put_pin_settings(
+            &self,
+            team_id: &str,
+            settings: PinSettings,
+            actor: &str,
+        ) -> Result<(), StoreError> {
+            self.inner.put_pin_settings(team_id, settings, actor).await
+        }
+        async fn record_client_decisions(&self, rows: &[ClientDecision]) -> Result<(), StoreError> {
+            self.inner.record_client_decisions(rows).await
+        }
+        async fn client_decisions(
+            &self,
+            team_id: &str,
+            tool_use_ids: &[&str],
+        ) -> Result<Vec<ClientDecision>, StoreError> {
+            self.inner.client_decisions(team_id, tool_use_ids).await
+        }
+        async fn record_sign_in(&self, sign_in: &SignIn) -> Result<(), StoreError> {
+            self.inner.record_sign_in(sign_in).await
+        }
+        async fn list_sign_ins(
+            &self,
+            team_id: Option<&str>,
+            limit: u32,
+        ) -> Result<Vec<SignIn>, StoreError> {
+            self.inner.list_sign_ins(team_id, limit).await
+        }
+        async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError> {
+            self.inner.create_approval(approval).await
+        }
+        async fn answer_approval(
+            &self,
+            request_id: &str,
+            answer: &Answer,
+        ) -> Result<Answered, StoreError> {
+            self.inner.answer_approval(request_id, answer).await
+        }
+        async fn get_approval(
+            &self,
+            request_id: &str,
+        ) -> Result<Option<ApprovalRecord>, StoreError> {
+            self.inner.get_approval(request_id).await
+        }
+        async fn list_approvals(
+            &self,
+            team_id: &str,
+            pending_only: bool,
+            limit: u32,
+        ) -> Result<Vec<ApprovalRecord>, StoreError> {
+            self.inner
+                .list_approvals(team_id, pending_only, limit)
+                .await
+        }
+        async fn find_grant(
+            &self,
+            team_id: &str,
+            user_id: &str,
+            session_id: Option<&str>,
+            call_key: &str,
+            now_ms: i64,
+        ) -> Result<Option<(String, i64)>, StoreError> {
+            self.inner
+                .find_grant(team_id, user_id, session_id, call_key, now_ms)
+                .await
+        }
+        async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
+            self.inner.notices().await
+        }
+        async fn check(&self) -> Result<(), StoreError> {
+            self.inner.check().await
+        }
     }
 }
 

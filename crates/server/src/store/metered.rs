@@ -327,3 +327,41 @@ impl Store for Metered<dyn Store> {
         observed("check", self.0.check()).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Trait methods that are not operations on the store: `disk_full` reads a flag,
+    /// `notices` opens the stream of other replicas' commits once.
+    const UNOBSERVED: [&str; 2] = ["disk_full", "notices"];
+
+    /// The compiler makes the decorator implement every method (the trait has no
+    /// default bodies); this keeps each one timed and counted under its own name.
+    #[test]
+    fn every_store_method_is_observed_under_its_name() {
+        let store = include_str!("mod.rs");
+        let start = store.find("pub trait Store").expect("the trait");
+        let end = start + store[start..].find("\n}\n").expect("the trait's end");
+        let methods: Vec<&str> = store[start..end]
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("    async fn ")
+                    .or_else(|| l.strip_prefix("    fn "))
+            })
+            .filter_map(|l| l.split(['(', '<']).next())
+            .collect();
+        assert!(methods.len() > 30, "the trait's methods: {methods:?}");
+        let metered: String = include_str!("metered.rs")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let unobserved: Vec<&&str> = methods
+            .iter()
+            .filter(|m| !UNOBSERVED.contains(m))
+            .filter(|m| !metered.contains(&format!("observed(\"{m}\",self.0")))
+            .collect();
+        assert!(
+            unobserved.is_empty(),
+            "the metered store forwards these without `observed(\"NAME\", …)`: {unobserved:?}"
+        );
+    }
+}

@@ -208,7 +208,10 @@ pub enum Notice {
 
 pub type NoticeStream = std::pin::Pin<Box<dyn futures::Stream<Item = Notice> + Send>>;
 
-/// The storage backend.
+/// The storage backend. No method has a default body, so every backend, the
+/// metering decorator (`metered.rs`) and every test wrapper must say what each does:
+/// a forgotten forward does not compile, and a backend without a feature answers
+/// its own [`StoreError::Unavailable`].
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The team's current revision (0 for a team never written).
@@ -267,87 +270,55 @@ pub trait Store: Send + Sync + 'static {
     async fn quota_used(&self, key: &QuotaKey<'_>) -> Result<u64, StoreError>;
 
     /// Stores a token issued through the API (its digest only) with its audit record.
-    async fn create_token(
-        &self,
-        _token: &NewToken,
-        _actor: &str,
-    ) -> Result<IssuedToken, StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no issued tokens".into(),
-        ))
-    }
+    async fn create_token(&self, token: &NewToken, actor: &str) -> Result<IssuedToken, StoreError>;
 
     /// Revokes an issued token with its audit record (once); `None` when no token has
     /// that id.
     async fn revoke_token(
         &self,
-        _token_id: &str,
-        _actor: &str,
-    ) -> Result<Option<IssuedToken>, StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no issued tokens".into(),
-        ))
-    }
+        token_id: &str,
+        actor: &str,
+    ) -> Result<Option<IssuedToken>, StoreError>;
 
     /// A team's issued tokens (every team's with `None`), newest first, at most
     /// `limit`; with `active_at`, only those neither revoked nor expired then.
     async fn list_tokens(
         &self,
-        _team_id: Option<&str>,
-        _active_at: Option<i64>,
-        _limit: u32,
-    ) -> Result<Vec<IssuedToken>, StoreError> {
-        Ok(Vec::new())
-    }
+        team_id: Option<&str>,
+        active_at: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<IssuedToken>, StoreError>;
 
     /// The issued token with this id, revoked or not.
-    async fn get_token(&self, _token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
-        Ok(None)
-    }
+    async fn get_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError>;
 
     /// How many of the team's issued tokens are in force at `now_ms`.
-    async fn active_token_count(&self, _team_id: &str, _now_ms: i64) -> Result<u64, StoreError> {
-        Ok(0)
-    }
+    async fn active_token_count(&self, team_id: &str, now_ms: i64) -> Result<u64, StoreError>;
 
     /// Every issued token neither revoked nor expired at `now_ms`: what authenticates.
-    async fn active_tokens(&self, _now_ms: i64) -> Result<Vec<IssuedToken>, StoreError> {
-        Ok(Vec::new())
-    }
+    async fn active_tokens(&self, now_ms: i64) -> Result<Vec<IssuedToken>, StoreError>;
 
     /// Records a user's sign-in through the identity provider: their one row,
     /// written again with the last time, groups and issuer (the first time kept).
-    async fn record_sign_in(&self, _sign_in: &SignIn) -> Result<(), StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no sign-ins".into(),
-        ))
-    }
+    async fn record_sign_in(&self, sign_in: &SignIn) -> Result<(), StoreError>;
 
     /// A team's sign-ins (every team's with `None`), the latest first, at most `limit`.
     async fn list_sign_ins(
         &self,
-        _team_id: Option<&str>,
-        _limit: u32,
-    ) -> Result<Vec<SignIn>, StoreError> {
-        Ok(Vec::new())
-    }
+        team_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<SignIn>, StoreError>;
 
     /// Keeps the agent clients' own decisions (one per team, user and call; a later
     /// report of a call replaces the earlier).
-    async fn record_client_decisions(&self, _rows: &[ClientDecision]) -> Result<(), StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no client decisions".into(),
-        ))
-    }
+    async fn record_client_decisions(&self, rows: &[ClientDecision]) -> Result<(), StoreError>;
 
     /// The team's client decisions for the calls `tool_use_ids` name, of every user.
     async fn client_decisions(
         &self,
-        _team_id: &str,
-        _tool_use_ids: &[&str],
-    ) -> Result<Vec<ClientDecision>, StoreError> {
-        Ok(Vec::new())
-    }
+        team_id: &str,
+        tool_use_ids: &[&str],
+    ) -> Result<Vec<ClientDecision>, StoreError>;
 
     /// Appends audit records and decision-log records in one transaction; the
     /// decisions' ids in the order given. A store that keeps no decision log writes
@@ -356,163 +327,115 @@ pub trait Store: Send + Sync + 'static {
     async fn append_records(
         &self,
         audit: &[&NewAuditEvent],
-        _decisions: &EncodedDecisions,
-    ) -> Result<Vec<u64>, StoreError> {
-        let audit: Vec<NewAuditEvent> = audit.iter().map(|&e| e.clone()).collect();
-        self.append_audit(&audit).await?;
-        Ok(Vec::new())
-    }
+        decisions: &EncodedDecisions,
+    ) -> Result<Vec<u64>, StoreError>;
 
     /// One page of the decision log, newest first.
     async fn list_decisions(
         &self,
-        _query: &DecisionQuery,
-    ) -> Result<Vec<StoredDecision>, StoreError> {
-        Ok(Vec::new())
-    }
+        query: &DecisionQuery,
+    ) -> Result<Vec<StoredDecision>, StoreError>;
 
     /// Decision-log records with ids from `first` to `last`, oldest first, at most
     /// `limit`: what another replica's notice names.
     async fn decisions_between(
         &self,
-        _first: u64,
-        _last: u64,
-        _limit: u32,
-    ) -> Result<Vec<StoredDecision>, StoreError> {
-        Ok(Vec::new())
-    }
+        first: u64,
+        last: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredDecision>, StoreError>;
 
     /// One retention pass over the decision log and the audit trail's decision
     /// records (see [`Retention`]).
-    async fn prune_decisions(&self, _retention: &Retention) -> Result<Pruned, StoreError> {
-        Ok(Pruned::default())
-    }
+    async fn prune_decisions(&self, retention: &Retention) -> Result<Pruned, StoreError>;
 
     /// Whether the store's disk is full (its reserve released for the writes that
     /// matter): the decision log's writer holds its records meanwhile.
-    fn disk_full(&self) -> bool {
-        false
-    }
+    fn disk_full(&self) -> bool;
 
     /// The latest time of a decision-log record, if any: what retention measures age
     /// from when the clock cannot be trusted.
-    async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError> {
-        Ok(None)
-    }
+    async fn newest_decision_at(&self) -> Result<Option<i64>, StoreError>;
 
     /// Stores an approval request with its audit record.
-    async fn create_approval(&self, _approval: &NewApproval) -> Result<(), StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no approval requests".into(),
-        ))
-    }
+    async fn create_approval(&self, approval: &NewApproval) -> Result<(), StoreError>;
 
     /// Answers a pending request (once; with its grant and audit record).
     async fn answer_approval(
         &self,
-        _request_id: &str,
-        _answer: &Answer,
-    ) -> Result<Answered, StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no approval requests".into(),
-        ))
-    }
+        request_id: &str,
+        answer: &Answer,
+    ) -> Result<Answered, StoreError>;
 
-    async fn get_approval(&self, _request_id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
-        Ok(None)
-    }
+    async fn get_approval(&self, request_id: &str) -> Result<Option<ApprovalRecord>, StoreError>;
 
     /// A team's requests, newest first, at most `limit`.
     async fn list_approvals(
         &self,
-        _team_id: &str,
-        _pending_only: bool,
-        _limit: u32,
-    ) -> Result<Vec<ApprovalRecord>, StoreError> {
-        Ok(Vec::new())
-    }
+        team_id: &str,
+        pending_only: bool,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError>;
 
     /// Who granted, and until when, the latest grant covering this call at `now_ms`.
     async fn find_grant(
         &self,
-        _team_id: &str,
-        _user_id: &str,
-        _session_id: Option<&str>,
-        _call_key: &str,
-        _now_ms: i64,
-    ) -> Result<Option<(String, i64)>, StoreError> {
-        Ok(None)
-    }
+        team_id: &str,
+        user_id: &str,
+        session_id: Option<&str>,
+        call_key: &str,
+        now_ms: i64,
+    ) -> Result<Option<(String, i64)>, StoreError>;
 
     /// Writes pins of `team`'s `server` (see [`PinWrite`]), audited and announced;
     /// the pins of `tools` after it, in their order (a tool left unpinned is left out),
     /// and whether anything was written (and announced).
     async fn write_pins(
         &self,
-        _team_id: &str,
-        _server: &str,
-        _tools: &[SeenTool],
-        _how: PinWrite,
-        _actor: &str,
-    ) -> Result<(Vec<StoredPin>, bool), StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no tool pins".into(),
-        ))
-    }
+        team_id: &str,
+        server: &str,
+        tools: &[SeenTool],
+        how: PinWrite,
+        actor: &str,
+    ) -> Result<(Vec<StoredPin>, bool), StoreError>;
 
     /// Accepts the definition hashed `sha256` (the changed one, or the pinned one as
     /// reviewed); `None` when the tool has no definition with that hash.
     async fn accept_pin(
         &self,
-        _team_id: &str,
-        _server: &str,
-        _tool: &str,
-        _sha256: &str,
-        _actor: &str,
-    ) -> Result<Option<StoredPin>, StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no tool pins".into(),
-        ))
-    }
+        team_id: &str,
+        server: &str,
+        tool: &str,
+        sha256: &str,
+        actor: &str,
+    ) -> Result<Option<StoredPin>, StoreError>;
 
     /// A team's pins (of one server or all), by server and tool, at most `limit`.
     async fn list_pins(
         &self,
-        _team_id: &str,
-        _server: Option<&str>,
-        _changed_only: bool,
-        _limit: u32,
-    ) -> Result<Vec<StoredPin>, StoreError> {
-        Ok(Vec::new())
-    }
+        team_id: &str,
+        server: Option<&str>,
+        changed_only: bool,
+        limit: u32,
+    ) -> Result<Vec<StoredPin>, StoreError>;
 
-    async fn get_pin_settings(&self, _team_id: &str) -> Result<PinSettings, StoreError> {
-        Ok(PinSettings::default())
-    }
+    async fn get_pin_settings(&self, team_id: &str) -> Result<PinSettings, StoreError>;
 
     /// Replaces a team's pin settings, audited and announced.
     async fn put_pin_settings(
         &self,
-        _team_id: &str,
-        _settings: PinSettings,
-        _actor: &str,
-    ) -> Result<(), StoreError> {
-        Err(StoreError::Unavailable(
-            "this store keeps no tool pins".into(),
-        ))
-    }
+        team_id: &str,
+        settings: PinSettings,
+        actor: &str,
+    ) -> Result<(), StoreError>;
 
     /// Commits made by other processes, for backends shared between replicas;
     /// `None` for a backend only this process writes.
-    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError> {
-        Ok(None)
-    }
+    async fn notices(&self) -> Result<Option<NoticeStream>, StoreError>;
 
     /// Whether writes can be trusted to last (e.g. the database file is still the
     /// one opened); asked on a timer. While it fails, writes fail with the same error.
-    async fn check(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
+    async fn check(&self) -> Result<(), StoreError>;
 }
 
 /// Revisions are `u64` in the domain and `BIGINT` (`i64`) in the databases.
