@@ -89,12 +89,7 @@ pub(super) async fn admin(c: &Clients, cmd: &AdminCommand) -> Option<anyhow::Res
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e)),
             };
-            if impact.is_some() {
-                return Some(Err(super::usage(
-                    "--impact: previews a team's policy file, not a group document".into(),
-                )));
-            }
-            return Some(diff_or_apply(c, file, read, None).await);
+            return Some(diff_or_apply(c, file, read, None, impact.as_deref()).await);
         }
         AdminCommand::Apply {
             file,
@@ -102,24 +97,15 @@ pub(super) async fn admin(c: &Clients, cmd: &AdminCommand) -> Option<anyhow::Res
             expected_revision,
             impact,
             prune,
-        } => {
-            if impact.is_some() {
-                // only refused once the document is known to be a group's
-                if let Ok(Some(_)) = read_if_group(file) {
-                    return Some(Err(super::usage(
-                        "--impact: previews a team's policy file, not a group document".into(),
-                    )));
-                }
-            }
-            (
-                file,
-                Apply {
-                    dry_run: *dry_run,
-                    expected_revision: *expected_revision,
-                    prune: *prune,
-                },
-            )
-        }
+        } => (
+            file,
+            Apply {
+                dry_run: *dry_run,
+                expected_revision: *expected_revision,
+                prune: *prune,
+                impact: impact.clone(),
+            },
+        ),
         AdminCommand::Get { .. } => return None,
     };
     let read = match read_if_group(file) {
@@ -127,7 +113,8 @@ pub(super) async fn admin(c: &Clients, cmd: &AdminCommand) -> Option<anyhow::Res
         Ok(None) => return None,
         Err(e) => return Some(Err(e)),
     };
-    Some(diff_or_apply(c, file, read, Some(apply)).await)
+    let impact = apply.impact.clone();
+    Some(diff_or_apply(c, file, read, Some(apply), impact.as_deref()).await)
 }
 
 /// What `admin apply` was asked.
@@ -135,6 +122,8 @@ struct Apply {
     dry_run: bool,
     expected_revision: Option<u64>,
     prune: bool,
+    /// `--impact WINDOW`.
+    impact: Option<String>,
 }
 
 /// The document at `file` when it says `kind: group`, read and checked; None when it
@@ -243,6 +232,7 @@ async fn diff_or_apply(
     file: &Path,
     read: Read,
     apply: Option<Apply>,
+    impact: Option<&str>,
 ) -> anyhow::Result<i32> {
     let team = read.team().to_owned();
     let (current, revision) = get_admin(c, &team)
@@ -285,11 +275,20 @@ async fn diff_or_apply(
         }
         _ => {}
     }
+    // the organisation's document previews against every team it touches
+    let impact = match impact {
+        Some(window) => Some(
+            super::decisions::impact(c, &team, &controls, window)
+                .await
+                .with_context(|| format!("{}: the impact preview", read.name))?,
+        ),
+        None => None,
+    };
     let diff = DiffReport {
         team: team.clone(),
         revision,
         changes,
-        impact: None,
+        impact,
     };
     let Some(apply) = apply else {
         let code = if diff.changes.is_empty() {
