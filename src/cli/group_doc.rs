@@ -11,7 +11,8 @@ use super::{EXIT_CONFLICT, EXIT_DIFFERENT};
 use crate::auth::ORG_TEAM;
 use crate::cli::admin::{ApplyReport, Change, DiffReport, diff};
 use crate::grpc::convert::controls_to_pb;
-use crate::policy::groups::{GroupControls, check_group_name};
+use crate::policy::groups::{GroupControls, GroupPolicies, check_group_name};
+use crate::policy::{AdminControls, CompiledAdmin};
 use crate::policy_file;
 use crate::proto::v1 as pb;
 use anyhow::{Context, bail};
@@ -170,6 +171,32 @@ fn read_if_group(file: &Path) -> anyhow::Result<Option<Read>> {
         bail!(problems.join("\n"));
     }
     Ok(Some(Read { name, text, doc }))
+}
+
+/// The organisation's group policies in the `kind: group` document at `file` (with
+/// `org: true`), each checked as the server checks them: for `toolgate test --org`.
+pub(super) fn read_org_groups(file: &Path) -> anyhow::Result<GroupPolicies> {
+    let name = file.display().to_string();
+    let Some(read) = read_if_group(file)? else {
+        bail!(
+            "{name} is not a `kind: group` document: give the organisation's group policies as `admin apply` takes them (kind: group, org: true, groups)"
+        );
+    };
+    if !read.doc.org {
+        bail!(
+            "{name} holds team {}'s group policies: give the organisation's (`org: true`); a team's belong in its policy under `groups`",
+            read.team()
+        );
+    }
+    let groups = read.doc.groups;
+    let alone = AdminControls {
+        groups: Box::new(groups.clone()),
+        ..AdminControls::default()
+    };
+    if let Err(e) = CompiledAdmin::compile(&alone) {
+        bail!("{name}: {e}: fix the group policy it names");
+    }
+    Ok(groups)
 }
 
 /// What the document changes in the scope's group policies: each group's fields, a
