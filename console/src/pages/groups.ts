@@ -1,7 +1,8 @@
 // Groups: the team's group policies, each shown and edited in the API's JSON form and
 // written with the revision read (another admin's change in between is refused, not
 // lost), and who signed in through the identity provider with the groups their
-// token carried.
+// token carried. The same page shows the organisation's group policies (the reserved
+// team `*org`, which only operators may read or write) for operators.
 
 import { ApiError, call, getTeamSettings, putTeamSettings } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
@@ -25,16 +26,21 @@ type GroupPolicy = Record<string, unknown>;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** The reserved team holding the organisation's group policies. */
+export const ORG_TEAM = "*org";
+
 function groupsOf(s: TeamAdminSettings): Record<string, GroupPolicy> {
   return (s.autoRunControls?.groups ?? {}) as Record<string, GroupPolicy>;
 }
 
 export async function groupsPage(root: HTMLElement, team: string): Promise<void> {
+  const org = team === ORG_TEAM;
   const view = await getTeamView(team);
   const editable = session.isAdmin() && !view.managedBy;
   let settings = view.settings;
   const status = statusLine();
   const list = h("div", { id: "group-list" });
+  const revision = h("p", { class: "muted", id: "groups-revision" });
 
   const write = async (name: string, policy: GroupPolicy | null): Promise<boolean> => {
     const groups = { ...groupsOf(settings) };
@@ -88,9 +94,11 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
   const show = () => {
     const groups = groupsOf(settings);
     const names = Object.keys(groups).sort();
+    const at = num(settings.revision);
+    fill(revision, at === 0 ? "Never written (revision 0)." : `At revision ${at}.`);
     fill(
       list,
-      names.length === 0 ? h("p", { class: "muted", id: "no-groups" }, `Team ${team} has no group policies.`) : null,
+      names.length === 0 ? h("p", { class: "muted", id: "no-groups" }, org ? "The organisation has no group policies." : `Team ${team} has no group policies.`) : null,
       names.map((n) => editor(n, groups[n])),
     );
   };
@@ -128,11 +136,28 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
   const signIns = h("tbody", { id: "sign-in-rows" });
   const signInStatus = statusLine();
   show();
+  if (org) {
+    fill(
+      root,
+      h("h2", {}, "Organisation-wide group policies"),
+      h(
+        "p",
+        { class: "help" },
+        "What the members of each group get in every team, combined with the team's controls and the team's own policy of the same group: deny lists add up (a team cannot remove an organisation's deny), allowed lists add or replace, protections take the strictest. Only operators read and write them.",
+      ),
+      revision,
+      status,
+      list,
+      editable ? adding : null,
+    );
+    return;
+  }
   fill(
     root,
     h("h2", {}, `Groups of team ${team}`),
     h("p", { class: "help" }, "What the members of each group get on top of, or instead of part of, the team's controls: deny lists add up, allowed lists add or replace, protections take the strictest."),
     view.managedBy ? managedNote(team, view.managedBy) : null,
+    revision,
     status,
     list,
     editable ? adding : null,
