@@ -602,6 +602,13 @@ def run(base, folder, browser_dir):
         page.click("#group-contractors-save")
         expect(page.locator("main .status.error")).to_contain_text("groups.contractors.mcp_tool_blocklist[0]")
         expect(page.locator("#groups-revision")).to_contain_text("At revision 2")
+        # its impact preview decides the logged calls of every team again: nobody who
+        # made a call here is a contractor, so no team is touched
+        page.fill("#group-contractors", '{"denied": ["git push", "git status"]}')
+        page.click("#group-contractors-preview")
+        expect(page.locator("main .status.ok")).to_contain_text("Impact preview ready: 0 team(s) touched")
+        expect(page.locator("#impact-summary")).to_contain_text("0 logged calls decided again")
+        expect(page.locator("#impact-teams")).to_have_count(0)
         # the team admin's API refuses the organisation's document, as the page assumes
         status, answer = api(base, "AdminService/GetTeamAdminSettings", {"teamId": "*org"}, ADMIN)
         assert status == 403 or answer.get("code") == "permission_denied", (status, answer)

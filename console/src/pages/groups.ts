@@ -10,7 +10,9 @@ import { cardTable, cell, labelled } from "../layout";
 import { session } from "../session";
 import { getTeamView, managedNote } from "../team";
 import type { TeamAdminSettings } from "../types";
+import type { Preview } from "../types";
 import { num } from "../types";
+import { renderPreview } from "./policy";
 
 /** One user's last sign-in (`PrincipalService.ListSignIns`). */
 interface SignInRecord {
@@ -41,6 +43,20 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
   const status = statusLine();
   const list = h("div", { id: "group-list" });
   const revision = h("p", { class: "muted", id: "groups-revision" });
+  const impact = h("section", { "aria-label": "Impact preview", id: "org-impact" });
+
+  /** The organisation's document with `name`'s policy as edited, decided against every team it touches. */
+  const preview = async (name: string, policy: GroupPolicy): Promise<void> => {
+    const groups = { ...groupsOf(settings), [name]: policy };
+    showOk(status, "Deciding the logged calls of every team again…");
+    try {
+      const p = await call<Preview>("DecisionLogService", "PreviewTeamAdminSettings", { teamId: team, autoRunControls: { ...(settings.autoRunControls ?? {}), groups } });
+      renderPreview(impact, p);
+      showOk(status, `Impact preview ready: ${(p.teams ?? []).length} team(s) touched.`);
+    } catch (e) {
+      showError(status, e instanceof Error ? e.message : String(e));
+    }
+  };
 
   const write = async (name: string, policy: GroupPolicy | null): Promise<boolean> => {
     const groups = { ...groupsOf(settings) };
@@ -86,6 +102,7 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
             { class: "actions" },
             h("button", { type: "button", class: "primary", id: `${id}-save`, onclick: () => { const p = parsed(); if (p) void write(name, p); } }, "Save"),
             h("button", { type: "button", class: "danger", id: `${id}-delete`, onclick: () => void write(name, null) }, "Delete"),
+            org ? h("button", { type: "button", id: `${id}-preview`, onclick: () => { const p = parsed(); if (p) void preview(name, p); } }, "Preview impact") : null,
           )
         : null,
     );
@@ -148,6 +165,7 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
       revision,
       status,
       list,
+      impact,
       editable ? adding : null,
     );
     return;
