@@ -6,7 +6,7 @@ import { fill, h, showError } from "./dom";
 import { approvalsPage } from "./pages/approvals";
 import { auditPage } from "./pages/audit";
 import { decisionsPage } from "./pages/decisions";
-import { groupsPage } from "./pages/groups";
+import { ORG_TEAM, groupsPage } from "./pages/groups";
 import { killSwitchPage } from "./pages/killswitch";
 import { pinsPage } from "./pages/pins";
 import { policyPage } from "./pages/policy";
@@ -22,6 +22,8 @@ interface Page {
   adminOnly: boolean;
   /** Shown to a member only once the team's policy names them an approver. */
   approversOnly?: boolean;
+  /** Shown to operators only (the organisation's pages: the API refuses anyone else). */
+  operatorOnly?: boolean;
   render(root: HTMLElement, team: string, signal: AbortSignal): Promise<void>;
 }
 
@@ -29,6 +31,7 @@ const PAGES: Page[] = [
   { route: "policy", title: "Policy", adminOnly: false, render: (r, t) => policyPage(r, t) },
   { route: "users", title: "Users", adminOnly: false, render: (r, t) => usersPage(r, t) },
   { route: "groups", title: "Groups", adminOnly: true, render: (r, t) => groupsPage(r, t) },
+  { route: "org-groups", title: "Org groups", adminOnly: true, operatorOnly: true, render: (r) => groupsPage(r, ORG_TEAM) },
   { route: "decisions", title: "Decisions", adminOnly: false, render: decisionsPage },
   { route: "audit", title: "Audit trail", adminOnly: true, render: (r, t) => auditPage(r, t) },
   { route: "approvals", title: "Approvals", adminOnly: false, approversOnly: true, render: approvalsPage },
@@ -93,10 +96,15 @@ function signInPage(message?: string): void {
   token.focus();
 }
 
+/** Whether the signed-in principal is shown `p` at all. */
+function shown(p: Page): boolean {
+  const operator = session.principal()?.role === "PRINCIPAL_ROLE_OPERATOR";
+  return (session.isAdmin() || !p.adminOnly) && (operator || !p.operatorOnly);
+}
+
 function currentPage(): Page {
   const route = location.hash.replace(/^#\/?/, "");
-  const admin = session.isAdmin();
-  return PAGES.find((p) => p.route === route && (admin || !p.adminOnly)) ?? PAGES[0];
+  return PAGES.find((p) => p.route === route && shown(p)) ?? PAGES[0];
 }
 
 function shell(): void {
@@ -127,7 +135,7 @@ function shell(): void {
         h(
           "ul",
           {},
-          PAGES.filter((pg) => admin || !pg.adminOnly).map((pg) => {
+          PAGES.filter(shown).map((pg) => {
             const li = h("li", { hidden: !admin && pg.approversOnly && pg !== page }, h("a", { href: `#/${pg.route}`, "aria-current": pg === page ? "page" : false }, pg.title));
             if (li.hidden) showIfApprover(li, team);
             return li;
@@ -161,7 +169,8 @@ function shell(): void {
   leaving?.abort();
   leaving = new AbortController();
   document.title = `${page.title} · toolgate`;
-  if (!team) {
+  // the organisation's pages are no team's
+  if (!team && !page.operatorOnly) {
     fill(main, h("p", {}, "Name a team above to see it."));
     return;
   }

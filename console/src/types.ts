@@ -163,6 +163,8 @@ export interface Preview {
   revision?: U64;
   truncated?: boolean;
   cutShort?: string;
+  /** A preview of the organisation's group policies: each team it touches. */
+  teams?: { teamId?: string; impact?: Preview }[];
 }
 
 export interface IssuedToken {

@@ -216,7 +216,8 @@ pub enum AdminCommand {
         #[arg(long, short)]
         file: PathBuf,
         /// Also decide the team's logged calls of this window again (`7d`, `24h`)
-        /// under the file and print which change outcome.
+        /// under the file and print which change outcome (for the organisation's
+        /// group document, every team's calls by members of a changed group).
         #[arg(long, value_name = "WINDOW")]
         impact: Option<String>,
     },
@@ -235,7 +236,8 @@ pub enum AdminCommand {
         #[arg(long)]
         expected_revision: Option<u64>,
         /// Also decide the team's logged calls of this window again (`7d`, `24h`)
-        /// under the file and print which change outcome.
+        /// under the file and print which change outcome (for the organisation's
+        /// group document, every team's calls by members of a changed group).
         #[arg(long, value_name = "WINDOW")]
         impact: Option<String>,
         /// With a `kind: group` document: also delete the scope's group policies

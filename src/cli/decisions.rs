@@ -427,6 +427,19 @@ pub struct ImpactReport {
     pub cut_short: String,
     pub transitions: Vec<ImpactGroupRow>,
     pub groups: Vec<ImpactGroupRow>,
+    /// A change to the organisation's group policies: each team it touches (the
+    /// counts above are their sums).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub teams: Vec<TeamImpactRow>,
+}
+
+/// One team's part of an organisation-wide impact.
+#[derive(Debug, Serialize)]
+pub struct TeamImpactRow {
+    pub team: String,
+    pub revision: u64,
+    #[serde(flatten)]
+    pub impact: ImpactReport,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -510,6 +523,12 @@ impl Render for ImpactReport {
                 }
             }
         }
+        for t in &self.teams {
+            let _ = writeln!(out, "  team {} (revision {}):", t.team, t.revision);
+            for line in t.impact.human().lines().skip(1) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
         out
     }
 }
@@ -534,7 +553,13 @@ pub(super) async fn impact(
         .await
         .map_err(rpc_error)?
         .into_inner();
-    Ok(ImpactReport {
+    Ok(impact_report(window, &r))
+}
+
+/// The server's impact preview as printed, with each team's for an
+/// organisation-wide one.
+fn impact_report(window: &str, r: &pb::PreviewTeamAdminSettingsResponse) -> ImpactReport {
+    ImpactReport {
         window: window.to_owned(),
         window_start: rfc3339(r.window_start),
         window_end: rfc3339(r.window_end),
@@ -552,7 +577,19 @@ pub(super) async fn impact(
         .into(),
         transitions: r.transitions.iter().map(group_row).collect(),
         groups: r.groups.iter().map(group_row).collect(),
-    })
+        teams: r
+            .teams
+            .iter()
+            .map(|t| {
+                let team = t.impact.clone().unwrap_or_default();
+                TeamImpactRow {
+                    team: t.team_id.clone(),
+                    revision: team.revision,
+                    impact: impact_report(window, &team),
+                }
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use super::{EXIT_CONFLICT, EXIT_DIFFERENT};
 use crate::auth::ORG_TEAM;
 use crate::cli::admin::{ApplyReport, Change, DiffReport, diff};
 use crate::grpc::convert::controls_to_pb;
-use crate::policy::groups::{GroupControls, check_group_name};
+use crate::policy::groups::{GroupControls, GroupPolicies, check_group_name};
+use crate::policy::{AdminControls, CompiledAdmin};
 use crate::policy_file;
 use crate::proto::v1 as pb;
 use anyhow::{Context, bail};
@@ -89,12 +90,7 @@ pub(super) async fn admin(c: &Clients, cmd: &AdminCommand) -> Option<anyhow::Res
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e)),
             };
-            if impact.is_some() {
-                return Some(Err(super::usage(
-                    "--impact: previews a team's policy file, not a group document".into(),
-                )));
-            }
-            return Some(diff_or_apply(c, file, read, None).await);
+            return Some(diff_or_apply(c, file, read, None, impact.as_deref()).await);
         }
         AdminCommand::Apply {
             file,
@@ -102,24 +98,15 @@ pub(super) async fn admin(c: &Clients, cmd: &AdminCommand) -> Option<anyhow::Res
             expected_revision,
             impact,
             prune,
-        } => {
-            if impact.is_some() {
-                // only refused once the document is known to be a group's
-                if let Ok(Some(_)) = read_if_group(file) {
-                    return Some(Err(super::usage(
-                        "--impact: previews a team's policy file, not a group document".into(),
-                    )));
-                }
-            }
-            (
-                file,
-                Apply {
-                    dry_run: *dry_run,
-                    expected_revision: *expected_revision,
-                    prune: *prune,
-                },
-            )
-        }
+        } => (
+            file,
+            Apply {
+                dry_run: *dry_run,
+                expected_revision: *expected_revision,
+                prune: *prune,
+                impact: impact.clone(),
+            },
+        ),
         AdminCommand::Get { .. } => return None,
     };
     let read = match read_if_group(file) {
@@ -127,7 +114,8 @@ pub(super) async fn admin(c: &Clients, cmd: &AdminCommand) -> Option<anyhow::Res
         Ok(None) => return None,
         Err(e) => return Some(Err(e)),
     };
-    Some(diff_or_apply(c, file, read, Some(apply)).await)
+    let impact = apply.impact.clone();
+    Some(diff_or_apply(c, file, read, Some(apply), impact.as_deref()).await)
 }
 
 /// What `admin apply` was asked.
@@ -135,6 +123,8 @@ struct Apply {
     dry_run: bool,
     expected_revision: Option<u64>,
     prune: bool,
+    /// `--impact WINDOW`.
+    impact: Option<String>,
 }
 
 /// The document at `file` when it says `kind: group`, read and checked; None when it
@@ -181,6 +171,32 @@ fn read_if_group(file: &Path) -> anyhow::Result<Option<Read>> {
         bail!(problems.join("\n"));
     }
     Ok(Some(Read { name, text, doc }))
+}
+
+/// The organisation's group policies in the `kind: group` document at `file` (with
+/// `org: true`), each checked as the server checks them: for `toolgate test --org`.
+pub(super) fn read_org_groups(file: &Path) -> anyhow::Result<GroupPolicies> {
+    let name = file.display().to_string();
+    let Some(read) = read_if_group(file)? else {
+        bail!(
+            "{name} is not a `kind: group` document: give the organisation's group policies as `admin apply` takes them (kind: group, org: true, groups)"
+        );
+    };
+    if !read.doc.org {
+        bail!(
+            "{name} holds team {}'s group policies: give the organisation's (`org: true`); a team's belong in its policy under `groups`",
+            read.team()
+        );
+    }
+    let groups = read.doc.groups;
+    let alone = AdminControls {
+        groups: Box::new(groups.clone()),
+        ..AdminControls::default()
+    };
+    if let Err(e) = CompiledAdmin::compile(&alone) {
+        bail!("{name}: {e}: fix the group policy it names");
+    }
+    Ok(groups)
 }
 
 /// What the document changes in the scope's group policies: each group's fields, a
@@ -243,6 +259,7 @@ async fn diff_or_apply(
     file: &Path,
     read: Read,
     apply: Option<Apply>,
+    impact: Option<&str>,
 ) -> anyhow::Result<i32> {
     let team = read.team().to_owned();
     let (current, revision) = get_admin(c, &team)
@@ -285,11 +302,20 @@ async fn diff_or_apply(
         }
         _ => {}
     }
+    // the organisation's document previews against every team it touches
+    let impact = match impact {
+        Some(window) => Some(
+            super::decisions::impact(c, &team, &controls, window)
+                .await
+                .with_context(|| format!("{}: the impact preview", read.name))?,
+        ),
+        None => None,
+    };
     let diff = DiffReport {
         team: team.clone(),
         revision,
         changes,
-        impact: None,
+        impact,
     };
     let Some(apply) = apply else {
         let code = if diff.changes.is_empty() {

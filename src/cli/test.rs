@@ -5,6 +5,7 @@
 
 use crate::examples::Example;
 use crate::policy::ToolActionLists;
+use crate::policy::groups::GroupPolicies;
 use crate::policy_file::{self, ExampleResult, PolicyFileError, PolicyTest, TeamPolicy};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,11 @@ pub struct TestArgs {
     /// Also write the results as JUnit XML to this file, for CI.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// The organisation's group policies: a `kind: group` document with `org: true`,
+    /// as `admin apply` writes it. A case's groups get them combined with the team's
+    /// as the server does; without it no organisation-wide policy applies.
+    #[arg(long, value_name = "FILE")]
+    org: Option<PathBuf>,
 }
 
 /// One case run: where it is written, what it is, and what became of it.
@@ -46,7 +52,17 @@ struct FileRun {
 
 /// Runs the files; prints failures to stdout, bad files to stderr, and a summary.
 pub fn test(args: TestArgs) -> anyhow::Result<i32> {
-    let runs: Vec<FileRun> = args.files.iter().map(|f| run_file(f)).collect();
+    let org = match &args.org {
+        Some(path) => match super::group_doc::read_org_groups(path) {
+            Ok(org) => org,
+            Err(e) => {
+                eprintln!("error: --org: {e:#}");
+                return Ok(EXIT_BAD_FILE);
+            }
+        },
+        None => GroupPolicies::new(),
+    };
+    let runs: Vec<FileRun> = args.files.iter().map(|f| run_file(f, &org)).collect();
     let mut out = String::new();
     let mut err = String::new();
     let (mut cases, mut failed, mut bad) = (0, 0, 0);
@@ -114,7 +130,7 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-fn run_file(path: &Path) -> FileRun {
+fn run_file(path: &Path, org: &GroupPolicies) -> FileRun {
     let name = path.display().to_string();
     let outcome = load(path, &name).map(|(test, test_text, policy, policy_name, policy_text)| {
         let mut runs = Vec::new();
@@ -133,8 +149,9 @@ fn run_file(path: &Path) -> FileRun {
             own,
         );
         let cases: Vec<Example> = (0..test.cases.len()).map(|i| test.case(i)).collect();
-        let results = policy_file::run_examples(
+        let results = policy_file::run_examples_in(
             &ToolActionLists::default(),
+            org,
             &policy.auto_run_controls,
             &cases,
         );

@@ -38,6 +38,7 @@ from playwright.sync_api import expect, sync_playwright
 TEAM = "acme"
 ADMIN = "console-admin-token"
 MEMBER = "console-alice-token"
+OPERATOR = "console-operator-token"
 # a team the server's policy file manages: the console shows it read only
 FILED_TEAM = "filed"
 FILED_ADMIN = "console-filed-admin-token"
@@ -93,6 +94,7 @@ def start_server(binary, work):
                 "auth": {
                     "tokens": [
                         {"name": "console-admin", "sha256": sha256(ADMIN), "role": "admin", "team": TEAM},
+                        {"name": "console-operator", "sha256": sha256(OPERATOR), "role": "operator"},
                         {"name": "alice", "sha256": sha256(MEMBER), "role": "member", "team": TEAM, "user": "alice"},
                         {"name": "filed-admin", "sha256": sha256(FILED_ADMIN), "role": "admin", "team": FILED_TEAM},
                     ]
@@ -543,6 +545,10 @@ def run(base, folder, browser_dir):
         assert stored["autoRunControls"]["groups"]["contractors"]["blocked"] == ["curl"], stored
         expect(page.locator("#sign-in-rows")).to_contain_text("No one signed in")
         shot(page, folder, "11b-groups")
+        # the organisation's group policies are an operator's: a team admin is not
+        # offered them, and their address shows the team's policy instead
+        expect(page.get_by_role("link", name="Org groups")).to_have_count(0)
+        open_page(page, base, "org-groups", f"Policy of team {TEAM}")
 
         # every page of an admin, at both widths
         every_page(page, base, folder, "admin")
@@ -572,6 +578,41 @@ def run(base, folder, browser_dir):
         expect(page.locator("main .error")).to_have_count(0)
         every_page(page, base, folder, "member", [pg for pg in PAGES if pg[0] not in ("audit", "groups")])
         check_session_only(page)
+
+        # an operator lists, adds and edits the organisation's group policies, each
+        # write at the revision read; a bad entry is refused with where it is
+        page.click("#sign-out")
+        sign_in(page, base, OPERATOR, "console-operator (operator)")
+        expect(page.get_by_role("link", name="Org groups")).to_be_visible()
+        open_page(page, base, "org-groups", "Organisation-wide group policies")
+        expect(page.locator("#no-groups")).to_contain_text("The organisation has no group policies")
+        expect(page.locator("#groups-revision")).to_contain_text("revision 0")
+        page.fill("#new-group-name", "contractors")
+        page.fill("#new-group-policy", '{"denied": ["git push"]}')
+        page.click("#new-group-save")
+        expect(page.locator("main .status.ok")).to_contain_text("Group policy contractors saved at revision 1")
+        expect(page.locator("#groups-revision")).to_contain_text("At revision 1")
+        page.fill("#group-contractors", '{"denied": ["git push"], "blocked": ["curl"]}')
+        page.click("#group-contractors-save")
+        expect(page.locator("main .status.ok")).to_contain_text("saved at revision 2")
+        status, answer = api(base, "AdminService/GetTeamAdminSettings", {"teamId": "*org"}, OPERATOR)
+        assert status == 200, answer
+        assert answer["settings"]["autoRunControls"]["groups"]["contractors"]["blocked"] == ["curl"], answer
+        page.fill("#group-contractors", '{"mcpToolBlocklist": ["no-colon"]}')
+        page.click("#group-contractors-save")
+        expect(page.locator("main .status.error")).to_contain_text("groups.contractors.mcp_tool_blocklist[0]")
+        expect(page.locator("#groups-revision")).to_contain_text("At revision 2")
+        # its impact preview decides the logged calls of every team again: nobody who
+        # made a call here is a contractor, so no team is touched
+        page.fill("#group-contractors", '{"denied": ["git push", "git status"]}')
+        page.click("#group-contractors-preview")
+        expect(page.locator("main .status.ok")).to_contain_text("Impact preview ready: 0 team(s) touched")
+        expect(page.locator("#impact-summary")).to_contain_text("0 logged calls decided again")
+        expect(page.locator("#impact-teams")).to_have_count(0)
+        # the team admin's API refuses the organisation's document, as the page assumes
+        status, answer = api(base, "AdminService/GetTeamAdminSettings", {"teamId": "*org"}, ADMIN)
+        assert status == 403 or answer.get("code") == "permission_denied", (status, answer)
+        shot(page, folder, "14-org-groups")
 
         # a team the policy file manages: read only from the start, the file named
         page.click("#sign-out")

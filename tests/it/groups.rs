@@ -362,8 +362,15 @@ pub(crate) async fn server_with_members(
     dir: &std::path::Path,
     members: &[(&str, &str, &[&str])],
 ) -> crate::support::TestServer {
-    use crate::support::{TestServer, test_config};
-    let mut config = test_config(dir);
+    crate::support::TestServer::start(members_config(dir, members)).await
+}
+
+/// The test configuration with more members, as [`server_with_members`] starts it.
+pub(crate) fn members_config(
+    dir: &std::path::Path,
+    members: &[(&str, &str, &[&str])],
+) -> toolgate::config::Config {
+    let mut config = crate::support::test_config(dir);
     for (user, team, groups) in members {
         config.auth.tokens.push(toolgate::config::TokenConfig {
             name: (*user).into(),
@@ -374,7 +381,7 @@ pub(crate) async fn server_with_members(
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
         });
     }
-    TestServer::start(config).await
+    config
 }
 
 /// The team's controls these tests start from: auto-run on, `git` allowed, and the

@@ -47,6 +47,7 @@ mod managed;
 mod managed_sync;
 mod matcher_props;
 mod org_groups;
+mod org_preview;
 mod otlp;
 mod packaging;
 mod partition;

@@ -316,3 +316,75 @@ async fn the_group_commands_write_the_organisation_s_policies_with_org() {
     assert_ne!(d.outcome(), pb::Outcome::Deny, "{d:?}");
     server.stop().await;
 }
+
+/// Two replicas on one PostgreSQL share the organisation's group policies: an
+/// operator's write through replica A is what replica B decides with, in every team,
+/// and B's watcher in the group is sent it; a write through B reaches A the same way.
+#[tokio::test]
+async fn an_org_wide_change_on_one_replica_is_decided_and_watched_on_another() {
+    use crate::groups::members_config;
+    use crate::support::{EVENTUALLY, eventually, pg};
+    let Some(url) = pg::fresh_database("org-wide groups on two replicas").await else {
+        return;
+    };
+    let members: &[(&str, &str, &[&str])] = &[
+        ("carol", TEAM, &["contractors"]),
+        ("dora", OTHER_TEAM, &["contractors"]),
+    ];
+    let replica = |dir: &std::path::Path| {
+        let mut config = members_config(dir, members);
+        config.store.url = Some(url.clone());
+        TestServer::start(config)
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = replica(dir_a.path()).await;
+    let b = replica(dir_b.path()).await;
+    a.set_controls(git_team(Vec::new())).await;
+    a.yolo("carol").await;
+    // B learns of A's writes from the database's notices
+    eventually(EVENTUALLY, "B decides with A's team controls", || async {
+        evaluate_in(&b, TEAM, "carol", "git push").await.outcome() == pb::Outcome::Allow
+    })
+    .await;
+    let mut carol_on_b = watch(&b, "carol-token", TEAM, "carol", None).await;
+    assert!(snapshot_denied(within(&mut carol_on_b).await).is_empty());
+
+    write_org(
+        &a,
+        "operator-token",
+        org_policy("contractors", denies("git push")),
+    )
+    .await
+    .expect("an operator writes through A");
+    // the snapshot says B's hub holds it: B decides with it at once
+    assert_eq!(snapshot_denied(within(&mut carol_on_b).await), ["git push"]);
+    let d = evaluate_in(&b, TEAM, "carol", "git push origin main").await;
+    assert_eq!(d.reason(), pb::Reason::CommandDenied, "{d:?}");
+    assert_eq!(d.origin, "org group contractors");
+    let d = evaluate_in(&b, OTHER_TEAM, "dora", "git push").await;
+    assert_eq!(d.outcome(), pb::Outcome::Deny, "in every team: {d:?}");
+    // B reads the organisation's document at A's revision
+    let read = b
+        .admin("operator-token")
+        .get_team_admin_settings(pb::GetTeamAdminSettingsRequest {
+            team_id: ORG_TEAM.into(),
+        })
+        .await
+        .expect("an operator reads it on B")
+        .into_inner()
+        .settings
+        .expect("settings");
+    assert_eq!(read.revision, 1);
+
+    // and the other way: emptied through B, A follows
+    write_org(&b, "operator-token", pb::AutoRunControls::default())
+        .await
+        .expect("emptied through B");
+    assert!(snapshot_denied(within(&mut carol_on_b).await).is_empty());
+    eventually(EVENTUALLY, "A follows B's write", || async {
+        evaluate_in(&a, TEAM, "carol", "git push").await.outcome() == pb::Outcome::Allow
+    })
+    .await;
+    a.stop().await;
+    b.stop().await;
+}

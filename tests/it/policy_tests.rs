@@ -236,3 +236,40 @@ fn a_failing_example_refuses_the_policy_file() {
         "{stderr}"
     );
 }
+
+/// `toolgate test --org FILE`: the organisation's group policies (an `org: true`
+/// group document) combine with a case's groups as the server combines them, so the
+/// organisation's deny wins over the team's allow (the golden's failing case); a
+/// file that is not the organisation's group document cannot be run.
+#[test]
+fn org_groups_given_by_file_combine_as_the_server_does() {
+    let org = |file: &str| format!("tests/data/policy_tests/org/{file}");
+    let cases = org("org_groups.test.yaml");
+    let out = toolgate(&["test", "--org", &org("org.yaml"), &cases]);
+    let mut mismatches = Vec::new();
+    check_golden(
+        &data().join("org/org_groups.golden"),
+        &transcript(&out),
+        &mut mismatches,
+    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    // without it, no organisation-wide policy applies: its cases fail
+    let out = toolgate(&["test", &cases]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", transcript(&out));
+    assert!(stdout.contains("7 cases: 4 passed, 3 failed"), "{stdout}");
+    for (file, says) in [
+        ("team_scope.yaml", "holds team acme's group policies"),
+        ("bad_entry.yaml", "groups.contractors.denied[0]"),
+        ("../team.yaml", "is not a `kind: group` document"),
+        ("missing.yaml", "missing.yaml"),
+    ] {
+        let out = toolgate(&["test", "--org", &org(file), &cases]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", transcript(&out));
+        assert!(
+            stderr.starts_with("error: --org: ") && stderr.contains(says),
+            "{file}: {stderr}"
+        );
+    }
+}

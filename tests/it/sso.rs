@@ -4,7 +4,9 @@
 //! their group maps to, a group changed at the provider taking effect at the next
 //! refresh, and a revoked refresh token failing closed; and the browser sign-in
 //! (authorization code with PKCE on a loopback redirect) against the same provider
-//! requiring PKCE, its browser side driven by an HTTP client.
+//! requiring PKCE, its browser side driven by an HTTP client; and a running
+//! `toolgate proxy` process that keeps deciding past its tokens' end and fails
+//! closed once the provider refuses its refresh.
 //!
 //! Needs `TOOLGATE_TEST_OIDC`: the npm prefix holding `oidc-provider` (`.ci/run`
 //! installs it). Without it the test says so and passes, unless CI=true.
@@ -593,5 +595,225 @@ async fn a_long_running_client_refreshes_its_sign_in_and_sends_the_new_token() {
         .unwrap();
     assert_ne!(kept.token, session.token, "the profile holds the new token");
     refresher.abort();
+    server.stop().await;
+}
+
+/// A running `toolgate proxy` (stdio, the profile signed in by the device flow) with
+/// the provider's 30-second tokens: one JSON-RPC exchange with it, answering the
+/// response to `id`.
+struct StdioProxy {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+}
+
+impl StdioProxy {
+    fn start(profile: &Path) -> Self {
+        let upstream = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_upstream.py");
+        let mut child = toolgate(profile)
+            .args([
+                "proxy",
+                "--server-id",
+                "demo",
+                "--team",
+                "platform",
+                "--user",
+                "alice",
+                "--",
+                "python3",
+            ])
+            .arg(upstream)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the proxy starts");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self {
+            child,
+            stdin,
+            lines,
+            next_id: 1,
+        }
+    }
+
+    /// Sends `method` and waits (within the deadline) for its response.
+    async fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+        tokio::time::timeout(DEADLINE, async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+                if answer["id"] == id {
+                    return answer;
+                }
+            }
+            panic!("the proxy stopped before answering {method}")
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{method}: no answer within {DEADLINE:?}"))
+    }
+
+    async fn initialize(&mut self) {
+        let answer = self
+            .request(
+                "initialize",
+                serde_json::json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "sso-test", "version": "1"}
+                }),
+            )
+            .await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        let done = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.stdin
+            .write_all(format!("{done}\n").as_bytes())
+            .await
+            .unwrap();
+        // the proxy knows a tool once it has listed it
+        let listed = self.request("tools/list", serde_json::json!({})).await;
+        assert!(
+            listed["result"]["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "echo")),
+            "{listed}"
+        );
+    }
+
+    /// Calls the upstream's `echo`: true when its text came back (the call was
+    /// allowed), false when the proxy refused it.
+    async fn echo(&mut self, text: &str) -> (bool, serde_json::Value) {
+        let answer = self
+            .request(
+                "tools/call",
+                serde_json::json!({"name": "echo", "arguments": {"text": text}}),
+            )
+            .await;
+        let allowed =
+            answer["result"]["isError"] != true && answer["result"]["content"][0]["text"] == text;
+        (allowed, answer)
+    }
+}
+
+/// The seconds since the epoch.
+fn epoch_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A running `toolgate proxy` signed in by SSO keeps deciding past the end of every
+/// token it started with (it refreshes them itself and sends the new one), and once
+/// the provider refuses the refresh it fails closed: after the token in hand ends,
+/// no call is let through.
+#[tokio::test]
+async fn a_running_proxy_refreshes_its_sign_in_and_fails_closed_when_refused() {
+    use toolgate::proto::v1 as pb;
+    let Some(prefix) = oidc_prefix() else {
+        return;
+    };
+    if !crate::proxy::python_has_mcp() {
+        return;
+    }
+    let provider = Provider::start(&prefix).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(&dir.path().join("data"));
+    config.auth.jwt = Some(jwt_config(&provider.issuer));
+    let server = TestServer::start(config).await;
+    let address = format!("http://{}", server.addr);
+    // team platform (alice's, by her group) lets her echo run
+    server
+        .admin("operator-token")
+        .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+            team_id: "platform".into(),
+            auto_run_controls: Some(pb::AutoRunControls {
+                enabled: true,
+                mcp_tool_allowlist: vec!["demo:echo".into()],
+                ..Default::default()
+            }),
+            expected_revision: None,
+        })
+        .await
+        .expect("the team's controls");
+    server
+        .users("operator-token")
+        .update_user_settings(pb::UpdateUserSettingsRequest {
+            settings: Some(pb::UserSettings {
+                use_yolo_mode: true,
+                ..crate::support::user_settings("platform", "alice")
+            }),
+            expected_revision: None,
+            update_mask: None,
+        })
+        .await
+        .expect("alice's settings");
+    let profile = dir.path().join("home/client.toml");
+    login(&provider, &address, &profile, "alice").await;
+
+    let mut proxy = StdioProxy::start(&profile);
+    proxy.initialize().await;
+    let (allowed, answer) = proxy.echo("first").await;
+    assert!(allowed, "{answer}");
+    let session = || {
+        toolgate::cli::profile::load_from(&profile)
+            .unwrap()
+            .sso
+            .expect("signed in")
+    };
+    // every token issued before this call ends by then, the server's leeway
+    // (`leeway_secs`) past it included
+    let ends = session().expires_at + jwt_config(&provider.issuer).leeway_secs + 1;
+    let first_token = session().token;
+    tokio::time::timeout(DEADLINE, async {
+        while epoch_now() <= ends {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+    .await
+    .expect("the token's end passes within the deadline");
+    let (allowed, answer) = proxy.echo("past the first token").await;
+    assert!(allowed, "the proxy sends a token it refreshed: {answer}");
+    assert_ne!(
+        session().token,
+        first_token,
+        "the refresh is kept in the profile"
+    );
+
+    // the provider refuses every refresh from now on: once the token in hand ends,
+    // the proxy sends none, and the server refuses what it asks
+    provider
+        .test_route("forget", serde_json::json!({"account": "alice"}))
+        .await;
+    let refused = tokio::time::timeout(DEADLINE * 2, async {
+        loop {
+            let (allowed, answer) = proxy.echo("after the refusal").await;
+            if !allowed {
+                return answer;
+            }
+            // let through while the token in hand lasts
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+    .await
+    .expect("the proxy refuses within the deadline");
+    assert!(
+        refused.get("error").is_some() || refused["result"]["isError"] == true,
+        "{refused}"
+    );
+    // and stays closed: nothing is let through without a token
+    let (allowed, answer) = proxy.echo("still refused").await;
+    assert!(!allowed, "{answer}");
+    drop(proxy.stdin);
+    let _ = tokio::time::timeout(DEADLINE, proxy.child.wait()).await;
     server.stop().await;
 }

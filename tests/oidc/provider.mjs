@@ -110,6 +110,8 @@ server.on('request', async (req, res) => {
     if (req.url === '/test/approve') await approve(args);
     else if (req.url === '/test/groups') groups[args.account] = args.groups;
     else if (req.url === '/test/login') nextLogin = args.account;
+    // the account is gone: every refresh of its sign-ins is refused
+    else if (req.url === '/test/forget') delete groups[args.account];
     else throw new Error(`no route ${req.url}`);
     res.writeHead(204).end();
   } catch (e) {

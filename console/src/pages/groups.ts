@@ -1,7 +1,8 @@
 // Groups: the team's group policies, each shown and edited in the API's JSON form and
 // written with the revision read (another admin's change in between is refused, not
 // lost), and who signed in through the identity provider with the groups their
-// token carried.
+// token carried. The same page shows the organisation's group policies (the reserved
+// team `*org`, which only operators may read or write) for operators.
 
 import { ApiError, call, getTeamSettings, putTeamSettings } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
@@ -9,7 +10,9 @@ import { cardTable, cell, labelled } from "../layout";
 import { session } from "../session";
 import { getTeamView, managedNote } from "../team";
 import type { TeamAdminSettings } from "../types";
+import type { Preview } from "../types";
 import { num } from "../types";
+import { renderPreview } from "./policy";
 
 /** One user's last sign-in (`PrincipalService.ListSignIns`). */
 interface SignInRecord {
@@ -25,16 +28,35 @@ type GroupPolicy = Record<string, unknown>;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** The reserved team holding the organisation's group policies. */
+export const ORG_TEAM = "*org";
+
 function groupsOf(s: TeamAdminSettings): Record<string, GroupPolicy> {
   return (s.autoRunControls?.groups ?? {}) as Record<string, GroupPolicy>;
 }
 
 export async function groupsPage(root: HTMLElement, team: string): Promise<void> {
+  const org = team === ORG_TEAM;
   const view = await getTeamView(team);
   const editable = session.isAdmin() && !view.managedBy;
   let settings = view.settings;
   const status = statusLine();
   const list = h("div", { id: "group-list" });
+  const revision = h("p", { class: "muted", id: "groups-revision" });
+  const impact = h("section", { "aria-label": "Impact preview", id: "org-impact" });
+
+  /** The organisation's document with `name`'s policy as edited, decided against every team it touches. */
+  const preview = async (name: string, policy: GroupPolicy): Promise<void> => {
+    const groups = { ...groupsOf(settings), [name]: policy };
+    showOk(status, "Deciding the logged calls of every team again…");
+    try {
+      const p = await call<Preview>("DecisionLogService", "PreviewTeamAdminSettings", { teamId: team, autoRunControls: { ...(settings.autoRunControls ?? {}), groups } });
+      renderPreview(impact, p);
+      showOk(status, `Impact preview ready: ${(p.teams ?? []).length} team(s) touched.`);
+    } catch (e) {
+      showError(status, e instanceof Error ? e.message : String(e));
+    }
+  };
 
   const write = async (name: string, policy: GroupPolicy | null): Promise<boolean> => {
     const groups = { ...groupsOf(settings) };
@@ -80,6 +102,7 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
             { class: "actions" },
             h("button", { type: "button", class: "primary", id: `${id}-save`, onclick: () => { const p = parsed(); if (p) void write(name, p); } }, "Save"),
             h("button", { type: "button", class: "danger", id: `${id}-delete`, onclick: () => void write(name, null) }, "Delete"),
+            org ? h("button", { type: "button", id: `${id}-preview`, onclick: () => { const p = parsed(); if (p) void preview(name, p); } }, "Preview impact") : null,
           )
         : null,
     );
@@ -88,9 +111,11 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
   const show = () => {
     const groups = groupsOf(settings);
     const names = Object.keys(groups).sort();
+    const at = num(settings.revision);
+    fill(revision, at === 0 ? "Never written (revision 0)." : `At revision ${at}.`);
     fill(
       list,
-      names.length === 0 ? h("p", { class: "muted", id: "no-groups" }, `Team ${team} has no group policies.`) : null,
+      names.length === 0 ? h("p", { class: "muted", id: "no-groups" }, org ? "The organisation has no group policies." : `Team ${team} has no group policies.`) : null,
       names.map((n) => editor(n, groups[n])),
     );
   };
@@ -128,11 +153,29 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
   const signIns = h("tbody", { id: "sign-in-rows" });
   const signInStatus = statusLine();
   show();
+  if (org) {
+    fill(
+      root,
+      h("h2", {}, "Organisation-wide group policies"),
+      h(
+        "p",
+        { class: "help" },
+        "What the members of each group get in every team, combined with the team's controls and the team's own policy of the same group: deny lists add up (a team cannot remove an organisation's deny), allowed lists add or replace, protections take the strictest. Only operators read and write them.",
+      ),
+      revision,
+      status,
+      list,
+      impact,
+      editable ? adding : null,
+    );
+    return;
+  }
   fill(
     root,
     h("h2", {}, `Groups of team ${team}`),
     h("p", { class: "help" }, "What the members of each group get on top of, or instead of part of, the team's controls: deny lists add up, allowed lists add or replace, protections take the strictest."),
     view.managedBy ? managedNote(team, view.managedBy) : null,
+    revision,
     status,
     list,
     editable ? adding : null,

@@ -210,7 +210,7 @@ function cutShortText(why: string | undefined): string {
   }
 }
 
-function renderPreview(el: HTMLElement, p: Preview): void {
+export function renderPreview(el: HTMLElement, p: Preview): void {
   fill(
     el,
     h("h3", {}, "Impact preview"),
@@ -237,6 +237,26 @@ function renderPreview(el: HTMLElement, p: Preview): void {
                 cell("Tool or command", h("code", {}, g.key ?? "")),
                 cell("Calls", String(num(g.count))),
                 cell("Examples", (g.examples ?? []).map((x) => h("div", {}, `${describeCall(x.record?.call)} (${x.record?.userId ?? ""}) → ${reasonName(x.newReason)}`))),
+              ),
+            ),
+          ),
+        ),
+    (p.teams ?? []).length === 0
+      ? null
+      : cardTable(
+          "Teams the change touches (their calls by members of a changed group)",
+          ["Team", "Revision", "Decided again", "Would change"],
+          h(
+            "tbody",
+            { id: "impact-teams" },
+            (p.teams ?? []).map((t) =>
+              h(
+                "tr",
+                { id: `impact-team-${t.teamId ?? ""}` },
+                cell("Team", t.teamId ?? ""),
+                cell("Revision", String(num(t.impact?.revision))),
+                cell("Decided again", String(num(t.impact?.decided))),
+                cell("Would change", String(num(t.impact?.changed))),
               ),
             ),
           ),

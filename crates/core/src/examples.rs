@@ -4,7 +4,7 @@
 //! roles for a call that names an agent).
 
 use crate::hook::{self, ToolTable};
-use crate::policy::groups::{GroupedAdmin, normalise_groups};
+use crate::policy::groups::{GroupPolicies, GroupedAdmin, Origins, normalise_groups};
 use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     AdminControls, Call, CompiledAdmin, CompiledUser, Decision, Outcome, Reason, ToolActionLists,
@@ -137,6 +137,9 @@ pub struct Under<'a> {
     pub files: &'a ToolActionLists,
     /// The team's controls, as written: combined with an example's groups.
     pub team: &'a AdminControls,
+    /// The organisation's group policies, combined as the team's own are (`toolgate
+    /// test --org`; none for a team policy alone).
+    pub org: &'a GroupPolicies,
     /// `team`, compiled: what an example in no group is decided by.
     pub admin: &'a CompiledAdmin,
     /// The user's settings where an example names none.
@@ -357,24 +360,34 @@ impl Example {
             None => under.user,
         };
         // a member's calls are decided by the team's controls combined with its
-        // groups' policies, and name where the deciding entry came from, as on the
-        // server
+        // groups' policies, the team's and the organisation's, and name where the
+        // deciding entry came from, as on the server: only the groups with a policy
+        // in either are combined, none of them leaves the team's controls alone
         let groups = self.groups()?;
-        let grouped = if groups.is_empty() {
+        let saying: Vec<String> = groups
+            .iter()
+            .filter(|g| under.team.groups.contains_key(*g) || under.org.contains_key(*g))
+            .cloned()
+            .collect();
+        let grouped = if saying.is_empty() {
             None
         } else {
-            Some(GroupedAdmin::compile(under.team, &groups).map_err(|e| {
-                ExampleError::new(
-                    "groups",
-                    format!("the team's controls with these groups' policies do not combine: {e}"),
-                )
-            })?)
+            Some(
+                GroupedAdmin::compile_in(under.team, under.org, &saying).map_err(|e| {
+                    ExampleError::new(
+                        "groups",
+                        format!(
+                            "the team's controls with these groups' policies do not combine: {e}"
+                        ),
+                    )
+                })?,
+            )
         };
         let admin = grouped.as_ref().map_or(under.admin, |g| &g.compiled);
         let mut decision = explain_at(under.files, admin, user, &call, args.cwd.as_deref());
-        if let Some(g) = &grouped {
-            g.origins.name(admin, user, &call, &groups, &mut decision);
-        }
+        let no_origins = Origins::default();
+        let origins = grouped.as_ref().map_or(&no_origins, |g| &g.origins);
+        origins.name(admin, user, &call, &groups, &mut decision);
         // the service's order: the roles speak on a call that names an agent, unless
         // the admin already denied it (a session quota counts as not yet used)
         let compiled = admin.roles();
@@ -479,6 +492,7 @@ mod tests {
         ex.run(&Under {
             files: &files,
             team,
+            org: &GroupPolicies::new(),
             admin: &admin,
             user: &user,
         })

@@ -184,6 +184,14 @@ fn impact_to_pb(i: Impact) -> pb::PreviewTeamAdminSettingsResponse {
             Some(crate::service::CutShort::Records) => pb::PreviewCutShort::Records,
             Some(crate::service::CutShort::Time) => pb::PreviewCutShort::Time,
         } as i32,
+        teams: i
+            .teams
+            .into_iter()
+            .map(|t| pb::TeamImpact {
+                team_id: t.team_id,
+                impact: Some(impact_to_pb(t.impact)),
+            })
+            .collect(),
     }
 }
 

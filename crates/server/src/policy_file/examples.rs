@@ -6,6 +6,7 @@ use super::limits::check_limits;
 use super::locate::line_at;
 use super::parse::{check_controls, check_team_id, normalise, yaml_error};
 use super::{PolicyFileError, TeamPolicy};
+use crate::policy::groups::GroupPolicies;
 use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, ToolActionLists, UserSettings};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -185,6 +186,17 @@ pub fn run_examples(
     controls: &AdminControls,
     examples: &[Example],
 ) -> Result<Vec<ExampleResult>, String> {
+    run_examples_in(files, &GroupPolicies::new(), controls, examples)
+}
+
+/// [`run_examples`] with the organisation's group policies `org` combined, as the
+/// server combines them, for a case's groups.
+pub fn run_examples_in(
+    files: &ToolActionLists,
+    org: &GroupPolicies,
+    controls: &AdminControls,
+    examples: &[Example],
+) -> Result<Vec<ExampleResult>, String> {
     let admin = CompiledAdmin::compile(controls).map_err(|e| e.to_string())?;
     let defaults = controls
         .default_user_settings
@@ -195,6 +207,7 @@ pub fn run_examples(
     let under = Under {
         files,
         team: controls,
+        org,
         admin: &admin,
         user: &user,
     };

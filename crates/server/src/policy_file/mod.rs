@@ -39,7 +39,7 @@ mod locate;
 mod parse;
 mod read;
 
-pub use examples::{ExampleResult, PolicyTest, parse_policy_test, run_examples};
+pub use examples::{ExampleResult, PolicyTest, parse_policy_test, run_examples, run_examples_in};
 pub use limits::nesting_depth;
 pub use locate::line_at;
 pub use parse::{

@@ -9,11 +9,12 @@
 //! audit records do, to admins as to members: the whole text stays in the store.
 
 use super::audit_sink::{Record, excerpt};
+use super::settings::check_org_doc;
 use super::{Service, ServiceError, check_id};
-use crate::auth::{Action, Principal, Role, authorize};
+use crate::auth::{Action, ORG_TEAM, Principal, Role, authorize};
 use crate::config::DecisionLogConfig;
 use crate::hub::{DecisionsCommitted, Hub};
-use crate::policy::groups::GroupedAdmin;
+use crate::policy::groups::{GroupPolicies, GroupedAdmin};
 use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
     self, AdminControls, Call, CompiledAdmin, CompiledUser, Outcome, PolicyError, Reason,
@@ -270,6 +271,17 @@ pub struct Impact {
     /// Why the preview stopped before the window's oldest record, when it did: only
     /// the newest were decided again.
     pub cut_short: Option<CutShort>,
+    /// For a change to the organisation's group policies: each team with logged
+    /// calls of a member of a changed group, its own impact (the fields above are
+    /// their sums); empty for a team's preview.
+    pub teams: Vec<TeamImpact>,
+}
+
+/// One team's part of an organisation-wide preview.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeamImpact {
+    pub team_id: String,
+    pub impact: Impact,
 }
 
 /// Why an impact preview stopped early.
@@ -301,7 +313,7 @@ impl Default for Previews {
 }
 
 /// A team's place in [`Previews`], held while its preview runs.
-struct PreviewSlot<'a> {
+pub(super) struct PreviewSlot<'a> {
     running: &'a Previews,
     team: String,
 }
@@ -309,7 +321,7 @@ struct PreviewSlot<'a> {
 impl<'a> PreviewSlot<'a> {
     /// The team's place, or a refusal when one of its previews is running: a second
     /// is refused at once rather than queued, so previews cannot pile up.
-    fn take(running: &'a Previews, team: &str) -> Result<Self, ServiceError> {
+    pub(super) fn take(running: &'a Previews, team: &str) -> Result<Self, ServiceError> {
         let mut teams = running
             .0
             .lock()
@@ -338,7 +350,7 @@ impl Drop for PreviewSlot<'_> {
 
 /// Set when the preview's caller goes away (its future is dropped): the page being
 /// decided on the blocking pool stops at its next record.
-struct CancelOnDrop(Arc<AtomicBool>);
+pub(super) struct CancelOnDrop(pub(super) Arc<AtomicBool>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -347,23 +359,26 @@ impl Drop for CancelOnDrop {
 }
 
 /// What a preview carries from page to page (moved to the blocking pool and back).
-struct PreviewRun {
-    impact: Impact,
-    tally: Tally,
-    users: HashMap<String, super::Effective>,
-    proposed_admin: CompiledAdmin,
-    proposed_defaults: Option<CompiledUser>,
+pub(super) struct PreviewRun {
+    pub(super) impact: Impact,
+    pub(super) tally: Tally,
+    pub(super) users: HashMap<String, super::Effective>,
+    /// None: the team's controls as they are (an organisation-wide preview).
+    pub(super) proposed_admin: Option<CompiledAdmin>,
+    pub(super) proposed_defaults: Option<CompiledUser>,
     /// The proposal combined with each set of groups records were decided under
     /// (None: none of them has a policy in it), as `Evaluate` combines them.
-    proposed: AdminControls,
-    proposed_grouped: HashMap<String, Result<Option<Arc<GroupedAdmin>>, PolicyError>>,
-    seen: u64,
+    pub(super) proposed: AdminControls,
+    /// The organisation's group policies proposed (None: those in force).
+    pub(super) proposed_org: Option<Arc<GroupPolicies>>,
+    pub(super) proposed_grouped: HashMap<String, Result<Option<Arc<GroupedAdmin>>, PolicyError>>,
+    pub(super) seen: u64,
 }
 
 impl PreviewRun {
     /// Decides one page of records again, newest first, within the budget; `false`
     /// once the preview must stop (a budget reached, or the caller gone).
-    fn page(
+    pub(super) fn page(
         &mut self,
         page: Vec<StoredDecision>,
         max_records: u64,
@@ -421,7 +436,7 @@ impl PreviewRun {
                 .proposed_grouped
                 .entry(record.decision.groups.clone())
                 .or_insert_with(|| {
-                    let org = &eff.org.policies;
+                    let org = self.proposed_org.as_deref().unwrap_or(&eff.org.policies);
                     let says = groups
                         .iter()
                         .any(|g| proposed.groups.contains_key(g) || org.contains_key(g));
@@ -433,9 +448,8 @@ impl PreviewRun {
                 continue;
             };
             let admin_now = now.as_deref().map_or(&*eff.admin.compiled, |g| &g.compiled);
-            let admin_then = then
-                .as_deref()
-                .map_or(&self.proposed_admin, |g| &g.compiled);
+            let proposed_admin = self.proposed_admin.as_ref().unwrap_or(&*eff.admin.compiled);
+            let admin_then = then.as_deref().map_or(proposed_admin, |g| &g.compiled);
             let (before, _) = redecide(files, admin_now, user_now, &record, &call);
             let (after, unchecked) = redecide(files, admin_then, user_then, &record, &call);
             if after.0 == Outcome::Allow && unchecked {
@@ -453,6 +467,21 @@ impl PreviewRun {
 }
 
 impl Service {
+    /// A place on the blocking pool for a preview: another team's preview may hold
+    /// them, so it waits within the time budget (None: the budget ran out).
+    pub(super) async fn preview_place(
+        &self,
+        deadline: Instant,
+    ) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, ServiceError> {
+        let wait = tokio::time::Instant::from_std(deadline);
+        match tokio::time::timeout_at(wait, self.previews.1.acquire()).await {
+            Ok(place) => Ok(Some(place.map_err(|_| {
+                ServiceError::Internal("the impact preview's places were closed".into())
+            })?)),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// The decision log's settings.
     pub fn decision_log(&self) -> &DecisionLogConfig {
         &self.decision_log
@@ -732,6 +761,10 @@ impl Service {
             })?),
             None => None,
         };
+        if team == ORG_TEAM {
+            check_org_doc(team, &proposed)?;
+            return self.preview_org(proposed, window, examples).await;
+        }
         // one preview per team at a time, within a record and a time budget, decided
         // on the blocking pool, stopped when the caller goes away
         let _slot = PreviewSlot::take(&self.previews, team)?;
@@ -751,9 +784,10 @@ impl Service {
             },
             tally: Tally::new(examples),
             users: HashMap::new(),
-            proposed_admin,
+            proposed_admin: Some(proposed_admin),
             proposed_defaults,
             proposed,
+            proposed_org: None,
             proposed_grouped: HashMap::new(),
             seen: 0,
         });
@@ -764,19 +798,12 @@ impl Service {
             limit: MAX_PAGE,
             ..DecisionQuery::default()
         };
-        // another team's preview may hold the places: wait within the time budget
-        let wait = tokio::time::Instant::from_std(deadline);
-        let place = match tokio::time::timeout_at(wait, self.previews.1.acquire()).await {
-            Ok(place) => Some(place.map_err(|_| {
-                ServiceError::Internal("the impact preview's places were closed".into())
-            })?),
-            Err(_) => {
-                if let Some(state) = run.as_mut() {
-                    state.impact.cut_short = Some(CutShort::Time);
-                }
-                None
-            }
-        };
+        let place = self.preview_place(deadline).await?;
+        if place.is_none()
+            && let Some(state) = run.as_mut()
+        {
+            state.impact.cut_short = Some(CutShort::Time);
+        }
         loop {
             if place.is_none() {
                 break;
@@ -866,14 +893,14 @@ fn redecide(
 
 /// Counts changed calls by from→to and by from→to and key, keeping the first
 /// examples of each (the newest: records come newest first).
-struct Tally {
+pub(super) struct Tally {
     examples: usize,
     transitions: BTreeMap<(u8, u8), ImpactGroup>,
     groups: BTreeMap<(u8, u8, String), ImpactGroup>,
 }
 
 impl Tally {
-    fn new(examples: usize) -> Self {
+    pub(super) fn new(examples: usize) -> Self {
         Self {
             examples,
             transitions: BTreeMap::new(),
@@ -921,7 +948,7 @@ impl Tally {
     }
 
     /// Biggest first; ties in a stable order.
-    fn finish(self) -> (Vec<ImpactGroup>, Vec<ImpactGroup>) {
+    pub(super) fn finish(self) -> (Vec<ImpactGroup>, Vec<ImpactGroup>) {
         let sorted = |groups: Vec<ImpactGroup>| {
             let mut groups = groups;
             groups.sort_by_key(|g| std::cmp::Reverse(g.count));

@@ -16,6 +16,7 @@ mod decide;
 mod decisions;
 mod deny_journal;
 mod export;
+mod org_preview;
 mod pins;
 mod principal;
 mod rates;
@@ -50,8 +51,8 @@ pub use budget::AUDIT_DECISIONS_SHED;
 pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
-    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, check_client, check_tool_use_id,
-    outcome_name, parse_outcome, parse_reason,
+    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, TeamImpact, check_client,
+    check_tool_use_id, outcome_name, parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};
 pub use export::{AUDIT_EVENT, DECISION_EVENT, Exporter, SPILL_DIR as OTLP_SPILL_DIR};

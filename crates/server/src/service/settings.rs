@@ -35,7 +35,7 @@ pub struct AllowlistChange {
 /// The organisation's document ([`ORG_TEAM`]) holds group policies and nothing
 /// else: a team's setting there would be a setting of a team nobody is in, which
 /// an admin could take for one in force everywhere.
-fn check_org_doc(team: &str, controls: &AdminControls) -> Result<(), ServiceError> {
+pub(super) fn check_org_doc(team: &str, controls: &AdminControls) -> Result<(), ServiceError> {
     if team != ORG_TEAM {
         return Ok(());
     }
