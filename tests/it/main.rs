@@ -56,6 +56,7 @@ mod policy_yaml;
 mod preview;
 mod proxy;
 mod proxy_failures;
+mod proxy_identity;
 mod proxy_names;
 mod rates;
 mod replicas;

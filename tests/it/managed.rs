@@ -82,6 +82,7 @@ fn controls() -> pb::AutoRunControls {
             allow_user_hooks: false,
             managed_permission_rules_only: true,
             claude_code_minimum_version: "2.0.0".into(),
+            ..Default::default()
         }),
         ..Default::default()
     }
