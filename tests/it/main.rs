@@ -26,6 +26,7 @@ mod decisions;
 mod deny_crash;
 mod docs;
 mod export;
+mod export_servers;
 mod faults;
 mod flood;
 mod followed_files;
