@@ -203,17 +203,25 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
         e["event"] == "tampering_reported" && e["recorded"] == true
     })
     .await;
-    let audited = server
-        .admin("admin-token")
-        .list_audit_events(pb::ListAuditEventsRequest {
-            team_id: TEAM.into(),
-            kind: audit_kind("tampering_detected"),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .events;
+    let tampering = || async {
+        server
+            .admin("admin-token")
+            .list_audit_events(pb::ListAuditEventsRequest {
+                team_id: TEAM.into(),
+                kind: audit_kind("tampering_detected"),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .events
+    };
+    // written by the audit writer just after the answer
+    eventually(EVENTUALLY, "the tampering audited", || async {
+        !tampering().await.is_empty()
+    })
+    .await;
+    let audited = tampering().await;
     assert_eq!(audited.len(), 1, "{audited:?}");
     assert_eq!(audited[0].actor, "alice");
     let found = detail(&audited[0]);
@@ -275,6 +283,71 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
 
     gemini_denies(&files.gemini, "terraform destroy prod").await;
     codex_forbids(&files.codex, &["terraform", "destroy", "prod"]);
+}
+
+/// Cursor's enterprise hooks file is shared: the hooks someone else put there stay
+/// beside toolgate's, and only toolgate's taken out is put back (and reported).
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_keeps_others_cursor_hooks() {
+    let (server, _data) = start().await;
+    let first = server.set_controls(denying(&["touch"])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "alice-token\n").unwrap();
+    let root = dir.path().join("root");
+    let files = Files::under(&root);
+    std::fs::create_dir_all(files.cursor.parent().unwrap()).unwrap();
+    let theirs = json!({"version": 1, "hooks": {
+        "afterFileEdit": [{"command": "/opt/audit/edit"}],
+        "beforeShellExecution": [{"command": "/opt/audit/shell"}]}});
+    std::fs::write(&files.cursor, theirs.to_string()).unwrap();
+    let mut sync = Syncing::start(&root, &format!("http://{}", server.addr), &token);
+    sync.each("wrote", &["cursor"], first).await;
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.cursor).unwrap()).unwrap();
+    let commands = |hooks: &Value, event: &str| -> Vec<String> {
+        hooks["hooks"][event]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["command"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        commands(&hooks, "afterFileEdit"),
+        ["/opt/audit/edit"],
+        "{hooks}"
+    );
+    let shell = commands(&hooks, "beforeShellExecution");
+    assert!(
+        shell.contains(&"/opt/audit/shell".to_owned())
+            && shell.contains(&"/usr/local/bin/toolgate hook cursor".to_owned()),
+        "{hooks}"
+    );
+
+    // toolgate's hook taken out (renamed into place, whole): put back, theirs kept
+    let part = files.cursor.with_extension("part");
+    std::fs::write(&part, theirs.to_string()).unwrap();
+    std::fs::rename(&part, &files.cursor).unwrap();
+    let event = sync
+        .wait("the cursor hook put back", |e| {
+            e["event"] == "restored" && e["client"] == "cursor"
+        })
+        .await;
+    assert_eq!(event["tampering"], true);
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.cursor).unwrap()).unwrap();
+    assert_eq!(
+        commands(&hooks, "afterFileEdit"),
+        ["/opt/audit/edit"],
+        "{hooks}"
+    );
+    assert!(
+        commands(&hooks, "beforeMCPExecution")
+            .contains(&"/usr/local/bin/toolgate hook cursor".to_owned()),
+        "{hooks}"
+    );
+    server.stop().await;
 }
 
 /// Gemini CLI's own policy engine, reading the synced file as an admin policy, denies
