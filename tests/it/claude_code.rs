@@ -74,7 +74,7 @@ impl FakeModel {
     }
 
     /// The tool names offered to the model, per request that offered any.
-    fn offered_tools(&self) -> Vec<Vec<String>> {
+    pub(crate) fn offered_tools(&self) -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
