@@ -206,7 +206,7 @@ async fn a_cache_that_is_not_a_policy_is_refused() {
 /// Whether this process may make a private mount namespace with an overlay on /etc
 /// (root, or CAP_SYS_ADMIN); without it the Claude Code test says so and passes,
 /// except in CI.
-fn private_etc_possible(dir: &Path) -> bool {
+pub(crate) fn private_etc_possible(dir: &Path) -> bool {
     let upper = dir.join("probe-upper");
     let work = dir.join("probe-work");
     std::fs::create_dir_all(&upper).unwrap();

@@ -435,6 +435,206 @@ fn codex_forbids(requirements: &Path, argv: &[&str]) {
     assert_eq!(v["decision"], "forbidden", "{v}");
 }
 
+/// A real `codex exec` under the `requirements.toml` `toolgate sync` wrote: the fake
+/// model's `touch`, which the team denies, never runs (the managed hook in the file
+/// denies it first, and the file's `[rules]` alone forbid it too); its `ls`, which
+/// the team allows, runs.
+/// Codex reads only `/etc/codex/requirements.toml`, so it runs in a private mount
+/// namespace whose `/etc` has the synced files over the machine's. Needs
+/// TOOLGATE_TEST_CODEX and root.
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_exec_forbids_the_command_the_synced_requirements_deny() {
+    let Some(codex) = tool("TOOLGATE_TEST_CODEX") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    if !crate::managed::private_etc_possible(dir) {
+        return;
+    }
+    let (server, _data) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["ls".into()],
+            denied: vec!["touch".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let addr = format!("http://{}", server.addr);
+    let token = dir.join("token");
+    std::fs::write(&token, "alice-token\n").unwrap();
+    // the hook's command: toolgate with its settings as flags (a machine's would read
+    // the managed configuration and the user's profile)
+    let hook = dir.join("toolgate-hook.sh");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" --server '{addr}' --token-file '{}' --team acme --user alice\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            token.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let root = dir.join("root");
+    let (root_arg, token_arg, hook_arg) = (
+        root.display().to_string(),
+        token.display().to_string(),
+        hook.display().to_string(),
+    );
+    let (ok, text) = toolgate(&[
+        "sync",
+        "--once",
+        "--server",
+        &addr,
+        "--token-file",
+        &token_arg,
+        "--root",
+        &root_arg,
+        "--user",
+        "alice",
+        "--client",
+        "codex",
+        "--command",
+        &hook_arg,
+    ])
+    .await;
+    assert!(ok, "{text}");
+    assert!(
+        std::fs::read_to_string(root.join("etc/codex/requirements.toml"))
+            .unwrap()
+            .contains("forbidden"),
+        "{text}"
+    );
+
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let marker = work.join("marker");
+    let model = codex_exec(
+        &codex,
+        &root.join("etc"),
+        dir,
+        &work,
+        &format!("touch {}", marker.display()),
+    )
+    .await;
+    assert!(!marker.exists(), "the denied touch ran");
+    // the managed hook the file installs is asked first, and denies it
+    let outputs = function_call_outputs(&model);
+    assert!(
+        outputs.contains("toolgate DENY (COMMAND_DENIED)"),
+        "codex told the model: {outputs}"
+    );
+
+    // the file's [rules] alone (its hooks taken out) forbid it too
+    let synced: toml::Table = std::fs::read_to_string(root.join("etc/codex/requirements.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let rules_only = dir.join("rules-only");
+    std::fs::create_dir_all(rules_only.join("codex")).unwrap();
+    let mut only = toml::Table::new();
+    only.insert("rules".into(), synced["rules"].clone());
+    std::fs::write(
+        rules_only.join("codex/requirements.toml"),
+        toml::to_string(&only).unwrap(),
+    )
+    .unwrap();
+    let model = codex_exec(
+        &codex,
+        &rules_only,
+        dir,
+        &work,
+        &format!("touch {}", marker.display()),
+    )
+    .await;
+    assert!(!marker.exists(), "the denied touch ran");
+    let outputs = function_call_outputs(&model);
+    assert!(
+        outputs.contains("rejected: toolgate: a denied command prefix"),
+        "codex told the model: {outputs}"
+    );
+
+    // an allowed command runs: its output reaches the model
+    std::fs::write(work.join("visible.txt"), "").unwrap();
+    let model = codex_exec(&codex, &root.join("etc"), dir, &work, "ls").await;
+    let outputs = function_call_outputs(&model);
+    assert!(
+        outputs.contains("visible.txt") && !outputs.contains("blocked"),
+        "the allowed ls ran; codex told the model: {outputs}"
+    );
+    server.stop().await;
+}
+
+/// What Codex sent the model as its calls' outputs.
+fn function_call_outputs(model: &crate::claude_code::FakeModel) -> String {
+    model
+        .requests()
+        .iter()
+        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `codex exec` in `work` with `etc` over the machine's `/etc` (a private mount
+/// namespace), its model the fake Responses API running `command` once.
+async fn codex_exec(
+    codex: &Path,
+    etc: &Path,
+    dir: &Path,
+    work: &Path,
+    command: &str,
+) -> crate::claude_code::FakeModel {
+    let model =
+        crate::claude_code::FakeModel::start_fake("openai_responses.py", dir, &json!([command]));
+    let home = dir.join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let overlay_work = dir.join("etc-work");
+    let _ = std::fs::remove_dir_all(&overlay_work);
+    std::fs::create_dir_all(&overlay_work).unwrap();
+    let provider = format!(
+        "model_providers.fake={{name=\"fake\", base_url=\"http://127.0.0.1:{}/v1\", wire_api=\"responses\", env_key=\"CODEX_API_KEY\"}}",
+        model.port()
+    );
+    let mut cmd = tokio::process::Command::new("unshare");
+    for (key, _) in std::env::vars().filter(|(k, _)| {
+        k.starts_with("TOOLGATE_") || k.starts_with("OPENAI_") || k.starts_with("CODEX_")
+    }) {
+        cmd.env_remove(key);
+    }
+    let run = cmd
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$1,workdir=$2\" /etc && shift 2 && exec \"$@\"")
+        .arg("sh")
+        .arg(etc)
+        .arg(&overlay_work)
+        .arg(codex)
+        .args(["exec", "--skip-git-repo-check", "--sandbox", "workspace-write", "-c", "model_provider=fake", "-c"])
+        .arg(&provider)
+        .args(["-m", "fake-model", "make the call"])
+        .current_dir(work)
+        .env("CODEX_HOME", &home)
+        .env("CODEX_API_KEY", "dummy")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("codex exec finished within 120 s")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "codex exec: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    model
+}
+
 /// `toolgate ARGS` with none of the test's `TOOLGATE_*`: (success, stdout and stderr).
 async fn toolgate(args: &[&str]) -> (bool, String) {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
