@@ -585,3 +585,45 @@ async fn claude_code_does_not_load_a_server_denied_by_its_command() {
     );
     server.stop().await;
 }
+
+/// MCP servers by identity that break a rule are refused at the API, naming the entry
+/// (an identity with no kind set too: never read as matching anything).
+#[tokio::test]
+async fn hostile_server_identities_are_refused_naming_the_entry() {
+    use pb::mcp_server_identity::Identity;
+    let (server, _data) = start().await;
+    let cases = [
+        (None, "managed.denied_mcp_servers[0].name"),
+        (
+            Some(Identity::Url("ftp://evil.example/".into())),
+            "managed.denied_mcp_servers[0].url",
+        ),
+        (
+            Some(Identity::Command(pb::CommandWords { words: vec![] })),
+            "managed.denied_mcp_servers[0].command: no program",
+        ),
+        (
+            Some(Identity::Name("my.server".into())),
+            "letters, digits, - and _ only",
+        ),
+    ];
+    for (identity, want) in cases {
+        let err = server
+            .admin("admin-token")
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(pb::AutoRunControls {
+                    managed: Some(pb::ManagedDelivery {
+                        denied_mcp_servers: vec![pb::McpServerIdentity { identity }],
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                expected_revision: None,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+        assert!(err.message().contains(want), "{want}: {}", err.message());
+    }
+}
