@@ -1,7 +1,8 @@
 //! `toolgate sync`: the agent (run as root, e.g. by `deploy/systemd/toolgate-sync.service`)
 //! that follows `WatchPolicy` and keeps the clients' managed files current: Codex's
 //! `requirements.toml`, Gemini CLI's admin-tier policy and system settings (the hook,
-//! beside keys that are not toolgate's) and Cursor's enterprise `hooks.json`. A file is
+//! beside keys that are not toolgate's) and Cursor's enterprise `hooks.json` (the hook,
+//! beside others' hooks). A file is
 //! written (atomically) only when its content changes; a file
 //! someone else changed is restored and reported as tampering; while the server cannot
 //! be reached the last files stay, still guarded. Each event is one JSON line on stdout.
@@ -44,7 +45,8 @@ pub enum SyncedFile {
     Codex,
     /// Gemini CLI's admin-tier policy, `/etc/gemini-cli/policies/toolgate.toml`.
     Gemini,
-    /// Cursor's enterprise `/etc/cursor/hooks.json`: the toolgate hook, `failClosed`.
+    /// Cursor's enterprise `/etc/cursor/hooks.json`: the toolgate hook, `failClosed`,
+    /// beside other hooks (a shared file).
     Cursor,
     /// Gemini CLI's system settings, `/etc/gemini-cli/settings.json`: the toolgate hook
     /// on every tool, merged with the file's other keys.
@@ -70,7 +72,7 @@ impl SyncedFile {
     /// Whether the file holds keys that are not toolgate's (kept as found: only the
     /// toolgate hook in it is restored).
     fn shared(self) -> bool {
-        self == SyncedFile::GeminiSettings
+        matches!(self, SyncedFile::GeminiSettings | SyncedFile::Cursor)
     }
 
     /// The file's place, relative to the root of the file system.
@@ -268,19 +270,9 @@ fn render(target: &Target, policy: &RemotePolicy) -> Result<(String, Vec<String>
             let out = export::export(Format::Gemini, admin, user, files)?;
             Ok((out.text, out.warnings))
         }
-        SyncedFile::Cursor => {
-            let text = install::merge(
-                Client::Cursor,
-                Scope::Managed,
-                &target.path,
-                None,
-                &target.hook,
-            )
-            .map_err(wrong)?;
-            Ok((text, Vec::new()))
-        }
-        // it depends on no policy: kept by `keep_shared` from what is found
-        SyncedFile::GeminiSettings => Ok((merged(target, None)?, Vec::new())),
+        // they depend on no policy: kept by `keep_shared` from what is found, other
+        // hooks and keys included
+        SyncedFile::Cursor | SyncedFile::GeminiSettings => Ok((merged(target, None)?, Vec::new())),
     }
 }
 

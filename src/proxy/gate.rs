@@ -1,6 +1,7 @@
 //! The proxy's side of the toolgate server: decisions and one live view per principal
 //! of the tools it may see, through the domain-typed client of `crate::grpc::client`.
 
+use super::admission::{self, Admitted};
 use crate::grpc::client::{
     Client, ClientError, PinStatus, PolicyNotice, RemotePolicy, ToolDefinition,
 };
@@ -18,6 +19,9 @@ use toolgate_core::backoff::Backoff;
 use tracing::{debug, warn};
 
 pub use crate::grpc::client::RemoteDecision;
+
+/// How soon a policy that could not be read is read again to judge the upstream.
+const JUDGE_RETRY: Duration = Duration::from_secs(1);
 
 /// How often the pin file is looked at for an admin's re-pin.
 const PIN_FILE_POLL: Duration = Duration::from_secs(1);
@@ -194,6 +198,10 @@ pub struct Gate {
     pins_moved: watch::Sender<u64>,
     /// Held so the pin file's poller runs as long as the gate lives.
     _pins_kept: watch::Receiver<u64>,
+    /// The upstream as its identity is judged (none: not judged, in unit tests).
+    target: Option<super::Target>,
+    /// Each principal's verdict on the upstream, kept by `follow`.
+    admitted: DashMap<Who, watch::Sender<Admitted>>,
 }
 
 /// Where the proxy's pins are kept.
@@ -278,7 +286,84 @@ impl Gate {
             pin_watches: DashMap::new(),
             pins_moved,
             _pins_kept,
+            target: None,
+            admitted: DashMap::new(),
         })
+    }
+
+    /// Judges the upstream `target` by each principal's MCP servers by identity.
+    #[must_use]
+    pub fn with_target(self: Arc<Self>, target: super::Target) -> Arc<Self> {
+        let mut gate = Arc::try_unwrap(self).unwrap_or_else(|_| unreachable!("not shared yet"));
+        gate.target = Some(target);
+        Arc::new(gate)
+    }
+
+    /// Whether the upstream may run for `who`, waiting up to `wait` for the first
+    /// verdict; not known by then is a refusal (fail closed).
+    pub async fn admitted(self: &Arc<Self>, who: &Who, wait: Duration) -> Result<(), String> {
+        if self.target.is_none() {
+            return Ok(());
+        }
+        let _view = self.view(who);
+        let mut verdict = self
+            .admitted
+            .entry(who.clone())
+            .or_insert_with(|| watch::channel(Admitted::Pending).0)
+            .subscribe();
+        let ready = tokio::time::timeout(wait, verdict.wait_for(|a| *a != Admitted::Pending)).await;
+        let known = match ready {
+            Ok(Ok(verdict)) => Some(verdict.clone()),
+            _ => None,
+        };
+        match known {
+            Some(Admitted::Yes) => Ok(()),
+            Some(Admitted::No(why)) => Err(why),
+            _ => Err(format!(
+                "upstream server {}: the team policy that says whether it may run is not available yet",
+                self.server_id
+            )),
+        }
+    }
+
+    /// Reads `who`'s policy and records its verdict on the upstream; whether it could
+    /// be read.
+    async fn judge(&self, who: &Who) -> bool {
+        let Some(target) = &self.target else {
+            return true;
+        };
+        let (verdict, read) = match self.client.effective_policy_as(&who.team, &who.user).await {
+            Ok(p) => (
+                admission::judge(&who.team, &self.server_id, target, &p),
+                true,
+            ),
+            Err(e) => (
+                Admitted::No(format!(
+                    "upstream server {}: the team policy could not be read ({e}), so it does not run",
+                    self.server_id
+                )),
+                false,
+            ),
+        };
+        if let Admitted::No(why) = &verdict {
+            warn!(team = %who.team, user = %who.user, server = %self.server_id, why = %why, "upstream refused for this principal");
+        }
+        self.set_admitted(who, verdict);
+        read
+    }
+
+    fn set_admitted(&self, who: &Who, verdict: Admitted) {
+        self.admitted
+            .entry(who.clone())
+            .or_insert_with(|| watch::channel(Admitted::Pending).0)
+            .send_replace(verdict);
+    }
+
+    fn refused(&self, who: &Who) -> Option<String> {
+        match &*self.admitted.get(who)?.borrow() {
+            Admitted::No(why) => Some(why.clone()),
+            _ => None,
+        }
     }
 
     /// Cuts tool descriptions longer than `max` bytes.
@@ -616,11 +701,23 @@ impl Gate {
         let mut upstream = self.upstream.clone();
         let mut pins_moved = self.pins_moved.subscribe();
         self.watch_pins(&who.team);
+        // the policy generation the upstream was last judged at
+        let mut judged = None;
         loop {
             pins_moved.borrow_and_update();
             let policy = *policy_rx.borrow_and_update();
             let tools = upstream.borrow_and_update().clone();
             let mut deadline = None;
+            if let Some(Ok(generation)) = policy
+                && judged != Some(generation)
+            {
+                if self.judge(&who).await {
+                    judged = Some(generation);
+                } else {
+                    // read again shortly: a refusal stands meanwhile
+                    deadline = Some(Instant::now() + JUDGE_RETRY);
+                }
+            }
             let next = match (policy, tools) {
                 (None, _) => None,
                 (Some(Err(since)), _) => {
@@ -633,6 +730,9 @@ impl Gate {
                             "toolgate is unreachable: no tool is shown until it is back".into(),
                         ))
                     }
+                }
+                (Some(Ok(_)), _) if self.refused(&who).is_some() => {
+                    self.refused(&who).map(Visible::Closed)
                 }
                 (Some(Ok(_)), None) => None,
                 (Some(Ok(_)), Some(tools)) => Some(match self.filter(&who, &tools).await {

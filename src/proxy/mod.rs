@@ -6,6 +6,7 @@
 //! a Streamable HTTP URL. Both MCP protocol generations are spoken through `rmcp`,
 //! including 2026-07-28's `subscriptions/listen`.
 
+mod admission;
 mod gate;
 mod http;
 mod lines;
@@ -138,6 +139,7 @@ fn shared(
         upstream.tools(),
     )
     .with_approvals(config.approvals)
+    .with_target(config.upstream.clone())
     .with_max_description(config.max_description_bytes)
     .with_pins(match &config.pins {
         None => gate::PinKeeper::Off,

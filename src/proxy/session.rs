@@ -204,6 +204,7 @@ impl Session {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
+        self.admit(&self.who(&context.extensions)?).await?;
         let route = self.route().await?;
         let down = route.down.as_ref();
         relay::forward(
@@ -234,6 +235,16 @@ impl Session {
             .get()
             .cloned()
             .ok_or_else(|| ErrorData::invalid_request("no principal: send a bearer token", None))
+    }
+
+    /// Whether the upstream may run for `who` (its identity by the team's policy):
+    /// nothing is relayed, nor the upstream started, before it may.
+    async fn admit(&self, who: &Who) -> Result<(), ErrorData> {
+        self.shared
+            .gate
+            .admitted(who, READY_WAIT)
+            .await
+            .map_err(|why| ErrorData::invalid_request(why, None))
     }
 
     /// The principal's view once it is known, or a fail-closed one after a deadline.
@@ -368,6 +379,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         let who = self.who(&context.extensions)?;
+        self.admit(&who).await?;
         context.peer.set_peer_info(request.clone());
         let down = Downstream {
             peer: context.peer.clone(),
@@ -418,6 +430,7 @@ impl ServerHandler for Session {
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         // 2026-07-28: notifications only on the stream the client opened for them
         let who = self.who(&subscription.request_context().extensions)?;
+        self.admit(&who).await?;
         self.start_single();
         let mut view = self.shared.gate.view(&who);
         let mut notices = self.shared.upstream.notices();
@@ -451,6 +464,10 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let who = self.who(&context.extensions)?;
+        if let Err(e) = self.admit(&who).await {
+            info!(team = %who.team, user = %who.user, why = %e.message, "tools/list answered empty");
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        }
         self.start_single();
         let visible = self.visible(&who).await;
         if let Visible::Closed(why) = &visible {
@@ -468,6 +485,9 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let who = self.who(&context.extensions)?;
+        if let Err(e) = self.admit(&who).await {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(e.message)]).into());
+        }
         self.start_single();
         let server = self.shared.gate.server_id().to_owned();
         let tool = request.name.to_string();

@@ -36,7 +36,8 @@ pub(crate) fn claude_binary() -> Option<PathBuf> {
     }
 }
 
-/// The fake Messages API, answering `script`; killed when dropped.
+/// A fake model API (the Messages API unless started otherwise), answering
+/// `script`; killed when dropped.
 pub(crate) struct FakeModel {
     child: std::process::Child,
     pub(crate) port: u16,
@@ -45,12 +46,18 @@ pub(crate) struct FakeModel {
 
 impl FakeModel {
     pub(crate) fn start(dir: &Path, script: &Value) -> Self {
+        Self::start_fake("anthropic.py", dir, script)
+    }
+
+    /// The fake `fake` of `tests/fakes` (`anthropic.py`, or `openai_responses.py` for
+    /// Codex), answering `script`.
+    pub(crate) fn start_fake(fake: &str, dir: &Path, script: &Value) -> Self {
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, script.to_string()).unwrap();
         let log = dir.join("requests.jsonl");
         let _ = std::fs::remove_file(&log);
         let mut child = std::process::Command::new("python3")
-            .arg(Path::new(FAKES).join("anthropic.py"))
+            .arg(Path::new(FAKES).join(fake))
             .arg(&script_path)
             .arg(&log)
             .stdout(Stdio::piped())
@@ -74,7 +81,7 @@ impl FakeModel {
     }
 
     /// The tool names offered to the model, per request that offered any.
-    fn offered_tools(&self) -> Vec<Vec<String>> {
+    pub(crate) fn offered_tools(&self) -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -85,6 +92,15 @@ impl FakeModel {
                     .filter_map(|t| t["name"].as_str().map(str::to_owned))
                     .collect()
             })
+            .collect()
+    }
+
+    /// Every request body the model received.
+    pub(crate) fn requests(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|r| r["body"].clone())
             .collect()
     }
 

@@ -82,6 +82,7 @@ fn controls() -> pb::AutoRunControls {
             allow_user_hooks: false,
             managed_permission_rules_only: true,
             claude_code_minimum_version: "2.0.0".into(),
+            ..Default::default()
         }),
         ..Default::default()
     }
@@ -205,7 +206,7 @@ async fn a_cache_that_is_not_a_policy_is_refused() {
 /// Whether this process may make a private mount namespace with an overlay on /etc
 /// (root, or CAP_SYS_ADMIN); without it the Claude Code test says so and passes,
 /// except in CI.
-fn private_etc_possible(dir: &Path) -> bool {
+pub(crate) fn private_etc_possible(dir: &Path) -> bool {
     let upper = dir.join("probe-upper");
     let work = dir.join("probe-work");
     std::fs::create_dir_all(&upper).unwrap();
@@ -268,6 +269,26 @@ fn claude_with_managed_settings(dir: &Path, claude: &Path, managed: &Value) -> P
     script
 }
 
+/// The helper as an admin's script: Claude Code runs its path with no arguments.
+fn policy_helper(dir: &Path, addr: &str, token: &Path, cache: &Path) -> PathBuf {
+    let helper = dir.join("policy-helper.sh");
+    let words: Vec<String> = helper_args(addr, token, cache)
+        .iter()
+        .map(|w| format!("'{w}'"))
+        .collect();
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\nexec '{}' {}\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            words.join(" ")
+        ),
+    )
+    .unwrap();
+    set_mode(&helper, 0o755);
+    helper
+}
+
 /// The real Claude Code CLI with a managed settings file naming the helper (and no
 /// hook of the user's or the project's): a denied command is refused by the hook the
 /// helper delivered; with the server down it still starts from the cache; with neither
@@ -295,22 +316,7 @@ async fn claude_code_takes_its_managed_policy_from_the_helper() {
     let token = token_file(dir, "alice-token");
     let cache = dir.join("helper-cache.json");
     let addr = format!("http://{}", server.addr);
-    // Claude Code runs the helper's path with no arguments: an admin's script
-    let helper = dir.join("policy-helper.sh");
-    let words: Vec<String> = helper_args(&addr, &token, &cache)
-        .iter()
-        .map(|w| format!("'{w}'"))
-        .collect();
-    std::fs::write(
-        &helper,
-        format!(
-            "#!/bin/sh\nexec '{}' {}\n",
-            env!("CARGO_BIN_EXE_toolgate"),
-            words.join(" ")
-        ),
-    )
-    .unwrap();
-    set_mode(&helper, 0o755);
+    let helper = policy_helper(dir, &addr, &token, &cache);
     let wrapped = claude_with_managed_settings(
         dir,
         &claude,
@@ -483,4 +489,141 @@ async fn claude_code_refreshes_its_managed_policy_from_the_helper() {
             .contains("Bash(wget *)"),
         "the refresh carried the change: {refreshed}"
     );
+}
+
+/// Claude Code does not load an MCP server the team denies by its launch command
+/// (`deniedMcpServers`' `serverCommand`, from the helper): the model is never offered
+/// its tools. Denied by a URL pattern instead, the same stdio server loads. Runs with
+/// TOOLGATE_TEST_CLAUDE and root only.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_does_not_load_a_server_denied_by_its_command() {
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    if !private_etc_possible(dir) {
+        return;
+    }
+    // the command exactly as markers_direct() configures the server
+    let launch = markers_direct()["mcpServers"]["markers"].clone();
+    let mut words = vec![launch["command"].as_str().unwrap().to_owned()];
+    words.extend(
+        launch["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_owned()),
+    );
+    let denying = |identity: pb::mcp_server_identity::Identity| pb::AutoRunControls {
+        enabled: true,
+        managed: Some(pb::ManagedDelivery {
+            denied_mcp_servers: vec![pb::McpServerIdentity {
+                identity: Some(identity),
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let (server, _data) = start().await;
+    server
+        .set_controls(denying(pb::mcp_server_identity::Identity::Command(
+            pb::CommandWords {
+                words: words.clone(),
+            },
+        )))
+        .await;
+    server.yolo("alice").await;
+    let token = token_file(dir, "alice-token");
+    let cache = dir.join("helper-cache.json");
+    let helper = policy_helper(dir, &format!("http://{}", server.addr), &token, &cache);
+    let wrapped = claude_with_managed_settings(
+        dir,
+        &claude,
+        &json!({"policyHelper": {"path": helper, "timeoutMs": 10000}}),
+    );
+    let settings = dir.join("no-hooks.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let call = json!({"name": "mcp__markers__safe", "input": {}});
+    let offered_markers = |model: &crate::claude_code::FakeModel| -> Vec<String> {
+        model
+            .offered_tools()
+            .into_iter()
+            .flatten()
+            .filter(|t| t.starts_with("mcp__markers__"))
+            .collect()
+    };
+
+    let (out, model) =
+        claude_output(&wrapped, dir, &settings, &markers_direct(), call.clone()).await;
+    assert!(
+        out.status.success(),
+        "claude ran: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !model.offered_tools().is_empty(),
+        "the model was asked with tools"
+    );
+    assert_eq!(
+        offered_markers(&model),
+        Vec::<String>::new(),
+        "the server denied by its command was not loaded"
+    );
+
+    server
+        .set_controls(denying(pb::mcp_server_identity::Identity::Url(
+            "https://mcp.example.com/*".into(),
+        )))
+        .await;
+    let (out, model) = claude_output(&wrapped, dir, &settings, &markers_direct(), call).await;
+    assert!(out.status.success(), "claude ran");
+    assert!(
+        offered_markers(&model).contains(&"mcp__markers__safe".to_owned()),
+        "a URL pattern does not match a stdio server: {:?}",
+        model.offered_tools()
+    );
+    server.stop().await;
+}
+
+/// MCP servers by identity that break a rule are refused at the API, naming the entry
+/// (an identity with no kind set too: never read as matching anything).
+#[tokio::test]
+async fn hostile_server_identities_are_refused_naming_the_entry() {
+    use pb::mcp_server_identity::Identity;
+    let (server, _data) = start().await;
+    let cases = [
+        (None, "managed.denied_mcp_servers[0].name"),
+        (
+            Some(Identity::Url("ftp://evil.example/".into())),
+            "managed.denied_mcp_servers[0].url",
+        ),
+        (
+            Some(Identity::Command(pb::CommandWords { words: vec![] })),
+            "managed.denied_mcp_servers[0].command: no program",
+        ),
+        (
+            Some(Identity::Name("my.server".into())),
+            "letters, digits, - and _ only",
+        ),
+    ];
+    for (identity, want) in cases {
+        let err = server
+            .admin("admin-token")
+            .update_team_admin_settings(pb::UpdateTeamAdminSettingsRequest {
+                team_id: TEAM.into(),
+                auto_run_controls: Some(pb::AutoRunControls {
+                    managed: Some(pb::ManagedDelivery {
+                        denied_mcp_servers: vec![pb::McpServerIdentity { identity }],
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                expected_revision: None,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+        assert!(err.message().contains(want), "{want}: {}", err.message());
+    }
 }

@@ -203,17 +203,25 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
         e["event"] == "tampering_reported" && e["recorded"] == true
     })
     .await;
-    let audited = server
-        .admin("admin-token")
-        .list_audit_events(pb::ListAuditEventsRequest {
-            team_id: TEAM.into(),
-            kind: audit_kind("tampering_detected"),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .events;
+    let tampering = || async {
+        server
+            .admin("admin-token")
+            .list_audit_events(pb::ListAuditEventsRequest {
+                team_id: TEAM.into(),
+                kind: audit_kind("tampering_detected"),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .events
+    };
+    // written by the audit writer just after the answer
+    eventually(EVENTUALLY, "the tampering audited", || async {
+        !tampering().await.is_empty()
+    })
+    .await;
+    let audited = tampering().await;
     assert_eq!(audited.len(), 1, "{audited:?}");
     assert_eq!(audited[0].actor, "alice");
     let found = detail(&audited[0]);
@@ -275,6 +283,71 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
 
     gemini_denies(&files.gemini, "terraform destroy prod").await;
     codex_forbids(&files.codex, &["terraform", "destroy", "prod"]);
+}
+
+/// Cursor's enterprise hooks file is shared: the hooks someone else put there stay
+/// beside toolgate's, and only toolgate's taken out is put back (and reported).
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_keeps_others_cursor_hooks() {
+    let (server, _data) = start().await;
+    let first = server.set_controls(denying(&["touch"])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "alice-token\n").unwrap();
+    let root = dir.path().join("root");
+    let files = Files::under(&root);
+    std::fs::create_dir_all(files.cursor.parent().unwrap()).unwrap();
+    let theirs = json!({"version": 1, "hooks": {
+        "afterFileEdit": [{"command": "/opt/audit/edit"}],
+        "beforeShellExecution": [{"command": "/opt/audit/shell"}]}});
+    std::fs::write(&files.cursor, theirs.to_string()).unwrap();
+    let mut sync = Syncing::start(&root, &format!("http://{}", server.addr), &token);
+    sync.each("wrote", &["cursor"], first).await;
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.cursor).unwrap()).unwrap();
+    let commands = |hooks: &Value, event: &str| -> Vec<String> {
+        hooks["hooks"][event]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["command"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        commands(&hooks, "afterFileEdit"),
+        ["/opt/audit/edit"],
+        "{hooks}"
+    );
+    let shell = commands(&hooks, "beforeShellExecution");
+    assert!(
+        shell.contains(&"/opt/audit/shell".to_owned())
+            && shell.contains(&"/usr/local/bin/toolgate hook cursor".to_owned()),
+        "{hooks}"
+    );
+
+    // toolgate's hook taken out (renamed into place, whole): put back, theirs kept
+    let part = files.cursor.with_extension("part");
+    std::fs::write(&part, theirs.to_string()).unwrap();
+    std::fs::rename(&part, &files.cursor).unwrap();
+    let event = sync
+        .wait("the cursor hook put back", |e| {
+            e["event"] == "restored" && e["client"] == "cursor"
+        })
+        .await;
+    assert_eq!(event["tampering"], true);
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&files.cursor).unwrap()).unwrap();
+    assert_eq!(
+        commands(&hooks, "afterFileEdit"),
+        ["/opt/audit/edit"],
+        "{hooks}"
+    );
+    assert!(
+        commands(&hooks, "beforeMCPExecution")
+            .contains(&"/usr/local/bin/toolgate hook cursor".to_owned()),
+        "{hooks}"
+    );
+    server.stop().await;
 }
 
 /// Gemini CLI's own policy engine, reading the synced file as an admin policy, denies
@@ -360,6 +433,206 @@ fn codex_forbids(requirements: &Path, argv: &[&str]) {
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(v["decision"], "forbidden", "{v}");
+}
+
+/// A real `codex exec` under the `requirements.toml` `toolgate sync` wrote: the fake
+/// model's `touch`, which the team denies, never runs (the managed hook in the file
+/// denies it first, and the file's `[rules]` alone forbid it too); its `ls`, which
+/// the team allows, runs.
+/// Codex reads only `/etc/codex/requirements.toml`, so it runs in a private mount
+/// namespace whose `/etc` has the synced files over the machine's. Needs
+/// TOOLGATE_TEST_CODEX and root.
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_exec_forbids_the_command_the_synced_requirements_deny() {
+    let Some(codex) = tool("TOOLGATE_TEST_CODEX") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    if !crate::managed::private_etc_possible(dir) {
+        return;
+    }
+    let (server, _data) = start().await;
+    server
+        .set_controls(pb::AutoRunControls {
+            enabled: true,
+            allowed: vec!["ls".into()],
+            denied: vec!["touch".into()],
+            ..Default::default()
+        })
+        .await;
+    server.yolo("alice").await;
+    let addr = format!("http://{}", server.addr);
+    let token = dir.join("token");
+    std::fs::write(&token, "alice-token\n").unwrap();
+    // the hook's command: toolgate with its settings as flags (a machine's would read
+    // the managed configuration and the user's profile)
+    let hook = dir.join("toolgate-hook.sh");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" --server '{addr}' --token-file '{}' --team acme --user alice\n",
+            env!("CARGO_BIN_EXE_toolgate"),
+            token.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let root = dir.join("root");
+    let (root_arg, token_arg, hook_arg) = (
+        root.display().to_string(),
+        token.display().to_string(),
+        hook.display().to_string(),
+    );
+    let (ok, text) = toolgate(&[
+        "sync",
+        "--once",
+        "--server",
+        &addr,
+        "--token-file",
+        &token_arg,
+        "--root",
+        &root_arg,
+        "--user",
+        "alice",
+        "--client",
+        "codex",
+        "--command",
+        &hook_arg,
+    ])
+    .await;
+    assert!(ok, "{text}");
+    assert!(
+        std::fs::read_to_string(root.join("etc/codex/requirements.toml"))
+            .unwrap()
+            .contains("forbidden"),
+        "{text}"
+    );
+
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let marker = work.join("marker");
+    let model = codex_exec(
+        &codex,
+        &root.join("etc"),
+        dir,
+        &work,
+        &format!("touch {}", marker.display()),
+    )
+    .await;
+    assert!(!marker.exists(), "the denied touch ran");
+    // the managed hook the file installs is asked first, and denies it
+    let outputs = function_call_outputs(&model);
+    assert!(
+        outputs.contains("toolgate DENY (COMMAND_DENIED)"),
+        "codex told the model: {outputs}"
+    );
+
+    // the file's [rules] alone (its hooks taken out) forbid it too
+    let synced: toml::Table = std::fs::read_to_string(root.join("etc/codex/requirements.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let rules_only = dir.join("rules-only");
+    std::fs::create_dir_all(rules_only.join("codex")).unwrap();
+    let mut only = toml::Table::new();
+    only.insert("rules".into(), synced["rules"].clone());
+    std::fs::write(
+        rules_only.join("codex/requirements.toml"),
+        toml::to_string(&only).unwrap(),
+    )
+    .unwrap();
+    let model = codex_exec(
+        &codex,
+        &rules_only,
+        dir,
+        &work,
+        &format!("touch {}", marker.display()),
+    )
+    .await;
+    assert!(!marker.exists(), "the denied touch ran");
+    let outputs = function_call_outputs(&model);
+    assert!(
+        outputs.contains("rejected: toolgate: a denied command prefix"),
+        "codex told the model: {outputs}"
+    );
+
+    // an allowed command runs: its output reaches the model
+    std::fs::write(work.join("visible.txt"), "").unwrap();
+    let model = codex_exec(&codex, &root.join("etc"), dir, &work, "ls").await;
+    let outputs = function_call_outputs(&model);
+    assert!(
+        outputs.contains("visible.txt") && !outputs.contains("blocked"),
+        "the allowed ls ran; codex told the model: {outputs}"
+    );
+    server.stop().await;
+}
+
+/// What Codex sent the model as its calls' outputs.
+fn function_call_outputs(model: &crate::claude_code::FakeModel) -> String {
+    model
+        .requests()
+        .iter()
+        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `codex exec` in `work` with `etc` over the machine's `/etc` (a private mount
+/// namespace), its model the fake Responses API running `command` once.
+async fn codex_exec(
+    codex: &Path,
+    etc: &Path,
+    dir: &Path,
+    work: &Path,
+    command: &str,
+) -> crate::claude_code::FakeModel {
+    let model =
+        crate::claude_code::FakeModel::start_fake("openai_responses.py", dir, &json!([command]));
+    let home = dir.join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let overlay_work = dir.join("etc-work");
+    let _ = std::fs::remove_dir_all(&overlay_work);
+    std::fs::create_dir_all(&overlay_work).unwrap();
+    let provider = format!(
+        "model_providers.fake={{name=\"fake\", base_url=\"http://127.0.0.1:{}/v1\", wire_api=\"responses\", env_key=\"CODEX_API_KEY\"}}",
+        model.port()
+    );
+    let mut cmd = tokio::process::Command::new("unshare");
+    for (key, _) in std::env::vars().filter(|(k, _)| {
+        k.starts_with("TOOLGATE_") || k.starts_with("OPENAI_") || k.starts_with("CODEX_")
+    }) {
+        cmd.env_remove(key);
+    }
+    let run = cmd
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$1,workdir=$2\" /etc && shift 2 && exec \"$@\"")
+        .arg("sh")
+        .arg(etc)
+        .arg(&overlay_work)
+        .arg(codex)
+        .args(["exec", "--skip-git-repo-check", "--sandbox", "workspace-write", "-c", "model_provider=fake", "-c"])
+        .arg(&provider)
+        .args(["-m", "fake-model", "make the call"])
+        .current_dir(work)
+        .env("CODEX_HOME", &home)
+        .env("CODEX_API_KEY", "dummy")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("codex exec finished within 120 s")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "codex exec: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    model
 }
 
 /// `toolgate ARGS` with none of the test's `TOOLGATE_*`: (success, stdout and stderr).

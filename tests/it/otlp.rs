@@ -337,3 +337,53 @@ fn the_collector_examples_are_well_formed() {
     names.sort();
     assert_eq!(names, ["elastic.yaml", "file.yaml", "splunk-hec.yaml"]);
 }
+
+/// A machine's tampering report reaches the collector as an audit record, as the
+/// writer's other records do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampering_report_is_exported() {
+    if !python_has_otlp() {
+        return;
+    }
+    let (tx, mut records) = mpsc::unbounded_channel();
+    let receiver = Receiver::start((0, 0), tx).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.otlp_export.endpoint = Some(receiver.endpoint(OtlpProtocol::Grpc));
+    let server = TestServer::start(config).await;
+    let got = server
+        .policy("alice-token")
+        .report_tampering(pb::ReportTamperingRequest {
+            team_id: TEAM.into(),
+            user_id: "alice".into(),
+            file: pb::ManagedFile::CodexRequirements as i32,
+            path: "/etc/codex/requirements.toml".into(),
+            host: "box-1".into(),
+            found_sha256: String::new(),
+            restored: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(got.recorded);
+    let record = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let r = records.recv().await.expect("the receiver goes on");
+            if r["attributes"]["toolgate.audit.kind"] == "tampering_detected" {
+                return r;
+            }
+        }
+    })
+    .await
+    .expect("the tampering record arrives");
+    assert_eq!(
+        record["attributes"]["toolgate.audit.actor"], "alice",
+        "{record}"
+    );
+    assert!(
+        record.to_string().contains("/etc/codex/requirements.toml"),
+        "{record}"
+    );
+    server.stop().await;
+    receiver.stop().await;
+}

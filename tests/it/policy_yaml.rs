@@ -131,6 +131,7 @@ fn every_field_round_trips_through_yaml() {
                 allow_user_hooks: false,
                 managed_permission_rules_only: true,
                 claude_code_minimum_version: "2.1.0".into(),
+                ..Default::default()
             })),
             rates: Some(Box::new(toolgate::policy::rates::RateControls {
                 rules: vec![

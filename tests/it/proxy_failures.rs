@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, watch};
 use toolgate::proto::v1 as pb;
 use toolgate::proxy;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 
-fn python_has_mcp() -> bool {
+pub(crate) fn python_has_mcp() -> bool {
     let found = std::process::Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
@@ -36,7 +36,7 @@ fn python_has_mcp() -> bool {
 }
 
 /// Counts the list changes announced to the client.
-struct Announced(mpsc::UnboundedSender<()>);
+pub(crate) struct Announced(pub(crate) mpsc::UnboundedSender<()>);
 
 impl ClientHandler for Announced {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -99,7 +99,7 @@ impl Relay {
     }
 }
 
-fn upstream() -> proxy::Target {
+pub(crate) fn upstream() -> proxy::Target {
     proxy::Target::Command(vec![
         "python3".into(),
         format!(
@@ -110,7 +110,7 @@ fn upstream() -> proxy::Target {
 }
 
 /// echo and crash allowlisted for alice, in auto-run mode.
-async fn policy(server: &TestServer) {
+pub(crate) async fn policy(server: &TestServer) {
     server
         .set_controls(pb::AutoRunControls {
             enabled: true,
@@ -142,6 +142,21 @@ async fn connect(
     RunningService<RoleClient, Announced>,
     mpsc::UnboundedReceiver<()>,
 ) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = open(toolgate, max_staleness, upstream(), Announced(tx))
+        .await
+        .expect("initialize");
+    (client, rx)
+}
+
+/// The proxy in process on a pipe, for alice, in front of `upstream`, and `client`
+/// initializing on the other end.
+pub(crate) async fn open(
+    toolgate: SocketAddr,
+    max_staleness: Duration,
+    upstream: proxy::Target,
+    client: Announced,
+) -> Result<RunningService<RoleClient, Announced>, rmcp::service::ClientInitializeError> {
     let config = proxy::ProxyConfig {
         toolgate: toolgate::grpc::client::ClientConfig {
             server: format!("http://{toolgate}"),
@@ -149,7 +164,7 @@ async fn connect(
             ..Default::default()
         },
         server_id: "demo".into(),
-        upstream: upstream(),
+        upstream,
         who: Some(proxy::Who {
             team: TEAM.into(),
             user: "alice".into(),
@@ -166,12 +181,12 @@ async fn connect(
     let (client_io, proxy_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(proxy_io);
     tokio::spawn(proxy::run_stream(config, read, write));
-    let (tx, rx) = mpsc::unbounded_channel();
-    let client = Announced(tx).serve(client_io).await.expect("initialize");
-    (client, rx)
+    tokio::time::timeout(DEADLINE, client.serve(client_io))
+        .await
+        .expect("initialize answered in time")
 }
 
-async fn names(peer: &Peer<RoleClient>) -> Vec<String> {
+pub(crate) async fn names(peer: &Peer<RoleClient>) -> Vec<String> {
     let tools = tokio::time::timeout(DEADLINE, peer.list_tools(None))
         .await
         .expect("tools/list in time")
@@ -183,7 +198,7 @@ async fn names(peer: &Peer<RoleClient>) -> Vec<String> {
         .collect()
 }
 
-async fn call(peer: &Peer<RoleClient>, name: &str) -> CallToolResult {
+pub(crate) async fn call(peer: &Peer<RoleClient>, name: &str) -> CallToolResult {
     let mut args = serde_json::Map::new();
     args.insert("text".into(), "hi".into());
     let params = CallToolRequestParams::new(name.to_owned()).with_arguments(args);
@@ -193,7 +208,7 @@ async fn call(peer: &Peer<RoleClient>, name: &str) -> CallToolResult {
         .expect("tools/call")
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()

@@ -20,6 +20,16 @@ fn report(user: &str, path: &str, host: &str, sha: &str) -> pb::ReportTamperingR
     }
 }
 
+/// The team's tampering records once there are `n` (the writer stores them after the
+/// answer, which waits only for the journal).
+async fn tampering_events_once(server: &TestServer, n: usize) -> Vec<pb::AuditEvent> {
+    eventually(EVENTUALLY, "the tampering records written", || async {
+        tampering_events(server).await.len() >= n
+    })
+    .await;
+    tampering_events(server).await
+}
+
 async fn tampering_events(server: &TestServer) -> Vec<pb::AuditEvent> {
     server
         .admin("admin-token")
@@ -51,7 +61,7 @@ async fn a_report_is_audited_for_the_reporters_own_user_only() {
         .unwrap()
         .into_inner();
     assert!(got.recorded);
-    let events = tampering_events(&server).await;
+    let events = tampering_events_once(&server, 1).await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].actor, "alice");
     assert_eq!(
@@ -148,7 +158,7 @@ async fn a_flood_of_reports_is_bounded() {
     let n = recorded.iter().filter(|r| **r).count();
     // refilled at a few a minute: a loop of 100 calls cannot earn many more
     assert!(n < 100, "{recorded:?}");
-    assert_eq!(tampering_events(&server).await.len(), n);
+    assert_eq!(tampering_events_once(&server, n).await.len(), n);
     // another member has its own allowance
     let r = server
         .policy("bob-token")

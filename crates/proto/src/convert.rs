@@ -4,7 +4,7 @@ use crate::v1 as pb;
 use std::time::{Duration, UNIX_EPOCH};
 use toolgate_core::policy::approvals::{ApprovalMode, ApprovalSettings, ApproverRole};
 use toolgate_core::policy::groups::{AllowMode, GroupControls};
-use toolgate_core::policy::managed::ManagedControls;
+use toolgate_core::policy::managed::{ManagedControls, ServerIdentity};
 use toolgate_core::policy::rates::{RateControls, RateExceeded, RateRule, RateScope};
 use toolgate_core::policy::{
     self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
@@ -168,6 +168,41 @@ fn managed_from_pb(m: pb::ManagedDelivery) -> ManagedControls {
         allow_user_hooks: m.allow_user_hooks,
         managed_permission_rules_only: m.managed_permission_rules_only,
         claude_code_minimum_version: m.claude_code_minimum_version,
+        allowed_mcp_servers: m
+            .allowed_mcp_servers
+            .into_iter()
+            .map(identity_from_pb)
+            .collect(),
+        denied_mcp_servers: m
+            .denied_mcp_servers
+            .into_iter()
+            .map(identity_from_pb)
+            .collect(),
+    }
+}
+
+/// An identity with none of its kinds set reads as an empty name, which the
+/// controls' check refuses (never as a match-anything).
+fn identity_from_pb(i: pb::McpServerIdentity) -> ServerIdentity {
+    use pb::mcp_server_identity::Identity;
+    match i.identity {
+        Some(Identity::Name(n)) => ServerIdentity::Name(n),
+        Some(Identity::Command(c)) => ServerIdentity::Command(c.words),
+        Some(Identity::Url(u)) => ServerIdentity::Url(u),
+        None => ServerIdentity::Name(String::new()),
+    }
+}
+
+fn identity_to_pb(i: &ServerIdentity) -> pb::McpServerIdentity {
+    use pb::mcp_server_identity::Identity;
+    pb::McpServerIdentity {
+        identity: Some(match i {
+            ServerIdentity::Name(n) => Identity::Name(n.clone()),
+            ServerIdentity::Command(words) => Identity::Command(pb::CommandWords {
+                words: words.clone(),
+            }),
+            ServerIdentity::Url(u) => Identity::Url(u.clone()),
+        }),
     }
 }
 
@@ -177,6 +212,8 @@ fn managed_to_pb(m: &ManagedControls) -> pb::ManagedDelivery {
         allow_user_hooks: m.allow_user_hooks,
         managed_permission_rules_only: m.managed_permission_rules_only,
         claude_code_minimum_version: m.claude_code_minimum_version.clone(),
+        allowed_mcp_servers: m.allowed_mcp_servers.iter().map(identity_to_pb).collect(),
+        denied_mcp_servers: m.denied_mcp_servers.iter().map(identity_to_pb).collect(),
     }
 }
 

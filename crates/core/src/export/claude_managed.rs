@@ -1,11 +1,13 @@
 //! Claude Code's managed settings as its `policyHelper` prints them: the toolgate
 //! hook as a managed hook, the export's permission rules, the MCP servers the policy
-//! lets exist or refuses by name, and the locks the team's `managed:` controls ask for.
+//! lets exist or refuses by name, command or URL, and the locks the team's `managed:` controls ask for.
 
 use super::{Plan, claude};
 use crate::hook::Client;
 use crate::hook::install::{self, Scope};
-use crate::policy::{AccessMode, AdminControls, BUILTIN_SERVER, Entry, Side};
+use crate::policy::AdminControls;
+use crate::policy::managed::ServerIdentity;
+use crate::policy::managed::servers::server_rules;
 use serde_json::{Map, Value, json};
 use std::path::Path;
 
@@ -48,103 +50,28 @@ pub fn render(
             json!(locks.claude_code_minimum_version),
         );
     }
-    if let Some(allowed) = allowed_servers(plan, admin, warnings) {
-        settings.insert("allowedMcpServers".into(), allowed);
+    let rules = server_rules(admin, warnings);
+    if let Some(allowed) = &rules.allowed {
+        settings.insert("allowedMcpServers".into(), entries(allowed));
     }
-    let denied = denied_servers(admin, warnings);
-    if !denied.is_empty() {
-        settings.insert("deniedMcpServers".into(), Value::Array(denied));
+    if !rules.denied.is_empty() {
+        settings.insert("deniedMcpServers".into(), entries(&rules.denied));
     }
     json!({ "managedSettings": settings })
 }
 
-/// A server name Claude Code's `serverName` takes: letters, digits, `-` and `_`.
-fn claude_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// The MCP servers that may be configured at all: with the kill switch none, in the
-/// access-allowlist mode the servers its entries name; otherwise no list (every
-/// server may be configured, its tools decided by the hook).
-fn allowed_servers(
-    plan: &Plan,
-    admin: &AdminControls,
-    warnings: &mut Vec<String>,
-) -> Option<Value> {
-    if plan.deny_all {
-        return Some(json!([]));
-    }
-    if admin.mcp_access_mode != AccessMode::Allowlist {
-        return None;
-    }
-    let mut names = Vec::new();
-    for raw in &admin.mcp_access_allowlist {
-        match Entry::parse(raw) {
-            Ok(Entry::Pair {
-                server: Side::Exact(s),
-                ..
-            }) if s == BUILTIN_SERVER => {}
-            Ok(Entry::Pair {
-                server: Side::Exact(s),
-                ..
-            }) => {
-                if claude_server_name(&s) {
-                    names.push(s);
-                } else {
-                    warnings.push(format!(
-                        "access allowlist entry {raw:?} names a server Claude Code cannot name in allowedMcpServers (letters, digits, - and _ only): that server is not allowed to be configured"
-                    ));
-                }
-            }
-            Ok(Entry::Preset(_)) => {}
-            _ => {
-                warnings.push(format!(
-                    "access allowlist entry {raw:?} does not name one server: allowedMcpServers is left out and the hook decides every MCP call"
-                ));
-                return None;
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
-    Some(Value::Array(
-        names
-            .into_iter()
-            .map(|n| json!({ "serverName": n }))
+/// Claude Code's entries: each exactly one of `serverName`, `serverCommand`,
+/// `serverUrl`.
+fn entries(list: &[ServerIdentity]) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|i| match i {
+                ServerIdentity::Name(n) => json!({ "serverName": n }),
+                ServerIdentity::Command(words) => json!({ "serverCommand": words }),
+                ServerIdentity::Url(u) => json!({ "serverUrl": u }),
+            })
             .collect(),
-    ))
-}
-
-/// The MCP servers whose every tool the team blocks, by name.
-fn denied_servers(admin: &AdminControls, warnings: &mut Vec<String>) -> Vec<Value> {
-    let mut names = Vec::new();
-    for raw in &admin.mcp_tool_blocklist {
-        if let Ok(Entry::Pair {
-            server: Side::Exact(s),
-            tool: Side::Any,
-        }) = Entry::parse(raw)
-        {
-            if s == BUILTIN_SERVER {
-                continue;
-            }
-            if claude_server_name(&s) {
-                names.push(s);
-            } else {
-                warnings.push(format!(
-                    "blocklist entry {raw:?} names a server Claude Code cannot name in deniedMcpServers: the hook denies its tools instead"
-                ));
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .map(|n| json!({ "serverName": n }))
-        .collect()
+    )
 }
 
 #[cfg(test)]
@@ -205,6 +132,7 @@ mod tests {
                 disable_bypass_permissions_mode: true,
                 managed_permission_rules_only: true,
                 claude_code_minimum_version: "2.1.0".into(),
+                ..ManagedControls::default()
             })),
             ..admin
         });
@@ -308,6 +236,48 @@ mod tests {
             managed["permissions"]["deny"]
                 .to_string()
                 .contains("\"Bash\"")
+        );
+    }
+
+    /// Servers by command and URL join the access allowlist's names in one list,
+    /// each entry with exactly one of Claude Code's three keys.
+    #[test]
+    fn servers_by_identity_are_claude_codes_entries() {
+        use crate::policy::managed::ServerIdentity;
+        let (managed, _) = settings(&AdminControls {
+            mcp_access_mode: AccessMode::Allowlist,
+            mcp_access_allowlist: vec!["github:*".into()],
+            mcp_tool_blocklist: vec!["evil:*".into()],
+            managed: Some(Box::new(ManagedControls {
+                allowed_mcp_servers: vec![
+                    ServerIdentity::Url("https://mcp.example.com/*".into()),
+                    ServerIdentity::Command(vec!["npx".into(), "server-github".into()]),
+                ],
+                denied_mcp_servers: vec![ServerIdentity::Url("https://*.evil.example/*".into())],
+                ..ManagedControls::default()
+            })),
+            ..AdminControls::default()
+        });
+        assert_eq!(
+            managed["allowedMcpServers"],
+            json!([{"serverName": "github"}, {"serverCommand": ["npx", "server-github"]},
+                {"serverUrl": "https://mcp.example.com/*"}])
+        );
+        assert_eq!(
+            managed["deniedMcpServers"],
+            json!([{"serverName": "evil"}, {"serverUrl": "https://*.evil.example/*"}])
+        );
+        // identities without the access allowlist: the list is theirs alone
+        let (managed, _) = settings(&AdminControls {
+            managed: Some(Box::new(ManagedControls {
+                allowed_mcp_servers: vec![ServerIdentity::Name("jira".into())],
+                ..ManagedControls::default()
+            })),
+            ..AdminControls::default()
+        });
+        assert_eq!(
+            managed["allowedMcpServers"],
+            json!([{"serverName": "jira"}])
         );
     }
 }

@@ -389,7 +389,28 @@ pub fn export(
         Format::CursorCli => cursor::cli(&plan, &mut warnings),
         Format::CursorAllowlists => cursor::allowlists(&plan, &mut warnings),
     };
+    if format != Format::ClaudeCode
+        && crate::policy::managed::servers::ServerRules::by_identity(admin)
+    {
+        warnings.push(unexpressed_servers(format).into());
+    }
     Ok(Export { text, warnings })
+}
+
+/// Why `format` leaves the team's MCP servers by identity (`managed.allowed_mcp_servers`,
+/// `denied_mcp_servers`) to the hook and `toolgate proxy`.
+fn unexpressed_servers(format: Format) -> &'static str {
+    match format {
+        Format::CodexRules | Format::CodexRequirements => {
+            "MCP servers by identity are not exported to Codex: requirements.toml's mcp_servers only allows servers it names, each with one command or URL, and has no denied list; `toolgate proxy` refuses a denied upstream and the hook decides every MCP call"
+        }
+        Format::Gemini => {
+            "MCP servers by identity are not exported to Gemini CLI: its settings name servers (mcp.allowed, mcp.excluded) but not their commands or URLs; `toolgate proxy` refuses a denied upstream and the hook decides every MCP call"
+        }
+        Format::CursorCli | Format::CursorAllowlists | Format::ClaudeCode => {
+            "MCP servers by identity are not exported to this format: `toolgate proxy` refuses a denied upstream and the hook decides every MCP call"
+        }
+    }
 }
 
 /// Claude Code's managed settings for one user, as its `policyHelper` prints them

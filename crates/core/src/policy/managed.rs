@@ -2,8 +2,11 @@
 //! decisions toolgate makes itself (docs/fleet.md): delivered by `toolgate managed`
 //! and `toolgate sync`, never read by the decision.
 
+pub mod servers;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+pub use servers::ServerIdentity;
 
 /// The longest version a team may name.
 const MAX_VERSION_LEN: usize = 32;
@@ -23,6 +26,16 @@ pub struct ManagedControls {
     /// The lowest Claude Code version that may start (`2.1.0`); empty: any.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub claude_code_minimum_version: String,
+    /// With entries, only the MCP servers matching one may be configured: a stdio
+    /// server must match a `command` entry when there is one, a remote server a `url`
+    /// entry when there is one, otherwise a `name` entry. The access allowlist's
+    /// servers count as `name` entries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_mcp_servers: Vec<ServerIdentity>,
+    /// The MCP servers that may never be configured, by `name`, `command` (its
+    /// words, matched exactly) or `url` (`*` matches any characters).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied_mcp_servers: Vec<ServerIdentity>,
 }
 
 impl ManagedControls {
@@ -32,7 +45,7 @@ impl ManagedControls {
     }
 
     /// The problem with the controls, as `(field, message)`: a version is one to
-    /// three dot-separated numbers.
+    /// three dot-separated numbers; server identities are within their limits.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
         let v = &self.claude_code_minimum_version;
         let numbers = v.split('.').collect::<Vec<_>>();
@@ -42,7 +55,10 @@ impl ManagedControls {
                 .iter()
                 .all(|n| !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()));
         if v.is_empty() || well_formed {
-            Ok(())
+            servers::check_identities("managed.allowed_mcp_servers", &self.allowed_mcp_servers)
+                .map_err(|m| ("managed.allowed_mcp_servers", m))?;
+            servers::check_identities("managed.denied_mcp_servers", &self.denied_mcp_servers)
+                .map_err(|m| ("managed.denied_mcp_servers", m))
         } else {
             Err((
                 "managed.claude_code_minimum_version",

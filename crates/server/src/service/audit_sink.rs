@@ -195,6 +195,17 @@ impl AuditWriter {
         }
     }
 
+    /// An audit record that must not be lost nor shed (its caller bounds it):
+    /// journaled (returning once on disk), then written and exported as a DENY's are.
+    pub(super) async fn record_journaled(&self, event: NewAuditEvent) {
+        journal_and_queue(
+            self.journal.as_deref(),
+            &self.tx,
+            vec![Record::Audit(event)],
+        )
+        .await;
+    }
+
     async fn send_entry(&self, entry: Entry) {
         send_entry(&self.tx, entry).await;
     }

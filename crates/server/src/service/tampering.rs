@@ -192,8 +192,17 @@ impl Service {
         });
         tracing::warn!(team, user, actor = %p.name, file = report.file.name(),
             path = %report.path, host = %report.host, "a managed file was tampered with");
-        self.record_audit(team, &p.name, AUDIT_TAMPERING_DETECTED, detail)
-            .await?;
+        // through the writer, so the OTLP export sees it too; journaled, as it is
+        // bounded per principal above and must not be shed
+        self.audit
+            .record_journaled(crate::store::NewAuditEvent {
+                team_id: team.to_owned(),
+                revision: 0,
+                actor: p.name.clone(),
+                kind: AUDIT_TAMPERING_DETECTED.to_owned(),
+                detail,
+            })
+            .await;
         Ok(true)
     }
 }
