@@ -11,7 +11,7 @@
 //! and in a segment: it is written again at the next start (at least once, never
 //! zero times).
 
-use super::audit_sink::Record;
+use super::decision_log::record::Record;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead as _, Write as _};
