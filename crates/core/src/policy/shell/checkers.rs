@@ -2,7 +2,7 @@
 //! scripts, awk programs, tar's modes, `git config`, split's names, gdb's commands,
 //! C compilers' options, find's expression): what they run and write, into a command's effects.
 
-use super::effects::{Found, Parsed, Run};
+use super::effects::found::{Found, Parsed, Run};
 use super::grammar::{Grammar, Item, Reading, Takes};
 use super::programs::Program;
 

@@ -3,8 +3,7 @@
 //! words a program that may run its arguments holds, and the literal scripts of
 //! shells. What this module does not know to be harmless is opaque.
 
-use super::programs::{Program, table};
-use super::rules::SHELLS;
+use super::programs::{Program, SHELLS, table};
 use super::{Origin, SimpleCommand, base_name, program_name};
 
 /// Builtins that assign a variable (its name may hold an array subscript bash
