@@ -212,7 +212,7 @@ pub(crate) enum Network {
 }
 
 /// A program whose arguments are a language of their own, read by a checker in
-/// `effects.rs`.
+/// `effects/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Script {
@@ -224,7 +224,7 @@ pub(crate) enum Script {
     Split,
     Gdb,
     Cc,
-    /// find's expression: a closed list of primaries (`checkers.rs`).
+    /// find's expression: a closed list of primaries (`checkers/find.rs`).
     Find,
     /// ssh: options, the host, options again, then the remote command.
     Ssh,

@@ -1,7 +1,7 @@
 //! A simple command's effects, read from its words with the program table: the
 //! commands it runs, the paths it writes or deletes, the directory it changes to,
 //! the hosts it contacts. The checkers of programs with a language of their own
-//! are in `checkers.rs`; the
+//! are in `checkers/`; the
 //! rows read by a grammar in `reading.rs`, by their option specs in `options.rs`.
 
 pub(super) mod found;

@@ -114,7 +114,7 @@ pub(super) fn apply_read(
                     ));
                 }
                 // an assignment off the harmless list is no read: what it changes the
-                // reader cannot follow (and `closed.rs` makes the command opaque)
+                // reader cannot follow (and `closed/` makes the command opaque)
                 if crate::policy::shell::closed::unsafe_assignment(word).is_some() {
                     read_only = false;
                 }
