@@ -8,6 +8,8 @@ use crate::store::StoreError;
 use serde::Deserialize;
 use sqlx::{ColumnIndex, Decode, Type};
 
+/// Decision-log records encoded for the store, in one buffer: each record's team,
+/// then its JSON form after the id (`at, the texts…, subject_bytes, revision]`, see
 /// a block's records). The log's queue of ALLOW and ASK records is a few of these, so an
 /// offered record costs no allocation, queue slot or free of its own; the store reads
 /// a batch from one.

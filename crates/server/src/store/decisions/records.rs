@@ -256,9 +256,6 @@ impl From<PackedDecision> for NewDecision {
     }
 }
 
-/// Decision-log records encoded for the store, in one buffer: each record's team,
-/// then its JSON form after the id (`at, the texts…, subject_bytes, revision]`, see
-
 /// A recorded decision with its id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredDecision {
