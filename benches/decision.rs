@@ -28,22 +28,29 @@
 #[path = "common/lists.rs"]
 mod lists;
 
+#[path = "decision/groups.rs"]
+mod groups;
+#[path = "decision/role_checks.rs"]
+mod role_checks;
+#[path = "decision/shell.rs"]
+mod shell;
+
 use casbin::prelude::{CoreApi, DefaultModel, Enforcer, MemoryAdapter, MgmtApi};
 use cedar_policy::{
     Authorizer, Context, Decision as CedarDecision, Entities, Entity, EntityUid, PolicySet,
     Request, RestrictedExpression,
 };
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, measurement::WallTime};
+use groups::*;
 use lists::last_of;
+use role_checks::*;
+use shell::*;
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
-use toolgate::policy::{
-    AdminControls, Call, CompiledAdmin, CompiledUser, Entry, Outcome, Reason, Side, UserSettings,
-    decide, parse_command_line, reference_first_match, roles,
-};
+use toolgate::policy::{Call, Entry, Outcome, Reason, Side, decide, reference_first_match};
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];
 const IMPLS: [&str; 5] = [
@@ -334,293 +341,6 @@ fn bench_size(c: &mut Criterion, n: usize) {
         }
         g.finish();
     }
-}
-
-/// A 200-character line of nine commands, every one allowed by the lists below.
-const LINE_200: &str = "cd src/policy && git -C . status -s --porcelain | grep -v '^??' && npm test -- --runInBand --silent; ls -la src | wc -l && echo \"done with the checks\" && cargo build --release 2>&1 | tail -n 20 # okay";
-const SHELL_SIZES: [usize; 2] = [10, 1_000];
-/// The shell benchmarks, as `implementation/prefixes/case`.
-const SHELL_IDS: [&str; 6] = [
-    "shell_decide/10/line_200",
-    "shell_decide/1000/line_200",
-    "shell_read/0/line_200",
-    "shell_decide/1000/line_1mb",
-    "shell_decide/1000/line_1mb_blocked",
-    "shell_read/0/line_1mb",
-];
-
-/// `n` allowed and `n` blocked prefixes: those the line needs (or that must not
-/// match it), then filler of two words each.
-fn shell_admin(n: usize) -> CompiledAdmin {
-    let fill = |head: &[&str], word: &str| -> Vec<String> {
-        head.iter()
-            .map(|s| (*s).to_owned())
-            .chain((head.len()..n).map(|i| format!("{word}{i} sub{i}")))
-            .collect()
-    };
-    let allowed = fill(
-        &[
-            "cd", "git", "grep", "npm test", "ls", "wc", "echo", "cargo", "tail",
-        ],
-        "tool",
-    );
-    let blocked = fill(&["rm", "git push", "curl"], "blk");
-    CompiledAdmin::compile(&AdminControls {
-        enabled: true,
-        allowed,
-        blocked,
-        ..AdminControls::default()
-    })
-    .unwrap()
-}
-
-fn bench_shell(c: &mut Criterion) {
-    let user = CompiledUser::compile(&UserSettings {
-        use_yolo_mode: true,
-        ..UserSettings::default()
-    })
-    .unwrap();
-    assert_eq!(LINE_200.len(), 200);
-    let line_1mb = "git status -s && ".repeat(1_000_000 / 17) + "ls";
-    let blocked_1mb = line_1mb.clone() + " && blk999 -v sub999";
-    let mut g = c.benchmark_group("decision");
-    g.warm_up_time(Duration::from_secs(1))
-        .sample_size(50)
-        .measurement_time(Duration::from_secs(2));
-    for n in SHELL_SIZES {
-        let admin = shell_admin(n);
-        let call = Call::Shell(LINE_200.to_owned());
-        let d = decide(&admin, &user, &call);
-        assert_eq!(
-            (d.outcome, d.reason),
-            (Outcome::Allow, Reason::CommandAllowed),
-            "{d:?}"
-        );
-        g.bench_function(
-            BenchmarkId::new(format!("shell_decide/{n}"), "line_200"),
-            |b| b.iter(|| decide(black_box(&admin), &user, black_box(&call))),
-        );
-    }
-    g.bench_function(BenchmarkId::new("shell_read/0", "line_200"), |b| {
-        b.iter(|| parse_command_line(black_box(LINE_200)))
-    });
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
-    let admin = shell_admin(1_000);
-    let call = Call::Shell(line_1mb.clone());
-    let blocked = Call::Shell(blocked_1mb);
-    let d = decide(&admin, &user, &call);
-    assert_eq!(
-        (d.outcome, d.reason),
-        (Outcome::Allow, Reason::CommandAllowed)
-    );
-    let d = decide(&admin, &user, &blocked);
-    assert_eq!(
-        (d.outcome, d.reason),
-        (Outcome::Ask, Reason::CommandBlocked)
-    );
-    g.bench_function(BenchmarkId::new("shell_decide/1000", "line_1mb"), |b| {
-        b.iter(|| decide(black_box(&admin), &user, black_box(&call)))
-    });
-    g.bench_function(
-        BenchmarkId::new("shell_decide/1000", "line_1mb_blocked"),
-        |b| b.iter(|| decide(black_box(&admin), &user, black_box(&blocked))),
-    );
-    g.bench_function(BenchmarkId::new("shell_read/0", "line_1mb"), |b| {
-        b.iter(|| parse_command_line(black_box(&line_1mb)))
-    });
-    g.finish();
-}
-
-const ROLE_SIZES: [usize; 2] = [10, 1_000];
-const ROLE_IDS: [&str; 8] = [
-    "roles_path/10/allowed",
-    "roles_path/10/forbidden",
-    "roles_path/1000/allowed",
-    "roles_path/1000/forbidden",
-    "roles_host/10/allowed",
-    "roles_host/10/denied",
-    "roles_host/1000/allowed",
-    "roles_host/1000/denied",
-];
-
-/// A roles document whose one context restricts paths (`n` directories, `n`
-/// forbidden-file globs) and hosts (`n` hosts, `n` endpoints).
-fn roles_document(n: usize) -> roles::CompiledRoles {
-    let list = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>();
-    let doc = serde_json::json!({
-        "toolCategories": {"SYSTEM_OPERATIONS": {"tools": ["FILE_READ", "NETWORK_REQUEST"]}},
-        "allowLists": {"a": {"agentId": "A", "contexts": {"DEV": {
-            "allowedTools": {"SYSTEM_OPERATIONS": ["FILE_READ", "NETWORK_REQUEST"]},
-            "restrictions": {
-                "allowedDirectories": list(&|i| format!("src/module{i}/")),
-                "forbiddenFiles": list(&|i| format!("*.secret{i}")),
-                "allowedNetworkHosts": list(&|i| format!("host{i}.example.com")),
-                "allowedEndpoints": list(&|i| format!("host{i}.example.com:*"))
-            }
-        }}}}
-    });
-    roles::compile_roles(&serde_json::from_value(doc).unwrap()).unwrap()
-}
-
-fn bench_roles(c: &mut Criterion) {
-    let mut g = c.benchmark_group("decision");
-    g.warm_up_time(Duration::from_secs(1))
-        .sample_size(50)
-        .measurement_time(Duration::from_secs(2));
-    for n in ROLE_SIZES {
-        let compiled = roles_document(n);
-        let last = n - 1;
-        let cases = [
-            (
-                "roles_path",
-                "allowed",
-                "FILE_READ",
-                roles::Touches {
-                    paths: vec![format!("src/module{last}/deep/lib.rs")],
-                    ..roles::Touches::default()
-                },
-                true,
-            ),
-            (
-                "roles_path",
-                "forbidden",
-                "FILE_READ",
-                roles::Touches {
-                    paths: vec![format!("src/module{last}/x.secret{last}")],
-                    ..roles::Touches::default()
-                },
-                false,
-            ),
-            (
-                "roles_host",
-                "allowed",
-                "NETWORK_REQUEST",
-                roles::Touches {
-                    targets: vec![format!("https://host{last}.example.com:8443/v1/x")],
-                    ..roles::Touches::default()
-                },
-                true,
-            ),
-            (
-                "roles_host",
-                "denied",
-                "NETWORK_REQUEST",
-                roles::Touches {
-                    targets: vec!["https://evil.example.net/".to_owned()],
-                    ..roles::Touches::default()
-                },
-                false,
-            ),
-        ];
-        for (kind, case, operation, touches, allowed) in &cases {
-            let call = roles::RoleCall {
-                agent: roles::Agent {
-                    id: Some("A"),
-                    context: Some("DEV"),
-                    ..roles::Agent::default()
-                },
-                operation,
-                cwd: Some("/home/dev/proj"),
-                touches,
-            };
-            let verdict = roles::evaluate(&compiled, &call);
-            assert_eq!(
-                matches!(verdict, roles::RoleVerdict::Allow { .. }),
-                *allowed,
-                "{kind}/{n}/{case}: {verdict:?}"
-            );
-            g.bench_function(BenchmarkId::new(format!("{kind}/{n}"), case), |b| {
-                b.iter(|| roles::evaluate(black_box(&compiled), black_box(&call)))
-            });
-        }
-    }
-    g.finish();
-}
-
-const GROUP_IDS: [&str; 4] = [
-    "groups_decide/0/mcp",
-    "groups_decide/5/mcp",
-    "groups_decide/0/shell",
-    "groups_decide/5/shell",
-];
-
-/// A team of 1,000 allowed prefixes and MCP entries with five group policies, as
-/// the hub holds it.
-fn grouped_team() -> toolgate::hub::CompiledTeam {
-    let group = |i: usize| toolgate::policy::groups::GroupControls {
-        denied: vec![format!("deploy{i}")],
-        blocked: vec![format!("curl{i}")],
-        mcp_tool_blocklist: vec![format!("evil{i}:*")],
-        allowed: Some(vec![format!("tool{i}")]),
-        mcp_tool_allowlist: Some(vec![format!("extra{i}:*")]),
-        ..Default::default()
-    };
-    let controls = AdminControls {
-        enabled: true,
-        allowed: (0..1_000)
-            .map(|i| format!("cmd{i}"))
-            .chain(["git status".to_owned(), "ls".to_owned()])
-            .collect(),
-        mcp_tool_allowlist: (0..1_000).map(|i| format!("server{i}:tool")).collect(),
-        groups: Box::new((0..5).map(|i| (format!("g{i}"), group(i))).collect()),
-        ..AdminControls::default()
-    };
-    toolgate::hub::CompiledTeam {
-        admin: CompiledAdmin::compile(&controls).unwrap(),
-        default_user: None,
-        groups: toolgate::hub::GroupCache::default(),
-    }
-}
-
-fn bench_groups(c: &mut Criterion) {
-    let mut g = c.benchmark_group("decision");
-    g.warm_up_time(Duration::from_secs(1))
-        .sample_size(50)
-        .measurement_time(Duration::from_secs(2));
-    let team = grouped_team();
-    let user = CompiledUser::compile(&UserSettings {
-        use_yolo_mode: true,
-        ..UserSettings::default()
-    })
-    .unwrap();
-    let calls = [
-        (
-            "mcp",
-            Call::Mcp {
-                server: "server999".into(),
-                tool: "tool".into(),
-            },
-        ),
-        ("shell", Call::Shell("git status --short && ls -la".into())),
-    ];
-    let none: Vec<String> = Vec::new();
-    let five: Vec<String> = (0..5).map(|i| format!("g{i}")).collect();
-    // the team's own group policies: no organisation-wide ones
-    let org = toolgate::hub::OrgGroups::default();
-    for (case, call) in &calls {
-        for groups in [&none, &five] {
-            // the service's path: the combination for the caller's groups, the
-            // decision, its origin named
-            let decide_as = || {
-                let grouped = team.for_groups(&org, groups).unwrap();
-                let admin = grouped.as_deref().map_or(&team.admin, |g| &g.compiled);
-                let mut d = decide(admin, &user, call);
-                if let Some(g) = &grouped {
-                    g.origins.name(admin, &user, call, groups, &mut d);
-                }
-                d
-            };
-            let d = decide_as();
-            assert_eq!(d.outcome, Outcome::Allow, "{case} in {groups:?}: {d:?}");
-            g.bench_function(
-                BenchmarkId::new(format!("groups_decide/{}", groups.len()), case),
-                |b| b.iter(|| black_box(decide_as())),
-            );
-        }
-    }
-    g.finish();
 }
 
 /// Whether the command line's filters all name `word`'s benchmarks.

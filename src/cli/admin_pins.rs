@@ -3,7 +3,7 @@
 //! `SetPins` and `UpdatePinSettings`. A pin the document does not name is left as
 //! it is (pins are set ahead, never removed from a file).
 
-use super::admin::Change;
+use super::admin::changes::Change;
 use super::client::{Clients, rpc_error};
 use super::output::Render;
 use super::pins::{FileTool, MAX_PINS_FILE_BYTES};

@@ -2,7 +2,7 @@
 //! listed, shown, written from a YAML or JSON file, and deleted, each a
 //! read-modify-write of the policy document with the revision read (docs/groups.md).
 
-use super::admin::get_admin;
+use super::admin::documents::get_admin;
 use super::args::{GroupCommand, GroupScope};
 use super::client::{Clients, rpc_error};
 use super::output::Render;

@@ -4,12 +4,13 @@
 //! the document's), and `--prune` deletes the scope's group policies it does not
 //! name (without it they are kept, and named).
 
-use super::admin::get_admin;
+use super::admin::documents::get_admin;
 use super::args::AdminCommand;
 use super::client::{Clients, rpc_error};
 use super::{EXIT_CONFLICT, EXIT_DIFFERENT};
 use crate::auth::ORG_TEAM;
-use crate::cli::admin::{ApplyReport, Change, DiffReport, diff};
+use crate::cli::admin::changes::{Change, diff};
+use crate::cli::admin::reports::{ApplyReport, DiffReport};
 use crate::grpc::convert::controls_to_pb;
 use crate::policy::groups::{GroupControls, GroupPolicies, check_group_name};
 use crate::policy::{AdminControls, CompiledAdmin};

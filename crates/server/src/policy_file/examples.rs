@@ -2,9 +2,9 @@
 //! `examples:` (each must get the answer it expects, or the policy is refused), and
 //! `toolgate test` files (a team policy, optional user settings and agent, cases).
 
+use super::checks::{check_controls, check_team_id, normalise, yaml_error};
 use super::limits::check_limits;
 use super::locate::line_at;
-use super::parse::{check_controls, check_team_id, normalise, yaml_error};
 use super::{PolicyFileError, TeamPolicy};
 use crate::policy::groups::GroupPolicies;
 use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, ToolActionLists, UserSettings};

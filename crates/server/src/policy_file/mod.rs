@@ -33,6 +33,7 @@
 //! parser in `limits`, parsing and validation in `parse`, the examples and test
 //! files in `examples`, and finding a path's line in `locate`.
 
+mod checks;
 mod examples;
 mod limits;
 mod locate;

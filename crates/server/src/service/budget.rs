@@ -10,7 +10,7 @@
 //! within it, and every DENY is still in a record (its own, a counted one, or the
 //! count of its principal's `decisions_shed` event).
 
-use super::audit_sink::Record;
+use super::decision_log::record::Record;
 use crate::config::DecisionLogConfig;
 use crate::store::{EncodedDecisions, NewAuditEvent, PackedDecision, TEXT_COUNT};
 use std::collections::HashMap;

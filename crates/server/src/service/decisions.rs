@@ -8,7 +8,7 @@
 //! call again; it hands out only an excerpt with the length and SHA-256, as the DENY
 //! audit records do, to admins as to members: the whole text stays in the store.
 
-use super::audit_sink::{Record, excerpt};
+use super::decision_log::record::{Record, excerpt};
 use super::settings::check_org_doc;
 use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, ORG_TEAM, Principal, Role, authorize};

@@ -2,17 +2,17 @@
 //! writes, decisions and watch streams. Everything the gRPC layer does, without
 //! protobuf. In rooms: `settings` (reads, writes, the allowlist's read-modify-write
 //! with its retry loop, the catch-up after a commit), `decide` (decisions and
-//! `tools/list` filtering), `watch` (the watch stream), `audit_sink` (the DENY audit
-//! writer the service owns), `roles` (seed 004's roles on calls that name an agent,
+//! `tools/list` filtering), `watch` (the watch stream), `decision_log` (the decision
+//! log's writer, which is the DENY audit sink too), `roles` (seed 004's roles on calls that name an agent,
 //! session quotas, `allow_list_updated` and `audit.decisions: all` records),
 //! `decisions` (the decision log's records, listing, watch and the impact preview);
 //! here the errors, the id checks and the `Service` itself.
 
 mod approvals;
-mod audit_sink;
 mod budget;
 mod client_telemetry;
 mod decide;
+mod decision_log;
 mod decisions;
 mod deny_journal;
 mod export;
@@ -46,9 +46,9 @@ pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
     call_from_json as approval_call,
 };
-pub use audit_sink::{JOURNAL_DIR, SPILL_FILE};
 pub use budget::AUDIT_DECISIONS_SHED;
 pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};
+pub use decision_log::{JOURNAL_DIR, SPILL_FILE};
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
     DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, TeamImpact, check_client,
@@ -75,7 +75,7 @@ use crate::config::LimitsConfig;
 use crate::hub::{Hub, HubError};
 use crate::policy::{EntryProblem, PolicyError};
 use crate::store::{Store, StoreError};
-use audit_sink::AuditWriter;
+use decision_log::AuditWriter;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;

@@ -86,7 +86,7 @@ impl Service {
         if !self.log_all_decisions.load(Ordering::Relaxed) {
             return;
         }
-        let mut detail = super::audit_sink::deny_detail(user, call, d);
+        let mut detail = super::decision_log::record::deny_detail(user, call, d);
         detail["outcome"] = serde_json::json!(d.outcome.as_str());
         self.audit
             .send(NewAuditEvent {

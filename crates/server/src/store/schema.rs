@@ -90,7 +90,7 @@ CREATE TABLE issued_tokens (
 CREATE INDEX issued_tokens_team ON issued_tokens (team_id, created_at);
 ",
     // the decision log: one row per decision, kept by age and count per team
-    // (store/decisions.rs); `subject` is `server:tool`, a command line or a path
+    // (store/decisions/); `subject` is `server:tool`, a command line or a path
     r"
 CREATE TABLE decisions (
     {id},
@@ -162,7 +162,7 @@ CREATE INDEX approval_grants_call ON approval_grants (team_id, user_id, call_key
 DROP INDEX decisions_at;
 ",
     // The decision log as blocks: a row per team and batch, its records one JSON
-    // array (store/decisions.rs), where a row per record cost more to insert than the
+    // array (store/decisions/), where a row per record cost more to insert than the
     // decision it recorded. Ids go on from the last given. A record moved here keeps
     // its id, in a block of its own.
     r"

@@ -8,6 +8,44 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+/// Shells whose `-c` string is read as a command line.
+pub(super) const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+
+/// Commands that run other commands from their arguments: any later word may be the
+/// command that really runs.
+pub(super) const WRAPPERS: [&str; 30] = [
+    "env",
+    "command",
+    "builtin",
+    "exec",
+    "nohup",
+    "time",
+    "nice",
+    "ionice",
+    "timeout",
+    "sudo",
+    "doas",
+    "su",
+    "runuser",
+    "xargs",
+    "find",
+    "stdbuf",
+    "setsid",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "flock",
+    "watch",
+    "strace",
+    "ltrace",
+    "taskset",
+    "chrt",
+    "caffeinate",
+    "parallel",
+    "ssh",
+    "systemd-run",
+];
+
 /// The table as written in `programs.toml` (its head comment documents the fields).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,7 +212,7 @@ pub(crate) enum Network {
 }
 
 /// A program whose arguments are a language of their own, read by a checker in
-/// `effects.rs`.
+/// `effects/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Script {
@@ -186,7 +224,7 @@ pub(crate) enum Script {
     Split,
     Gdb,
     Cc,
-    /// find's expression: a closed list of primaries (`checkers.rs`).
+    /// find's expression: a closed list of primaries (`checkers/find.rs`).
     Find,
     /// ssh: options, the host, options again, then the remote command.
     Ssh,
@@ -386,7 +424,7 @@ pub fn runs_unseen_code(prefix: &str) -> bool {
     let Some(first) = words.next() else {
         return false;
     };
-    if super::rules::SHELLS.contains(&program_name(first).as_str()) {
+    if SHELLS.contains(&program_name(first).as_str()) {
         return true;
     }
     let Some(row) = table().get(first) else {
@@ -418,7 +456,7 @@ pub fn narrowest_prefix(text: &str) -> Option<String> {
         })
         .collect();
     let first = *words.first()?;
-    if runs_unseen_code(first) || super::rules::WRAPPERS.contains(&program_name(first).as_str()) {
+    if runs_unseen_code(first) || WRAPPERS.contains(&program_name(first).as_str()) {
         return Some(words.join(" "));
     }
     let mut prefix = first.to_owned();

@@ -2,46 +2,9 @@
 //! path: wrappers, evaluators, git's global options, shells' command strings.
 
 use super::effects::{Run, effects};
+use super::programs::{SHELLS, WRAPPERS};
 use super::read::{MAX_NESTED_READS, MAX_NESTING, Reader};
 use super::{Effects, Origin, SimpleCommand, base_name};
-
-/// Shells whose `-c` string is read as a command line.
-pub(super) const SHELLS: [&str; 8] = ["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
-
-/// Commands that run other commands from their arguments: any later word may be the
-/// command that really runs.
-pub(super) const WRAPPERS: [&str; 30] = [
-    "env",
-    "command",
-    "builtin",
-    "exec",
-    "nohup",
-    "time",
-    "nice",
-    "ionice",
-    "timeout",
-    "sudo",
-    "doas",
-    "su",
-    "runuser",
-    "xargs",
-    "find",
-    "stdbuf",
-    "setsid",
-    "chroot",
-    "unshare",
-    "nsenter",
-    "flock",
-    "watch",
-    "strace",
-    "ltrace",
-    "taskset",
-    "chrt",
-    "caffeinate",
-    "parallel",
-    "ssh",
-    "systemd-run",
-];
 
 /// Commands that run text as shell code, define what names mean, or run code later:
 /// what they run cannot be read from the line.
