@@ -34,34 +34,103 @@ impl CompiledTeam {
         groups: &[String],
     ) -> Result<Option<Arc<GroupedAdmin>>, PolicyError> {
         let policies = &self.admin.switches().groups;
+        let says = |g: &&String| {
+            policies.contains_key(g.as_str()) || org.policies.contains_key(g.as_str())
+        };
         // the key is the groups that say something: callers differing only in
         // groups without a policy share one entry
-        let key: Vec<String> = groups
-            .iter()
-            .filter(|g| policies.contains_key(g.as_str()) || org.policies.contains_key(g.as_str()))
-            .cloned()
-            .collect();
-        if key.is_empty() {
+        let saying = groups.iter().filter(says).count();
+        if saying == 0 {
             return Ok(None);
         }
+        // a caller whose every group has a policy (the usual case) is its own key:
+        // looked up without a copy, since this runs on every decision
+        let filtered: Vec<String>;
+        let key: &[String] = if saying == groups.len() {
+            groups
+        } else {
+            filtered = groups.iter().filter(says).cloned().collect();
+            &filtered
+        };
         let mut guard = self.groups.0.lock().unwrap_or_else(|e| e.into_inner());
         let (made_with, cache) = &mut *guard;
         if *made_with != org.revision {
             cache.clear();
             *made_with = org.revision;
         }
-        if let Some(hit) = cache.get(&key) {
+        if let Some(hit) = cache.get(key) {
             return Ok(Some(hit.clone()));
         }
         let grouped = Arc::new(GroupedAdmin::compile_in(
             &self.admin.document(),
             &org.policies,
-            &key,
+            key,
         )?);
         if cache.len() >= MAX_CACHED_GROUP_SETS {
             cache.clear();
         }
-        cache.insert(key, grouped.clone());
+        cache.insert(key.to_vec(), grouped.clone());
         Ok(Some(grouped))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::groups::GroupControls;
+    use crate::policy::{AdminControls, CompiledAdmin};
+
+    fn team() -> CompiledTeam {
+        let group = |word: &str| GroupControls {
+            denied: vec![word.to_owned()],
+            ..GroupControls::default()
+        };
+        let controls = AdminControls {
+            enabled: true,
+            groups: Box::new(
+                [("g1", "deploy"), ("g2", "publish")]
+                    .map(|(g, w)| (g.to_owned(), group(w)))
+                    .into_iter()
+                    .collect(),
+            ),
+            ..AdminControls::default()
+        };
+        CompiledTeam {
+            admin: CompiledAdmin::compile(&controls).unwrap(),
+            default_user: None,
+            groups: GroupCache::default(),
+        }
+    }
+
+    fn names(groups: &[&str]) -> Vec<String> {
+        groups.iter().map(|g| (*g).to_owned()).collect()
+    }
+
+    #[test]
+    fn callers_differing_only_in_groups_without_a_policy_share_one_combination() {
+        let team = team();
+        let org = OrgGroups::default();
+        let plain = team
+            .for_groups(&org, &names(&["g1", "g2"]))
+            .unwrap()
+            .unwrap();
+        let mixed = team
+            .for_groups(&org, &names(&["g0", "g1", "g2", "g9"]))
+            .unwrap()
+            .unwrap();
+        assert!(Arc::ptr_eq(&plain, &mixed), "one entry for both");
+        let one = team
+            .for_groups(&org, &names(&["g1", "g9"]))
+            .unwrap()
+            .unwrap();
+        assert!(!Arc::ptr_eq(&plain, &one), "g1 alone is another set");
+        assert!(
+            team.for_groups(&org, &names(&["g0", "g9"]))
+                .unwrap()
+                .is_none()
+        );
+        assert!(team.for_groups(&org, &[]).unwrap().is_none());
+        let cache = team.groups.0.lock().unwrap();
+        assert_eq!(cache.1.len(), 2);
     }
 }
