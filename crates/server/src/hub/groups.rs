@@ -6,7 +6,7 @@
 use super::{CompiledTeam, OrgGroups};
 use crate::policy::PolicyError;
 use crate::policy::groups::GroupedAdmin;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
 /// Most sets of groups kept per team: past it the cache starts again, so callers
@@ -19,8 +19,9 @@ pub const MAX_CACHED_GROUP_SETS: usize = 1_024;
 #[derive(Debug, Default)]
 pub struct GroupCache(Mutex<(u64, GroupSets)>);
 
-/// Compiled combinations by the set of groups that say something.
-type GroupSets = HashMap<Vec<String>, Arc<GroupedAdmin>>;
+/// Compiled combinations by the set of groups that say something (hashed on every
+/// decision of a caller in a group, and keyed by names the team's admins chose).
+type GroupSets = FxHashMap<Vec<String>, Arc<GroupedAdmin>>;
 
 impl CompiledTeam {
     /// The team's controls for a caller in `groups` (sorted, each once, as a
