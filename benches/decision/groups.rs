@@ -63,8 +63,10 @@ pub(crate) fn bench_groups(c: &mut Criterion) {
         ),
         ("shell", Call::Shell("git status --short && ls -la".into())),
     ];
-    let none: Vec<String> = Vec::new();
-    let five: Vec<String> = (0..5).map(|i| format!("g{i}")).collect();
+    // as a credential carries them: read once, hashed once
+    let none = toolgate::policy::group_set::GroupSet::default();
+    let five =
+        toolgate::policy::group_set::GroupSet::new((0..5).map(|i| format!("g{i}")).collect());
     // the team's own group policies: no organisation-wide ones
     let org = toolgate::hub::OrgGroups::default();
     for (case, call) in &calls {

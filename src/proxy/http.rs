@@ -81,7 +81,7 @@ impl ClientTokens {
                 (Some(digest), _, Some(team)) => by_digest.push((
                     digest,
                     Principal {
-                        groups: Vec::new(),
+                        groups: Default::default(),
                         user: Some(t.user.clone().unwrap_or_else(|| t.name.clone())),
                         name: t.name,
                         role: Role::Member,

@@ -339,7 +339,7 @@ async fn failed_catch_up_is_retried_until_applied() {
         None,
     );
     let admin = Principal {
-        groups: Vec::new(),
+        groups: Default::default(),
         name: "admin".into(),
         role: Role::Admin,
         team: Some(TEAM.into()),

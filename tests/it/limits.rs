@@ -221,7 +221,7 @@ async fn slow_subscriber_past_the_byte_budget_is_resynced() {
     let app = toolgate::server::App::build(config).await.unwrap();
     let service = app.service.clone();
     let alice = Principal {
-        groups: Vec::new(),
+        groups: Default::default(),
         name: "alice".into(),
         role: Role::Member,
         team: Some(TEAM.into()),
@@ -279,14 +279,14 @@ async fn teams_hold_no_ring_until_watched_and_are_let_go_when_idle() {
     let service = app.service.clone();
     let hub = service.hub().clone();
     let alice = Principal {
-        groups: Vec::new(),
+        groups: Default::default(),
         name: "alice".into(),
         role: Role::Member,
         team: Some(TEAM.into()),
         user: Some("alice".into()),
     };
     let other = Principal {
-        groups: Vec::new(),
+        groups: Default::default(),
         name: "op".into(),
         role: Role::Operator,
         team: None,

@@ -394,7 +394,7 @@ async fn cached_users_are_bounded_and_never_stale() {
 /// The admin of team [`TEAM`], for tests that drive the domain service directly.
 fn team_admin() -> toolgate::auth::Principal {
     toolgate::auth::Principal {
-        groups: Vec::new(),
+        groups: Default::default(),
         name: "admin".into(),
         role: toolgate::auth::Role::Admin,
         team: Some(TEAM.into()),

@@ -252,7 +252,7 @@ mod tests {
 
     fn p(role: Role, team: Option<&str>, user: Option<&str>) -> Principal {
         Principal {
-            groups: Vec::new(),
+            groups: Default::default(),
             name: "p".into(),
             role,
             team: team.map(Into::into),

@@ -306,7 +306,7 @@ impl App {
             tokens.push((
                 token_digest(&token),
                 Principal {
-                    groups: Vec::new(),
+                    groups: Default::default(),
                     name: "bootstrap-operator".into(),
                     role: Role::Operator,
                     team: None,

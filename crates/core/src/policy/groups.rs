@@ -6,6 +6,7 @@
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::settings::{AccessMode, AdminControls, ListMode};
 use super::{Call, Check, Decision, EntryProblem, PolicyError, Reason, Rule};
+use rustc_hash::FxHashMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -189,7 +190,8 @@ pub(super) fn group_problems(team: &AdminControls) -> Vec<EntryProblem> {
     problems
 }
 
-/// The lists whose entries carry an origin.
+/// The lists whose entries carry an origin, each an index into
+/// [`Origins`]' entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum ListField {
     Allowed,
@@ -200,12 +202,16 @@ enum ListField {
     McpAccess,
 }
 
+const LIST_FIELDS: usize = ListField::McpAccess as usize + 1;
+
 /// Where each entry and switch of a combination came from, for the entries and
 /// switches a group contributed to (anything else is the team's).
 #[derive(Debug, Clone, Default)]
 pub struct Origins {
-    entries: HashMap<ListField, HashMap<Arc<str>, Arc<str>>>,
-    switches: HashMap<&'static str, Arc<str>>,
+    // looked up on every decision of a caller in a group: by index, then by an
+    // entry the admins wrote (FxHash: no member chooses these keys)
+    entries: [FxHashMap<Arc<str>, Arc<str>>; LIST_FIELDS],
+    switches: FxHashMap<&'static str, Arc<str>>,
     /// The caller's groups with a policy in the team, in name order.
     applied: Vec<String>,
 }
@@ -262,10 +268,7 @@ impl ListBuild {
         for (entry, sources) in &self.sources {
             let only_team = sources.0.keys().all(|(rank, _)| *rank == 0);
             if !only_team {
-                origins
-                    .entries
-                    .entry(field)
-                    .or_default()
+                origins.entries[field as usize]
                     .insert(Arc::from(entry.as_str()), Arc::from(sources.label()));
             }
         }
@@ -496,9 +499,8 @@ impl Origins {
     }
 
     fn entry(&self, field: ListField, entry: &str) -> Arc<str> {
-        self.entries
-            .get(&field)
-            .and_then(|m| m.get(entry))
+        self.entries[field as usize]
+            .get(entry)
             .cloned()
             .unwrap_or_else(|| label(TEAM_LABEL))
     }

@@ -9,6 +9,7 @@ mod arena;
 mod builtin;
 mod decide;
 mod entry;
+pub mod group_set;
 pub mod groups;
 mod lint;
 mod lists;

@@ -104,7 +104,7 @@ mod tests {
         ActiveToken {
             digest: [7; 32],
             principal: Principal {
-                groups: Vec::new(),
+                groups: Default::default(),
                 name: "alice".into(),
                 role: Role::Member,
                 team: Some("t".into()),

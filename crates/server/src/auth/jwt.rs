@@ -264,7 +264,7 @@ impl JwtVerifier {
             None => Vec::new(),
         };
         Ok(Principal {
-            groups,
+            groups: groups.into(),
             name: principal_name(&self.config.issuer, team.as_deref(), &user),
             role,
             team,

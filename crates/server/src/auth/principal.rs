@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use toolgate_core::policy::group_set::GroupSet;
 
 /// What a principal may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,7 +33,7 @@ pub struct Principal {
     /// token, the configuration): checked, sorted, each once
     /// ([`toolgate_core::policy::groups::normalise_groups`]). Their policies in the
     /// team apply to the caller's own calls.
-    pub groups: Vec<String>,
+    pub groups: GroupSet,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -80,7 +80,7 @@ mod tests {
 
     fn principal(name: &str, team: Option<&str>) -> Arc<Principal> {
         Arc::new(Principal {
-            groups: vec!["contractors".into()],
+            groups: vec!["contractors".into()].into(),
             name: name.into(),
             role: Role::Member,
             team: team.map(str::to_owned),

@@ -258,7 +258,9 @@ impl Config {
                         team: t.team.as_deref().map(normalised),
                         user: Some(normalised(t.user.as_deref().unwrap_or(&t.name))),
                         // validated at load: a bad list never reaches here
-                        groups: normalise_groups(t.groups.iter().cloned()).unwrap_or_default(),
+                        groups: normalise_groups(t.groups.iter().cloned())
+                            .unwrap_or_default()
+                            .into(),
                     },
                 ))
             })
@@ -283,7 +285,9 @@ impl Config {
                         role: c.role,
                         team: c.team.as_deref().map(normalised),
                         user: Some(normalised(c.user.as_deref().unwrap_or(&c.name))),
-                        groups: normalise_groups(c.groups.iter().cloned()).unwrap_or_default(),
+                        groups: normalise_groups(c.groups.iter().cloned())
+                            .unwrap_or_default()
+                            .into(),
                     },
                 ))
             })
@@ -293,7 +297,7 @@ impl Config {
     /// The anonymous principal, if configured.
     pub fn anonymous_principal(&self) -> Option<Principal> {
         self.auth.anonymous.as_ref().map(|a| Principal {
-            groups: Vec::new(),
+            groups: Default::default(),
             name: "anonymous".into(),
             role: a.role,
             team: a.team.as_deref().map(normalised),

@@ -33,7 +33,7 @@ impl PrincipalService for Api {
             team_id: p.team.clone().unwrap_or_default(),
             user_id: p.user.clone().unwrap_or_default(),
             team_ids,
-            groups: p.groups.clone(),
+            groups: p.groups.to_vec(),
         }))
     }
 

@@ -5,73 +5,103 @@
 
 use super::{CompiledTeam, OrgGroups};
 use crate::policy::PolicyError;
+use crate::policy::group_set::GroupSet;
 use crate::policy::groups::GroupedAdmin;
+use arc_swap::ArcSwap;
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Most sets of groups kept per team: past it the cache starts again, so callers
 /// naming ever new sets cannot grow memory without bound.
 pub const MAX_CACHED_GROUP_SETS: usize = 1_024;
 
-/// The compiled combinations of one version of a team's controls, by set of groups
-/// with a policy in the team or the organisation, for the organisation's revision
-/// they were made with (a newer one starts the cache again).
+/// The compiled combinations of one version of a team's controls. Read without a
+/// lock on every decision of a caller in a group; replaced whole on a miss (rare:
+/// once per set of groups, team version and organisation revision).
 #[derive(Debug, Default)]
-pub struct GroupCache(Mutex<(u64, GroupSets)>);
+pub struct GroupCache(ArcSwap<Combinations>);
 
-/// Compiled combinations by the set of groups that say something (hashed on every
-/// decision of a caller in a group, and keyed by names the team's admins chose).
-type GroupSets = FxHashMap<Vec<String>, Arc<GroupedAdmin>>;
+/// The combinations made with one revision of the organisation's group policies
+/// (a newer one starts the cache again).
+#[derive(Debug, Default, Clone)]
+struct Combinations {
+    made_with: u64,
+    /// By the caller's whole set: found by the set's hash and, for one
+    /// credential, its pointer. None when no group of the set has a policy.
+    by_caller: FxHashMap<GroupSet, Option<Arc<GroupedAdmin>>>,
+    /// By the groups of a set that have a policy, so callers differing only in
+    /// groups without one share a combination (keyed by names admins gave
+    /// policies: no member chooses them).
+    by_saying: FxHashMap<Vec<String>, Arc<GroupedAdmin>>,
+}
 
 impl CompiledTeam {
-    /// The team's controls for a caller in `groups` (sorted, each once, as a
-    /// principal carries them) under the team's and the organisation's (`org`)
-    /// group policies; None when none of them has a policy in either (the team's
-    /// own controls decide). A combination that does not compile is an error, never
-    /// the team's controls without the groups' denies.
+    /// The team's controls for a caller in `groups` under the team's and the
+    /// organisation's (`org`) group policies; None when none of them has a policy
+    /// in either (the team's own controls decide). A combination that does not
+    /// compile is an error, never the team's controls without the groups' denies.
     pub fn for_groups(
         &self,
         org: &OrgGroups,
-        groups: &[String],
+        groups: &GroupSet,
     ) -> Result<Option<Arc<GroupedAdmin>>, PolicyError> {
-        let policies = &self.admin.switches().groups;
-        let says = |g: &&String| {
-            policies.contains_key(g.as_str()) || org.policies.contains_key(g.as_str())
-        };
-        // the key is the groups that say something: callers differing only in
-        // groups without a policy share one entry
-        let saying = groups.iter().filter(says).count();
-        if saying == 0 {
+        if groups.is_empty() {
             return Ok(None);
         }
-        // a caller whose every group has a policy (the usual case) is its own key:
-        // looked up without a copy, since this runs on every decision
-        let filtered: Vec<String>;
-        let key: &[String] = if saying == groups.len() {
-            groups
-        } else {
-            filtered = groups.iter().filter(says).cloned().collect();
-            &filtered
+        {
+            let made = self.groups.0.load();
+            if made.made_with == org.revision
+                && let Some(hit) = made.by_caller.get(groups)
+            {
+                return Ok(hit.clone());
+            }
+        }
+        self.combine(org, groups)
+    }
+
+    /// A set not seen since the team's or the organisation's last change: its
+    /// combination made (or shared with a set that has the same groups with a
+    /// policy) and kept.
+    fn combine(
+        &self,
+        org: &OrgGroups,
+        groups: &GroupSet,
+    ) -> Result<Option<Arc<GroupedAdmin>>, PolicyError> {
+        let policies = &self.admin.switches().groups;
+        let saying: Vec<String> = groups
+            .iter()
+            .filter(|g| policies.contains_key(g.as_str()) || org.policies.contains_key(g.as_str()))
+            .cloned()
+            .collect();
+        let made = self.groups.0.load();
+        let current = made.made_with == org.revision;
+        let grouped = match current.then(|| made.by_saying.get(&saying)).flatten() {
+            _ if saying.is_empty() => None,
+            Some(shared) => Some(shared.clone()),
+            None => Some(Arc::new(GroupedAdmin::compile_in(
+                &self.admin.document(),
+                &org.policies,
+                &saying,
+            )?)),
         };
-        let mut guard = self.groups.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (made_with, cache) = &mut *guard;
-        if *made_with != org.revision {
-            cache.clear();
-            *made_with = org.revision;
-        }
-        if let Some(hit) = cache.get(key) {
-            return Ok(Some(hit.clone()));
-        }
-        let grouped = Arc::new(GroupedAdmin::compile_in(
-            &self.admin.document(),
-            &org.policies,
-            key,
-        )?);
-        if cache.len() >= MAX_CACHED_GROUP_SETS {
-            cache.clear();
-        }
-        cache.insert(key.to_vec(), grouped.clone());
-        Ok(Some(grouped))
+        drop(made);
+        self.groups.0.rcu(|made| {
+            let mut next =
+                if made.made_with == org.revision && made.by_caller.len() < MAX_CACHED_GROUP_SETS {
+                    Combinations::clone(made)
+                } else {
+                    Combinations {
+                        made_with: org.revision,
+                        ..Combinations::default()
+                    }
+                };
+            next.by_caller.insert(groups.clone(), grouped.clone());
+            if let Some(g) = &grouped {
+                next.by_saying.insert(saying.clone(), g.clone());
+            }
+            next
+        });
+        Ok(grouped)
     }
 }
 
@@ -103,8 +133,8 @@ mod tests {
         }
     }
 
-    fn names(groups: &[&str]) -> Vec<String> {
-        groups.iter().map(|g| (*g).to_owned()).collect()
+    fn names(groups: &[&str]) -> GroupSet {
+        GroupSet::new(groups.iter().map(|g| (*g).to_owned()).collect())
     }
 
     #[test]
@@ -130,8 +160,15 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        assert!(team.for_groups(&org, &[]).unwrap().is_none());
-        let cache = team.groups.0.lock().unwrap();
-        assert_eq!(cache.1.len(), 2);
+        assert!(team.for_groups(&org, GroupSet::empty()).unwrap().is_none());
+        let made = team.groups.0.load();
+        assert_eq!(made.by_saying.len(), 2, "two sets of groups with a policy");
+        assert_eq!(made.by_caller.len(), 4, "four callers' sets");
+        // found again, for the same set and an equal one
+        let again = team
+            .for_groups(&org, &names(&["g2", "g1"]))
+            .unwrap()
+            .unwrap();
+        assert!(Arc::ptr_eq(&plain, &again));
     }
 }

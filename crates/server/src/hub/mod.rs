@@ -453,7 +453,7 @@ impl Hub {
             Some(ActiveToken {
                 digest,
                 principal: Principal {
-                    groups: t.groups,
+                    groups: t.groups.into(),
                     name: principal_name(&t.user_id, &t.token_id),
                     role,
                     team: Some(t.team_id),

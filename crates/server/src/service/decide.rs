@@ -6,6 +6,7 @@ use super::decisions::{DecisionSource, Origin, Shown, check_client, check_tool_u
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
+use crate::policy::group_set::GroupSet;
 use crate::policy::groups::Origins;
 use crate::policy::roles::{AgentSpec, CallArgs};
 use crate::policy::{self, Call, Decision, FilteredTools, Outcome, PolicyError, Site};
@@ -317,9 +318,9 @@ impl Service {
 /// The groups whose policies apply to a request: the caller's own, when it decides
 /// its own calls. Another principal deciding for a user (a service, an admin)
 /// carries its own groups, not the user's: none apply (docs/groups.md says so).
-pub(super) fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a [String] {
+pub(super) fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a GroupSet {
     let own = p.team.as_deref() == Some(team) && p.user.as_deref() == Some(user);
-    if own { &p.groups } else { &[] }
+    if own { &p.groups } else { GroupSet::empty() }
 }
 
 /// `eff` with the team's controls combined with `groups`' policies: the one way a
@@ -329,7 +330,7 @@ pub(super) fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a
 /// open.
 pub(super) fn with_groups(
     mut eff: Effective,
-    groups: &[String],
+    groups: &GroupSet,
 ) -> Result<Effective, ServiceError> {
     eff.grouped = eff.admin.compiled.for_groups(&eff.org, groups).map_err(|e| {
         ServiceError::FailedPrecondition(format!(

@@ -14,6 +14,7 @@ use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, ORG_TEAM, Principal, Role, authorize};
 use crate::config::DecisionLogConfig;
 use crate::hub::{DecisionsCommitted, Hub};
+use crate::policy::group_set::GroupSet;
 use crate::policy::groups::{GroupPolicies, GroupedAdmin};
 use crate::policy::roles::{self, AgentSpec, CallArgs};
 use crate::policy::{
@@ -420,13 +421,15 @@ impl PreviewRun {
             let files = &eff.tool_actions;
             // a call decided under group policies is decided again under the same
             // groups' policies, now and in the proposal
-            let groups: Vec<String> = record
-                .decision
-                .groups
-                .split(',')
-                .filter(|g| !g.is_empty())
-                .map(str::to_owned)
-                .collect();
+            let groups = GroupSet::new(
+                record
+                    .decision
+                    .groups
+                    .split(',')
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            );
             let Ok(now) = eff.admin.compiled.for_groups(&eff.org, &groups) else {
                 self.impact.unknown += 1;
                 continue;

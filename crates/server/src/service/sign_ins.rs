@@ -32,7 +32,7 @@ impl Service {
                 user_id: user.clone(),
                 principal: p.name.clone(),
                 issuer: signed.issuer.clone(),
-                groups: p.groups.clone(),
+                groups: p.groups.to_vec(),
                 first_at_ms: signed.at_ms,
                 last_at_ms: signed.at_ms,
             };

@@ -5,6 +5,7 @@ use super::decide::{caller_groups, with_groups};
 use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::{Effective, HubEvent, Published};
+use crate::policy::group_set::GroupSet;
 use crate::store::{Change, ChangeDoc, History};
 use futures::Stream;
 use std::sync::Arc;
@@ -56,7 +57,7 @@ impl Service {
         let (team, user) = (team.to_owned(), user.to_owned());
         // the subscriber's groups: its snapshots are its own calls' view, combined
         // with the policies of those groups as Evaluate combines them
-        let groups: Vec<String> = caller_groups(p, &team, &user).to_vec();
+        let groups: GroupSet = caller_groups(p, &team, &user).clone();
         let mut first: Vec<WatchEvent> = Vec::new();
         let mut follows = {
             let effective = this.shown_effective(&team, &user, &groups).await?;
@@ -217,7 +218,7 @@ impl Service {
         &self,
         team: &str,
         user: &str,
-        groups: &[String],
+        groups: &GroupSet,
     ) -> Result<Effective, ServiceError> {
         with_groups(self.current_effective(team, user).await?, groups)
     }
@@ -232,7 +233,7 @@ impl Service {
         &self,
         team: &str,
         user: &str,
-        groups: &[String],
+        groups: &GroupSet,
         change: &Change,
         follows: &mut Follows,
     ) -> Result<Option<WatchEvent>, ServiceError> {
