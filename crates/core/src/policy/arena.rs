@@ -30,6 +30,12 @@ impl EntryText {
         }
     }
 
+    /// True when this entry is a span of `text` (the same allocation).
+    #[inline]
+    pub(super) fn shares(&self, text: &Arc<str>) -> bool {
+        Arc::ptr_eq(&self.text, text)
+    }
+
     pub fn as_str(&self) -> &str {
         // a span of a compiled list is a whole entry; the check only keeps a bad span
         // from panicking

@@ -545,24 +545,14 @@ impl Origins {
                     label(USER_LABEL)
                 })
             }
-            (Reason::Allowlisted, Some(e)) => {
-                let (server, tool) = match call {
-                    Call::Mcp { server, tool } | Call::McpAction { server, tool, .. } => {
-                        (server.as_str(), tool.as_str())
-                    }
-                    Call::McpInternal {
-                        name,
-                        fallback_server,
-                    } => super::entry::split_internal_name(name, fallback_server),
-                    Call::Shell(_) | Call::DeleteFile(_) => return Some(label(USER_LABEL)),
-                };
-                let tool = if server == super::builtin::SERVER {
-                    super::builtin::canonical(tool)
-                } else {
-                    tool
-                };
-                let from_admin = controlled && admin.allowlist.matched(server, tool).is_some();
-                Some(if from_admin {
+            (Reason::Allowlisted, _) => {
+                if matches!(call, Call::Shell(_) | Call::DeleteFile(_)) {
+                    return Some(label(USER_LABEL));
+                }
+                // the entry is the admin's when it is a span of the admin's list
+                // (the user's list has its own text): no second match per decision
+                let e = d.matched_entry.as_ref()?;
+                Some(if controlled && admin.allowlist.wrote(e) {
                     self.entry(ListField::McpAllowlist, e)
                 } else {
                     label(USER_LABEL)

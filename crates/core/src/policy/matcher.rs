@@ -263,6 +263,12 @@ impl CompiledList {
 
     /// The entry as written at `index`, sharing the list's text.
     #[inline]
+    /// True when `e` is one of this list's entries (a span of its text), not an
+    /// equal text from another list.
+    pub fn wrote(&self, e: &EntryText) -> bool {
+        e.shares(&self.text)
+    }
+
     pub fn entry(&self, index: usize) -> EntryText {
         let (start, end) = self.span(index);
         EntryText::span(&self.text, start, end)
