@@ -480,17 +480,18 @@ impl GroupedAdmin {
     }
 }
 
-/// The labels of the team and the user, allocated once: naming an origin costs a
-/// reference count, not an allocation.
-fn label(which: &'static str) -> Arc<str> {
+/// The label of the team, allocated once: naming an origin costs a reference
+/// count, not an allocation (nor a comparison).
+fn team_label() -> Arc<str> {
     static TEAM: OnceLock<Arc<str>> = OnceLock::new();
-    static USER: OnceLock<Arc<str>> = OnceLock::new();
-    let cell = if which == TEAM_LABEL { &TEAM } else { &USER };
-    cell.get_or_init(|| Arc::from(which)).clone()
+    TEAM.get_or_init(|| Arc::from("team")).clone()
 }
 
-const TEAM_LABEL: &str = "team";
-const USER_LABEL: &str = "user";
+/// The label of the user, as [`team_label`].
+fn user_label() -> Arc<str> {
+    static USER: OnceLock<Arc<str>> = OnceLock::new();
+    USER.get_or_init(|| Arc::from("user")).clone()
+}
 
 impl Origins {
     /// The caller's groups with a policy in the team, in name order.
@@ -502,14 +503,11 @@ impl Origins {
         self.entries[field as usize]
             .get(entry)
             .cloned()
-            .unwrap_or_else(|| label(TEAM_LABEL))
+            .unwrap_or_else(team_label)
     }
 
     fn switch(&self, name: &'static str) -> Arc<str> {
-        self.switches
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| label(TEAM_LABEL))
+        self.switches.get(name).cloned().unwrap_or_else(team_label)
     }
 
     /// Who wrote what decided `d` on `call`: `team`, `user`, or the team and the
@@ -532,7 +530,7 @@ impl Origins {
                 if !admin.controls.blocked.iter().any(|b| b == e)
                     && user.settings.command_denylist.iter().any(|b| b == e)
                 {
-                    Some(label(USER_LABEL))
+                    Some(user_label())
                 } else {
                     Some(self.entry(ListField::Blocked, e))
                 }
@@ -542,12 +540,12 @@ impl Origins {
                 Some(if from_admin {
                     self.entry(ListField::Allowed, e)
                 } else {
-                    label(USER_LABEL)
+                    user_label()
                 })
             }
             (Reason::Allowlisted, _) => {
                 if matches!(call, Call::Shell(_) | Call::DeleteFile(_)) {
-                    return Some(label(USER_LABEL));
+                    return Some(user_label());
                 }
                 // the entry is the admin's when it is a span of the admin's list
                 // (the user's list has its own text): no second match per decision
@@ -555,7 +553,7 @@ impl Origins {
                 Some(if controlled && admin.allowlist.wrote(e) {
                     self.entry(ListField::McpAllowlist, e)
                 } else {
-                    label(USER_LABEL)
+                    user_label()
                 })
             }
             (Reason::NotInAccessAllowlist, _) => Some(self.switch("mcp_access_mode")),
@@ -565,9 +563,9 @@ impl Origins {
             } else {
                 self.switch("disable_mcp_auto_run")
             }),
-            (Reason::ProtectionOn, _) => Some(label(USER_LABEL)),
+            (Reason::ProtectionOn, _) => Some(user_label()),
             (Reason::DeleteProtected, _) => Some(self.switch("delete_file_protection")),
-            (Reason::KillSwitch, _) => Some(label(TEAM_LABEL)),
+            (Reason::KillSwitch, _) => Some(team_label()),
             _ => None,
         }
     }
