@@ -246,6 +246,7 @@ fn the_reading_of_names_follows_headings_and_directory_bullets() {
 fn toolgate_dependencies() -> BTreeMap<&'static str, BTreeSet<String>> {
     let manifests = [
         ("toolgate-core", "crates/core/Cargo.toml"),
+        ("toolgate-files", "crates/files/Cargo.toml"),
         ("toolgate-proto", "crates/proto/Cargo.toml"),
         ("toolgate-server", "crates/server/Cargo.toml"),
         ("toolgate-client", "crates/client/Cargo.toml"),
@@ -309,10 +310,18 @@ fn the_crates_depend_only_on_the_layers_before_them() {
         );
     };
     expect("toolgate-core", &[]);
+    // the files both sides keep: never the server, so a hook need not link it for them
+    expect("toolgate-files", &["toolgate-core"]);
     expect("toolgate-proto", &["toolgate-core"]);
-    expect("toolgate-server", &["toolgate-core", "toolgate-proto"]);
+    expect(
+        "toolgate-server",
+        &["toolgate-core", "toolgate-files", "toolgate-proto"],
+    );
     // the client is what hooks, the proxy and the CLI talk to a server through
-    expect("toolgate-client", &["toolgate-core", "toolgate-proto"]);
+    expect(
+        "toolgate-client",
+        &["toolgate-core", "toolgate-files", "toolgate-proto"],
+    );
 }
 
 /// Every `.rs` file under `dir` (or `dir` itself when it is a file).
