@@ -275,7 +275,7 @@ impl Render for PinsReport {
 
 /// The document's text, read within the pins file's bound.
 pub(super) fn read_text(path: &Path) -> anyhow::Result<String> {
-    let bytes = crate::files::read_regular(path, MAX_PINS_FILE_BYTES)
+    let bytes = toolgate_files::read_regular(path, MAX_PINS_FILE_BYTES)
         .map_err(|e| usage(format!("{}: {e}", path.display())))?;
     String::from_utf8(bytes).map_err(|_| usage(format!("{}: is not UTF-8 text", path.display())))
 }

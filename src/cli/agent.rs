@@ -939,7 +939,11 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
             .map_or(Ok(()), std::fs::create_dir_all)
             // never in place: a crash mid-write must not truncate the client's settings
             .and_then(|()| {
-                crate::files::write_atomic(&path, crate::files::Mode::KeepTarget, text.as_bytes())
+                toolgate_files::write_atomic(
+                    &path,
+                    toolgate_files::Mode::KeepTarget,
+                    text.as_bytes(),
+                )
             });
         if let Err(e) = written {
             return Err(format!("writing {}: {e}", path.display()));
@@ -1043,7 +1047,7 @@ pub(super) fn write_managed_configuration(at: &Path, text: &str) -> Result<(), S
     at.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| {
-            crate::files::write_atomic(at, crate::files::Mode::Exactly(0o644), text.as_bytes())
+            toolgate_files::write_atomic(at, toolgate_files::Mode::Exactly(0o644), text.as_bytes())
         })
         .map_err(|e| format!("writing {}: {e}", at.display()))
 }

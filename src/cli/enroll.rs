@@ -70,7 +70,7 @@ fn put(path: &Path, mode: u32, text: &str) -> Result<(), String> {
     path.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| {
-            crate::files::write_atomic(path, crate::files::Mode::Exactly(mode), text.as_bytes())
+            toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(mode), text.as_bytes())
         })
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
     println!("wrote {}", path.display());

@@ -14,12 +14,12 @@ use crate::cli::admin::reports::{ApplyReport, DiffReport};
 use crate::grpc::convert::controls_to_pb;
 use crate::policy::groups::{GroupControls, GroupPolicies, check_group_name};
 use crate::policy::{AdminControls, CompiledAdmin};
-use crate::policy_file;
 use crate::proto::v1 as pb;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+use toolgate_files::policy_file;
 
 /// The kind a group document names.
 pub const GROUP_KIND: &str = "group";

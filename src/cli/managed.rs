@@ -269,7 +269,7 @@ impl Cached {
         path.parent()
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| {
-                crate::files::write_atomic(path, crate::files::Mode::Exactly(0o600), &text)
+                toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o600), &text)
             })
             .map_err(|e| e.to_string())
     }
@@ -278,7 +278,7 @@ impl Cached {
     /// file, reads whole, and holds `key`'s policy.
     fn read(path: &Path, key: &CacheKey) -> Result<Self, String> {
         let shown = path.display();
-        let bytes = crate::files::read_regular(path, MAX_CACHE_BYTES)
+        let bytes = toolgate_files::read_regular(path, MAX_CACHE_BYTES)
             .map_err(|e| format!("{shown} {e}"))?;
         check_private(path)?;
         let cached: Cached = serde_json::from_slice(&bytes)

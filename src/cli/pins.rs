@@ -174,7 +174,7 @@ pub(super) struct FileTool {
 
 /// The server id and tools of a pins file (JSON or YAML).
 fn read_pins_file(path: &Path) -> anyhow::Result<(String, Vec<pb::ToolDefinition>)> {
-    let bytes = crate::files::read_regular(path, MAX_PINS_FILE_BYTES)
+    let bytes = toolgate_files::read_regular(path, MAX_PINS_FILE_BYTES)
         .map_err(|e| usage(format!("{}: {e}", path.display())))?;
     let parsed: Result<PinsFile, String> =
         if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {

@@ -180,7 +180,7 @@ pub fn write_private(path: &Path, text: &str) -> Result<(), ProfileError> {
     builder
         .create(dir)
         .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
-    crate::files::write_atomic(path, crate::files::Mode::Exactly(0o600), text.as_bytes())
+    toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o600), text.as_bytes())
         .map_err(|e| failed(e.to_string()))
 }
 

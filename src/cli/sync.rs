@@ -659,7 +659,7 @@ impl Syncer {
 /// The file's bytes, or none when it is missing, unreadable or not a regular file
 /// (each then rewritten).
 fn read(path: &Path) -> Option<Vec<u8>> {
-    crate::files::read_regular(path, MAX_FILE_BYTES).ok()
+    toolgate_files::read_regular(path, MAX_FILE_BYTES).ok()
 }
 
 /// Written atomically, readable by every user (their clients read it), changed by
@@ -667,7 +667,9 @@ fn read(path: &Path) -> Option<Vec<u8>> {
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     path.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| crate::files::write_atomic(path, crate::files::Mode::Exactly(0o644), bytes))
+        .and_then(|()| {
+            toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o644), bytes)
+        })
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 

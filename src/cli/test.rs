@@ -6,9 +6,9 @@
 use crate::examples::Example;
 use crate::policy::ToolActionLists;
 use crate::policy::groups::GroupPolicies;
-use crate::policy_file::{self, ExampleResult, PolicyFileError, PolicyTest, TeamPolicy};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use toolgate_files::policy_file::{self, ExampleResult, PolicyFileError, PolicyTest, TeamPolicy};
 
 /// Exit code when a case got another answer than it expects.
 pub const EXIT_FAILED: i32 = 1;
@@ -110,9 +110,9 @@ pub fn test(args: TestArgs) -> anyhow::Result<i32> {
     print!("{out}");
     eprint!("{err}");
     if let Some(path) = &args.junit {
-        crate::files::write_atomic(
+        toolgate_files::write_atomic(
             path,
-            crate::files::Mode::KeepTarget,
+            toolgate_files::Mode::KeepTarget,
             junit(&runs).as_bytes(),
         )
         .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;

@@ -48,9 +48,9 @@ pub(super) async fn token(c: &Clients, cmd: TokenCommand) -> anyhow::Result<i32>
                 .into_inner();
             let secret = match &secret_file {
                 Some(file) => {
-                    crate::files::write_atomic(
+                    toolgate_files::write_atomic(
                         file,
-                        crate::files::Mode::Exactly(0o600),
+                        toolgate_files::Mode::Exactly(0o600),
                         format!("{}\n", r.secret).as_bytes(),
                     )
                     .map_err(|e| {

@@ -75,7 +75,7 @@ fn digest(definition: &Value) -> String {
 impl PinFile {
     /// The file at `path`; an absent one is empty.
     pub fn read(path: &Path) -> Result<Self, String> {
-        let bytes = match toolgate_server::files::read_regular(path, MAX_PIN_FILE_BYTES) {
+        let bytes = match toolgate_files::read_regular(path, MAX_PIN_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(e) if !path.exists() => {
                 let _ = e;
@@ -104,12 +104,8 @@ impl PinFile {
 
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        toolgate_server::files::write_atomic(
-            path,
-            toolgate_server::files::Mode::Exactly(0o600),
-            &bytes,
-        )
-        .map_err(|e| format!("pin file {}: {e}", path.display()))
+        toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o600), &bytes)
+            .map_err(|e| format!("pin file {}: {e}", path.display()))
     }
 
     /// Accepts the changed definition of the tools named (`*`: all) of the entries

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+mod modules;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The extensions of the files the document must name.
@@ -244,6 +246,7 @@ fn the_reading_of_names_follows_headings_and_directory_bullets() {
 fn toolgate_dependencies() -> BTreeMap<&'static str, BTreeSet<String>> {
     let manifests = [
         ("toolgate-core", "crates/core/Cargo.toml"),
+        ("toolgate-files", "crates/files/Cargo.toml"),
         ("toolgate-proto", "crates/proto/Cargo.toml"),
         ("toolgate-server", "crates/server/Cargo.toml"),
         ("toolgate-client", "crates/client/Cargo.toml"),
@@ -307,10 +310,18 @@ fn the_crates_depend_only_on_the_layers_before_them() {
         );
     };
     expect("toolgate-core", &[]);
+    // the files both sides keep: never the server, so a hook need not link it for them
+    expect("toolgate-files", &["toolgate-core"]);
     expect("toolgate-proto", &["toolgate-core"]);
-    expect("toolgate-server", &["toolgate-core", "toolgate-proto"]);
+    expect(
+        "toolgate-server",
+        &["toolgate-core", "toolgate-files", "toolgate-proto"],
+    );
     // the client is what hooks, the proxy and the CLI talk to a server through
-    expect("toolgate-client", &["toolgate-core", "toolgate-proto"]);
+    expect(
+        "toolgate-client",
+        &["toolgate-core", "toolgate-files", "toolgate-proto"],
+    );
 }
 
 /// Every `.rs` file under `dir` (or `dir` itself when it is a file).
@@ -422,5 +433,157 @@ fn the_policy_core_performs_no_io() {
         "ARCHITECTURE.md's invariant: crates/core/src/policy/ performs no I/O and never \
          awaits; these lines do:\n  {}",
         lines.join("\n  ")
+    );
+}
+
+/// The longest a source file may be, its `#[cfg(test)]` modules not counted.
+const MAX_LINES: usize = 600;
+
+/// Files over `MAX_LINES` today, being split; the list only shrinks (the test fails
+/// when a file on it is no longer too long).
+const KNOWN_LONG_FILES: &[&str] = &[
+    "crates/server/src/hub/mod.rs",
+    "crates/server/src/service/approvals.rs",
+    "crates/server/src/service/decisions.rs",
+    "src/cli/agent.rs",
+    "src/cli/args.rs",
+    "src/cli/hook_config.rs",
+    "src/cli/sync.rs",
+    "src/proxy/gate.rs",
+    "src/proxy/session.rs",
+];
+
+/// Import cycles today, each as its files, being broken; the list only shrinks.
+const KNOWN_IMPORT_CYCLES: &[&[&str]] = &[
+    &[
+        "crates/server/src/auth.rs",
+        "crates/server/src/auth/groups.rs",
+        "crates/server/src/auth/jwt.rs",
+        "crates/server/src/config/mod.rs",
+        "crates/server/src/hub/mod.rs",
+        "crates/server/src/service/mod.rs",
+    ],
+    &[
+        "crates/server/src/service/decide.rs",
+        "crates/server/src/service/decisions.rs",
+    ],
+    &["src/cli/login.rs", "src/cli/login_sso.rs"],
+    &["src/proxy/relay.rs", "src/proxy/upstream.rs"],
+];
+
+/// The files each crate's compiler starts from: the libraries and binaries, build
+/// scripts, each bench and each fuzz target.
+fn crate_roots(files: &BTreeSet<String>) -> Vec<&String> {
+    files
+        .iter()
+        .filter(|f| {
+            let parts: Vec<&str> = f.split('/').collect();
+            matches!(
+                parts.as_slice(),
+                ["src", "lib.rs" | "main.rs"]
+                    | ["build.rs"]
+                    | ["crates", _, "src", "lib.rs" | "main.rs"]
+                    | ["crates", _, "build.rs"]
+                    | ["fuzz", "src", "lib.rs"]
+                    | ["fuzz", "fuzz_targets", _]
+            ) || (parts.len() == 2 && parts[0] == "benches")
+        })
+        .collect()
+}
+
+/// Every crate of the workspace, its module tree read from its root.
+fn crates() -> Vec<modules::Crate> {
+    let files = source_files();
+    crate_roots(&files)
+        .into_iter()
+        .map(|root| {
+            modules::read_crate(root, &|p| {
+                std::fs::read_to_string(Path::new(ROOT).join(p)).ok()
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let crates = crates();
+    let files = source_files();
+    // the tests are not held to it, nor a bench's shared set-up borrowed from them
+    let in_scope = |f: &str| {
+        f.ends_with(".rs")
+            && ["src/", "crates/", "benches/", "fuzz/"]
+                .iter()
+                .any(|d| f.starts_with(d))
+    };
+    let reached: BTreeSet<&String> = crates.iter().flat_map(|c| c.files.keys()).collect();
+    let unreached: Vec<&String> = files
+        .iter()
+        .filter(|f| in_scope(f) && !reached.contains(f))
+        .collect();
+    assert!(
+        unreached.is_empty(),
+        "no crate's `mod` declarations reach these files, so the layout checks cannot \
+         read them; declare them in their crate or delete them:\n  {unreached:?}"
+    );
+    let mut long: BTreeMap<&str, usize> = BTreeMap::new();
+    for krate in &crates {
+        for (file, m) in &krate.files {
+            if in_scope(file) && !m.test_only && m.counted_lines > MAX_LINES {
+                long.insert(file, m.counted_lines);
+            }
+        }
+    }
+    let new: Vec<String> = long
+        .iter()
+        .filter(|(f, _)| !KNOWN_LONG_FILES.contains(f))
+        .map(|(f, n)| format!("{f}: {n} lines"))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "no source file may be over {MAX_LINES} lines (its `#[cfg(test)]` modules not \
+         counted); split these along their concerns, or move their tests into a \
+         sibling `tests.rs`:\n  {}",
+        new.join("\n  ")
+    );
+    let fixed: Vec<&&str> = KNOWN_LONG_FILES
+        .iter()
+        .filter(|f| !long.contains_key(**f))
+        .collect();
+    assert!(
+        fixed.is_empty(),
+        "these files are on KNOWN_LONG_FILES in tests/it/architecture.rs but are no \
+         longer over {MAX_LINES} lines; remove them from the list: {fixed:?}"
+    );
+}
+
+#[test]
+fn no_crate_has_an_import_cycle() {
+    let mut found: Vec<BTreeSet<String>> = Vec::new();
+    for krate in crates() {
+        found.extend(modules::cycles(&krate.imports()));
+    }
+    found.sort();
+    found.dedup();
+    let known: Vec<BTreeSet<String>> = KNOWN_IMPORT_CYCLES
+        .iter()
+        .map(|c| c.iter().map(|f| f.to_string()).collect())
+        .collect();
+    let new: Vec<String> = found
+        .iter()
+        .filter(|c| !known.contains(c))
+        .map(|c| c.iter().cloned().collect::<Vec<_>>().join(" ↔ "))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "these module files reach each other through `crate::`, `super::` or `self::` \
+         paths (test code not counted), a cycle within their crate; move what both \
+         use into one of them or a module both import, so imports run one way:\n  {}",
+        new.join("\n  ")
+    );
+    let gone: Vec<&BTreeSet<String>> = known.iter().filter(|c| !found.contains(c)).collect();
+    assert!(
+        gone.is_empty(),
+        "these cycles are on KNOWN_IMPORT_CYCLES in tests/it/architecture.rs but no \
+         longer exist as listed; remove them (or list what remains of them): {gone:?}"
     );
 }

@@ -1,7 +1,7 @@
-//! Files toolgate replaces are written atomically (one helper, `toolgate::files`):
-//! `toolgate hook install` whose write fails part-way leaves the client's settings
-//! file as it was, never truncated; a successful one keeps the file's mode and a
-//! link to it.
+//! Files toolgate replaces are written atomically (one helper,
+//! `toolgate_files::write_atomic`): `toolgate hook install` whose write fails
+//! part-way leaves the client's settings file as it was, never truncated; a
+//! successful one keeps the file's mode and a link to it.
 
 use serde_json::Value;
 use std::path::Path;

@@ -9,19 +9,19 @@
 //! revision: a change to them is recorded once in the audit trail under team `*`,
 //! and every subscriber is sent a fresh snapshot (marked resync) that holds them.
 //!
-//! The file is followed by the server's one file poller ([`crate::files::poll`])
+//! The file is followed by the server's one file poller ([`toolgate_files::poll`])
 //! every [`POLL`]. A change is applied once two polls in a row read the same
 //! content, so an editor's half-written file is not taken for an invalid one.
 
-use crate::files::{self, poll};
 use crate::policy::AdminControls;
-use crate::policy_file::{self, ManagedPolicy};
 use crate::service::{Service, ServiceError, now_ms};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use toolgate_files::policy_file::{self, ManagedPolicy};
+use toolgate_files::{ReadError, poll};
 use tracing::{error, info, warn};
 
 /// How often the file is read.
@@ -133,7 +133,7 @@ pub async fn start(
 
 /// What the poller read, as the policy file's text.
 fn decode(
-    read: Result<poll::Content, files::ReadError>,
+    read: Result<poll::Content, ReadError>,
     name: &str,
 ) -> Result<(String, poll::Digest), ManagedError> {
     let error = |error| ManagedError::Read {
@@ -173,7 +173,7 @@ impl Watcher {
     /// should be tried again at the next poll. The poller reports content once, so
     /// content found invalid is not tried again until the file changes (content
     /// rejected, replaced, then written back is news again: log, audit, status).
-    async fn take(&mut self, read: Result<poll::Content, files::ReadError>) -> bool {
+    async fn take(&mut self, read: Result<poll::Content, ReadError>) -> bool {
         let (text, digest) = match decode(read, &self.name) {
             Ok(read) => read,
             Err(e) => {

@@ -1,12 +1,11 @@
 //! TLS for the listener (rustls): the certificate chain, its key and, for mTLS, the
 //! client CA are read from files and followed by the server's one file poller
-//! ([`crate::files::poll`]), so a renewed certificate is served without a restart.
+//! ([`toolgate_files::poll`]), so a renewed certificate is served without a restart.
 //! A file that no longer makes a valid configuration is reported and the one in
 //! force stays.
 
 use crate::config::TlsConfig;
 use crate::connections::Connection;
-use crate::files::{self, poll};
 use futures::{Stream, StreamExt};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,6 +20,7 @@ use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::server::{Connected, TcpConnectInfo};
+use toolgate_files::{ReadError, poll};
 use tracing::{debug, error, info};
 
 /// How long a client may take to finish its handshake.
@@ -37,7 +37,7 @@ pub enum TlsError {
     Read {
         field: &'static str,
         path: String,
-        source: files::ReadError,
+        source: ReadError,
     },
     #[error("tls.{field}: {path}: {message}")]
     Invalid {
@@ -145,7 +145,7 @@ fn poller(config: &TlsConfig, stop: CancellationToken) -> poll::Poller {
     poll::Poller::new(paths, options, poll::Schedule::new(every, stop))
 }
 
-fn read_error(index: usize, path: &Path, source: files::ReadError) -> TlsError {
+fn read_error(index: usize, path: &Path, source: ReadError) -> TlsError {
     TlsError::Read {
         field: FIELDS[index],
         path: path.display().to_string(),

@@ -4,9 +4,9 @@
 use crate::cli::client::{Clients, rpc_error};
 use crate::grpc::convert::{controls_from_pb, controls_to_pb};
 use crate::policy::AdminControls;
-use crate::policy_file::{self, TeamPolicy};
 use crate::proto::v1 as pb;
 use anyhow::Context as _;
+use toolgate_files::policy_file::{self, TeamPolicy};
 
 pub(in crate::cli) async fn get_admin(
     c: &Clients,

@@ -10,12 +10,12 @@ use super::args::AdminCommand;
 use super::client::{Clients, rpc_error};
 use super::{EXIT_CONFLICT, EXIT_DIFFERENT};
 use crate::grpc::convert::controls_to_pb;
-use crate::policy_file::TeamPolicy;
 use crate::proto::v1 as pb;
 use anyhow::bail;
 pub use changes::{Change, diff};
 use documents::{get_admin, read_policy};
 use reports::{ApplyReport, DiffReport, KillSwitchReport, PolicyReport};
+use toolgate_files::policy_file::TeamPolicy;
 
 pub(super) async fn admin(c: &Clients, cmd: AdminCommand) -> anyhow::Result<i32> {
     if let Some(run) = super::group_doc::admin(c, &cmd).await {

@@ -3,8 +3,8 @@
 use super::changes::Change;
 
 use crate::cli::output::Render;
-use crate::policy_file::{self, TeamPolicy};
 use serde::Serialize;
+use toolgate_files::policy_file::{self, TeamPolicy};
 
 /// `admin diff`: the team's revision and what the file would change.
 #[derive(Debug, Serialize)]

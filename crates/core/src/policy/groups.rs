@@ -5,19 +5,18 @@
 
 use super::lists::{CompiledAdmin, CompiledUser};
 use super::settings::{AccessMode, AdminControls, ListMode};
-use super::{Call, Check, Decision, EntryProblem, PolicyError, Reason, Rule};
+use super::{Call, Check, Decision, PolicyError, Reason};
 use rustc_hash::FxHashMap;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
-/// Longest group name, in bytes (names are ASCII).
-pub const MAX_GROUP_NAME_LEN: usize = 64;
-/// Most groups one principal carries.
-pub const MAX_GROUPS_PER_PRINCIPAL: usize = 64;
-/// Most group policies one team keeps.
-pub const MAX_GROUP_POLICIES: usize = 256;
+// The group document and the name rules are read by the settings and the lists'
+// compiler, which this module builds on: they live below it, and are named here.
+pub use super::group_names::{
+    MAX_GROUP_NAME_LEN, MAX_GROUP_POLICIES, MAX_GROUPS_PER_PRINCIPAL, check_group_name,
+    normalise_groups,
+};
+pub use super::settings::{AllowMode, GroupControls};
 
 /// Group policies by group name: a team's (in its document, under `groups`) or the
 /// organisation's (every team's members are under them).
@@ -26,169 +25,6 @@ pub type GroupPolicies = BTreeMap<String, GroupControls>;
 /// Where a group policy that applies is kept, as its origin's label says.
 const TEAM_GROUP: u8 = 1;
 const ORG_GROUP: u8 = 2;
-
-/// How a group's allowed lists (`allowed`, `mcp_tool_allowlist`,
-/// `mcp_access_allowlist`) meet the team's for the group's members.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AllowMode {
-    /// The group's entries are added to the team's.
-    #[default]
-    Add,
-    /// The group's list stands instead of the team's (each list the group sets).
-    Replace,
-}
-
-/// A group's policy: the parts of the admin controls a group may say. A list left
-/// out (or a switch left off) says nothing; the kill switch, the roles, the
-/// approvals and the users' defaults stay the team's.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct GroupControls {
-    /// How this group's allowed lists meet the team's.
-    pub allow_mode: AllowMode,
-    /// Shell command prefixes that may auto-run (added to or replacing the team's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed: Option<Vec<String>>,
-    /// MCP tools that may auto-run (added to or replacing the team's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mcp_tool_allowlist: Option<Vec<String>>,
-    /// With the access allowlist mode: the tools that may exist (added to or replacing
-    /// the team's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mcp_access_allowlist: Option<Vec<String>>,
-    /// Shell command prefixes that never auto-run: added to the team's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub blocked: Vec<String>,
-    /// Shell command prefixes that must never run: added to the team's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub denied: Vec<String>,
-    /// MCP tools that are denied: added to the team's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub mcp_tool_blocklist: Vec<String>,
-    /// More servers whose tools are browser tools.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub browser_server_ids: Vec<String>,
-    /// On: admin controls are on for the group's members.
-    #[serde(skip_serializing_if = "is_false")]
-    pub enabled: bool,
-    #[serde(skip_serializing_if = "is_false")]
-    pub disable_mcp_auto_run: bool,
-    #[serde(skip_serializing_if = "is_false")]
-    pub delete_file_protection: bool,
-    #[serde(skip_serializing_if = "is_false")]
-    pub browser_protection: bool,
-    /// Off turns the team's run-everything off for the group's members; on changes
-    /// nothing (a group cannot loosen a mode).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub enable_run_everything: Option<bool>,
-    /// `replace` here makes the admin's list replace the users' for the members.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub list_mode: Option<ListMode>,
-    /// `allowlist` here puts the members under the access allowlist.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mcp_access_mode: Option<AccessMode>,
-}
-
-// serde's skip_serializing_if passes a reference
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-/// Checks a group name: ASCII letters, digits, `.`, `_` and `-`, starting with a
-/// letter or digit, at most [`MAX_GROUP_NAME_LEN`] bytes. The message names the
-/// rule and the fix.
-pub fn check_group_name(name: &str) -> Result<(), String> {
-    let first_ok = name
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_alphanumeric());
-    let rest_ok = name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if name.len() > MAX_GROUP_NAME_LEN {
-        return Err(format!(
-            "group {:?} is longer than {MAX_GROUP_NAME_LEN} bytes: choose a shorter name (or map it to one)",
-            name.chars().take(MAX_GROUP_NAME_LEN).collect::<String>()
-        ));
-    }
-    if !first_ok || !rest_ok {
-        return Err(format!(
-            "group {name:?} is not a group name: use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit (map other names to one)"
-        ));
-    }
-    Ok(())
-}
-
-/// A principal's groups as it carries them: each checked, sorted, without
-/// duplicates, at most [`MAX_GROUPS_PER_PRINCIPAL`].
-pub fn normalise_groups<I, S>(names: I) -> Result<Vec<String>, String>
-where
-    I: IntoIterator<Item = S>,
-    S: Into<String>,
-{
-    let mut set = BTreeSet::new();
-    for name in names {
-        let name = name.into();
-        check_group_name(&name)?;
-        set.insert(name);
-        if set.len() > MAX_GROUPS_PER_PRINCIPAL {
-            return Err(format!(
-                "more than {MAX_GROUPS_PER_PRINCIPAL} groups: filter them (a prefix or a mapping) to the ones policies name"
-            ));
-        }
-    }
-    Ok(set.into_iter().collect())
-}
-
-/// Every problem of a team's group policies: names, their number, and each list
-/// checked as the team's own list of the same name is (`groups.NAME.field[i]`).
-pub(super) fn group_problems(team: &AdminControls) -> Vec<EntryProblem> {
-    let mut problems = Vec::new();
-    if team.groups.len() > MAX_GROUP_POLICIES {
-        problems.push(EntryProblem {
-            field: "groups".into(),
-            entry: format!("{} groups", team.groups.len()),
-            rule: Rule::TooMany,
-            hint: format!("at most {MAX_GROUP_POLICIES} group policies per team"),
-        });
-    }
-    for (name, g) in team.groups.iter() {
-        if let Err(hint) = check_group_name(name) {
-            problems.push(EntryProblem {
-                field: "groups".into(),
-                entry: name.clone(),
-                rule: Rule::Malformed,
-                hint,
-            });
-        }
-        // the group's lists alone, in a document of their own, checked by the one
-        // compiler of admin lists
-        let alone = AdminControls {
-            allowed: g.allowed.clone().unwrap_or_default(),
-            mcp_tool_allowlist: g.mcp_tool_allowlist.clone().unwrap_or_default(),
-            mcp_access_allowlist: g.mcp_access_allowlist.clone().unwrap_or_default(),
-            blocked: g.blocked.clone(),
-            denied: g.denied.clone(),
-            mcp_tool_blocklist: g.mcp_tool_blocklist.clone(),
-            browser_server_ids: if g.browser_server_ids.is_empty() {
-                super::settings::default_browser_server_ids()
-            } else {
-                g.browser_server_ids.clone()
-            },
-            roles: team.roles.clone(),
-            ..AdminControls::default()
-        };
-        if let Err(PolicyError::InvalidEntries(found)) = CompiledAdmin::compile(&alone) {
-            problems.extend(found.into_iter().map(|p| EntryProblem {
-                field: format!("groups.{name}.{}", p.field),
-                ..p
-            }));
-        }
-    }
-    problems
-}
 
 /// The lists whose entries carry an origin, each an index into
 /// [`Origins`]' entries.
@@ -613,49 +449,5 @@ impl Origins {
                 },
             });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn group_names_follow_one_rule() {
-        for ok in [
-            "contractors",
-            "pii.handlers",
-            "team_2",
-            "A-b",
-            &"g".repeat(64),
-        ] {
-            assert_eq!(check_group_name(ok), Ok(()), "{ok}");
-        }
-        for bad in [
-            "",
-            "-x",
-            ".x",
-            "a b",
-            "a/b",
-            "a:b",
-            "é",
-            "a\u{0}",
-            &"g".repeat(65),
-        ] {
-            assert!(check_group_name(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_principal_s_groups_are_sorted_once_each_and_bounded() {
-        assert_eq!(
-            normalise_groups(["b", "a", "b"]),
-            Ok(vec!["a".to_owned(), "b".to_owned()])
-        );
-        let many: Vec<String> = (0..=MAX_GROUPS_PER_PRINCIPAL)
-            .map(|i| format!("g{i}"))
-            .collect();
-        assert!(normalise_groups(many).unwrap_err().contains("more than"));
-        assert!(normalise_groups(["ok", "not ok"]).is_err());
     }
 }

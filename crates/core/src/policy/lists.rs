@@ -2,6 +2,7 @@
 //! remove and normalise (in `edits.rs`).
 
 use super::entry::{self, Entry, Side, hint, validate_call_name};
+use super::group_names::{MAX_GROUP_POLICIES, check_group_name};
 use super::matcher::{CompiledList, ListBuilder};
 use super::roles::RolesDocument;
 use super::shell::{Prefix, PrefixList};
@@ -319,7 +320,7 @@ impl CompiledAdmin {
         if let Some(approvals) = &controls.approvals {
             problems.extend(approvals.problems());
         }
-        problems.extend(super::groups::group_problems(controls));
+        problems.extend(group_problems(controls));
         if let Some(rates) = &controls.rates {
             problems.extend(rates.problems());
         }
@@ -532,6 +533,54 @@ impl CompiledUser {
             ..without_mcp_list(&self.settings)
         }
     }
+}
+
+/// Every problem of a team's group policies: names, their number, and each list
+/// checked as the team's own list of the same name is (`groups.NAME.field[i]`).
+fn group_problems(team: &AdminControls) -> Vec<EntryProblem> {
+    let mut problems = Vec::new();
+    if team.groups.len() > MAX_GROUP_POLICIES {
+        problems.push(EntryProblem {
+            field: "groups".into(),
+            entry: format!("{} groups", team.groups.len()),
+            rule: Rule::TooMany,
+            hint: format!("at most {MAX_GROUP_POLICIES} group policies per team"),
+        });
+    }
+    for (name, g) in team.groups.iter() {
+        if let Err(hint) = check_group_name(name) {
+            problems.push(EntryProblem {
+                field: "groups".into(),
+                entry: name.clone(),
+                rule: Rule::Malformed,
+                hint,
+            });
+        }
+        // the group's lists alone, in a document of their own, checked by the one
+        // compiler of admin lists
+        let alone = AdminControls {
+            allowed: g.allowed.clone().unwrap_or_default(),
+            mcp_tool_allowlist: g.mcp_tool_allowlist.clone().unwrap_or_default(),
+            mcp_access_allowlist: g.mcp_access_allowlist.clone().unwrap_or_default(),
+            blocked: g.blocked.clone(),
+            denied: g.denied.clone(),
+            mcp_tool_blocklist: g.mcp_tool_blocklist.clone(),
+            browser_server_ids: if g.browser_server_ids.is_empty() {
+                settings::default_browser_server_ids()
+            } else {
+                g.browser_server_ids.clone()
+            },
+            roles: team.roles.clone(),
+            ..AdminControls::default()
+        };
+        if let Err(PolicyError::InvalidEntries(found)) = CompiledAdmin::compile(&alone) {
+            problems.extend(found.into_iter().map(|p| EntryProblem {
+                field: format!("groups.{name}.{}", p.field),
+                ..p
+            }));
+        }
+    }
+    problems
 }
 
 #[cfg(test)]

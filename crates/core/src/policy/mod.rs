@@ -9,6 +9,7 @@ mod arena;
 mod builtin;
 mod decide;
 mod entry;
+mod group_names;
 pub mod group_set;
 pub mod groups;
 mod lint;

@@ -89,7 +89,7 @@ pub struct AdminControls {
     /// instead of) the team's controls (docs/groups.md).
     // boxed, as the approvals are: most teams have none
     #[serde(skip_serializing_if = "no_groups")]
-    pub groups: Box<BTreeMap<String, super::groups::GroupControls>>,
+    pub groups: Box<BTreeMap<String, GroupControls>>,
     /// What the clients' own managed channels lock (docs/fleet.md): none sets no lock.
     // boxed, as the approvals are: most teams have none
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -147,8 +147,77 @@ impl AdminControls {
 
 // serde's skip_serializing_if passes a reference
 #[allow(clippy::borrowed_box)]
-fn no_groups(groups: &Box<BTreeMap<String, super::groups::GroupControls>>) -> bool {
+fn no_groups(groups: &Box<BTreeMap<String, GroupControls>>) -> bool {
     groups.is_empty()
+}
+
+/// How a group's allowed lists (`allowed`, `mcp_tool_allowlist`,
+/// `mcp_access_allowlist`) meet the team's for the group's members.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AllowMode {
+    /// The group's entries are added to the team's.
+    #[default]
+    Add,
+    /// The group's list stands instead of the team's (each list the group sets).
+    Replace,
+}
+
+/// A group's policy: the parts of the admin controls a group may say. A list left
+/// out (or a switch left off) says nothing; the kill switch, the roles, the
+/// approvals and the users' defaults stay the team's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GroupControls {
+    /// How this group's allowed lists meet the team's.
+    pub allow_mode: AllowMode,
+    /// Shell command prefixes that may auto-run (added to or replacing the team's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<String>>,
+    /// MCP tools that may auto-run (added to or replacing the team's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_tool_allowlist: Option<Vec<String>>,
+    /// With the access allowlist mode: the tools that may exist (added to or replacing
+    /// the team's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_access_allowlist: Option<Vec<String>>,
+    /// Shell command prefixes that never auto-run: added to the team's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<String>,
+    /// Shell command prefixes that must never run: added to the team's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<String>,
+    /// MCP tools that are denied: added to the team's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_tool_blocklist: Vec<String>,
+    /// More servers whose tools are browser tools.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub browser_server_ids: Vec<String>,
+    /// On: admin controls are on for the group's members.
+    #[serde(skip_serializing_if = "is_false")]
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub disable_mcp_auto_run: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub delete_file_protection: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub browser_protection: bool,
+    /// Off turns the team's run-everything off for the group's members; on changes
+    /// nothing (a group cannot loosen a mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_run_everything: Option<bool>,
+    /// `replace` here makes the admin's list replace the users' for the members.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_mode: Option<ListMode>,
+    /// `allowlist` here puts the members under the access allowlist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_access_mode: Option<AccessMode>,
+}
+
+// serde's skip_serializing_if passes a reference
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 pub fn default_browser_server_ids() -> Vec<String> {

@@ -10,12 +10,12 @@
 
 use super::principal::{AuthError, Principal, Role};
 use crate::config::JwtConfig;
-use crate::files::{self, poll};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use toolgate_files::{ReadError, poll};
 use tracing::{info, warn};
 
 /// Largest JWKS document read, in bytes.
@@ -384,11 +384,11 @@ fn too_large(config: &JwtConfig) -> JwtError {
 /// The keys of the JWKS file as the poller read it (at most [`MAX_JWKS_BYTES`]).
 fn parse_file(
     config: &JwtConfig,
-    read: Result<poll::Content, files::ReadError>,
+    read: Result<poll::Content, ReadError>,
 ) -> Result<JwkSet, JwtError> {
     match read {
         Ok(content) => parse(config, &content.bytes),
-        Err(files::ReadError::TooLarge(_)) => Err(too_large(config)),
+        Err(ReadError::TooLarge(_)) => Err(too_large(config)),
         Err(e) => Err(keys_error(config, e.to_string())),
     }
 }

@@ -9,10 +9,10 @@ pub fn preflight_warnings(config: &Config) -> Vec<String> {
     let Some(path) = &config.policy_file else {
         return Vec::new();
     };
-    let Ok(text) = crate::policy_file::read_file(path) else {
+    let Ok(text) = toolgate_files::policy_file::read_file(path) else {
         return Vec::new();
     };
-    crate::policy_file::managed_policy_warnings(&path.display().to_string(), &text)
+    toolgate_files::policy_file::managed_policy_warnings(&path.display().to_string(), &text)
         .iter()
         .map(ToString::to_string)
         .collect()
@@ -29,19 +29,20 @@ pub fn preflight(config: &Config) -> Vec<String> {
         problems.push(e.to_string());
     }
     if let Some(path) = &config.policy_file {
-        match crate::policy_file::read_file(path) {
+        match toolgate_files::policy_file::read_file(path) {
             Err(e) => problems.push(format!(
                 "policy_file: cannot read {}: {e}: fix the path (policy_file, --policy-file)",
                 path.display()
             )),
             Ok(text) => {
-                if let Err(errors) =
-                    crate::policy_file::parse_managed_policy(&path.display().to_string(), &text)
-                {
+                if let Err(errors) = toolgate_files::policy_file::parse_managed_policy(
+                    &path.display().to_string(),
+                    &text,
+                ) {
                     problems.push(format!(
                         "policy_file: {} is invalid:\n{}",
                         path.display(),
-                        crate::policy_file::format_errors(&errors)
+                        toolgate_files::policy_file::format_errors(&errors)
                     ));
                 }
             }
@@ -200,9 +201,9 @@ pub(super) fn bootstrap_token(path: &Path) -> Result<String, ServerError> {
         Err(e) => return Err(err(e)),
     }
     let token = generate_token();
-    crate::files::write_atomic(
+    toolgate_files::write_atomic(
         path,
-        crate::files::Mode::Exactly(0o600),
+        toolgate_files::Mode::Exactly(0o600),
         format!("{token}\n").as_bytes(),
     )
     .map_err(err)?;

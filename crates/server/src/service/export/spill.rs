@@ -63,7 +63,8 @@ impl Spill {
                 continue;
             }
             let path = self.dir.join(format!("{:012}.pb", state.1));
-            match write_synced(&path, &buf) {
+            // a new file gets the default mode, as every file the data directory holds
+            match toolgate_files::write_atomic(&path, toolgate_files::Mode::KeepTarget, &buf) {
                 Ok(()) => {
                     state.0 += buf.len() as u64;
                     state.1 += 1;
@@ -130,19 +131,6 @@ pub(super) fn spill_files(dir: &Path) -> Vec<(u64, PathBuf)> {
         .collect();
     files.sort();
     files
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
 }
 
 fn read_spill(path: &Path) -> Result<Vec<LogRecord>, String> {

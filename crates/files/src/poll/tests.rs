@@ -3,7 +3,7 @@
 //! waiting for silence.
 
 use super::*;
-use crate::files::{Mode, write_atomic};
+use crate::{Mode, write_atomic};
 
 /// Far above any poll's time: only a broken poller reaches it.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -251,7 +251,7 @@ fn a_fifo_is_refused_without_blocking() {
     let fifo = dir.path().join("fifo");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     assert!(made.unwrap().success());
-    let err = crate::files::read_regular(&fifo, 64).unwrap_err();
+    let err = crate::read_regular(&fifo, 64).unwrap_err();
     assert!(matches!(err, ReadError::NotRegular("a FIFO")), "{err}");
 }
 

@@ -6,10 +6,10 @@ use super::examples::{check_answers, check_shapes};
 use super::limits::check_limits;
 use super::locate::line_at;
 use super::{ManagedPolicy, PolicyFileError, TeamPolicy};
-use crate::policy::{AdminControls, ToolActionList, ToolActionLists};
 use serde::Deserialize;
 use std::collections::HashSet;
 use toolgate_core::examples::Example;
+use toolgate_core::policy::{AdminControls, ToolActionList, ToolActionLists};
 
 /// The server's policy file: teams whose admin settings it manages, and seed 000's
 /// `tool.action` lists per MCP server. Each key optional, but not both: a file that
@@ -229,7 +229,7 @@ fn located_warnings(
     prefix: &str,
     controls: &AdminControls,
 ) -> Vec<PolicyFileError> {
-    crate::policy::warnings(controls)
+    toolgate_core::policy::warnings(controls)
         .into_iter()
         .map(|w| {
             let path = format!("{prefix}{}", w.field);

@@ -49,8 +49,8 @@ pub use parse::{
 };
 pub use read::{ReadError, decode_text, read_file};
 
-use crate::policy::{AdminControls, ToolActionLists, roles::RolesDocument};
 use serde::{Deserialize, Serialize};
+use toolgate_core::policy::{AdminControls, ToolActionLists, roles::RolesDocument};
 
 /// Largest policy file, team policy or server policy file alike. Far above any real
 /// policy (the lists' entry limits come first), and small enough that a file

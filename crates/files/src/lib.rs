@@ -1,14 +1,20 @@
-//! The one atomic file write: a temporary file beside the target, written, synced,
-//! renamed over it, the directory synced. A crash or a failing writer at any point
-//! leaves the old file whole (or no file), never a truncated one.
+//! toolgate's files, shared by the server and the client side (the CLI, the hooks,
+//! the proxy): the one atomic write, the one bounded read, the one poller of a
+//! followed file, and the policy YAML formats ([`policy_file`]). It depends on the
+//! policy core only, so a hook or the proxy reads and writes files without linking
+//! the server.
 //!
-//! Every write that replaces a file the server or the CLI keeps goes through
-//! [`write_atomic`]: the bootstrap token, the clients' settings
-//! files `toolgate hook install` merges into.
+//! The atomic write: a temporary file beside the target, written, synced, renamed
+//! over it, the directory synced. A crash or a failing writer at any point leaves
+//! the old file whole (or no file), never a truncated one. Every write that replaces
+//! a file toolgate keeps goes through [`write_atomic`]: the bootstrap token, the
+//! clients' settings files `toolgate hook install` merges into, the export's spill
+//! files.
 //!
 //! Beside it, the one bounded read ([`read_regular`]) and the one poller
 //! ([`poll::Poller`]) of the files the server follows.
 
+pub mod policy_file;
 pub mod poll;
 mod read;
 

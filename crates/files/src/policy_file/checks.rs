@@ -4,7 +4,7 @@
 
 use super::PolicyFileError;
 use super::locate::line_at;
-use crate::policy::{
+use toolgate_core::policy::{
     AdminControls, CompiledAdmin, EntryProblem, PolicyError, Rule, default_browser_server_ids,
 };
 
@@ -103,7 +103,7 @@ pub(super) fn check_team_id(
     path: &str,
     team: &str,
 ) -> Result<String, PolicyFileError> {
-    crate::ids::check_id(path, team)
+    toolgate_core::ids::check_id(path, team)
         .map(std::borrow::Cow::into_owned)
         .map_err(|e| PolicyFileError {
             file: file.to_owned(),
@@ -112,7 +112,7 @@ pub(super) fn check_team_id(
                 _ if team.trim().is_empty() => {
                     format!("{path}: {team:?} must not be empty: name the team this policy is for")
                 }
-                crate::ids::IdError { message, .. } => {
+                toolgate_core::ids::IdError { message, .. } => {
                     format!("{path}: {team:?} {message}: use the team's id")
                 }
             },

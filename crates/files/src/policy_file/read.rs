@@ -1,8 +1,7 @@
 //! The one read of a policy file: a regular file only, size-capped, never blocking
-//! ([`crate::files::read_regular`]), and UTF-8.
+//! ([`crate::read_regular`]), and UTF-8.
 
 use super::MAX_POLICY_BYTES;
-use crate::files;
 
 /// Why a policy file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -19,12 +18,12 @@ pub enum ReadError {
     NotUtf8,
 }
 
-impl From<files::ReadError> for ReadError {
-    fn from(e: files::ReadError) -> Self {
+impl From<crate::ReadError> for ReadError {
+    fn from(e: crate::ReadError) -> Self {
         match e {
-            files::ReadError::Io(e) => Self::Io(e),
-            files::ReadError::NotRegular(kind) => Self::NotRegular(kind),
-            files::ReadError::TooLarge(_) => Self::TooLarge,
+            crate::ReadError::Io(e) => Self::Io(e),
+            crate::ReadError::NotRegular(kind) => Self::NotRegular(kind),
+            crate::ReadError::TooLarge(_) => Self::TooLarge,
         }
     }
 }
@@ -33,7 +32,7 @@ impl From<files::ReadError> for ReadError {
 /// without ever blocking (a FIFO or a device is refused at once, even when a
 /// symlink leads to it).
 pub fn read_file(path: &std::path::Path) -> Result<String, ReadError> {
-    decode_text(files::read_regular(path, MAX_POLICY_BYTES)?)
+    decode_text(crate::read_regular(path, MAX_POLICY_BYTES)?)
 }
 
 /// A policy file's bytes as text.

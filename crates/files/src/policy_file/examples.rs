@@ -6,11 +6,13 @@ use super::checks::{check_controls, check_team_id, normalise, yaml_error};
 use super::limits::check_limits;
 use super::locate::line_at;
 use super::{PolicyFileError, TeamPolicy};
-use crate::policy::groups::GroupPolicies;
-use crate::policy::{AdminControls, CompiledAdmin, CompiledUser, ToolActionLists, UserSettings};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolgate_core::examples::{Example, ExampleAgent, MAX_EXAMPLES, Mismatch, Under};
+use toolgate_core::policy::groups::GroupPolicies;
+use toolgate_core::policy::{
+    AdminControls, CompiledAdmin, CompiledUser, ToolActionLists, UserSettings,
+};
 
 /// A `toolgate test` file: the team policy under test and the cases it must answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
