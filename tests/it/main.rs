@@ -13,6 +13,7 @@ mod approvals;
 mod architecture;
 mod atomic_writes;
 mod boundaries;
+mod build_info;
 mod categories;
 mod categories_api;
 mod claude_code;
