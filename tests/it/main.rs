@@ -21,6 +21,7 @@ mod cli;
 mod client_telemetry;
 mod conformance;
 mod console;
+mod console_proto;
 mod crash;
 mod decision_facts;
 mod decision_log;
