@@ -111,9 +111,12 @@ fn check_console_dist(root: &Path) -> Result<(), String> {
             .collect::<std::collections::BTreeSet<_>>()
     };
     let (recorded, now) = (lines(&recorded), lines(&now));
-    let changed: Vec<&str> = recorded
+    let changed: Vec<String> = recorded
         .symmetric_difference(&now)
-        .filter_map(|line| line.split_once("  ").map(|(_, path)| path))
+        .filter_map(|line| {
+            line.split_once("  ")
+                .map(|(_, path)| format!("console/{path}"))
+        })
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
