@@ -12,9 +12,24 @@ pub use toolgate_files::policy_file;
 pub use toolgate_proto as proto;
 pub use toolgate_server::auth::jwt;
 pub use toolgate_server::{
-    auth, config, connections, console, http, hub, managed, metrics, server, service, store,
-    telemetry, tls,
+    auth, build_info, config, connections, console, http, hub, managed, metrics, server, service,
+    store, telemetry, tls,
 };
+
+/// This build: the version and the commit `build.rs` found (git's short hash of HEAD,
+/// `TOOLGATE_COMMIT` when set, "unknown" outside a checkout).
+pub const BUILD: build_info::BuildInfo = build_info::BuildInfo {
+    version: env!("CARGO_PKG_VERSION"),
+    commit: env!("TOOLGATE_COMMIT"),
+};
+
+/// What `toolgate --version` prints after the name: `0.1.0 (1a2b3c4)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TOOLGATE_COMMIT"),
+    ")"
+);
 
 /// The gRPC layer's services and conversions, and the client.
 pub mod grpc {

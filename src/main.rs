@@ -12,7 +12,7 @@ use toolgate::config::{CliOverrides, Config, ConsoleConfig};
 #[derive(Debug, Parser)]
 #[command(
     name = "toolgate",
-    version,
+    version = toolgate::VERSION,
     about = "A policy server for AI-agent tool calls"
 )]
 struct Cli {
@@ -243,6 +243,8 @@ async fn run(parsed: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Serve(args) => {
+            // the first and only time: nothing has started yet
+            let _ = toolgate::build_info::set(toolgate::BUILD);
             let config = args.load()?;
             let telemetry = toolgate::telemetry::init(&config)?;
             let addr = config.listen_addr();

@@ -3,44 +3,52 @@
 // Authorization header), on the console's own origin.
 
 import { session } from "./session";
-import type { AutoRunControls, TeamAdminSettings, UserSettings } from "./types";
+import type { AutoRunControls, Methods, TeamAdminSettings, UpdateTeamAdminSettingsResponse, UserSettings } from "./proto";
 
-/** An error the server answered with: a Connect code and the server's own message. */
+/** An error the server answered with: a Connect code, the server's own message and its field violations. */
 export class ApiError extends Error {
+  /** What the server refused, field by field (a refusal naming no field: one problem with the message). */
+  readonly problems: Problem[];
+
   constructor(
     readonly code: string,
     message: string,
     readonly status: number,
+    details?: ErrorDetail[],
   ) {
     super(message);
+    this.problems = problemsOf(message, details);
   }
 }
 
 /** One problem of a refused write: the field it names (`mcp_tool_allowlist[2]`) and what is wrong. */
 export interface Problem {
   field: string;
-  /** The list the field names, without an index or a message prefix (`mcp_tool_allowlist`). */
-  list: string;
   text: string;
 }
 
-const FIELD = /^((?:[a-z_]+\.)*([a-z_]+))(\[\d+\])?: (.*)$/s;
+/** One of google.rpc.BadRequest's field violations, as the server's error JSON carries it. */
+interface FieldViolation {
+  field?: string;
+  description?: string;
+}
 
-/** The problems of an INVALID_ARGUMENT message: `field: why; field: why`. */
-export function problems(message: string): Problem[] {
+/** A detail of an error: its type, the encoded message, and the server's JSON of it. */
+interface ErrorDetail {
+  type?: string;
+  debug?: { fieldViolations?: FieldViolation[] };
+}
+
+/** The field violations of a refused call, one problem each; the message alone when it has none. */
+function problemsOf(message: string, details: ErrorDetail[] | undefined): Problem[] {
   const out: Problem[] = [];
-  for (const part of message.split("; ")) {
-    const m = FIELD.exec(part.trim());
-    if (m) {
-      out.push({ field: m[1] + (m[3] ?? ""), list: m[2], text: m[4] });
-    } else if (out.length > 0) {
-      // a message that itself held "; ": part of the previous problem
-      out[out.length - 1].text += `; ${part}`;
-    } else {
-      out.push({ field: "", list: "", text: part });
+  for (const d of details ?? []) {
+    if (d.type !== "google.rpc.BadRequest") continue;
+    for (const v of d.debug?.fieldViolations ?? []) {
+      out.push({ field: v.field ?? "", text: v.description ?? "" });
     }
   }
-  return out;
+  return out.length > 0 ? out : [{ field: "", text: message }];
 }
 
 function headers(contentType: string): Headers {
@@ -53,10 +61,12 @@ function headers(contentType: string): Headers {
 async function errorOf(response: Response): Promise<ApiError> {
   let code = "unknown";
   let message = `${response.status} ${response.statusText}`;
+  let details: ErrorDetail[] | undefined;
   try {
-    const body = (await response.json()) as { code?: string; message?: string };
+    const body = (await response.json()) as { code?: string; message?: string; details?: ErrorDetail[] };
     code = body.code ?? code;
     message = body.message ?? message;
+    details = Array.isArray(body.details) ? body.details : undefined;
   } catch {
     // not JSON: the status line says what there is to say
   }
@@ -64,12 +74,16 @@ async function errorOf(response: Response): Promise<ApiError> {
     code = "unimplemented";
     message = "this server does not offer that call";
   }
-  return new ApiError(code, message, response.status);
+  return new ApiError(code, message, response.status, details);
 }
 
-/** A unary call. */
-export async function call<T>(service: string, method: string, request: object): Promise<T> {
-  const response = await fetch(`/toolgate.v1.${service}/${method}`, {
+/** The RPCs that answer once, and those that answer with a stream. */
+type Unary = { [M in keyof Methods]: Methods[M]["stream"] extends false ? M : never }[keyof Methods];
+type Streamed = { [M in keyof Methods]: Methods[M]["stream"] extends true ? M : never }[keyof Methods];
+
+/** A unary call, by its path (`AdminService/GetTeamAdminSettings`). */
+export async function call<M extends Unary>(method: M, request: Methods[M]["request"]): Promise<Methods[M]["response"]> {
+  const response = await fetch(`/toolgate.v1.${method}`, {
     method: "POST",
     headers: headers("application/json"),
     body: JSON.stringify(request),
@@ -77,7 +91,7 @@ export async function call<T>(service: string, method: string, request: object):
     cache: "no-store",
   });
   if (!response.ok) throw await errorOf(response);
-  return (await response.json()) as T;
+  return (await response.json()) as Methods[M]["response"];
 }
 
 function envelope(message: object): Uint8Array<ArrayBuffer> {
@@ -92,14 +106,13 @@ function envelope(message: object): Uint8Array<ArrayBuffer> {
  * A server stream: `onMessage` for each message until the stream ends, `signal` aborts
  * or the server ends it with an error (thrown).
  */
-export async function stream<T>(
-  service: string,
-  method: string,
-  request: object,
-  onMessage: (message: T) => void,
+export async function stream<M extends Streamed>(
+  method: M,
+  request: Methods[M]["request"],
+  onMessage: (message: Methods[M]["response"]) => void,
   signal: AbortSignal,
 ): Promise<void> {
-  const response = await fetch(`/toolgate.v1.${service}/${method}`, {
+  const response = await fetch(`/toolgate.v1.${method}`, {
     method: "POST",
     headers: headers("application/connect+json"),
     body: envelope(request),
@@ -125,18 +138,18 @@ export async function stream<T>(
       const body = JSON.parse(decoder.decode(buffer.subarray(5, 5 + length))) as Record<string, unknown>;
       buffer = buffer.slice(5 + length);
       if (flags & 2) {
-        const error = body.error as { code?: string; message?: string } | undefined;
-        if (error) throw new ApiError(error.code ?? "unknown", error.message ?? "stream ended", 200);
+        const error = body.error as { code?: string; message?: string; details?: ErrorDetail[] } | undefined;
+        if (error) throw new ApiError(error.code ?? "unknown", error.message ?? "stream ended", 200, error.details);
         return;
       }
-      onMessage(body as T);
+      onMessage(body as Methods[M]["response"]);
     }
   }
 }
 
 /** The team's admin settings as stored. */
 export async function getTeamSettings(team: string): Promise<TeamAdminSettings> {
-  const r = await call<{ settings?: TeamAdminSettings }>("AdminService", "GetTeamAdminSettings", { teamId: team });
+  const r = await call("AdminService/GetTeamAdminSettings", { teamId: team });
   return r.settings ?? {};
 }
 
@@ -145,8 +158,8 @@ export async function putTeamSettings(
   team: string,
   controls: AutoRunControls,
   revision: number,
-): Promise<TeamAdminSettings & { warnings?: { field?: string; message?: string }[] }> {
-  const r = await call<{ settings?: TeamAdminSettings; warnings?: { field?: string; message?: string }[] }>("AdminService", "UpdateTeamAdminSettings", {
+): Promise<TeamAdminSettings & Pick<UpdateTeamAdminSettingsResponse, "warnings">> {
+  const r = await call("AdminService/UpdateTeamAdminSettings", {
     teamId: team,
     autoRunControls: controls,
     expectedRevision: String(revision),
@@ -155,12 +168,12 @@ export async function putTeamSettings(
 }
 
 export async function getUserSettings(team: string, user: string): Promise<UserSettings> {
-  const r = await call<{ settings?: UserSettings }>("UserSettingsService", "GetUserSettings", { teamId: team, userId: user });
+  const r = await call("UserSettingsService/GetUserSettings", { teamId: team, userId: user });
   return r.settings ?? {};
 }
 
 /** Writes the fields of `settings` that `mask` names (JSON names, comma-separated). */
 export async function patchUserSettings(settings: UserSettings, mask: string): Promise<UserSettings> {
-  const r = await call<{ settings?: UserSettings }>("UserSettingsService", "UpdateUserSettings", { settings, updateMask: mask });
+  const r = await call("UserSettingsService/UpdateUserSettings", { settings, updateMask: mask });
   return r.settings ?? {};
 }

@@ -69,7 +69,7 @@ function signInPage(message?: string): void {
             if (!t) return;
             session.tryToken(t);
             try {
-              const p = await call<Principal>("PrincipalService", "GetPrincipal", {});
+              const p = await call("PrincipalService/GetPrincipal", {});
               session.signIn(t, p);
               token.value = "";
               team = p.teamId || p.teamIds?.[0] || "";
@@ -203,7 +203,7 @@ async function start(): Promise<void> {
   });
   if (!session.token()) return signInPage();
   try {
-    const p = await call<Principal>("PrincipalService", "GetPrincipal", {});
+    const p = await call("PrincipalService/GetPrincipal", {});
     session.signIn(session.token() ?? "", p);
     team = p.teamId || p.teamIds?.[0] || "";
     shell();

@@ -1,7 +1,10 @@
 // What each decision reason means, in words, for the decision log's explanations.
-// tests/it/console.rs fails when the server has a reason this table lacks.
+// Keyed by the proto's Reason (./proto.ts), so a reason without its words fails the
+// type check; tests/it/console.rs checks the same against the server's reasons.
 
-export const REASONS: Record<string, string> = {
+import type { Reason } from "./proto";
+
+export const REASONS: Record<Exclude<Reason, "REASON_UNSPECIFIED">, string> = {
   REASON_KILL_SWITCH: "The team's kill switch is on: every call is denied.",
   REASON_INVALID_NAME: "The server or tool name is not a valid name, so a person decides.",
   REASON_BLOCKED_BY_ADMIN: "An admin blocklist entry matches the tool.",
@@ -28,7 +31,6 @@ export const REASONS: Record<string, string> = {
   REASON_APPROVAL_DENIED: "An approver denied the call; their reason is in the message.",
   REASON_APPROVAL_EXPIRED: "Nobody answered the approval request before its deadline, so the call was refused.",
   REASON_RATE_LIMITED: "The call is past one of the team's rates (calls per minute): it asks, or is refused if the team says so.",
-  REASON_TOOL_CHANGED: "The MCP server changed the tool's description or schema since it was pinned: a person decides.",
 };
 
 export function reasonName(reason: string | undefined): string {
@@ -40,5 +42,6 @@ export function outcomeName(outcome: string | undefined): string {
 }
 
 export function explain(reason: string | undefined): string {
-  return REASONS[reason ?? ""] ?? "No explanation is known for this reason.";
+  const known: Record<string, string> = REASONS;
+  return known[reason ?? ""] ?? "No explanation is known for this reason.";
 }

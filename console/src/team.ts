@@ -13,7 +13,7 @@ export interface TeamView {
 }
 
 export async function getTeamView(team: string): Promise<TeamView> {
-  const r = await call<{ settings?: TeamAdminSettings; managedBy?: string }>("AdminService", "GetTeamAdminSettings", { teamId: team });
+  const r = await call("AdminService/GetTeamAdminSettings", { teamId: team });
   return { settings: r.settings ?? {}, managedBy: r.managedBy ?? "" };
 }
 

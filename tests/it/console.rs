@@ -298,14 +298,21 @@ fn console_source(file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Every reason the server decides with is explained in `console/src/reasons.ts`, so
-/// the decision log never says "No explanation is known" for a reason of its own.
+/// Every reason the server decides with, and every reason the API has, is explained
+/// in `console/src/reasons.ts`, so the decision log never says "No explanation is
+/// known" for a reason of its own (the table is also typed by the generated `Reason`,
+/// so `npm run check` fails the same way).
 #[test]
 fn every_reason_has_an_explanation_in_the_console() {
     let reasons = console_source("reasons.ts");
-    let missing: Vec<String> = toolgate::policy::Reason::ALL
+    let core = toolgate::policy::Reason::ALL
         .iter()
-        .map(|r| format!("REASON_{}", r.as_str()))
+        .map(|r| format!("REASON_{}", r.as_str()));
+    let api = (1..1024)
+        .filter_map(|n| pb::Reason::try_from(n).ok())
+        .map(|r| r.as_str_name().to_owned());
+    let missing: std::collections::BTreeSet<String> = core
+        .chain(api)
         .filter(|name| !reasons.contains(&format!("  {name}: \"")))
         .collect();
     assert!(
@@ -314,21 +321,23 @@ fn every_reason_has_an_explanation_in_the_console() {
     );
 }
 
-/// The audit trail's kind filter offers every kind the API has (`console/src/kinds.ts`).
+/// The audit trail's kind filter offers every kind the API has: `console/src/kinds.ts`
+/// takes them from the generated enum, which holds each of them.
 #[test]
 fn the_audit_filter_offers_every_audit_kind() {
     let kinds = console_source("kinds.ts");
-    let missing: Vec<&str> = (1..)
-        .map_while(|n| pb::AuditEventKind::try_from(n).ok())
-        .map(|k| {
-            k.as_str_name()
-                .strip_prefix("AUDIT_EVENT_KIND_")
-                .expect("the enum's prefix")
-        })
-        .filter(|name| !kinds.contains(&format!("  \"{name}\",")))
+    assert!(
+        kinds.contains("import { AuditEventKind } from \"./proto\";"),
+        "console/src/kinds.ts lists the audit kinds from the generated enum in ./proto, not by hand"
+    );
+    let generated = console_source("proto.ts");
+    let missing: Vec<&str> = (1..1024)
+        .filter_map(|n| pb::AuditEventKind::try_from(n).ok())
+        .map(|k| k.as_str_name())
+        .filter(|name| !generated.contains(&format!("  \"{name}\",")))
         .collect();
     assert!(
         missing.is_empty(),
-        "console/src/kinds.ts lacks the audit kinds {missing:?}: add them, then rebuild console/dist"
+        "console/src/proto.ts lacks the audit kinds {missing:?}: run UPDATE_CONSOLE=1 cargo test --test it console_proto::, then rebuild console/dist"
     );
 }

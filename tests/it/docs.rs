@@ -845,7 +845,7 @@ fn user_facing_text_never_names_the_source_documents() {
     let root = Path::new(ROOT);
     let mut texts: Vec<(String, String)> = Vec::new();
     let mut files = markdown_files();
-    files.extend(files_under(&root.join("crates/proto/proto"), &["proto"]));
+    files.extend(files_under(&root.join("proto"), &["proto"]));
     files.extend(files_under(&root.join("schemas"), &["json"]));
     files.extend(files_under(&root.join("console/src"), &["ts", "html"]));
     for file in files {

@@ -287,6 +287,16 @@ pub fn toolgate_binary() -> std::path::PathBuf {
     bin
 }
 
+/// `test_config` as a file the real binary reads (`dir/toolgate.yaml`, data under
+/// `dir/data`, JSON logs as [`spawn_binary`] expects them).
+pub fn binary_config_file(dir: &Path) -> std::path::PathBuf {
+    let mut config = test_config(&dir.join("data"));
+    config.log.format = toolgate::config::LogFormat::Json;
+    let path = dir.join("toolgate.yaml");
+    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
+    path
+}
+
 /// Starts the real `toolgate serve --config FILE` (JSON logs expected) and returns it
 /// with the address it logged. `TOOLGATE_*` variables of the test's own environment
 /// are not passed on.

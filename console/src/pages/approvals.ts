@@ -6,6 +6,7 @@ import { ApiError, call, stream } from "../api";
 import { fill, h, showError, showOk, statusLine, uid } from "../dom";
 import { reasonName } from "../reasons";
 import { cardTable, cell } from "../layout";
+import type { ApproveRequestRequest } from "../proto";
 import type { Approval } from "../types";
 
 const DURATIONS: [number, string][] = [
@@ -32,7 +33,7 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
 
   let listed: { approvals?: Approval[] };
   try {
-    listed = await call<{ approvals?: Approval[] }>("ApprovalService", "ListApprovals", { teamId: team, limit: 200 });
+    listed = await call("ApprovalService/ListApprovals", { teamId: team, limit: 200 });
   } catch (e) {
     if (e instanceof ApiError && e.code === "unimplemented") {
       fill(root, h("h2", {}, `Approvals of team ${team}`), h("p", { class: "muted", id: "approvals-unavailable" }, "This server does not offer approvals."));
@@ -51,9 +52,10 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
   }
   for (const a of listed.approvals ?? []) if (a.requestId) requests.set(a.requestId, a);
 
-  const answer = async (a: Approval, method: string, body: object, done: string) => {
+  const approve = (a: Approval, answer: Omit<ApproveRequestRequest, "requestId">) => call("ApprovalService/ApproveRequest", { requestId: a.requestId, ...answer });
+  const answer = async (sent: Promise<{ approval?: Approval }>, done: string) => {
     try {
-      const r = await call<{ approval?: Approval }>("ApprovalService", method, { requestId: a.requestId, ...body });
+      const r = await sent;
       if (r.approval?.requestId) requests.set(r.approval.requestId, r.approval);
       render();
       showOk(status, done);
@@ -86,11 +88,11 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
       h(
         "div",
         { class: "actions" },
-        h("button", { type: "button", class: "primary approve-once", onclick: () => void answer(a, "ApproveRequest", { scope: "APPROVAL_SCOPE_ONCE" }, "Approved once.") }, "Approve once"),
+        h("button", { type: "button", class: "primary approve-once", onclick: () => void answer(approve(a, { scope: "APPROVAL_SCOPE_ONCE" }), "Approved once.") }, "Approve once"),
         a.sessionId
-          ? h("button", { type: "button", class: "approve-session", onclick: () => void answer(a, "ApproveRequest", { scope: "APPROVAL_SCOPE_SESSION" }, "Approved for the session.") }, "Approve for this session")
+          ? h("button", { type: "button", class: "approve-session", onclick: () => void answer(approve(a, { scope: "APPROVAL_SCOPE_SESSION" }), "Approved for the session.") }, "Approve for this session")
           : null,
-        h("button", { type: "button", class: "approve-allowlist", onclick: () => void answer(a, "ApproveRequest", { scope: "APPROVAL_SCOPE_ALLOWLIST" }, "Approved, and the entry added to the allowlist.") }, "Approve and add to the allowlist"),
+        h("button", { type: "button", class: "approve-allowlist", onclick: () => void answer(approve(a, { scope: "APPROVAL_SCOPE_ALLOWLIST" }), "Approved, and the entry added to the allowlist.") }, "Approve and add to the allowlist"),
       ),
       h(
         "form",
@@ -99,7 +101,7 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
           "aria-label": "Approve for a time",
           onsubmit: (ev: Event) => {
             ev.preventDefault();
-            void answer(a, "ApproveRequest", { scope: "APPROVAL_SCOPE_DURATION", durationSeconds: duration.value }, `Approved for ${duration.selectedOptions[0]?.textContent ?? "a time"}.`);
+            void answer(approve(a, { scope: "APPROVAL_SCOPE_DURATION", durationSeconds: duration.value }), `Approved for ${duration.selectedOptions[0]?.textContent ?? "a time"}.`);
           },
         },
         h("label", { for: durationId }, "Approve for"),
@@ -118,7 +120,7 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
               reason.focus();
               return;
             }
-            void answer(a, "DenyRequest", { reason: reason.value.trim() }, "Denied.");
+            void answer(call("ApprovalService/DenyRequest", { requestId: a.requestId, reason: reason.value.trim() }), "Denied.");
           },
         },
         h("label", { for: reasonId }, "Reason"),
@@ -157,9 +159,7 @@ export async function approvalsPage(root: HTMLElement, team: string, signal: Abo
       try {
         live.textContent = "Live: requests appear and leave as they are made and answered";
         live.className = "live on";
-        await stream<{ snapshot?: { pending?: Approval[] }; approval?: Approval }>(
-          "ApprovalService",
-          "WatchApprovals",
+        await stream("ApprovalService/WatchApprovals",
           { teamId: team },
           (m) => {
             wait = 1000;

@@ -4,6 +4,7 @@ import { call } from "../api";
 import { fill, h, showError, statusLine } from "../dom";
 import { AUDIT_KINDS } from "../kinds";
 import { cardTable, cell, labelled } from "../layout";
+import type { AuditEventKind } from "../proto";
 import type { AuditEvent } from "../types";
 import { num } from "../types";
 import { shedPanel } from "./shed";
@@ -15,13 +16,7 @@ function kindName(kind: unknown): string {
 }
 
 function detail(e: AuditEvent): string {
-  if (e.detail !== undefined) return JSON.stringify(e.detail, null, 2);
-  if (!e.detailJson) return "";
-  try {
-    return JSON.stringify(JSON.parse(e.detailJson), null, 2);
-  } catch {
-    return e.detailJson;
-  }
+  return e.detail === undefined ? "" : JSON.stringify(e.detail, null, 2);
 }
 
 export async function auditPage(root: HTMLElement, team: string): Promise<void> {
@@ -38,11 +33,11 @@ export async function auditPage(root: HTMLElement, team: string): Promise<void> 
     after = 0;
     try {
       for (let pages = 0; pages < 20; pages++) {
-        const page = await call<{ events?: AuditEvent[]; nextAfterId?: string }>("AdminService", "ListAuditEvents", {
+        const page = await call("AdminService/ListAuditEvents", {
           teamId: team,
           afterId: String(after),
           limit: 1000,
-          ...(kind.value ? { kind: kind.value } : {}),
+          ...(kind.value ? { kind: kind.value as AuditEventKind } : {}),
           actor: actor.value.trim(),
         });
         events.push(...(page.events ?? []));

@@ -6,7 +6,8 @@ import { callKey, timeChart, topChart } from "../charts";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { labelled } from "../layout";
 import { explain, outcomeName, reasonName } from "../reasons";
-import type { ClientDecisionReport, DecidedCall, DecisionFilter, DecisionRecord } from "../types";
+import type { Outcome } from "../proto";
+import type { DecidedCall, DecisionFilter, DecisionRecord } from "../types";
 import { num } from "../types";
 
 const MAX_KEPT = 1000;
@@ -90,7 +91,7 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
 
   const filter = (): DecisionFilter => {
     const f: DecisionFilter = { teamId: team };
-    if (outcome.value) f.outcome = outcome.value;
+    if (outcome.value) f.outcome = outcome.value as Outcome;
     if (user.value.trim()) f.userId = user.value.trim();
     if (tool.value.trim()) f.toolPrefix = tool.value.trim();
     if (command.value.trim()) f.commandPrefix = command.value.trim();
@@ -117,9 +118,7 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
         try {
           live.textContent = "Live: new decisions appear as they are made";
           live.className = "live on";
-          await stream<{ decision?: DecisionRecord; lagged?: string; clientDecision?: ClientDecisionReport }>(
-            "DecisionLogService",
-            "WatchDecisions",
+          await stream("DecisionLogService/WatchDecisions",
             { filter: f },
             (m) => {
               wait = 1000;
@@ -160,7 +159,7 @@ export async function decisionsPage(root: HTMLElement, team: string, signal: Abo
     const f = filter();
     showOk(status, "Loading…");
     try {
-      const page = await call<{ decisions?: DecisionRecord[] }>("DecisionLogService", "ListDecisions", { filter: f, pageSize: 500 });
+      const page = await call("DecisionLogService/ListDecisions", { filter: f, pageSize: 500 });
       records = page.decisions ?? [];
       fill(tbody, records.map((r) => row(r, false)));
       redraw();

@@ -10,19 +10,8 @@ import { cardTable, cell, labelled } from "../layout";
 import { session } from "../session";
 import { getTeamView, managedNote } from "../team";
 import type { TeamAdminSettings } from "../types";
-import type { Preview } from "../types";
 import { num } from "../types";
 import { renderPreview } from "./policy";
-
-/** One user's last sign-in (`PrincipalService.ListSignIns`). */
-interface SignInRecord {
-  userId?: string;
-  principal?: string;
-  issuer?: string;
-  groups?: string[];
-  firstAt?: string;
-  lastAt?: string;
-}
 
 type GroupPolicy = Record<string, unknown>;
 
@@ -50,7 +39,7 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
     const groups = { ...groupsOf(settings), [name]: policy };
     showOk(status, "Deciding the logged calls of every team again…");
     try {
-      const p = await call<Preview>("DecisionLogService", "PreviewTeamAdminSettings", { teamId: team, autoRunControls: { ...(settings.autoRunControls ?? {}), groups } });
+      const p = await call("DecisionLogService/PreviewTeamAdminSettings", { teamId: team, autoRunControls: { ...(settings.autoRunControls ?? {}), groups } });
       renderPreview(impact, p);
       showOk(status, `Impact preview ready: ${(p.teams ?? []).length} team(s) touched.`);
     } catch (e) {
@@ -188,7 +177,7 @@ export async function groupsPage(root: HTMLElement, team: string): Promise<void>
     ),
   );
   try {
-    const r = await call<{ signIns?: SignInRecord[] }>("PrincipalService", "ListSignIns", { teamId: team });
+    const r = await call("PrincipalService/ListSignIns", { teamId: team });
     const rows = r.signIns ?? [];
     fill(
       signIns,

@@ -6,30 +6,7 @@ import { fill, h, showError, showOk, statusLine } from "../dom";
 import { cardTable, cell } from "../layout";
 import { session } from "../session";
 
-interface Flag {
-  kind?: string;
-  place?: string;
-  why?: string;
-}
-
-interface Definition {
-  sha256?: string;
-  flags?: Flag[];
-  by?: string;
-}
-
-interface ToolPin {
-  server?: string;
-  tool?: string;
-  pinned?: Definition;
-  changed?: Definition;
-  diff?: string[];
-}
-
-interface PinSettings {
-  membersPinFirst?: boolean;
-  hideFlagged?: boolean;
-}
+import type { PinnedDefinition as Definition, ToolPin } from "../proto";
 
 function flagList(d: Definition | undefined): HTMLElement | null {
   const flags = d?.flags ?? [];
@@ -50,7 +27,7 @@ export async function pinsPage(root: HTMLElement, team: string): Promise<void> {
 
   const accept = async (pin: ToolPin, sha256: string) => {
     try {
-      await call("PinService", "AcceptPin", { teamId: team, server: pin.server, tool: pin.tool, sha256 });
+      await call("PinService/AcceptPin", { teamId: team, server: pin.server, tool: pin.tool, sha256 });
       showOk(status, `Accepted ${pin.server}:${pin.tool}: gateways show it again.`);
       await load();
     } catch (e) {
@@ -60,8 +37,8 @@ export async function pinsPage(root: HTMLElement, team: string): Promise<void> {
 
   const load = async () => {
     try {
-      const r = await call<{ pins?: ToolPin[] }>("PinService", "ListPins", { teamId: team });
-      const s = await call<{ settings?: PinSettings }>("PinService", "GetPinSettings", { teamId: team });
+      const r = await call("PinService/ListPins", { teamId: team });
+      const s = await call("PinService/GetPinSettings", { teamId: team });
       membersPinFirst.checked = Boolean(s.settings?.membersPinFirst);
       hideFlagged.checked = Boolean(s.settings?.hideFlagged);
       const pins = r.pins ?? [];
@@ -101,7 +78,7 @@ export async function pinsPage(root: HTMLElement, team: string): Promise<void> {
 
   const saveSettings = async () => {
     try {
-      await call("PinService", "UpdatePinSettings", {
+      await call("PinService/UpdatePinSettings", {
         teamId: team,
         settings: { membersPinFirst: membersPinFirst.checked, hideFlagged: hideFlagged.checked },
       });

@@ -1,7 +1,7 @@
 // A team's policy: every AutoRunControls field, the changes against the stored
 // revision, the impact preview, and apply with the expected revision.
 
-import { ApiError, call, getTeamSettings, problems, putTeamSettings } from "../api";
+import { ApiError, call, getTeamSettings, putTeamSettings } from "../api";
 import { diff, renderDiff } from "../diff";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { APPROVAL_FIELDS, CONTROL_FIELDS, USER_FIELDS } from "../fields";
@@ -93,7 +93,7 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
 
   const refused = (e: unknown, what: string) => {
     if (e instanceof ApiError && e.code === "invalid_argument") {
-      const found = problems(e.message);
+      const found = e.problems;
       const unclaimed = defaults.showProblems(approvals.showProblems(controls.showProblems(found)));
       fill(
         summary,
@@ -147,7 +147,7 @@ export async function policyPage(root: HTMLElement, team: string): Promise<void>
     clear();
     showOk(status, "Deciding the logged calls again…");
     try {
-      const p = await call<Preview>("DecisionLogService", "PreviewTeamAdminSettings", { teamId: team, autoRunControls: proposed() });
+      const p = await call("DecisionLogService/PreviewTeamAdminSettings", { teamId: team, autoRunControls: proposed() });
       renderPreview(impact, p);
       showOk(status, "Impact preview ready.");
     } catch (e) {

@@ -57,7 +57,7 @@ export function shedPanel(team: string): HTMLElement {
       const events: AuditEvent[] = [];
       let after = 0;
       for (let pages = 0; pages < 5; pages++) {
-        const page = await call<{ events?: AuditEvent[]; nextAfterId?: string }>("AdminService", "ListAuditEvents", {
+        const page = await call("AdminService/ListAuditEvents", {
           teamId: team,
           afterId: String(after),
           limit: 1000,

@@ -1,13 +1,13 @@
 // A team's users and their settings, each field saved on its own (an update mask), so
 // two people editing different fields never overwrite each other.
 
-import { ApiError, call, getUserSettings, patchUserSettings, problems } from "../api";
+import { ApiError, call, getUserSettings, patchUserSettings } from "../api";
 import { fill, h, showError, showOk, statusLine } from "../dom";
 import { USER_FIELDS, get, lines } from "../fields";
 import { settingsForm } from "../form";
 import { session } from "../session";
 import { getTeamView, replacedText, replacedUserFields } from "../team";
-import type { IssuedToken, UserSettings } from "../types";
+import type { UserSettings } from "../types";
 import { num } from "../types";
 
 export async function usersPage(root: HTMLElement, team: string): Promise<void> {
@@ -17,7 +17,7 @@ export async function usersPage(root: HTMLElement, team: string): Promise<void> 
   if (p?.userId && p.teamId === team) known.add(p.userId);
   if (session.isAdmin()) {
     try {
-      const tokens = await call<{ tokens?: IssuedToken[] }>("TokenService", "ListTokens", { teamId: team });
+      const tokens = await call("TokenService/ListTokens", { teamId: team });
       for (const t of tokens.tokens ?? []) if (t.userId) known.add(t.userId);
     } catch {
       // the list is a convenience: any user can still be opened by id
@@ -100,7 +100,7 @@ async function openUser(el: HTMLElement, team: string, user: string, replaced: S
                 const unused = replaced.has(field.key) ? ` ${replacedText(team)}` : "";
                 showOk(status, `Saved ${field.label} at revision ${num(settings.revision)}.${unused}`);
               } catch (e) {
-                if (e instanceof ApiError && e.code === "invalid_argument") form.showProblems(problems(e.message));
+                if (e instanceof ApiError && e.code === "invalid_argument") form.showProblems(e.problems);
                 showError(status, e instanceof Error ? e.message : String(e));
               }
             },

@@ -2,6 +2,7 @@
 //! the service, and the gRPC layer over it (the only code here that sees protobuf).
 
 pub mod auth;
+pub mod build_info;
 pub mod config;
 pub mod connections;
 pub mod console;

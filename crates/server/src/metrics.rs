@@ -45,7 +45,7 @@ pub const RATE_LIMITED: &str = "toolgate_rate_limited_total";
 pub const RATE_BUCKETS: &str = "toolgate_rate_buckets";
 pub const LIVE_REPLICAS: &str = "toolgate_live_replicas";
 /// Always 1, labelled with the version and the commit the binary was built from
-/// (`TOOLGATE_COMMIT` at build time; `unknown` without it).
+/// (as the binary told [`crate::build_info`]; `unknown` without it).
 pub const BUILD_INFO: &str = "toolgate_build_info";
 
 /// Every metric the server exports, with its help text.
@@ -276,9 +276,8 @@ pub fn install(served: Vec<String>) -> Result<PrometheusHandle, MetricsError> {
         BUILD_INFO,
         "the running build: always 1, labelled with version and commit"
     );
-    gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"),
-        "commit" => option_env!("TOOLGATE_COMMIT").unwrap_or("unknown"))
-    .set(1.0);
+    let build = crate::build_info::get();
+    gauge!(BUILD_INFO, "version" => build.version, "commit" => build.commit).set(1.0);
     // the families show from the first scrape, before anything happened
     gauge!(WATCHERS).set(0.0);
     counter!(RESYNCS).absolute(0);

@@ -20,15 +20,14 @@ mod watch;
 
 pub use toolgate_proto::codec;
 
-use crate::auth::{Action, Authenticator, Principal, authorize};
+use crate::auth::{Authenticator, Principal};
 use crate::proto::v1 as pb;
 use crate::service::AuditFilter;
-use crate::service::{Service, ServiceError, check_id};
+use crate::service::{Service, ServiceError};
 use convert::*;
 use futures::Stream;
 use pb::admin_service_server::AdminService;
 use pb::policy_service_server::PolicyService;
-use pb::server_info_service_server::ServerInfoService;
 use pb::user_settings_service_server::UserSettingsService;
 use server_info::{as_object, sign_in_of};
 use std::pin::Pin;

@@ -1,7 +1,12 @@
 //! `ServerInfoService`: the server's configuration as the caller may see it, and how
 //! to sign in.
 
-use super::*;
+use super::{Api, principal};
+use crate::auth::{Action, authorize};
+use crate::proto::v1 as pb;
+use crate::service::{ServiceError, check_id};
+use pb::server_info_service_server::ServerInfoService;
+use tonic::{Request, Response, Status};
 
 #[tonic::async_trait]
 impl ServerInfoService for Api {
@@ -26,9 +31,11 @@ impl ServerInfoService for Api {
         if let Some(status) = self.policy_file.as_ref().and_then(|cell| cell.get()) {
             config.insert("policy_file".to_owned(), status.to_json());
         }
+        let build = crate::build_info::get();
         Ok(Response::new(pb::GetServerConfigResponse {
-            version: env!("CARGO_PKG_VERSION").to_owned(),
+            version: build.version.to_owned(),
             config: Some(toolgate_proto::json::object_to_pb(&config)),
+            commit: build.commit.to_owned(),
         }))
     }
 
