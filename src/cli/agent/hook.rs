@@ -213,34 +213,34 @@ fn decide(client: Client, args: &HookArgs, settings: &Reconciled, options: &Opti
                     .map_err(crate::grpc::client::ClientError::Config)?;
                 config.token = sso.token;
             }
-            let server = ServerClient::connect(config)
+            let toolgate = ServerClient::connect(config)
                 .await?
                 .for_tool_use(parsed.tool_use_id.as_deref());
             let mut decided = match &ask {
                 Some(ask) => {
-                    server
+                    toolgate
                         .evaluate_waiting(&team, &user, &parsed.call, Some(&context), ask)
                         .await?
                 }
-                None => server.evaluate_by(&parsed.call, Some(&context)).await?,
+                None => toolgate.evaluate_by(&parsed.call, Some(&context)).await?,
             };
             // another reading of the call (a server two configurations name): the
             // strictest answer stands
             for call in &parsed.also {
-                let other = server.evaluate_by(call, Some(&context)).await?;
+                let other = toolgate.evaluate_by(call, Some(&context)).await?;
                 if strictness(other.outcome) > strictness(decided.outcome) {
                     decided = other;
                 }
             }
-            Ok::<_, crate::grpc::client::ClientError>((server, decided))
+            Ok::<_, crate::grpc::client::ClientError>((toolgate, decided))
         })
         .await;
         match first {
             // sent to the approvers: wait for the answer, within the hook's own budget
-            Ok(Ok((server, d))) => match d.approval.clone() {
+            Ok(Ok((toolgate, d))) => match d.approval.clone() {
                 Some(ticket) => {
                     let give_up = started + Duration::from_millis(args.wait_ms);
-                    Ok(Ok(server.await_answer(&ticket, give_up).await))
+                    Ok(Ok(toolgate.await_answer(&ticket, give_up).await))
                 }
                 None => Ok(Ok(d)),
             },
