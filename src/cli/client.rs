@@ -1,7 +1,7 @@
 //! The CLI's connection to a server: the one client of `crate::grpc::client`, and
 //! the printer the commands answer through.
 
-use super::args::Connection;
+use super::connection::Connection;
 use super::output::Printer;
 use super::usage;
 use crate::grpc::client::{Authed, Client, ClientConfig, ClientError};

@@ -4,8 +4,10 @@
 //! enforced natively, what by the hook, and what not at all. `--root DIR` puts every
 //! path under `DIR` (an image or package being built, a test).
 
-use super::agent::{HookSettings, absolute, managed_configuration, write_managed_configuration};
-use super::args::Connection;
+use super::agent::install::{
+    HookSettings, absolute, managed_configuration, shell_quote, write_managed_configuration,
+};
+use super::connection::Connection;
 use crate::hook::Client;
 use crate::hook::install::{self, Scope};
 use clap::Args;
@@ -103,7 +105,7 @@ fn system(args: &EnrollArgs, conn: &Connection) -> Result<(), String> {
     // Claude Code: the policy helper in its managed settings
     let helper = format!(
         "#!/bin/sh\n# Claude Code's policyHelper: toolgate's managed settings for the user running it\nexec {} managed claude-code\n",
-        super::agent::shell_quote(&args.command)
+        shell_quote(&args.command)
     );
     put(&root.join(HELPER), 0o755, &helper)?;
     let settings = install::target(Client::ClaudeCode, Scope::Managed, &root);
@@ -127,7 +129,7 @@ fn system(args: &EnrollArgs, conn: &Connection) -> Result<(), String> {
         Scope::Managed,
         &gemini,
         existing.as_deref(),
-        &format!("{} hook gemini", super::agent::shell_quote(&args.command)),
+        &format!("{} hook gemini", shell_quote(&args.command)),
     )
     .map_err(|e| e.to_string())?;
     put(&gemini, 0o644, &text)?;
@@ -137,10 +139,7 @@ fn system(args: &EnrollArgs, conn: &Connection) -> Result<(), String> {
     if let Some(user) = &args.user {
         unit = unit.replace(
             " sync --token-file",
-            &format!(
-                " sync --user {} --token-file",
-                super::agent::shell_quote(user)
-            ),
+            &format!(" sync --user {} --token-file", shell_quote(user)),
         );
     }
     put(&root.join(UNIT), 0o644, &unit)?;

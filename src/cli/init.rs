@@ -131,7 +131,7 @@ pub fn init(args: InitArgs) -> anyhow::Result<()> {
     // works from any directory
     let config = std::path::absolute(args.dir.join("toolgate.yaml"))
         .map_err(|e| anyhow::anyhow!("--dir {}: {e}", args.dir.display()))?;
-    let config = super::agent::shell_quote(&config.display().to_string());
+    let config = super::agent::install::shell_quote(&config.display().to_string());
     println!("next: toolgate serve --config {config}");
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `toolgate login`: checks a server address and token once, then keeps them (and the
 //! team and user) in the client profile every later command and hook reads.
 
-use super::args::Connection;
+use super::connection::Connection;
 use super::profile::{self, Profile};
 use clap::Args;
 
@@ -29,14 +29,19 @@ pub struct LoginArgs {
 /// Runs `toolgate login`; the error says what to give.
 pub fn login(args: LoginArgs, conn: &Connection) -> anyhow::Result<()> {
     if args.sso {
-        return super::login_sso::login_sso(
+        let profile = super::login_sso::login_sso(
             super::login_sso::SsoArgs {
                 browser: args.browser,
                 team: args.team,
                 user: args.user,
-                no_check: args.no_check,
             },
             conn,
+        )?;
+        return check_and_save(
+            conn,
+            &profile,
+            args.no_check,
+            "signed in: the server answers team",
         );
     }
     let server = conn.server.clone().ok_or_else(|| {
@@ -61,10 +66,9 @@ pub fn login(args: LoginArgs, conn: &Connection) -> anyhow::Result<()> {
     check_and_save(conn, &profile, args.no_check, "the server answers: team")
 }
 
-/// The token in `file`, refused when others may read it.
 /// Asks the server who `profile` signs in as (unless `no_check`), prints its answer
 /// after `answered`, then saves the profile: nothing is saved that the server refused.
-pub(super) fn check_and_save(
+fn check_and_save(
     conn: &Connection,
     profile: &Profile,
     no_check: bool,
@@ -82,7 +86,7 @@ pub(super) fn check_and_save(
             output: conn.output,
         }
         .resolve_with(profile.clone());
-        let (team, user) = super::agent::whoami(
+        let (team, user) = super::agent::check::whoami(
             fresh,
             profile.team.as_deref().unwrap_or_default(),
             profile.user.as_deref().unwrap_or_default(),
@@ -95,6 +99,7 @@ pub(super) fn check_and_save(
     Ok(())
 }
 
+/// The one token in `file`.
 fn read_token_file(file: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         anyhow::anyhow!(

@@ -4,7 +4,7 @@
 //! refusal by the identity provider fails closed: no token is sent, and the error
 //! says to sign in again.
 
-use super::args::Resolved;
+use super::connection::Resolved;
 use super::profile::{self, SsoSession};
 use crate::grpc::client::oidc::{Http, OidcError};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! PKCE), and keeps the sign-in in the client profile for every later command and
 //! hook, which refresh it silently (`login_refresh`).
 
-use super::args::Connection;
+use super::connection::Connection;
 use super::profile::{Profile, SsoSession};
 use crate::grpc::client::oidc::{Bearer, Http, OidcError, Tokens};
 use crate::grpc::client::{Client, ClientConfig};
@@ -15,11 +15,11 @@ pub struct SsoArgs {
     pub browser: bool,
     pub team: Option<String>,
     pub user: Option<String>,
-    pub no_check: bool,
 }
 
-/// Runs `toolgate login --sso`.
-pub fn login_sso(args: SsoArgs, conn: &Connection) -> anyhow::Result<()> {
+/// Signs in for `toolgate login --sso`: the profile to check and save (`login` does,
+/// as it does a token's).
+pub fn login_sso(args: SsoArgs, conn: &Connection) -> anyhow::Result<Profile> {
     let server = conn.server.clone().ok_or_else(|| {
         anyhow::anyhow!("--server is required (or TOOLGATE_SERVER): the toolgate server's address, e.g. https://toolgate.example.com:7070; it tells how to sign in")
     })?;
@@ -28,7 +28,7 @@ pub fn login_sso(args: SsoArgs, conn: &Connection) -> anyhow::Result<()> {
         .build()?;
     let session = runtime.block_on(sign_in(&server, conn, args.browser))?;
     drop(runtime);
-    let profile = Profile {
+    Ok(Profile {
         server: Some(server),
         token: None,
         token_file: None,
@@ -36,13 +36,7 @@ pub fn login_sso(args: SsoArgs, conn: &Connection) -> anyhow::Result<()> {
         user: args.user.filter(|u| !u.is_empty()),
         ca: conn.ca.clone(),
         sso: Some(session),
-    };
-    super::login::check_and_save(
-        conn,
-        &profile,
-        args.no_check,
-        "signed in: the server answers team",
-    )
+    })
 }
 
 /// Asks the server how to sign in, then signs in at its identity provider.

@@ -5,11 +5,12 @@
 //! refuses to start. Its settings come from where the hook's do (the managed
 //! configuration, its flags, the user's profile), never from the environment.
 
-use super::agent::{HookSettings, settings_of, shell_quote, toolgate_env, with_hint};
-use super::args::Connection;
-use super::hook_config::{self, Flags, Reconciled};
+use super::agent::install::{HookSettings, shell_quote};
+use super::agent::with_hint;
+use super::connection::Connection;
+use super::hook_config::{self, Flags, Reconciled, settings_of, toolgate_env};
 use crate::export;
-use crate::grpc::client::{Client as Server, ClientConfig, ClientError, RemotePolicy};
+use crate::grpc::client::{Client, ClientConfig, ClientError, RemotePolicy};
 use crate::policy::{AdminControls, UserSettings};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -187,7 +188,7 @@ fn fetch(settings: &Reconciled, timeout: Duration) -> Result<RemotePolicy, Fetch
             super::login_refresh::refresh_if_needed(&mut conn)
                 .await
                 .map_err(|e| Fetch::Refused(e.to_string()))?;
-            let client = Server::connect(ClientConfig {
+            let client = Client::connect(ClientConfig {
                 server: conn.server,
                 token: conn.token,
                 token_file: conn.token_file,

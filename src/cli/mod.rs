@@ -14,6 +14,7 @@ mod approvals;
 mod args;
 mod audit;
 mod client;
+mod connection;
 mod decisions;
 pub mod enroll;
 mod evaluate;
@@ -38,9 +39,10 @@ mod watch;
 
 pub use admin::{Change, diff};
 pub use args::{
-    AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, Connection,
-    DecisionsArgs, DecisionsCommand, EvaluateArgs, GroupCommand, Output, Resolved,
+    AdminCommand, AllowlistCommand, AuditArgs, AuditCommand, ClientCommand, DecisionsArgs,
+    DecisionsCommand, EvaluateArgs, GroupCommand,
 };
+pub use connection::{Connection, Output, Resolved};
 pub use output::{Printer, Render, for_terminal};
 pub use proxy::{ProxyArgs, run_proxy};
 

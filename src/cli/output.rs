@@ -2,7 +2,7 @@
 //! and a human form ([`Render::human`]); [`Printer`] picks one by `--output`. The human
 //! form reaches a terminal, so no control character in it does ([`for_terminal`]).
 
-use super::args::Output;
+use super::connection::Output;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! `toolgate proxy`'s command line: the arguments and the I/O around
 //! `crate::proxy` (logs on stderr, the listener, the upstream chosen).
 
-use super::args::Connection;
+use super::connection::Connection;
 use crate::grpc::client::ClientConfig;
 use crate::proxy;
 use anyhow::Context as _;

@@ -10,17 +10,20 @@ mod admission;
 mod gate;
 mod http;
 mod lines;
+mod names;
 mod origin;
 pub mod pins;
 mod relay;
 mod session;
+mod target;
 mod upstream;
 
-pub use gate::{DEFAULT_MAX_DESCRIPTION_BYTES, Held, Who};
+pub use gate::{Held, Who};
 pub use http::ClientTokens;
+pub use names::DEFAULT_MAX_DESCRIPTION_BYTES;
 pub use origin::HttpAccess;
 pub use relay::{ELICITATION, SAMPLING};
-pub use upstream::Target;
+pub use target::Target;
 
 use crate::grpc::client::{Client, ClientConfig};
 use session::{Session, Shared};

@@ -6,7 +6,7 @@
 //!
 //! This is the local form: a JSON file per proxy (`--pins`), for a proxy without the
 //! server's pin API; proxies share these pins only by sharing the file. `--pin-tools`
-//! keeps them in the server's store instead (`gate.rs`, the server's `PinService`).
+//! keeps them in the server's store instead (`gate/pins.rs`, the server's `PinService`).
 //! Entries are keyed by team and upstream identity (`<team> <server-id> <command or
 //! URL>`); the canonical form and the diff are the core's, as the server's are.
 

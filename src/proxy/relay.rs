@@ -9,7 +9,7 @@
 #![allow(deprecated)]
 
 use super::gate::{Gate, Who};
-use super::upstream::{Target, connect};
+use super::target::{Target, connect};
 use crate::policy::Outcome;
 use dashmap::DashMap;
 use rmcp::model::*;

@@ -11,11 +11,11 @@
 
 use super::gate::UpstreamTools;
 use super::relay::{Downstream, Relay};
+use super::target::{Target, connect};
+use rmcp::ClientHandler;
 use rmcp::ErrorData;
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, broadcast, watch};
@@ -29,15 +29,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 /// At most this many tools are taken from an upstream listing; more is refused.
 pub const MAX_TOOLS: usize = 10_000;
-
-/// Where the upstream server is.
-#[derive(Debug, Clone)]
-pub enum Target {
-    /// A command and its arguments, run as a child speaking MCP on stdio.
-    Command(Vec<String>),
-    /// A Streamable HTTP endpoint.
-    Url(String),
-}
 
 /// The upstream connection as the downstream sessions see it.
 pub struct Upstream {
@@ -258,38 +249,6 @@ impl Upstream {
     pub fn target(&self) -> &Target {
         &self.target
     }
-}
-
-/// One MCP client connection to `target`, its server-to-client traffic handled by
-/// `handler`: the shared connection that follows the tool list, or a downstream
-/// session's own.
-pub async fn connect<H: ClientHandler>(
-    target: &Target,
-    handler: H,
-) -> Result<rmcp::service::RunningService<RoleClient, H>, String> {
-    let running = match target {
-        Target::Command(argv) => {
-            let (program, args) = argv.split_first().ok_or("no upstream command given")?;
-            let mut command = tokio::process::Command::new(program);
-            command.args(args);
-            let transport = TokioChildProcess::builder(command)
-                .stderr(std::process::Stdio::inherit())
-                .spawn()
-                .map_err(|e| format!("spawn {program:?}: {e}"))?
-                .0;
-            handler.serve(transport).await.map_err(|e| e.to_string())?
-        }
-        Target::Url(url) => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            handler.serve(transport).await.map_err(|e| e.to_string())?
-        }
-    };
-    // the proxy refilters on every list change: never serve a cached list
-    running
-        .peer()
-        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-        .await;
-    Ok(running)
 }
 
 /// Every page of the upstream's tools/list.

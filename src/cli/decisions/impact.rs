@@ -1,7 +1,7 @@
 //! The impact report `admin diff` and `admin apply` print with `--impact`: the calls
 //! of the decision log whose outcome the new policy changes, grouped.
 
-use super::*;
+use super::{DecisionRow, clip, parse_window, rfc3339, short};
 use crate::cli::client::{Clients, rpc_error};
 use crate::cli::output::Render;
 use crate::grpc::convert::controls_to_pb;

@@ -1,312 +1,23 @@
-//! `toolgate sync`: the agent (run as root, e.g. by `deploy/systemd/toolgate-sync.service`)
-//! that follows `WatchPolicy` and keeps the clients' managed files current: Codex's
-//! `requirements.toml`, Gemini CLI's admin-tier policy and system settings (the hook,
-//! beside keys that are not toolgate's) and Cursor's enterprise `hooks.json` (the hook,
-//! beside others' hooks). A file is
-//! written (atomically) only when its content changes; a file
-//! someone else changed is restored and reported as tampering; while the server cannot
-//! be reached the last files stay, still guarded. Each event is one JSON line on stdout.
-//! Tampering is also reported to the server (`ReportTampering`), which audits it; reports
-//! made while it cannot be reached wait, a bounded few, until it can.
+//! The agent's loop: the policy followed (`WatchPolicy`, resumed with backoff), the
+//! files written when a policy changes them, checked for tampering on a tick (a file
+//! someone else changed is restored), and tampering reported to the server, a bounded
+//! few held while it cannot be reached. Each event is one JSON line on stdout.
 
-use super::agent::{settings_of, shell_quote, toolgate_env, with_hint};
-use super::args::Connection;
-use super::hook_config::{self, Flags, Reconciled};
-use crate::export::{self, Format};
-use crate::grpc::client::{
-    Client as Server, ClientConfig, ClientError, PolicyNotice, RemotePolicy,
-};
-use crate::hook::Client;
-use crate::hook::install::{self, Scope};
-use clap::{Args, ValueEnum};
-use sha2::Digest as _;
+use super::files::{SyncedFile, Target, merged, read, render, same_json, sha256, write};
+use crate::cli::agent::with_hint;
+use crate::cli::hook_config::Reconciled;
+use crate::grpc::client::{Client, ClientConfig, ClientError, PolicyNotice, RemotePolicy};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toolgate_core::backoff::Backoff;
 
-/// The files `toolgate sync` keeps, one per client.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    ValueEnum,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[strum(serialize_all = "kebab-case")]
-pub enum SyncedFile {
-    /// Codex's `/etc/codex/requirements.toml`: the forbidden and prompted prefixes, and
-    /// the toolgate hook as its only managed hook.
-    Codex,
-    /// Gemini CLI's admin-tier policy, `/etc/gemini-cli/policies/toolgate.toml`.
-    Gemini,
-    /// Cursor's enterprise `/etc/cursor/hooks.json`: the toolgate hook, `failClosed`,
-    /// beside other hooks (a shared file).
-    Cursor,
-    /// Gemini CLI's system settings, `/etc/gemini-cli/settings.json`: the toolgate hook
-    /// on every tool, merged with the file's other keys.
-    GeminiSettings,
-}
-
-impl SyncedFile {
-    const ALL: &'static [SyncedFile] = <Self as strum::VariantArray>::VARIANTS;
-
-    fn name(self) -> &'static str {
-        self.into()
-    }
-
-    /// The client whose hook the file runs.
-    fn client(self) -> Client {
-        match self {
-            SyncedFile::Codex => Client::Codex,
-            SyncedFile::Gemini | SyncedFile::GeminiSettings => Client::Gemini,
-            SyncedFile::Cursor => Client::Cursor,
-        }
-    }
-
-    /// Whether the file holds keys that are not toolgate's (kept as found: only the
-    /// toolgate hook in it is restored).
-    fn shared(self) -> bool {
-        matches!(self, SyncedFile::GeminiSettings | SyncedFile::Cursor)
-    }
-
-    /// The file's place, relative to the root of the file system.
-    fn managed_file(self) -> crate::proto::v1::ManagedFile {
-        use crate::proto::v1::ManagedFile;
-        match self {
-            SyncedFile::Codex => ManagedFile::CodexRequirements,
-            SyncedFile::Gemini => ManagedFile::GeminiPolicy,
-            SyncedFile::Cursor => ManagedFile::CursorHooks,
-            SyncedFile::GeminiSettings => ManagedFile::GeminiSettings,
-        }
-    }
-
-    fn relative(self) -> &'static str {
-        match self {
-            SyncedFile::Codex => "etc/codex/requirements.toml",
-            SyncedFile::Gemini => "etc/gemini-cli/policies/toolgate.toml",
-            SyncedFile::Cursor => "etc/cursor/hooks.json",
-            SyncedFile::GeminiSettings => "etc/gemini-cli/settings.json",
-        }
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct SyncArgs {
-    /// The team (default: the managed configuration's, the client profile's, else the
-    /// token's own).
-    #[arg(long, default_value = "")]
-    team: String,
-    /// The user whose effective policy the files hold (default: the client profile's,
-    /// else the token's own).
-    #[arg(long, default_value = "")]
-    user: String,
-    /// The client profile to read.
-    #[arg(long, value_name = "FILE")]
-    profile: Option<PathBuf>,
-    /// The clients whose files are kept (repeatable; default: every one).
-    #[arg(long = "client", value_enum)]
-    clients: Vec<SyncedFile>,
-    /// Every file under this directory instead of `/` (an image being built, a test).
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// Codex's requirements file (default: `/etc/codex/requirements.toml`).
-    #[arg(long, value_name = "FILE")]
-    codex_file: Option<PathBuf>,
-    /// Gemini CLI's admin policy file (default: `/etc/gemini-cli/policies/toolgate.toml`).
-    #[arg(long, value_name = "FILE")]
-    gemini_file: Option<PathBuf>,
-    /// Cursor's enterprise hooks file (default: `/etc/cursor/hooks.json`).
-    #[arg(long, value_name = "FILE")]
-    cursor_file: Option<PathBuf>,
-    /// Gemini CLI's system settings file (default: `/etc/gemini-cli/settings.json`;
-    /// Gemini CLI reads another when `GEMINI_CLI_SYSTEM_SETTINGS_PATH` names it).
-    #[arg(long, value_name = "FILE")]
-    gemini_settings_file: Option<PathBuf>,
-    /// The toolgate binary the hooks written run (default: this binary's path).
-    #[arg(long, value_name = "PATH")]
-    command: Option<String>,
-    /// How often the files are checked for changes made by someone else, in
-    /// milliseconds.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
-    check_ms: u64,
-    /// Deadline for connecting and each read of the policy, in milliseconds.
-    #[arg(long, default_value_t = 5000)]
-    timeout_ms: u64,
-    /// Write the files once and exit (non-zero when the server cannot be reached).
-    #[arg(long)]
-    once: bool,
-}
-
-/// The largest managed file read back: far larger than any toolgate writes.
-const MAX_FILE_BYTES: usize = 4 * 1024 * 1024;
-
 /// Tampering reports held while the server cannot be reached; past it the oldest go
 /// (each still in the local log).
 const MAX_PENDING_REPORTS: usize = 32;
 
-/// Runs `toolgate sync`; returns the exit code. `conn` holds the command line's
-/// connection flags alone (no environment).
-pub fn run_sync(args: SyncArgs, conn: &Connection) -> i32 {
-    let flags = Flags {
-        server: conn.server.clone(),
-        token: conn.token.clone(),
-        token_file: conn.token_file.clone(),
-        ca: conn.ca.clone(),
-        cert: conn.cert.clone(),
-        key: conn.key.clone(),
-        team: Some(args.team.clone()).filter(|t| !t.is_empty()),
-        user: Some(args.user.clone()).filter(|u| !u.is_empty()),
-        profile: args.profile.clone(),
-        ..Flags::default()
-    };
-    let (settings, trouble) = settings_of(&flags, &toolgate_env());
-    if let Some(line) = hook_config::notice(&settings.ignored) {
-        eprintln!("{line}");
-    }
-    if let Some(trouble) = trouble {
-        eprintln!("error: {}", super::for_terminal(&trouble, true));
-        return 1;
-    }
-    let targets = match targets(&args) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: starting the runtime: {e}");
-            return 1;
-        }
-    };
-    let mut sync = Syncer {
-        settings,
-        targets,
-        kept: BTreeMap::new(),
-        timeout: Duration::from_millis(args.timeout_ms.max(1)),
-        pending: VecDeque::new(),
-        host: host_name(),
-        subject: None,
-    };
-    runtime.block_on(sync.run(Duration::from_millis(args.check_ms), args.once))
-}
-
-/// A file kept, and the hook command its client runs.
-struct Target {
-    file: SyncedFile,
-    path: PathBuf,
-    hook: String,
-}
-
-fn targets(args: &SyncArgs) -> Result<Vec<Target>, String> {
-    let exe = match &args.command {
-        Some(c) => c.clone(),
-        None => shell_quote(
-            &std::env::current_exe()
-                .map_err(|e| {
-                    format!("cannot name this binary's path for the hooks: {e}: give --command")
-                })?
-                .display()
-                .to_string(),
-        ),
-    };
-    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-    let mut chosen = if args.clients.is_empty() {
-        SyncedFile::ALL.to_vec()
-    } else {
-        args.clients.clone()
-    };
-    chosen.sort();
-    chosen.dedup();
-    Ok(chosen
-        .into_iter()
-        .map(|file| {
-            let given = match file {
-                SyncedFile::Codex => &args.codex_file,
-                SyncedFile::Gemini => &args.gemini_file,
-                SyncedFile::Cursor => &args.cursor_file,
-                SyncedFile::GeminiSettings => &args.gemini_settings_file,
-            };
-            Target {
-                file,
-                path: given.clone().unwrap_or_else(|| root.join(file.relative())),
-                // each user's hook takes its server and credentials from the managed
-                // configuration and its own profile, never this root agent's token
-                hook: format!("{exe} hook {}", file.client().name()),
-            }
-        })
-        .collect())
-}
-
-/// The content of `target` under `policy`, and what it cannot say.
-fn render(target: &Target, policy: &RemotePolicy) -> Result<(String, Vec<String>), String> {
-    let (admin, user, files) = (&policy.admin, &policy.user, &policy.file_allowlists);
-    let wrong = |e: install::InstallError| e.to_string();
-    match target.file {
-        SyncedFile::Codex => {
-            let rules = export::export(Format::CodexRequirements, admin, user, files)?;
-            let text = install::merge(
-                Client::Codex,
-                Scope::Managed,
-                &target.path,
-                Some(&rules.text),
-                &target.hook,
-            )
-            .map_err(wrong)?;
-            Ok((text, rules.warnings))
-        }
-        SyncedFile::Gemini => {
-            let out = export::export(Format::Gemini, admin, user, files)?;
-            Ok((out.text, out.warnings))
-        }
-        // they depend on no policy: kept by `keep_shared` from what is found, other
-        // hooks and keys included
-        SyncedFile::Cursor | SyncedFile::GeminiSettings => Ok((merged(target, None)?, Vec::new())),
-    }
-}
-
-/// Whether two texts hold the same JSON value (a file rewritten with other spacing or
-/// key order is the same settings).
-fn same_json(a: &[u8], b: &[u8]) -> bool {
-    match (
-        serde_json::from_slice::<serde_json::Value>(a),
-        serde_json::from_slice::<serde_json::Value>(b),
-    ) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
-}
-
-/// A shared file's text: `found` with the toolgate hook put back (and nothing else
-/// changed); an error when `found` is not a JSON object.
-fn merged(target: &Target, found: Option<&[u8]>) -> Result<String, String> {
-    let text = match found.map(std::str::from_utf8) {
-        None => None,
-        Some(Ok(text)) => Some(text),
-        Some(Err(_)) => return Err(format!("{} is not UTF-8", target.path.display())),
-    };
-    install::merge(
-        target.file.client(),
-        Scope::Managed,
-        &target.path,
-        text,
-        &target.hook,
-    )
-    .map_err(|e| e.to_string())
-}
-
-struct Syncer {
+/// The agent's state: what it keeps, for whom, and the reports not yet sent.
+pub(super) struct Syncer {
     settings: Reconciled,
     targets: Vec<Target>,
     /// What each file was last written as (or found to be): the content to restore.
@@ -320,7 +31,20 @@ struct Syncer {
 }
 
 impl Syncer {
-    async fn run(&mut self, check_every: Duration, once: bool) -> i32 {
+    /// Keeps `targets` for the settings' team and user, each read within `timeout`.
+    pub(super) fn new(settings: Reconciled, targets: Vec<Target>, timeout: Duration) -> Self {
+        Self {
+            settings,
+            targets,
+            kept: BTreeMap::new(),
+            timeout,
+            pending: VecDeque::new(),
+            host: host_name(),
+            subject: None,
+        }
+    }
+
+    pub(super) async fn run(&mut self, check_every: Duration, once: bool) -> i32 {
         let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
         let mut check = tokio::time::interval(check_every);
         check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -332,7 +56,7 @@ impl Syncer {
                     // a refusal is retried too: a revoked token may be replaced
                     report(&serde_json::json!({"event": "unreachable", "detail": e}));
                     if once {
-                        eprintln!("error: {}", super::for_terminal(&e, true));
+                        eprintln!("error: {}", crate::cli::for_terminal(&e, true));
                         return 1;
                     }
                 }
@@ -360,8 +84,8 @@ impl Syncer {
         let address = conn.server.clone();
         let hinted = |e: ClientError| with_hint(&e, &address);
         let mut conn = conn;
-        super::login_refresh::refresh_if_needed(&mut conn).await?;
-        let client = Server::connect(ClientConfig {
+        crate::cli::login_refresh::refresh_if_needed(&mut conn).await?;
+        let client = Client::connect(ClientConfig {
             server: conn.server,
             token: conn.token,
             token_file: conn.token_file,
@@ -625,7 +349,7 @@ impl Syncer {
 
     /// Sends the reports waiting, oldest first, until one cannot reach the server
     /// (it waits for the next try); a report the server refuses is dropped, logged.
-    async fn report_pending(&mut self, client: &Server) {
+    async fn report_pending(&mut self, client: &Client) {
         let Some((team, user)) = self.subject.clone() else {
             return;
         };
@@ -656,23 +380,6 @@ impl Syncer {
     }
 }
 
-/// The file's bytes, or none when it is missing, unreadable or not a regular file
-/// (each then rewritten).
-fn read(path: &Path) -> Option<Vec<u8>> {
-    toolgate_files::read_regular(path, MAX_FILE_BYTES).ok()
-}
-
-/// Written atomically, readable by every user (their clients read it), changed by
-/// root alone.
-fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    path.parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o644), bytes)
-        })
-        .map_err(|e| format!("writing {}: {e}", path.display()))
-}
-
 /// This machine's name as a tampering report carries it: letters, digits, `.`, `-`
 /// and `_` only, at most 253 bytes (empty when unknown).
 fn host_name() -> String {
@@ -687,10 +394,6 @@ fn host_name() -> String {
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
         .take(253)
         .collect()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// One event, one JSON line on stdout (the journal, under systemd); tampering also on

@@ -7,11 +7,12 @@
 // for 2026-07-28, and what the proxy must relay
 #![allow(deprecated)]
 
-use super::gate::{Gate, RemoteDecision, Visible, Who};
-use super::relay::{self, Downstream, Own};
+mod call;
+mod route;
+
+use super::gate::{Gate, Visible, Who};
+use super::relay::{Downstream, Own};
 use super::upstream::Upstream;
-use crate::grpc::client::ClientError;
-use crate::policy::Outcome;
 use dashmap::DashMap;
 use rmcp::model::*;
 use rmcp::service::{
@@ -124,100 +125,6 @@ impl Session {
         }
     }
 
-    /// The session's own connection once it has initialized (opened again after the
-    /// upstream ended, with the log level and subscriptions the client had set), or
-    /// the shared one.
-    async fn route(&self) -> Result<Route, ErrorData> {
-        self.start_single();
-        let down = match (self.down.get(), &self.shared.single) {
-            (Some(down), None) => down,
-            (down, _) => {
-                return Ok(Route {
-                    peer: self.upstream().await?,
-                    down: down.cloned(),
-                });
-            }
-        };
-        let mut own = self.own.lock().await;
-        if let Some((running, _)) = own.as_ref()
-            && !running.is_transport_closed()
-        {
-            return Ok(Route {
-                peer: running.peer().clone(),
-                down: Some(down.clone()),
-            });
-        }
-        // a closed connection's process has ended: its place is free again
-        *own = None;
-        let server = self.shared.gate.server_id().to_owned();
-        let place = match self.shared.upstream.target() {
-            super::Target::Command(_) => Some(
-                Arc::clone(&self.shared.processes)
-                    .try_acquire_owned()
-                    .map_err(|_| {
-                        ErrorData::internal_error(
-                            format!(
-                                "upstream server {server}: this proxy already runs {} upstream processes, one per MCP session, its most (--max-upstream-processes): end idle sessions or raise the limit",
-                                self.shared.max_processes
-                            ),
-                            None,
-                        )
-                    })?,
-            ),
-            super::Target::Url(_) => None,
-        };
-        let opened = tokio::time::timeout(
-            READY_WAIT,
-            relay::open(self.shared.upstream.target(), down.clone()),
-        )
-        .await
-        .unwrap_or_else(|_| Err("timed out".into()))
-        .map_err(|e| {
-            ErrorData::internal_error(
-                format!("upstream server {server} is not running (restarting): {e}"),
-                None,
-            )
-        })?;
-        let peer = opened.peer().clone();
-        let level = self.level.lock().ok().and_then(|l| *l);
-        if let Some(level) = level {
-            let _ = peer.set_level(SetLevelRequestParams::new(level)).await;
-        }
-        let subscribed: Vec<String> = self
-            .subscribed
-            .lock()
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
-        for uri in subscribed {
-            let _ = peer.subscribe(SubscribeRequestParams::new(uri)).await;
-        }
-        *own = Some((opened, place));
-        Ok(Route {
-            peer,
-            down: Some(down.clone()),
-        })
-    }
-
-    /// `request` sent upstream as the client sent it (see `relay::forward`).
-    async fn relay(
-        &self,
-        request: ClientRequest,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<ServerResult, ErrorData> {
-        self.admit(&self.who(&context.extensions)?).await?;
-        let route = self.route().await?;
-        let down = route.down.as_ref();
-        relay::forward(
-            &route.peer,
-            request,
-            context,
-            down.map(|d| &d.progress),
-            down.map(|d| &d.inflight),
-        )
-        .await
-        .map_err(to_mcp)
-    }
-
     /// The principal: fixed (stdio), the session's, or the request's (set by the HTTP
     /// layer from the bearer token).
     fn who(&self, extensions: &Extensions) -> Result<Who, ErrorData> {
@@ -263,18 +170,6 @@ impl Session {
         }
     }
 
-    async fn upstream(&self) -> Result<Peer<rmcp::service::RoleClient>, ErrorData> {
-        self.shared.upstream.peer(READY_WAIT).await.ok_or_else(|| {
-            ErrorData::internal_error(
-                format!(
-                    "upstream server {} is not running (restarting)",
-                    self.shared.gate.server_id()
-                ),
-                None,
-            )
-        })
-    }
-
     /// Sends `notifications/tools/list_changed` whenever the principal's visible set
     /// changes, until the peer is gone (the upstream's other notifications come
     /// through the session's own connection).
@@ -300,21 +195,6 @@ impl Session {
             debug!("session announcer ended");
         });
     }
-}
-
-fn denied_text(server: &str, tool: &str, d: &RemoteDecision) -> String {
-    format!(
-        "toolgate denied {server}:{tool} ({}): {}",
-        d.reason, d.message
-    )
-}
-
-fn approval_text(server: &str, tool: &str, d: &RemoteDecision) -> String {
-    format!(
-        // the message says what would change the answer under the team's settings
-        "toolgate: {server}:{tool} needs approval ({}): {}",
-        d.reason, d.message
-    )
 }
 
 /// An upstream on an older generation leaves `resultType` out; 2026-07-28 clients
@@ -484,126 +364,7 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let who = self.who(&context.extensions)?;
-        if let Err(e) = self.admit(&who).await {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(e.message)]).into());
-        }
-        self.start_single();
-        let server = self.shared.gate.server_id().to_owned();
-        let tool = request.name.to_string();
-        // a name the upstream should not have listed is hidden, so unknown
-        if let Err(why) = super::gate::check_upstream_name(&tool) {
-            info!(team = %who.team, user = %who.user, server = %server, tool = ?tool, why, "tools/call of an invalid name refused");
-            return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {tool}"),
-                None,
-            ));
-        }
-        let action = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("action"))
-            .and_then(|a| a.as_str());
-        let decision = match self.shared.gate.evaluate(&who, &tool, action).await {
-            // an ASK the team's approvers answer: ALLOW or DENY once they have
-            Ok(d) => self.shared.gate.settle(d).await,
-            Err(e) => {
-                let text = match e {
-                    ClientError::Unreachable { .. } | ClientError::Timeout { .. } => format!(
-                        "toolgate is unreachable ({e}): the call to {server}:{tool} was refused, try again later"
-                    ),
-                    other => format!(
-                        "toolgate could not decide ({other}): the call to {server}:{tool} was refused"
-                    ),
-                };
-                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-            }
-        };
-        // a tool its pin holds back asks, whatever else allows it
-        let held = match decision.outcome {
-            Outcome::Deny => None,
-            _ => self.shared.gate.held(&who.team, &tool),
-        };
-        let decision = if let Some(held) = held {
-            RemoteDecision {
-                outcome: Outcome::Ask,
-                reason: held.reason().into(),
-                message: held_message(held, &server, &tool, self.shared.gate.pins_on_server()),
-                revision: decision.revision,
-                approval: None,
-                stays_inside: Vec::new(),
-                effects_unknown: Vec::new(),
-            }
-        } else {
-            decision
-        };
-        let outcome = decision.outcome;
-        info!(team = %who.team, user = %who.user, server = %server, tool = %tool, outcome = ?outcome, revision = decision.revision, "tools/call decided");
-        let shown = self.shared.was_shown(&who, &tool);
-        let listed = || {
-            let visible = self.shared.gate.view(&who).borrow().contains(&tool);
-            visible || shown
-        };
-        match outcome {
-            // neither listed now nor shown before: unknown, without asking anyone
-            Outcome::Allow | Outcome::Ask if !listed() => {
-                return Err(ErrorData::invalid_params(
-                    format!("Unknown tool: {tool}"),
-                    None,
-                ));
-            }
-            Outcome::Allow => {}
-            Outcome::Ask => {
-                let asked = self.ask(&context.peer, &server, &tool, &decision).await;
-                if let Err(text) = asked {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-                }
-            }
-            Outcome::Deny => {
-                if !shown {
-                    return Err(ErrorData::invalid_params(
-                        format!("Unknown tool: {tool}"),
-                        None,
-                    ));
-                }
-                return Ok(CallToolResult::error(vec![ContentBlock::text(denied_text(
-                    &server, &tool, &decision,
-                ))])
-                .into());
-            }
-        }
-        let route = match self.route().await {
-            Ok(route) => route,
-            Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.message)]).into()),
-        };
-        let down = route.down.as_ref();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(request));
-        let answer = relay::forward(
-            &route.peer,
-            request,
-            &context,
-            down.map(|d| &d.progress),
-            down.map(|d| &d.inflight),
-        )
-        .await;
-        match answer {
-            Ok(ServerResult::CallToolResult(result)) => {
-                Ok(complete(result, |r| &mut r.result_type).into())
-            }
-            Ok(ServerResult::InputRequiredResult(result)) => {
-                Ok(CallToolResponse::InputRequired(result))
-            }
-            Ok(ServerResult::CreateTaskResult(result)) => Ok(CallToolResponse::Task(result)),
-            Ok(_) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "upstream server {server} answered tools/call with another result"
-            ))])
-            .into()),
-            Err(ServiceError::McpError(e)) => Err(e),
-            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "upstream server {server} failed during the call: {e}"
-            ))])
-            .into()),
-        }
+        self.call(request, context).await
     }
 
     async fn list_prompts(
@@ -739,73 +500,5 @@ fn unexpected(method: &str) -> ErrorData {
 async fn peer_closed(peer: &Peer<RoleServer>) {
     while !peer.is_transport_closed() {
         tokio::time::sleep(CLOSED_POLL).await;
-    }
-}
-
-impl Session {
-    /// Asks the user through MCP elicitation where the client offers it; Ok to go on.
-    async fn ask(
-        &self,
-        peer: &Peer<RoleServer>,
-        server: &str,
-        tool: &str,
-        decision: &RemoteDecision,
-    ) -> Result<(), String> {
-        let supported = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.elicitation.is_some());
-        if !supported {
-            return Err(approval_text(server, tool, decision));
-        }
-        let message = format!(
-            "toolgate: allow {server}:{tool} to run this once? {}",
-            decision.message
-        );
-        let schema = ElicitationSchema::builder()
-            .build()
-            .map_err(|e| format!("elicitation schema: {e}"))?;
-        let answer = peer
-            .create_elicitation_with_timeout(
-                ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message,
-                    requested_schema: schema,
-                },
-                Some(ELICIT_WAIT),
-            )
-            .await;
-        match answer {
-            Ok(result) if result.action == ElicitationAction::Accept => Ok(()),
-            Ok(_) => Err(format!(
-                "the user did not approve {server}:{tool}: the call was not made"
-            )),
-            Err(e) => Err(format!(
-                "{} (asking the user failed: {e})",
-                approval_text(server, tool, decision)
-            )),
-        }
-    }
-}
-
-/// What the user is told about a call its tool's pin holds back, and what an admin does.
-fn held_message(held: super::gate::Held, server: &str, tool: &str, on_server: bool) -> String {
-    use super::gate::Held;
-    let what = match held {
-        Held::Changed => format!("the definition of {server}:{tool} changed since it was pinned"),
-        Held::NotPinned => {
-            format!("{server}:{tool} is not pinned yet, and only an admin pins it first")
-        }
-        Held::Flagged => format!(
-            "the description of {server}:{tool} was flagged, and the team hides flagged tools until an admin reviews them"
-        ),
-    };
-    if on_server {
-        format!(
-            "{what}; an admin reviews it (toolgate pins list --server-id {server}) and accepts it (toolgate pins accept --server-id {server} {tool})"
-        )
-    } else {
-        format!(
-            "{what}; an admin reviews the change (toolgate proxy --server-id {server} --pins FILE --pins-status) and accepts it (--repin {tool})"
-        )
     }
 }
