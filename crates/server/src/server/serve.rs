@@ -1,7 +1,23 @@
 //! Serving: the store waited for at start, the services registered on the listeners,
 //! health followed, and the drain at shutdown.
 
-use super::*;
+use super::{App, ServerError, health};
+use crate::config::Config;
+use crate::grpc::{
+    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PinServiceServer,
+    PolicyRouter, PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer,
+    UserSettingsServiceServer, auth_interceptor, sign_in_interceptor,
+};
+use crate::store::StoreError;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
+use tracing::{info, warn};
 
 /// Builds the app and serves it on `listener` until `shutdown` completes: what
 /// `toolgate serve` runs. A store that cannot be reached yet (PostgreSQL starting
