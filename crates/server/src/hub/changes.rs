@@ -5,13 +5,16 @@
 
 use super::compile::{compile_admin, compile_stored_admin, compile_user};
 use super::team::{Published, Subscription, Team};
-use super::{CATCH_UP_BATCH, Hub, HubError};
+use super::{Hub, HubError};
 use crate::store::{Change, ChangeDoc, History, Versioned};
 use dashmap::mapref::entry::Entry;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::broadcast;
+
+/// How many changes one catch-up reads at a time.
+const CATCH_UP_BATCH: u32 = 1_000;
 
 impl Hub {
     /// Subscribes to the team's changes. Subscribe before reading a snapshot or the

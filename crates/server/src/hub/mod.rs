@@ -55,9 +55,6 @@ pub use team::{HubEvent, Published, Subscription};
 use currency::Currency;
 use team::Team;
 
-/// How many changes one catch-up reads at a time.
-const CATCH_UP_BATCH: u32 = 1_000;
-
 /// Errors of the hub.
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {

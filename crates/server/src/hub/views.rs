@@ -3,9 +3,9 @@
 //! miss, or, while a shared store is unreachable, decided with the team's alone).
 
 use super::compile::{compile_stored_admin, compile_user};
-use super::currency::READ_DEADLINE;
+use super::currency::{READ_DEADLINE, Unconfirmed};
 use super::team::Team;
-use super::{CachedAdmin, Effective, Hub, HubError, Unconfirmed};
+use super::{CachedAdmin, Effective, Hub, HubError};
 use crate::policy::ToolActionLists;
 use crate::store::{StoreError, Versioned};
 use arc_swap::ArcSwap;
@@ -16,6 +16,8 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::Mutex;
 
 impl Hub {
+    /// The team, from memory or loaded on first use (its revision read before its
+    /// documents, so they are at least as new).
     pub(super) async fn team(&self, team_id: &str) -> Result<Arc<Team>, HubError> {
         if let Some(team) = self.teams.get(team_id) {
             team.touched.store(self.now_secs(), Ordering::Relaxed);
