@@ -3,24 +3,15 @@
 
 use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
 use crate::config::Config;
-use crate::grpc::{
-    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PinServiceServer,
-    PolicyRouter, PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer,
-    UserSettingsServiceServer, auth_interceptor, sign_in_interceptor,
-};
 use crate::hub::Hub;
 use crate::service::Service;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
-use std::future::Future;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::server::TcpIncoming;
-use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 mod health;

@@ -15,33 +15,6 @@ pub const MAX_CLAIM_NAMES: usize = 1_024;
 /// Longest name of a groups claim read, in bytes.
 const MAX_CLAIM_NAME_BYTES: usize = 1_024;
 
-/// Every problem of the `auth.jwt.groups` section, each naming its key and the fix.
-pub fn config_problems(c: &JwtGroupsConfig) -> Vec<String> {
-    let mut problems = Vec::new();
-    if c.claim.split('.').any(|part| part.trim().is_empty()) {
-        problems.push(format!(
-            "auth.jwt.groups.claim: {:?} is not a claim path: name the claim (`groups`) or a dotted path into it (`realm_access.roles`)",
-            c.claim
-        ));
-    }
-    for (from, to) in &c.map {
-        if from.is_empty() {
-            problems.push(
-                "auth.jwt.groups.map: a key is empty: give the name as the identity provider spells it".into(),
-            );
-        }
-        if let Err(e) = check_group_name(to) {
-            problems.push(format!("auth.jwt.groups.map.{from}: {e}"));
-        }
-    }
-    if c.mapped_only && c.map.is_empty() {
-        problems.push(
-            "auth.jwt.groups.mapped_only: with an empty map no name counts: list the names in auth.jwt.groups.map, or turn mapped_only off".into(),
-        );
-    }
-    problems
-}
-
 /// Why a claim of names could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimProblem {
@@ -245,28 +218,5 @@ mod tests {
             .map(|i| format!("g{i}"))
             .collect();
         assert!(from_claims(&plain, &claims(json!({"groups": too_many}))).is_err());
-    }
-
-    #[test]
-    fn the_section_s_problems_name_their_keys() {
-        let bad = config("realm_access.", "", &[("Contractors", "not ok")], false);
-        let problems = config_problems(&bad);
-        assert!(
-            problems
-                .iter()
-                .any(|p| p.starts_with("auth.jwt.groups.claim:")),
-            "{problems:?}"
-        );
-        assert!(
-            problems
-                .iter()
-                .any(|p| p.starts_with("auth.jwt.groups.map.Contractors:")),
-            "{problems:?}"
-        );
-        assert!(
-            config_problems(&config("groups", "", &[], true))[0]
-                .starts_with("auth.jwt.groups.mapped_only")
-        );
-        assert!(config_problems(&JwtGroupsConfig::default()).is_empty());
     }
 }

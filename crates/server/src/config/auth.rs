@@ -5,7 +5,7 @@ use super::Config;
 use crate::auth::principal::{Principal, Role};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use toolgate_core::policy::groups::normalise_groups;
+use toolgate_core::policy::groups::{check_group_name, normalise_groups};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -185,6 +185,36 @@ impl Default for JwtGroupsConfig {
             map: Default::default(),
             mapped_only: false,
         }
+    }
+}
+
+impl JwtGroupsConfig {
+    /// Every problem of the `auth.jwt.groups` section, each naming its key and the fix.
+    pub fn problems(&self) -> Vec<String> {
+        let c = self;
+        let mut problems = Vec::new();
+        if c.claim.split('.').any(|part| part.trim().is_empty()) {
+            problems.push(format!(
+                "auth.jwt.groups.claim: {:?} is not a claim path: name the claim (`groups`) or a dotted path into it (`realm_access.roles`)",
+                c.claim
+            ));
+        }
+        for (from, to) in &c.map {
+            if from.is_empty() {
+                problems.push(
+                    "auth.jwt.groups.map: a key is empty: give the name as the identity provider spells it".into(),
+                );
+            }
+            if let Err(e) = check_group_name(to) {
+                problems.push(format!("auth.jwt.groups.map.{from}: {e}"));
+            }
+        }
+        if c.mapped_only && c.map.is_empty() {
+            problems.push(
+                "auth.jwt.groups.mapped_only: with an empty map no name counts: list the names in auth.jwt.groups.map, or turn mapped_only off".into(),
+            );
+        }
+        problems
     }
 }
 

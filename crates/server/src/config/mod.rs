@@ -25,8 +25,8 @@ pub use auth::{
 pub use otlp::{OtlpDropRule, OtlpExportConfig, OtlpProtocol};
 pub use redact::{OPERATORS_ONLY, REDACTED, redact_url};
 pub use sections::{
-    ConnectionsConfig, ConsoleConfig, DecisionLogConfig, HttpConfig, LimitsConfig, LogConfig,
-    LogFormat, MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
+    ConnectionsConfig, ConsoleConfig, DecisionLogConfig, HttpConfig, JOURNAL_DIR, LimitsConfig,
+    LogConfig, LogFormat, MetricsConfig, StoreConfig, TelemetryConfig, TlsConfig, WatchConfig,
 };
 
 use figment::Figment;
@@ -274,7 +274,7 @@ impl Config {
         self.decision_log
             .journal_dir
             .clone()
-            .unwrap_or_else(|| self.data_dir.join(crate::service::JOURNAL_DIR))
+            .unwrap_or_else(|| self.data_dir.join(JOURNAL_DIR))
     }
 }
 

@@ -245,6 +245,36 @@ impl Default for HttpConfig {
     }
 }
 
+/// Why `origin` cannot be one of `http.cors_allowed_origins`, or `None` when it can.
+pub(super) fn check_origin(origin: &str) -> Option<String> {
+    const FIX: &str =
+        "give scheme://host or scheme://host:port, such as https://console.example.com";
+    if origin == "*" {
+        return Some(format!(
+            "\"*\" would let every web page call the API with its visitors' certificates: list each origin exactly ({FIX})"
+        ));
+    }
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return Some(format!("{origin:?} has no scheme: {FIX}"));
+    };
+    if scheme != "http" && scheme != "https" {
+        return Some(format!(
+            "{origin:?}: the scheme must be http or https: {FIX}"
+        ));
+    }
+    // a browser sends an origin without a path, a query or a trailing slash, and
+    // lower-case: anything else would never match
+    if authority.is_empty()
+        || authority.contains(['/', '?', '#', '*', '@', ' '])
+        || authority != authority.to_ascii_lowercase()
+    {
+        return Some(format!(
+            "{origin:?} is not an origin as browsers send it (no path, no trailing slash, no wildcard, lower case): {FIX}"
+        ));
+    }
+    None
+}
+
 /// TLS for the listener; unset `cert` and `key` serve plaintext.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -281,6 +311,10 @@ impl TlsConfig {
         Some((self.cert.as_deref()?, self.key.as_deref()?))
     }
 }
+
+/// The DENY journal's directory in the data directory, unless
+/// `decision_log.journal_dir` names one.
+pub const JOURNAL_DIR: &str = "deny-journal";
 
 /// The decision log: every decision recorded off the decision path, kept for a while.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -495,3 +495,62 @@ fn sign_in_and_team_by_group_are_checked() {
         }
     }
 }
+
+fn groups_config(
+    claim: &str,
+    prefix: &str,
+    map: &[(&str, &str)],
+    mapped_only: bool,
+) -> JwtGroupsConfig {
+    JwtGroupsConfig {
+        claim: claim.into(),
+        prefix: prefix.into(),
+        map: map
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect(),
+        mapped_only,
+    }
+}
+
+#[test]
+fn the_section_s_problems_name_their_keys() {
+    let bad = groups_config("realm_access.", "", &[("Contractors", "not ok")], false);
+    let problems = bad.problems();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("auth.jwt.groups.claim:")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("auth.jwt.groups.map.Contractors:")),
+        "{problems:?}"
+    );
+    assert!(
+        groups_config("groups", "", &[], true).problems()[0]
+            .starts_with("auth.jwt.groups.mapped_only")
+    );
+    assert!(JwtGroupsConfig::default().problems().is_empty());
+}
+
+#[test]
+fn configured_origins_are_checked() {
+    for ok in ["https://a.example", "http://localhost:5173"] {
+        assert_eq!(sections::check_origin(ok), None, "{ok}");
+    }
+    for bad in [
+        "*",
+        "a.example",
+        "ftp://a.example",
+        "https://a.example/",
+        "https://*.example",
+        "https://A.example",
+        "https://",
+    ] {
+        let why = sections::check_origin(bad).unwrap_or_else(|| panic!("{bad} accepted"));
+        assert!(why.contains("scheme://host"), "{why}");
+    }
+}

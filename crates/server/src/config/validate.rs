@@ -1,6 +1,7 @@
 //! The configuration's checks: every problem at once, each saying how to fix it.
 
 use super::auth::parse_sha256;
+use super::sections::check_origin;
 use super::{Config, ConfigError, redact_url};
 use crate::auth::principal::Role;
 use std::net::SocketAddr;
@@ -299,7 +300,7 @@ impl Config {
             check_sign_in(&mut problems, jwt);
             check_team_by_group(&mut problems, jwt);
             if let Some(groups) = &jwt.groups {
-                problems.extend(crate::auth::groups::config_problems(groups));
+                problems.extend(groups.problems());
             }
             if jwt.default_role == Role::Operator && !jwt.allow_operator {
                 problems.push(
@@ -356,7 +357,7 @@ impl Config {
             }
         }
         for (i, origin) in self.http.cors_allowed_origins.iter().enumerate() {
-            if let Some(why) = crate::http::check_origin(origin) {
+            if let Some(why) = check_origin(origin) {
                 problems.push(format!("http.cors_allowed_origins[{i}]: {why}"));
             }
         }

@@ -16,8 +16,6 @@ mod connect;
 mod cors;
 mod json;
 
-pub use cors::check_origin;
-
 use crate::config::HttpConfig;
 use bytes::Bytes;
 use futures::future::Either;

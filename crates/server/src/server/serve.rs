@@ -1,7 +1,23 @@
 //! Serving: the store waited for at start, the services registered on the listeners,
 //! health followed, and the drain at shutdown.
 
-use super::*;
+use super::{App, ServerError, health};
+use crate::config::Config;
+use crate::grpc::{
+    AdminServiceServer, Api, ApprovalServiceServer, DecisionLogServiceServer, PinServiceServer,
+    PolicyRouter, PrincipalServiceServer, ServerInfoServiceServer, TokenServiceServer,
+    UserSettingsServiceServer, auth_interceptor, sign_in_interceptor,
+};
+use crate::store::StoreError;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
+use tracing::{info, warn};
 
 /// Builds the app and serves it on `listener` until `shutdown` completes: what
 /// `toolgate serve` runs. A store that cannot be reached yet (PostgreSQL starting
@@ -222,6 +238,19 @@ pub async fn run(
     );
     let exporting = config.telemetry.otlp_endpoint.is_some();
     let http = crate::http::HttpLayer::new(&config.http, &config.limits)?;
+    // every API service alike: its requests within the size limit, its caller
+    // authenticated (by `intercept` unless another interceptor is named)
+    macro_rules! authenticated {
+        ($($server:ident)::+) => {
+            authenticated!($($server)::+, intercept.clone())
+        };
+        ($($server:ident)::+, $intercept:expr) => {
+            InterceptedService::new(
+                $($server)::+::new(api.clone()).max_decoding_message_size(limit),
+                $intercept,
+            )
+        };
+    }
     let router = tonic::transport::Server::builder()
         // HTTP/1.1 for curl and browsers (gRPC-Web, Connect); HTTP/2 either way
         .accept_http1(config.http.enabled)
@@ -243,47 +272,20 @@ pub async fn run(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(InterceptedService::new(
-            AdminServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            UserSettingsServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            TokenServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            DecisionLogServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            PrincipalServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            ApprovalServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            PinServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
+        .add_service(authenticated!(AdminServiceServer))
+        .add_service(authenticated!(UserSettingsServiceServer))
+        .add_service(authenticated!(TokenServiceServer))
+        .add_service(authenticated!(DecisionLogServiceServer))
+        .add_service(authenticated!(PrincipalServiceServer))
+        .add_service(authenticated!(ApprovalServiceServer))
+        .add_service(authenticated!(PinServiceServer))
         .add_service(InterceptedService::new(
             PolicyRouter::new(api.clone(), limit),
             intercept.clone(),
         ))
         // the agent clients' own telemetry (OTLP logs), authenticated as any call
-        .add_service(InterceptedService::new(
-            crate::grpc::LogsServiceServer::new(api.clone()).max_decoding_message_size(limit),
-            intercept.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            ServerInfoServiceServer::new(api).max_decoding_message_size(limit),
-            intercept_sign_in,
-        ));
+        .add_service(authenticated!(crate::grpc::LogsServiceServer))
+        .add_service(authenticated!(ServerInfoServiceServer, intercept_sign_in));
     // the second listeners drain with the first, within the same grace
     let mut also = Vec::new();
     if let Some(listener) = http_listener {

@@ -3,6 +3,7 @@
 //! `tools/list` filtering.
 
 use super::decisions::{DecisionSource, Origin, Shown, check_client, check_tool_use_id};
+use super::principal::caller_groups;
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::Effective;
@@ -313,14 +314,6 @@ impl Service {
         .await;
         Ok((filtered, eff.revision))
     }
-}
-
-/// The groups whose policies apply to a request: the caller's own, when it decides
-/// its own calls. Another principal deciding for a user (a service, an admin)
-/// carries its own groups, not the user's: none apply (docs/groups.md says so).
-pub(super) fn caller_groups<'a>(p: &'a Principal, team: &str, user: &str) -> &'a GroupSet {
-    let own = p.team.as_deref() == Some(team) && p.user.as_deref() == Some(user);
-    if own { &p.groups } else { GroupSet::empty() }
 }
 
 /// `eff` with the team's controls combined with `groups`' policies: the one way a

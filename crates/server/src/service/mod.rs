@@ -48,7 +48,9 @@ pub use approvals::{
 };
 pub use budget::AUDIT_DECISIONS_SHED;
 pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};
-pub use decision_log::{JOURNAL_DIR, SPILL_FILE};
+// the journal's default place is configuration's to say; named here too for callers
+pub use crate::config::JOURNAL_DIR;
+pub use decision_log::SPILL_FILE;
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
     DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, TeamImpact, check_client,

@@ -1,7 +1,8 @@
 //! The watch stream: a snapshot (or the changes after a revision), then every change
 //! that affects the subscriber, with heartbeats and resyncs.
 
-use super::decide::{caller_groups, with_groups};
+use super::decide::with_groups;
+use super::principal::caller_groups;
 use super::{Service, ServiceError, check_id};
 use crate::auth::{Action, Principal, authorize};
 use crate::hub::{Effective, HubEvent, Published};

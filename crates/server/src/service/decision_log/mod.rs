@@ -20,4 +20,4 @@ mod tests;
 mod write_task;
 mod writer;
 
-pub use writer::{AuditWriter, JOURNAL_DIR, SPILL_FILE};
+pub use writer::{AuditWriter, SPILL_FILE};

@@ -21,8 +21,6 @@ use tracing::{debug, warn};
 /// The spill file's name in the data directory, of versions before the DENY journal:
 /// its records are moved into the journal at start.
 pub const SPILL_FILE: &str = "audit-spill.jsonl";
-/// The DENY journal's directory in the data directory, unless configured.
-pub const JOURNAL_DIR: &str = "deny-journal";
 
 /// The sending side, held by the service.
 #[derive(Debug)]

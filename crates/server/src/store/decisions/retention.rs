@@ -32,24 +32,17 @@ where
         let result = async {
             let mut tx = conn.begin_with(B::BEGIN_WRITE).await?;
             let mut pruned = Pruned::default();
-            for (class, older_than, max_per_team) in [
-                (OTHER_CLASS, r.older_than_ms, r.max_per_team),
-                (DENY_CLASS, r.deny_older_than_ms, r.deny_max_per_team),
+            for pass in [
+                Pass::blocks(OTHER_CLASS, r.older_than_ms, r.max_per_team),
+                Pass::blocks(DENY_CLASS, r.deny_older_than_ms, r.deny_max_per_team),
+                Pass::audit(DECISION_AUDIT, r.deny_older_than_ms, r.deny_max_per_team),
+                Pass::audit(OTHER_AUDIT, r.audit_older_than_ms, r.audit_max_per_team),
             ] {
-                let (removed, capped) =
-                    prune_class::<B::Db>(&mut tx, class, older_than, max_per_team, r.max_removed)
-                        .await?;
-                pruned.removed += removed;
-                pruned.capped |= capped;
-            }
-            for (kinds, older_than, max_per_team) in [
-                (DECISION_AUDIT, r.deny_older_than_ms, r.deny_max_per_team),
-                (OTHER_AUDIT, r.audit_older_than_ms, r.audit_max_per_team),
-            ] {
-                let (removed, capped) =
-                    prune_audit::<B::Db>(&mut tx, kinds, older_than, max_per_team, r.max_removed)
-                        .await?;
-                pruned.audit_removed += removed;
+                let (removed, capped) = prune::<B::Db>(&mut tx, &pass, r.max_removed).await?;
+                match pass.table {
+                    Table::Blocks => pruned.removed += removed,
+                    Table::Audit => pruned.audit_removed += removed,
+                }
                 pruned.capped |= capped;
             }
             // the clients' own decisions go with the longest kept of the records
@@ -110,14 +103,69 @@ const DECISION_AUDIT: &str = "kind IN ('decision_denied', 'decision_made', 'deci
 /// The audit trail's other kinds, which have a retention of their own.
 const OTHER_AUDIT: &str = "kind NOT IN ('decision_denied', 'decision_made', 'decisions_shed')";
 
-/// Removes a class's blocks past the age (at most `max_removed` records of whole
-/// blocks, oldest first; a block that straddles the age is rewritten only when the
-/// pass was not cut short), then each team's oldest past `max_per_team`.
-async fn prune_class<Db>(
-    tx: &mut Db::Connection,
-    class: &str,
+/// The table a pruning pass removes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    /// The decision log's blocks, whole or rewritten.
+    Blocks,
+    /// The audit trail's records, one a row.
+    Audit,
+}
+
+impl Table {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Blocks => "decision_blocks",
+            Self::Audit => "audit",
+        }
+    }
+
+    /// How a team's records are counted, as selected and as compared.
+    fn counted(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Blocks => ("CAST(SUM(records) AS BIGINT)", "SUM(records)"),
+            Self::Audit => ("COUNT(*)", "COUNT(*)"),
+        }
+    }
+}
+
+/// One pruning pass: the records of `table` that `condition` selects, by their age
+/// and count limits.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    table: Table,
+    condition: &'static str,
     older_than_ms: i64,
     max_per_team: u64,
+}
+
+impl Pass {
+    fn blocks(class: &'static str, older_than_ms: i64, max_per_team: u64) -> Self {
+        Self {
+            table: Table::Blocks,
+            condition: class,
+            older_than_ms,
+            max_per_team,
+        }
+    }
+
+    fn audit(kinds: &'static str, older_than_ms: i64, max_per_team: u64) -> Self {
+        Self {
+            table: Table::Audit,
+            condition: kinds,
+            older_than_ms,
+            max_per_team,
+        }
+    }
+}
+
+/// Removes a pass's records past the age (at most `max_removed`, oldest first: whole
+/// blocks, and a block that straddles the age rewritten only when the pass was not cut
+/// short), then each team's oldest past `max_per_team`; how many it removed, and
+/// whether more was due by age than `max_removed`.
+async fn prune<Db>(
+    tx: &mut Db::Connection,
+    pass: &Pass,
     max_removed: u64,
 ) -> Result<(u64, bool), StoreError>
 where
@@ -127,46 +175,80 @@ where
     for<'r> &'r str: ColumnIndex<Db::Row> + Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
     for<'r> i64: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
     for<'r> String: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
+    usize: ColumnIndex<Db::Row>,
 {
     use sqlx::Row as _;
-    let mut count = 0u64;
-    let mut capped = false;
-    let expired = sqlx::query(&format!(
-        "SELECT id, records FROM decision_blocks WHERE {class} AND max_at < $1 ORDER BY max_at, id"
-    ))
-    .bind(older_than_ms)
-    .fetch_all(&mut *tx)
-    .await?;
-    for row in &expired {
-        let records = to_u64(row.try_get("records")?);
-        if count + records > max_removed {
-            capped = true;
-            break;
+    let Pass {
+        table,
+        condition,
+        older_than_ms,
+        max_per_team,
+    } = *pass;
+    let (mut count, capped) = match table {
+        Table::Blocks => {
+            let mut count = 0u64;
+            let mut capped = false;
+            let expired = sqlx::query(&format!(
+                "SELECT id, records FROM decision_blocks WHERE {condition} AND max_at < $1 ORDER BY max_at, id"
+            ))
+            .bind(older_than_ms)
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in &expired {
+                let records = to_u64(row.try_get("records")?);
+                if count + records > max_removed {
+                    capped = true;
+                    break;
+                }
+                let id: i64 = row.try_get("id")?;
+                rewrite_block::<Db>(&mut *tx, id, &[]).await?;
+                count += records;
+            }
+            if !capped {
+                let straddling = sqlx::query(&format!(
+                    "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE {condition} AND min_at < $1"
+                ))
+                .bind(older_than_ms)
+                .fetch_all(&mut *tx)
+                .await?;
+                for row in &straddling {
+                    let b = block(row)?;
+                    let mut records = decode(&b.body)?;
+                    let before = records.len();
+                    records.retain(|r| r.decision.at_ms >= older_than_ms);
+                    count += (before - records.len()) as u64;
+                    rewrite_block::<Db>(&mut *tx, b.id, &records).await?;
+                }
+            }
+            (count, capped)
         }
-        let id: i64 = row.try_get("id")?;
-        rewrite_block::<Db>(&mut *tx, id, &[]).await?;
-        count += records;
-    }
-    if !capped {
-        let straddling = sqlx::query(&format!(
-            "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE {class} AND min_at < $1"
-        ))
-        .bind(older_than_ms)
-        .fetch_all(&mut *tx)
-        .await?;
-        for row in &straddling {
-            let b = block(row)?;
-            let mut records = decode(&b.body)?;
-            let before = records.len();
-            records.retain(|r| r.decision.at_ms >= older_than_ms);
-            count += (before - records.len()) as u64;
-            rewrite_block::<Db>(&mut *tx, b.id, &records).await?;
+        Table::Audit => {
+            let due: i64 = sqlx::query_scalar(&format!(
+                "SELECT COUNT(*) FROM audit WHERE {condition} AND at < $1"
+            ))
+            .bind(older_than_ms)
+            .fetch_one(&mut *tx)
+            .await?;
+            let count = to_u64(due).min(max_removed);
+            if count > 0 {
+                sqlx::query(&format!(
+                    "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {condition} AND at < $1
+                     ORDER BY id LIMIT $2)"
+                ))
+                .bind(older_than_ms)
+                .bind(to_i64(count))
+                .execute(&mut *tx)
+                .await?;
+            }
+            (count, to_u64(due) > max_removed)
         }
-    }
-    // then each team's oldest past the count: its blocks oldest first
+    };
+    // then each team's oldest past the count
+    let name = table.name();
+    let (selected, compared) = table.counted();
     let over = sqlx::query(&format!(
-        "SELECT team_id, CAST(SUM(records) AS BIGINT) AS n FROM decision_blocks WHERE {class}
-         GROUP BY team_id HAVING SUM(records) > $1"
+        "SELECT team_id, {selected} AS n FROM {name} WHERE {condition}
+         GROUP BY team_id HAVING {compared} > $1"
     ))
     .bind(to_i64(max_per_team))
     .fetch_all(&mut *tx)
@@ -176,8 +258,20 @@ where
         let n: i64 = row.try_get("n")?;
         let mut excess = n - to_i64(max_per_team);
         count += to_u64(excess);
+        if table == Table::Audit {
+            sqlx::query(&format!(
+                "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {condition}
+                 AND team_id = $1 ORDER BY id LIMIT $2)"
+            ))
+            .bind(&team)
+            .bind(excess)
+            .execute(&mut *tx)
+            .await?;
+            continue;
+        }
+        // the team's blocks oldest first, the last one reached rewritten
         let blocks = sqlx::query(&format!(
-            "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE {class} AND team_id = $1
+            "SELECT {BLOCK_COLUMNS} FROM decision_blocks WHERE {condition} AND team_id = $1
              ORDER BY max_at, id"
         ))
         .bind(&team)
@@ -200,67 +294,6 @@ where
                 rewrite_block::<Db>(&mut *tx, b.id, &records).await?;
             }
         }
-    }
-    Ok((count, capped))
-}
-
-/// Removes the audit trail's records of `kinds` (a condition) past the age (at most
-/// `max_removed`, oldest first), then each team's oldest past `max_per_team`.
-async fn prune_audit<Db>(
-    tx: &mut Db::Connection,
-    kinds: &str,
-    older_than_ms: i64,
-    max_per_team: u64,
-    max_removed: u64,
-) -> Result<(u64, bool), StoreError>
-where
-    Db: Database,
-    for<'c> &'c mut Db::Connection: Executor<'c, Database = Db>,
-    for<'q> Db::Arguments<'q>: IntoArguments<'q, Db>,
-    for<'r> &'r str: ColumnIndex<Db::Row> + Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
-    for<'r> i64: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
-    for<'r> String: Encode<'r, Db> + Decode<'r, Db> + Type<Db>,
-    usize: ColumnIndex<Db::Row>,
-{
-    use sqlx::Row as _;
-    let due: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM audit WHERE {kinds} AND at < $1"
-    ))
-    .bind(older_than_ms)
-    .fetch_one(&mut *tx)
-    .await?;
-    let capped = to_u64(due) > max_removed;
-    let mut count = to_u64(due).min(max_removed);
-    if count > 0 {
-        sqlx::query(&format!(
-            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {kinds} AND at < $1
-             ORDER BY id LIMIT $2)"
-        ))
-        .bind(older_than_ms)
-        .bind(to_i64(count))
-        .execute(&mut *tx)
-        .await?;
-    }
-    let over = sqlx::query(&format!(
-        "SELECT team_id, COUNT(*) AS n FROM audit WHERE {kinds}
-         GROUP BY team_id HAVING COUNT(*) > $1"
-    ))
-    .bind(to_i64(max_per_team))
-    .fetch_all(&mut *tx)
-    .await?;
-    for row in over {
-        let team: String = row.try_get("team_id")?;
-        let n: i64 = row.try_get("n")?;
-        let excess = n - to_i64(max_per_team);
-        count += to_u64(excess);
-        sqlx::query(&format!(
-            "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE {kinds}
-             AND team_id = $1 ORDER BY id LIMIT $2)"
-        ))
-        .bind(&team)
-        .bind(excess)
-        .execute(&mut *tx)
-        .await?;
     }
     Ok((count, capped))
 }
