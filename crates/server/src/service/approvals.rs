@@ -21,7 +21,8 @@ use crate::policy::{
 };
 use crate::secrets;
 use crate::store::{
-    Answer, Answered, ApprovalRecord, ApprovalState, NewApproval, NewGrant, now_ms,
+    Answer, Answered, ApprovalCall, ApprovalDecision, ApprovalRecord, ApprovalState, NewApproval,
+    NewGrant, Original, ScopeKind, now_ms,
 };
 use futures::Stream;
 use serde_json::{Value, json};
@@ -65,8 +66,7 @@ pub struct Ticket {
 }
 
 /// How far an approval reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
-#[strum(serialize_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
     Once,
     Session,
@@ -75,8 +75,13 @@ pub enum Scope {
 }
 
 impl Scope {
-    fn name(self) -> &'static str {
-        self.into()
+    fn kind(self) -> ScopeKind {
+        match self {
+            Self::Once => ScopeKind::Once,
+            Self::Session => ScopeKind::Session,
+            Self::Duration(_) => ScopeKind::Duration,
+            Self::Allowlist { .. } => ScopeKind::Allowlist,
+        }
     }
 }
 
@@ -112,17 +117,17 @@ fn answer_of(r: &ApprovalRecord, state: ApprovalState) -> Option<(Outcome, Reaso
     match state {
         ApprovalState::Pending => None,
         ApprovalState::Approved => {
-            let reach = match r.scope.as_deref() {
-                Some("session") => " for the rest of this session".to_owned(),
-                Some("duration") => r
+            let reach = match r.scope {
+                Some(ScopeKind::Session) => " for the rest of this session".to_owned(),
+                Some(ScopeKind::Duration) => r
                     .grant_expires_at_ms
                     .map(|t| format!(" until {}", rfc3339(t)))
                     .unwrap_or_default(),
-                Some("allowlist") => format!(
+                Some(ScopeKind::Allowlist) => format!(
                     " and added {} to the allowlist",
                     r.allowlist_entry.as_deref().unwrap_or("its entry")
                 ),
-                _ => String::new(),
+                Some(ScopeKind::Once) | None => String::new(),
             };
             let note = r
                 .answer_reason
@@ -170,53 +175,30 @@ fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-/// The call as stored with its request (the service's own encoding, read back by
-/// [`call_from_json`]).
-pub fn call_to_json(call: &Call) -> Value {
-    match call {
-        Call::Mcp { server, tool } => json!({"kind": "mcp", "server": server, "tool": tool}),
-        Call::McpAction {
-            server,
-            tool,
-            action,
-        } => json!({"kind": "mcp", "server": server, "tool": tool, "action": action}),
-        Call::McpInternal {
-            name,
-            fallback_server,
-        } => json!({"kind": "mcp_internal", "name": name, "fallback_server": fallback_server}),
-        Call::Shell(line) => json!({"kind": "shell", "command": line}),
-        Call::DeleteFile(path) => json!({"kind": "delete_file", "path": path}),
-    }
-}
-
 /// A request's call as stored: masked, with the original's SHA-256 and length and
 /// whether the masked call decides as it did.
-fn shown_to_json(shown: &Shown<'_>, cwd: Option<&str>) -> Value {
-    let mut v = call_to_json(shown.call());
-    if let Some(cwd) = cwd {
-        v["cwd"] = secrets::mask(cwd).into_owned().into();
+fn stored_call(shown: &Shown<'_>, cwd: Option<&str>) -> ApprovalCall {
+    ApprovalCall {
+        call: shown.call().clone(),
+        cwd: cwd.map(|c| secrets::mask(c).into_owned()),
+        original: (!shown.sha256.is_empty()).then(|| Original {
+            sha256: shown.sha256.clone(),
+            bytes: u64::try_from(shown.bytes).unwrap_or(u64::MAX),
+            redecidable: shown.masked.redecidable,
+        }),
     }
-    if !shown.sha256.is_empty() {
-        v["sha256"] = shown.sha256.clone().into();
-        v["bytes"] = shown.bytes.into();
-        v["redecidable"] = shown.masked.redecidable.into();
-    }
-    v
 }
 
-/// [`shown_to_json`] read back (a request stored before masking kept its call whole).
-fn shown_from_json<'a>(v: &Value, call: &'a Call) -> Shown<'a> {
-    match v.get("sha256").and_then(Value::as_str) {
-        Some(sha) => Shown::kept(
-            call,
-            v.get("redecidable").and_then(Value::as_bool) == Some(true),
-            sha.to_owned(),
-            v.get("bytes")
-                .and_then(Value::as_u64)
-                .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or(0),
+/// [`stored_call`] read back (a request stored before masking kept its call whole).
+fn shown_of(stored: &ApprovalCall) -> Shown<'_> {
+    match &stored.original {
+        Some(o) => Shown::kept(
+            &stored.call,
+            o.redecidable,
+            o.sha256.clone(),
+            usize::try_from(o.bytes).unwrap_or(0),
         ),
-        None => Shown::of(call),
+        None => Shown::of(&stored.call),
     }
 }
 
@@ -225,50 +207,6 @@ fn shown_from_json<'a>(v: &Value, call: &'a Call) -> Shown<'a> {
 fn grant_key(call: &Call, cwd: Option<&str>) -> String {
     use sha2::Digest as _;
     hex::encode(sha2::Sha256::digest(call_key(call, cwd).as_bytes()))
-}
-
-pub fn call_from_json(v: &Value) -> Option<Call> {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    Some(match v.get("kind")?.as_str()? {
-        "mcp" => match s("action") {
-            Some(action) => Call::McpAction {
-                server: s("server")?,
-                tool: s("tool")?,
-                action,
-            },
-            None => Call::Mcp {
-                server: s("server")?,
-                tool: s("tool")?,
-            },
-        },
-        "mcp_internal" => Call::McpInternal {
-            name: s("name")?,
-            fallback_server: s("fallback_server")?,
-        },
-        "shell" => Call::Shell(s("command")?),
-        "delete_file" => Call::DeleteFile(s("path")?),
-        _ => return None,
-    })
-}
-
-fn decision_to_json(d: &Decision, call: &Call, revision: u64) -> Value {
-    let mut mcp = Vec::new();
-    let mut commands = Vec::new();
-    for c in &d.candidates {
-        match c {
-            Candidate::Mcp { server, tool } => mcp.push(json!({"server": server, "tool": tool})),
-            Candidate::Command(c) => commands.push(c.clone()),
-        }
-    }
-    json!({
-        "outcome": d.outcome,
-        "reason": d.reason.as_str(),
-        "message": d.message(call),
-        "matched_entry": d.matched_entry.as_deref(),
-        "revision": revision,
-        "candidates": mcp,
-        "command_candidates": commands,
-    })
 }
 
 fn label(field: &str, value: &str) -> Result<String, ServiceError> {
@@ -425,10 +363,14 @@ impl Service {
             agent_id: agent_id.unwrap_or_default().to_owned(),
             client,
             session_id: session.unwrap_or_default(),
-            call: shown_to_json(&shown, cwd),
+            call: stored_call(&shown, cwd),
             call_key: key,
             summary: call_summary(shown.call(), SUMMARY_CHARS),
-            decision: decision_to_json(&secrets::mask_decision(&decision), shown.call(), revision),
+            decision: ApprovalDecision::of(
+                &secrets::mask_decision(&decision),
+                shown.call(),
+                revision,
+            ),
             created_at_ms: now,
             deadline_ms: deadline,
         };
@@ -648,7 +590,7 @@ impl Service {
             state: ApprovalState::Approved,
             by: p.name.clone(),
             at_ms: now,
-            scope: Some(scope.name().to_owned()),
+            scope: Some(scope.kind()),
             grant: None,
             reason: note,
             allowlist_entry: None,
@@ -752,17 +694,10 @@ impl Service {
     /// requester's call, ALLOW `APPROVED` or DENY `APPROVAL_DENIED`, at the revision
     /// the ASK saw. A DENY's record is never shed.
     async fn log_answer(&self, approver: &Principal, r: &ApprovalRecord) {
-        let (Some(call), Some((outcome, reason, _))) =
-            (call_from_json(&r.new.call), answer_of(r, r.state))
-        else {
+        let Some((outcome, reason, _)) = answer_of(r, r.state) else {
             return;
         };
-        let revision = r
-            .new
-            .decision
-            .get("revision")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let revision = r.new.decision.revision;
         let agent = AgentSpec {
             id: (!r.new.agent_id.is_empty()).then(|| r.new.agent_id.clone()),
             ..AgentSpec::default()
@@ -774,7 +709,7 @@ impl Service {
         };
         let matched = r.allowlist_entry.as_deref();
         let decided = (outcome, reason, matched);
-        let shown = shown_from_json(&r.new.call, &call);
+        let shown = shown_of(&r.new.call);
         if let Some(record) = self.decision_record(
             approver,
             &r.new.team_id,
@@ -801,35 +736,21 @@ impl Service {
         let team = &record.new.team_id;
         let user = &record.new.user_id;
         let d = &record.new.decision;
-        let reason = d.get("reason").and_then(Value::as_str).unwrap_or("");
+        let reason = d.reason;
         let mcp = d
-            .get("candidates")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-            .and_then(|c| {
-                Some((
-                    c.get("server")?.as_str()?.to_owned(),
-                    c.get("tool")?.as_str()?.to_owned(),
-                ))
-            });
-        let commands: Vec<String> = d
-            .get("command_candidates")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let call = call_from_json(&record.new.call);
-        let cwd = record.new.call.get("cwd").and_then(Value::as_str);
+            .candidates
+            .first()
+            .map(|c| (c.server.clone(), c.tool.clone()));
+        let commands = &d.command_candidates;
+        let call = &record.new.call.call;
+        let cwd = record.new.call.cwd.as_deref();
         let id = record.new.request_id.as_str();
         // the admin's list where it decides (a NOT_IN_ADMIN_ALLOWLIST call names no
         // candidate: its server and tool are the entry)
-        let admin_mcp = match (reason, &call) {
+        let admin_mcp = match (reason, call) {
             (
-                "NOT_IN_ADMIN_ALLOWLIST",
-                Some(Call::Mcp { server, tool } | Call::McpAction { server, tool, .. }),
+                Reason::NotInAdminAllowlist,
+                Call::Mcp { server, tool } | Call::McpAction { server, tool, .. },
             ) => Some((server.clone(), tool.clone())),
             _ => None,
         };
@@ -865,11 +786,10 @@ impl Service {
                 ));
             } else if !commands.is_empty() && controlled {
                 let eff = self.hub.effective(team, user).await?;
-                let needed = needed_commands(id, &commands, &record.new.call, |extra| {
+                let needed = needed_commands(id, commands, &record.new.call, |extra| {
                     let mut c = controls.clone();
                     c.allowed.extend(extra.iter().cloned());
                     let admin = CompiledAdmin::compile(&c).ok()?;
-                    let call = call.as_ref()?;
                     let files = &eff.tool_actions;
                     Some(decide_at(files, &admin, &eff.user.compiled, call, cwd))
                 })?;
@@ -882,11 +802,10 @@ impl Service {
             } else if !commands.is_empty() {
                 let eff = self.hub.effective(team, user).await?;
                 let mut settings = eff.user.stored.doc.clone();
-                let needed = needed_commands(id, &commands, &record.new.call, |extra| {
+                let needed = needed_commands(id, commands, &record.new.call, |extra| {
                     let mut s = settings.clone();
                     s.command_allowlist.extend(extra.iter().cloned());
                     let user = CompiledUser::compile(&s).ok()?;
-                    let call = call.as_ref()?;
                     let files = &eff.tool_actions;
                     Some(decide_at(files, &eff.admin.compiled, &user, call, cwd))
                 })?;
@@ -908,8 +827,9 @@ impl Service {
                 return Ok((commands.join(", "), stored.revision));
             } else {
                 return Err(ServiceError::FailedPrecondition(format!(
-                    "the call of request {} was asked about for {reason}, which no allowlist entry changes: approve it once, for the session or for a duration",
-                    record.new.request_id
+                    "the call of request {} was asked about for {}, which no allowlist entry changes: approve it once, for the session or for a duration",
+                    record.new.request_id,
+                    reason.as_str()
                 )));
             };
             match self.update_admin(p, team, controls, Some(revision)).await {
@@ -1110,11 +1030,14 @@ pub enum WatchApprovalsEvent {
 fn needed_commands(
     id: &str,
     candidates: &[String],
-    stored_call: &Value,
+    stored_call: &ApprovalCall,
     decide: impl Fn(&[String]) -> Option<Decision>,
 ) -> Result<Vec<String>, ServiceError> {
     let masked = candidates.iter().any(|c| secrets::holds_marker(c))
-        || stored_call.get("redecidable").and_then(Value::as_bool) == Some(false);
+        || stored_call
+            .original
+            .as_ref()
+            .is_some_and(|o| !o.redecidable);
     if masked {
         return Err(ServiceError::FailedPrecondition(format!(
             "the call of request {id} holds a secret, which the request keeps masked, so the allowlist entry it needs cannot be written from it: approve it once, for the session or for a duration, or add the entry by hand"
@@ -1252,7 +1175,7 @@ fn webhook_body(a: &NewApproval) -> Value {
             a.user_id,
             a.team_id,
             a.summary,
-            a.decision.get("message").and_then(Value::as_str).unwrap_or(""),
+            a.decision.message,
             deadline,
             a.request_id,
             a.request_id,
