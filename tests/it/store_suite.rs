@@ -5,11 +5,11 @@ use crate::support;
 
 use std::sync::Arc;
 use support::pg;
-use toolgate::policy::{AdminControls, UserSettings};
+use toolgate::policy::{AdminControls, Call, Outcome, Reason, UserSettings};
 use toolgate::store::{
-    Answer, Answered, ApprovalState, AuditFilter, ChangeDoc, ClientDecision, DecisionQuery,
-    EncodedDecisions, History, NewApproval, NewAuditEvent, NewGrant, PackedDecision, PostgresStore,
-    QuotaKey, Retention, SqliteStore, Store, StoreError,
+    Answer, Answered, ApprovalCall, ApprovalDecision, ApprovalState, AuditFilter, ChangeDoc,
+    ClientDecision, DecisionQuery, EncodedDecisions, History, NewApproval, NewAuditEvent, NewGrant,
+    PackedDecision, PostgresStore, QuotaKey, Retention, ScopeKind, SqliteStore, Store, StoreError,
 };
 
 /// Opens a store; calling the reopen closure again gives a new handle on the same data.
@@ -480,10 +480,22 @@ fn approval(id: &str, created: i64, deadline: i64) -> NewApproval {
         agent_id: String::new(),
         client: "claude-code".into(),
         session_id: "s1".into(),
-        call: serde_json::json!({"kind": "shell", "command": "make"}),
+        call: ApprovalCall {
+            call: Call::Shell("make".into()),
+            cwd: Some("/work".into()),
+            original: None,
+        },
         call_key: "shell:make".into(),
         summary: "shell: make".into(),
-        decision: serde_json::json!({"outcome": "ASK", "reason": "AUTO_RUN_OFF", "revision": 0}),
+        decision: ApprovalDecision {
+            outcome: Outcome::Ask,
+            reason: Reason::AutoRunOff,
+            message: "shell: make needs approval".into(),
+            matched_entry: None,
+            revision: 0,
+            candidates: Vec::new(),
+            command_candidates: vec!["make".into()],
+        },
         created_at_ms: created,
         deadline_ms: deadline,
     }
@@ -494,7 +506,7 @@ fn answer(state: ApprovalState, at_ms: i64, grant: Option<NewGrant>) -> Answer {
         state,
         by: "admin".into(),
         at_ms,
-        scope: grant.as_ref().map(|_| "session".to_owned()),
+        scope: grant.as_ref().map(|_| ScopeKind::Session),
         grant,
         reason: None,
         allowlist_entry: None,

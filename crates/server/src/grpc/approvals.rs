@@ -2,14 +2,14 @@
 //! conversion of a request to its message.
 
 use super::{Api, principal};
-use crate::policy::{Outcome, Reason};
+use crate::policy::Outcome;
 use crate::proto::v1 as pb;
 use crate::service::{
-    ApprovalScope, ApprovalState, ApprovalView, AwaitEvent, ServiceError, WatchApprovalsEvent,
+    ApprovalDecision, ApprovalScope, ApprovalState, ApprovalView, AwaitEvent, ScopeKind,
+    ServiceError, WatchApprovalsEvent,
 };
 use futures::{Stream, StreamExt as _};
 use pb::approval_service_server::ApprovalService;
-use serde_json::Value;
 use std::pin::Pin;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
@@ -27,48 +27,34 @@ fn state_to_pb(s: ApprovalState) -> pb::ApprovalState {
     }
 }
 
-fn scope_to_pb(s: Option<&str>) -> pb::ApprovalScope {
+fn scope_to_pb(s: Option<ScopeKind>) -> pb::ApprovalScope {
     match s {
-        Some("once") => pb::ApprovalScope::Once,
-        Some("session") => pb::ApprovalScope::Session,
-        Some("duration") => pb::ApprovalScope::Duration,
-        Some("allowlist") => pb::ApprovalScope::Allowlist,
-        _ => pb::ApprovalScope::Unspecified,
+        Some(ScopeKind::Once) => pb::ApprovalScope::Once,
+        Some(ScopeKind::Session) => pb::ApprovalScope::Session,
+        Some(ScopeKind::Duration) => pb::ApprovalScope::Duration,
+        Some(ScopeKind::Allowlist) => pb::ApprovalScope::Allowlist,
+        None => pb::ApprovalScope::Unspecified,
     }
 }
 
-fn reason_named(name: &str) -> pb::Reason {
-    name.parse::<Reason>()
-        .map_or(pb::Reason::Unspecified, reason_to_pb)
-}
-
 /// The stored ASK as the decision message it was.
-fn stored_decision(d: &Value) -> pb::Decision {
-    let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+fn stored_decision(d: ApprovalDecision) -> pb::Decision {
     pb::Decision {
-        outcome: pb::Outcome::Ask as i32,
-        need_approval: true,
-        reason: reason_named(&s("reason")) as i32,
-        message: s("message"),
-        matched_entry: s("matched_entry"),
+        outcome: outcome_to_pb(d.outcome) as i32,
+        need_approval: d.outcome != Outcome::Allow,
+        reason: reason_to_pb(d.reason) as i32,
+        message: d.message,
+        matched_entry: d.matched_entry.unwrap_or_default(),
         candidates_for_allowlist: d
-            .get("candidates")
-            .and_then(Value::as_array)
+            .candidates
             .into_iter()
-            .flatten()
             .map(|c| pb::AllowlistCandidate {
-                server: c.get("server").and_then(Value::as_str).unwrap_or("").into(),
-                tool: c.get("tool").and_then(Value::as_str).unwrap_or("").into(),
+                server: c.server,
+                tool: c.tool,
             })
             .collect(),
-        command_candidates: d
-            .get("command_candidates")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.as_str().map(str::to_owned))
-            .collect(),
-        revision: d.get("revision").and_then(Value::as_u64).unwrap_or(0),
+        command_candidates: d.command_candidates,
+        revision: d.revision,
         ..pb::Decision::default()
     }
 }
@@ -76,7 +62,7 @@ fn stored_decision(d: &Value) -> pb::Decision {
 pub fn approval_to_pb(v: ApprovalView) -> pb::Approval {
     let r = v.record;
     let n = r.new;
-    let decision = stored_decision(&n.decision);
+    let decision = stored_decision(n.decision);
     let answer = v.answer.map(|(outcome, reason, message)| pb::Decision {
         outcome: outcome_to_pb(outcome) as i32,
         need_approval: outcome != Outcome::Allow,
@@ -93,7 +79,7 @@ pub fn approval_to_pb(v: ApprovalView) -> pb::Approval {
         agent_id: n.agent_id,
         client: n.client,
         session_id: n.session_id,
-        call: crate::service::approval_call(&n.call).map(|c| call_to_pb(&c)),
+        call: Some(call_to_pb(&n.call.call)),
         summary: n.summary,
         decision: Some(decision),
         created_at: timestamp(n.created_at_ms),
@@ -101,7 +87,7 @@ pub fn approval_to_pb(v: ApprovalView) -> pb::Approval {
         state: state_to_pb(v.state) as i32,
         answered_by: r.answered_by.unwrap_or_default(),
         answered_at: r.answered_at_ms.and_then(timestamp),
-        scope: scope_to_pb(r.scope.as_deref()) as i32,
+        scope: scope_to_pb(r.scope) as i32,
         grant_expires_at: r.grant_expires_at_ms.and_then(timestamp),
         answer_reason: r.answer_reason.unwrap_or_default(),
         answer,

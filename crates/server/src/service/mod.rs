@@ -34,7 +34,8 @@ pub use crate::hub::{CachedAdmin, CachedUser, Effective, Published};
 pub use crate::store::IssuedToken;
 pub use crate::store::{
     AUDIT_APPROVAL_ABANDONED, AUDIT_APPROVAL_APPROVED, AUDIT_APPROVAL_DENIED,
-    AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, ApprovalRecord, ApprovalState,
+    AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, ApprovalCall, ApprovalDecision,
+    ApprovalRecord, ApprovalState, ScopeKind,
 };
 pub use crate::store::{
     AUDIT_PIN_SETTINGS_UPDATED, AUDIT_TOOL_CHANGED, AUDIT_TOOL_PINNED, AUDIT_TOOL_REPINNED,
@@ -44,7 +45,6 @@ pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, no
 pub use crate::store::{ClientDecision, NewDecision, StoredDecision};
 pub use approvals::{
     ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
-    call_from_json as approval_call,
 };
 pub use budget::AUDIT_DECISIONS_SHED;
 pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};

@@ -4,9 +4,12 @@
 //! [`APPROVALS_NOTICE_PREFIX`] and the team id) so their watchers and waiters hear
 //! of it at once.
 
+mod record;
+
 use super::backend::Backend;
 use super::sql::{INSERT_AUDIT, SqlStore};
 use super::{StoreError, to_i64, to_u64};
+pub use record::{ApprovalCall, ApprovalDecision, McpCandidate, Original};
 use serde_json::json;
 use sqlx::{
     ColumnIndex, Connection as _, Database, Decode, Encode, Executor, IntoArguments, Row, Type,
@@ -41,11 +44,6 @@ impl ApprovalState {
         self.into()
     }
 
-    fn parse(s: &str) -> Result<Self, StoreError> {
-        s.parse()
-            .map_err(|_| StoreError::Corrupt(format!("approval state {s:?}")))
-    }
-
     fn audit_kind(self) -> &'static str {
         match self {
             Self::Pending => AUDIT_APPROVAL_REQUESTED,
@@ -54,6 +52,26 @@ impl ApprovalState {
             Self::Expired => AUDIT_APPROVAL_EXPIRED,
             Self::Abandoned => AUDIT_APPROVAL_ABANDONED,
         }
+    }
+}
+
+/// How far an approval reaches, as its record keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+pub enum ScopeKind {
+    /// This call only.
+    Once,
+    /// The rest of the asking session (a grant bound to it).
+    Session,
+    /// Until a time (a grant).
+    Duration,
+    /// For good: the entry the call needed was added to an allowlist.
+    Allowlist,
+}
+
+impl ScopeKind {
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 }
 
@@ -67,12 +85,11 @@ pub struct NewApproval {
     pub agent_id: String,
     pub client: String,
     pub session_id: String,
-    /// The call, as the service encodes it (JSON).
-    pub call: serde_json::Value,
+    pub call: ApprovalCall,
     pub call_key: String,
     pub summary: String,
-    /// The ASK that made the request (JSON: outcome, reason, message, …).
-    pub decision: serde_json::Value,
+    /// The ASK that made the request.
+    pub decision: ApprovalDecision,
     pub created_at_ms: i64,
     pub deadline_ms: i64,
 }
@@ -84,8 +101,8 @@ pub struct ApprovalRecord {
     pub state: ApprovalState,
     pub answered_by: Option<String>,
     pub answered_at_ms: Option<i64>,
-    /// `once`, `session`, `duration` or `allowlist`, for an approval.
-    pub scope: Option<String>,
+    /// Set for an approval.
+    pub scope: Option<ScopeKind>,
     pub grant_expires_at_ms: Option<i64>,
     pub answer_reason: Option<String>,
     pub allowlist_entry: Option<String>,
@@ -107,7 +124,7 @@ pub struct Answer {
     pub state: ApprovalState,
     pub by: String,
     pub at_ms: i64,
-    pub scope: Option<String>,
+    pub scope: Option<ScopeKind>,
     pub grant: Option<NewGrant>,
     pub reason: Option<String>,
     pub allowlist_entry: Option<String>,
@@ -130,6 +147,23 @@ const COLUMNS: &str = "request_id, team_id, user_id, principal, agent_id, client
      call, call_key, summary, decision, created_at, deadline, state, answered_by, answered_at,
      scope, grant_expires_at, answer_reason, allowlist_entry, allowlist_revision";
 
+/// A column of request `id` that does not hold what this version writes: refused (a
+/// request read wrongly could be answered or shown as something it is not).
+fn corrupt(id: &str, column: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!(
+        "approval request {id:?}: its `{column}` column does not parse ({e}); the request cannot be read or answered"
+    ))
+}
+
+/// `column` of request `id`, as JSON of its type.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    id: &str,
+    column: &str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(id, column, e))
+}
+
 fn record<R: Row>(row: &R) -> Result<ApprovalRecord, StoreError>
 where
     for<'r> &'r str: ColumnIndex<R>,
@@ -138,30 +172,41 @@ where
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
 {
+    let id: String = row.try_get("request_id")?;
     let call: String = row.try_get("call")?;
     let decision: String = row.try_get("decision")?;
     let state: String = row.try_get("state")?;
+    let scope: Option<String> = row.try_get("scope")?;
     let revision: Option<i64> = row.try_get("allowlist_revision")?;
+    let state = state
+        .parse()
+        .map_err(|_| corrupt(&id, "state", format!("{state:?} is no state")))?;
+    let scope = scope
+        .map(|s| {
+            s.parse()
+                .map_err(|_| corrupt(&id, "scope", format!("{s:?} is no scope")))
+        })
+        .transpose()?;
     Ok(ApprovalRecord {
         new: NewApproval {
-            request_id: row.try_get("request_id")?,
+            call: parse_json(&id, "call", &call)?,
+            decision: parse_json(&id, "decision", &decision)?,
             team_id: row.try_get("team_id")?,
             user_id: row.try_get("user_id")?,
             principal: row.try_get("principal")?,
             agent_id: row.try_get("agent_id")?,
             client: row.try_get("client")?,
             session_id: row.try_get("session_id")?,
-            call: super::from_json("approval call", &call)?,
             call_key: row.try_get("call_key")?,
             summary: row.try_get("summary")?,
-            decision: super::from_json("approval decision", &decision)?,
             created_at_ms: row.try_get("created_at")?,
             deadline_ms: row.try_get("deadline")?,
+            request_id: id,
         },
-        state: ApprovalState::parse(&state)?,
+        state,
         answered_by: row.try_get("answered_by")?,
         answered_at_ms: row.try_get("answered_at")?,
-        scope: row.try_get("scope")?,
+        scope,
         grant_expires_at_ms: row.try_get("grant_expires_at")?,
         answer_reason: row.try_get("answer_reason")?,
         allowlist_entry: row.try_get("allowlist_entry")?,
@@ -203,10 +248,10 @@ where
             .bind(&a.agent_id)
             .bind(&a.client)
             .bind(&a.session_id)
-            .bind(a.call.to_string())
+            .bind(super::to_json(&a.call)?)
             .bind(&a.call_key)
             .bind(&a.summary)
-            .bind(a.decision.to_string())
+            .bind(super::to_json(&a.decision)?)
             .bind(a.created_at_ms)
             .bind(a.deadline_ms)
             .execute(&mut *tx)
@@ -216,16 +261,12 @@ where
                 "user_id": a.user_id,
                 "client": a.client,
                 "summary": a.summary,
-                "reason": a.decision.get("reason"),
+                "reason": a.decision.reason,
                 "deadline_ms": a.deadline_ms,
             });
-            let revision = a
-                .decision
-                .get("revision")
-                .and_then(serde_json::Value::as_i64);
             sqlx::query(INSERT_AUDIT)
                 .bind(&a.team_id)
-                .bind(revision.unwrap_or(0))
+                .bind(to_i64(a.decision.revision))
                 .bind(&a.principal)
                 .bind(AUDIT_APPROVAL_REQUESTED)
                 .bind(a.created_at_ms)
@@ -268,7 +309,7 @@ where
             .bind(answer.state.as_str())
             .bind(&answer.by)
             .bind(answer.at_ms)
-            .bind(answer.scope.as_deref())
+            .bind(answer.scope.map(ScopeKind::as_str))
             .bind(answer.grant.as_ref().map(|g| g.expires_at_ms))
             .bind(answer.reason.as_deref())
             .bind(answer.allowlist_entry.as_deref())
@@ -310,7 +351,7 @@ where
                 "request_id": request_id,
                 "user_id": record.new.user_id,
                 "summary": record.new.summary,
-                "scope": answer.scope,
+                "scope": answer.scope.map(ScopeKind::as_str),
                 "grant_expires_at_ms": answer.grant.as_ref().map(|g| g.expires_at_ms),
                 "reason": answer.reason,
                 "allowlist_entry": answer.allowlist_entry,
@@ -396,3 +437,6 @@ where
             .transpose()
     }
 }
+
+#[cfg(test)]
+mod tests;

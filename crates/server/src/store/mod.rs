@@ -26,7 +26,8 @@ mod tokens;
 pub use approvals::{
     APPROVALS_NOTICE_PREFIX, AUDIT_APPROVAL_ABANDONED, AUDIT_APPROVAL_APPROVED,
     AUDIT_APPROVAL_DENIED, AUDIT_APPROVAL_EXPIRED, AUDIT_APPROVAL_REQUESTED, Answer, Answered,
-    ApprovalRecord, ApprovalState, NewApproval, NewGrant,
+    ApprovalCall, ApprovalDecision, ApprovalRecord, ApprovalState, McpCandidate, NewApproval,
+    NewGrant, Original, ScopeKind,
 };
 pub use backend::Backend;
 pub use client_decisions::ClientDecision;
