@@ -290,7 +290,11 @@ fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
             .map_or(Ok(()), std::fs::create_dir_all)
             // never in place: a crash mid-write must not truncate the client's settings
             .and_then(|()| {
-                toolgate_files::write_atomic(&path, toolgate_files::Mode::KeepTarget, text.as_bytes())
+                toolgate_files::write_atomic(
+                    &path,
+                    toolgate_files::Mode::KeepTarget,
+                    text.as_bytes(),
+                )
             });
         if let Err(e) = written {
             return Err(format!("writing {}: {e}", path.display()));

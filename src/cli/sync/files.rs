@@ -162,7 +162,9 @@ pub(super) fn read(path: &Path) -> Option<Vec<u8>> {
 pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     path.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o644), bytes))
+        .and_then(|()| {
+            toolgate_files::write_atomic(path, toolgate_files::Mode::Exactly(0o644), bytes)
+        })
         .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
