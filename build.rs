@@ -55,7 +55,11 @@ fn commit(root: &Path) -> Result<String, String> {
         }
         return Ok(given);
     }
-    let Some(head) = git(root, &["rev-parse", "--short", "HEAD"]) else {
+    // sources unpacked inside some other checkout are not that checkout's commit
+    let top = git(root, &["rev-parse", "--show-toplevel"]).map(PathBuf::from);
+    let ours = top.and_then(|t| t.canonicalize().ok()) == root.canonicalize().ok();
+    let head = git(root, &["rev-parse", "--short", "HEAD"]);
+    let (true, Some(head)) = (ours, head) else {
         return Ok("unknown".to_owned());
     };
     // a new commit moves the branch's ref, a checkout moves HEAD; the ref may also be
