@@ -1,18 +1,17 @@
 //! Builds the application from a configuration and serves it: `run(listener, app, shutdown)`
 //! is what `main` and the integration tests both call.
 
-use crate::auth::{Authenticator, Principal, Role, generate_token, token_digest};
+use crate::auth::{Authenticator, Principal, Role, token_digest};
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::service::Service;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 mod health;
 mod preflight;

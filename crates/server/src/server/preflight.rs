@@ -1,7 +1,12 @@
 //! Before the server binds: the checks `check-config` and `serve` make, the data
 //! directory created and locked, the bootstrap token.
 
-use super::*;
+use super::{BOOTSTRAP_TOKEN_FILE, ServerError};
+use crate::auth::generate_token;
+use crate::config::Config;
+use std::io::Write as _;
+use std::path::Path;
+use tracing::warn;
 
 /// What `check-config` warns about without refusing: the policy file's teams that
 /// allow a code runner (each located by file and line).
