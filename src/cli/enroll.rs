@@ -9,7 +9,7 @@ use super::agent::install::{
 };
 use super::connection::Connection;
 use crate::hook::Client;
-use crate::hook::install::{self, Scope};
+use crate::hook::install::{self, InstallScope};
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -108,7 +108,7 @@ fn system(args: &EnrollArgs, conn: &Connection) -> Result<(), String> {
         shell_quote(&args.command)
     );
     put(&root.join(HELPER), 0o755, &helper)?;
-    let settings = install::target(Client::ClaudeCode, Scope::Managed, &root);
+    let settings = install::target(Client::ClaudeCode, InstallScope::Managed, &root);
     let mut doc = read_json(&settings)?;
     doc["policyHelper"] = json!({"path": format!("/{HELPER}"), "timeoutMs": 10000,
         "refreshIntervalMs": args.refresh_secs * 1000});
@@ -122,11 +122,11 @@ fn system(args: &EnrollArgs, conn: &Connection) -> Result<(), String> {
     )?;
 
     // Gemini CLI: the hook in its system settings (its admin policy is the sync agent's)
-    let gemini = install::target(Client::Gemini, Scope::Managed, &root);
+    let gemini = install::target(Client::Gemini, InstallScope::Managed, &root);
     let existing = std::fs::read_to_string(&gemini).ok();
     let text = install::merge(
         Client::Gemini,
-        Scope::Managed,
+        InstallScope::Managed,
         &gemini,
         existing.as_deref(),
         &format!("{} hook gemini", shell_quote(&args.command)),
@@ -196,10 +196,18 @@ fn has_hook(doc: &Value, event: &str) -> bool {
 
 fn check(args: &EnrollArgs) -> Result<(), String> {
     let root = root(args);
-    let claude = doc(&install::target(Client::ClaudeCode, Scope::Managed, &root));
+    let claude = doc(&install::target(
+        Client::ClaudeCode,
+        InstallScope::Managed,
+        &root,
+    ));
     let codex = doc(&root.join("etc/codex/requirements.toml"));
     let gemini_policy = root.join("etc/gemini-cli/policies/toolgate.toml");
-    let gemini = doc(&install::target(Client::Gemini, Scope::Managed, &root));
+    let gemini = doc(&install::target(
+        Client::Gemini,
+        InstallScope::Managed,
+        &root,
+    ));
     let cursor = doc(&root.join("etc/cursor/hooks.json"));
     let rows = [
         (

@@ -8,7 +8,7 @@ use crate::cli::connection::Resolved;
 use crate::cli::hook_config::{self, Flags, settings_of, toolgate_env};
 use crate::grpc::client::{Client as ServerClient, ClientConfig, ClientError};
 use crate::hook::Client;
-use crate::hook::install::{self, Scope};
+use crate::hook::install::{self, InstallScope};
 use clap::Args;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -138,7 +138,7 @@ fn check(args: CheckArgs) -> Result<i32, String> {
     let install_again = format!("run `toolgate hook install {}` first", client.name());
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("no hook at {}: {e}: {install_again}", path.display()))?;
-    let doc: serde_json::Value = if client == Client::Codex && scope == Scope::Managed {
+    let doc: serde_json::Value = if client == Client::Codex && scope == InstallScope::Managed {
         toml::from_str::<toml::Table>(&text)
             .ok()
             .and_then(|t| serde_json::to_value(t).ok())

@@ -6,7 +6,7 @@ use super::{ClientName, ScopeArg};
 use crate::cli::connection::Connection;
 use crate::cli::hook_config;
 use crate::hook::Client;
-use crate::hook::install::{self, Scope};
+use crate::hook::install::{self, InstallScope};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -53,20 +53,20 @@ pub(super) fn install_target(
     client: Client,
     scope: ScopeArg,
     path: &Option<PathBuf>,
-) -> Result<(Scope, PathBuf), String> {
+) -> Result<(InstallScope, PathBuf), String> {
     let scope = match scope {
-        ScopeArg::User => Scope::User,
-        ScopeArg::Project => Scope::Project,
-        ScopeArg::Managed => Scope::Managed,
+        ScopeArg::User => InstallScope::User,
+        ScopeArg::Project => InstallScope::Project,
+        ScopeArg::Managed => InstallScope::Managed,
     };
     let base = match (path, scope) {
         (Some(p), _) => p.clone(),
-        (None, Scope::User) => match std::env::var_os("HOME") {
+        (None, InstallScope::User) => match std::env::var_os("HOME") {
             Some(h) => PathBuf::from(h),
             None => return Err("HOME is not set: give --path DIR".into()),
         },
-        (None, Scope::Project) => PathBuf::from("."),
-        (None, Scope::Managed) => PathBuf::from("/"),
+        (None, InstallScope::Project) => PathBuf::from("."),
+        (None, InstallScope::Managed) => PathBuf::from("/"),
     };
     Ok((scope, install::target(client, scope, &base)))
 }
@@ -185,7 +185,7 @@ pub(super) fn install_hook(args: InstallArgs, conn: &Connection) -> i32 {
 fn install(args: InstallArgs, conn: &Connection) -> Result<(), String> {
     let client = Client::from(args.client);
     let (scope, path) = install_target(client, args.scope, &args.path)?;
-    let managed = scope == Scope::Managed;
+    let managed = scope == InstallScope::Managed;
     if managed && args.command.is_none() {
         return Err(format!(
             "--command is required with --scope managed: the file is deployed to other machines, where this binary's path ({}) may not exist; give the toolgate binary's path there, e.g. --command /usr/local/bin/toolgate",

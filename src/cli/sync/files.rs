@@ -5,7 +5,7 @@
 use crate::export::{self, Format};
 use crate::grpc::client::RemotePolicy;
 use crate::hook::Client;
-use crate::hook::install::{self, Scope};
+use crate::hook::install::{self, InstallScope};
 use clap::ValueEnum;
 use sha2::Digest as _;
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ pub(super) fn render(
             let rules = export::export(Format::CodexRequirements, admin, user, files)?;
             let text = install::merge(
                 Client::Codex,
-                Scope::Managed,
+                InstallScope::Managed,
                 &target.path,
                 Some(&rules.text),
                 &target.hook,
@@ -143,7 +143,7 @@ pub(super) fn merged(target: &Target, found: Option<&[u8]>) -> Result<String, St
     };
     install::merge(
         target.file.client(),
-        Scope::Managed,
+        InstallScope::Managed,
         &target.path,
         text,
         &target.hook,

@@ -4,7 +4,7 @@
 
 use super::{Plan, claude};
 use crate::hook::Client;
-use crate::hook::install::{self, Scope};
+use crate::hook::install::{self, InstallScope};
 use crate::policy::AdminControls;
 use crate::policy::managed::ServerIdentity;
 use crate::policy::managed::servers::server_rules;
@@ -22,7 +22,7 @@ pub fn render(
     // the hook entry exactly as a managed install writes it
     let installed = install::merge(
         Client::ClaudeCode,
-        Scope::Managed,
+        InstallScope::Managed,
         Path::new("managed-settings.json"),
         None,
         hook_command,

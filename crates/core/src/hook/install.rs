@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Whose configuration is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub enum InstallScope {
     /// The user's own settings (`~/.claude/settings.json`, …).
     User,
     /// The project's settings, in the current directory.
@@ -64,16 +64,16 @@ pub enum InstallError {
 
 /// The file to write for `client` at `scope`. `base` is the home directory (user), the
 /// project directory (project) or the root of the file system (managed).
-pub fn target(client: Client, scope: Scope, base: &Path) -> PathBuf {
+pub fn target(client: Client, scope: InstallScope, base: &Path) -> PathBuf {
     let relative = match (client, scope) {
-        (Client::ClaudeCode, Scope::User | Scope::Project) => ".claude/settings.json",
-        (Client::ClaudeCode, Scope::Managed) => "etc/claude-code/managed-settings.json",
-        (Client::Codex, Scope::User | Scope::Project) => ".codex/hooks.json",
-        (Client::Codex, Scope::Managed) => "etc/codex/requirements.toml",
-        (Client::Cursor, Scope::User | Scope::Project) => ".cursor/hooks.json",
-        (Client::Cursor, Scope::Managed) => "etc/cursor/hooks.json",
-        (Client::Gemini, Scope::User | Scope::Project) => ".gemini/settings.json",
-        (Client::Gemini, Scope::Managed) => "etc/gemini-cli/settings.json",
+        (Client::ClaudeCode, InstallScope::User | InstallScope::Project) => ".claude/settings.json",
+        (Client::ClaudeCode, InstallScope::Managed) => "etc/claude-code/managed-settings.json",
+        (Client::Codex, InstallScope::User | InstallScope::Project) => ".codex/hooks.json",
+        (Client::Codex, InstallScope::Managed) => "etc/codex/requirements.toml",
+        (Client::Cursor, InstallScope::User | InstallScope::Project) => ".cursor/hooks.json",
+        (Client::Cursor, InstallScope::Managed) => "etc/cursor/hooks.json",
+        (Client::Gemini, InstallScope::User | InstallScope::Project) => ".gemini/settings.json",
+        (Client::Gemini, InstallScope::Managed) => "etc/gemini-cli/settings.json",
     };
     base.join(relative)
 }
@@ -82,7 +82,7 @@ pub fn target(client: Client, scope: Scope, base: &Path) -> PathBuf {
 /// entry running `command`, replacing an earlier toolgate entry and nothing else.
 pub fn merge(
     client: Client,
-    scope: Scope,
+    scope: InstallScope,
     path: &Path,
     existing: Option<&str>,
     command: &str,
@@ -95,13 +95,13 @@ pub fn merge(
 /// sends to its approvers, since a client whose hook times out runs the call.
 pub fn merge_with_timeout(
     client: Client,
-    scope: Scope,
+    scope: InstallScope,
     path: &Path,
     existing: Option<&str>,
     command: &str,
     timeout_secs: u64,
 ) -> Result<String, InstallError> {
-    if client == Client::Codex && scope == Scope::Managed {
+    if client == Client::Codex && scope == InstallScope::Managed {
         return merge_codex_requirements(path, existing, command, timeout_secs);
     }
     let mut doc = match existing.map(str::trim).filter(|t| !t.is_empty()) {
@@ -123,7 +123,7 @@ pub fn merge_with_timeout(
             if client == Client::ClaudeCode {
                 remove_old_vars(&mut doc);
             }
-            if client == Client::ClaudeCode && scope == Scope::Managed {
+            if client == Client::ClaudeCode && scope == InstallScope::Managed {
                 // no user or project hook (nor a project's disableAllHooks) displaces it
                 doc["allowManagedHooksOnly"] = json!(true);
             }
@@ -336,7 +336,7 @@ mod tests {
         let old = r#"{"env": {"OTHER": "1", "OTEL_LOGS_EXPORTER": "console"}, "model": "x"}"#;
         let merged = merge(
             Client::ClaudeCode,
-            Scope::User,
+            InstallScope::User,
             Path::new("s"),
             Some(old),
             "tg hook claude-code --token-file /t",
@@ -374,7 +374,14 @@ mod tests {
     #[test]
     fn every_install_matches_every_tool() {
         for client in [Client::ClaudeCode, Client::Codex, Client::Gemini] {
-            let text = merge(client, Scope::User, Path::new("s"), None, "toolgate hook x").unwrap();
+            let text = merge(
+                client,
+                InstallScope::User,
+                Path::new("s"),
+                None,
+                "toolgate hook x",
+            )
+            .unwrap();
             let doc: Value = serde_json::from_str(&text).unwrap();
             let event = if client == Client::Gemini {
                 "BeforeTool"
@@ -390,7 +397,7 @@ mod tests {
         }
         let cursor = merge(
             Client::Cursor,
-            Scope::User,
+            InstallScope::User,
             Path::new("s"),
             None,
             "toolgate hook cursor",
@@ -426,7 +433,7 @@ mod tests {
         let command = "/bin/toolgate hook claude-code --server http://s";
         let new = merge(
             Client::ClaudeCode,
-            Scope::User,
+            InstallScope::User,
             Path::new("s"),
             Some(old),
             command,
@@ -441,7 +448,7 @@ mod tests {
         let only_ours = r#"{"env": {"TOOLGATE_USER": "u"}}"#;
         let new = merge(
             Client::ClaudeCode,
-            Scope::User,
+            InstallScope::User,
             Path::new("s"),
             Some(only_ours),
             command,
@@ -457,7 +464,7 @@ mod tests {
             {"matcher": "Bash", "hooks": [{"type": "command", "command": "/old/toolgate hook claude-code"}]}]}}"#;
         let new = merge(
             Client::ClaudeCode,
-            Scope::User,
+            InstallScope::User,
             path,
             Some(old),
             "toolgate hook claude-code",
@@ -471,21 +478,30 @@ mod tests {
         assert_eq!(entries[1]["matcher"], matcher(Client::ClaudeCode));
         let again = merge(
             Client::ClaudeCode,
-            Scope::User,
+            InstallScope::User,
             path,
             Some(&new),
             "toolgate hook claude-code",
         )
         .unwrap();
         assert_eq!(again, new);
-        assert!(merge(Client::ClaudeCode, Scope::User, path, Some("[1]"), "t").is_err());
+        assert!(
+            merge(
+                Client::ClaudeCode,
+                InstallScope::User,
+                path,
+                Some("[1]"),
+                "t"
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn managed_forms() {
         let claude = merge(
             Client::ClaudeCode,
-            Scope::Managed,
+            InstallScope::Managed,
             Path::new("m"),
             None,
             "toolgate hook claude-code",
@@ -494,7 +510,7 @@ mod tests {
         assert!(claude.contains("\"allowManagedHooksOnly\": true"));
         let codex = merge(
             Client::Codex,
-            Scope::Managed,
+            InstallScope::Managed,
             Path::new("r"),
             Some("allowed_sandbox_modes = [\"read-only\"]\n"),
             "toolgate hook codex",

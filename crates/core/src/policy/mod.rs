@@ -46,8 +46,8 @@ pub use settings::{
     UserSettings, default_browser_server_ids,
 };
 pub use shell::{
-    Cd, CommandLine, Effects, MAX_NESTING, Origin, Place, Prefix, PrefixList, SimpleCommand, Touch,
-    checked_beyond_prefix, parse_command_line, place_of, program_name, touches,
+    Cd, CommandLine, CommandOrigin, Effects, MAX_NESTING, Place, Prefix, PrefixList, SimpleCommand,
+    Touch, checked_beyond_prefix, parse_command_line, place_of, program_name, touches,
 };
 pub use tool_actions::{ToolActionList, ToolActionLists, qualified_name};
 

@@ -13,7 +13,7 @@ mod quotes;
 mod tests;
 
 use crate::policy::{
-    Call, Candidate, CommandLine, Decision, Origin, SimpleCommand, parse_command_line,
+    Call, Candidate, CommandLine, CommandOrigin, Decision, SimpleCommand, parse_command_line,
 };
 use quotes::{Quote, Quotes};
 use regex::{Regex, RegexSet};
@@ -386,7 +386,7 @@ fn same_shape(a: &CommandLine, b: &CommandLine) -> bool {
     let read = |l: &CommandLine, argument: bool| -> Vec<_> {
         l.commands
             .iter()
-            .filter(|c| (c.origin == Origin::Argument) == argument)
+            .filter(|c| (c.origin == CommandOrigin::Argument) == argument)
             .cloned()
             .collect()
     };

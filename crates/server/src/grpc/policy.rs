@@ -18,7 +18,7 @@ impl PolicyService for Api {
             convert::arguments_from_pb(call.as_mut().and_then(|c| c.arguments.take()), &"call")
                 .map_err(ServiceError::from)?;
         let call = call_from_pb(&"call", call).map_err(ServiceError::from)?;
-        let origin = crate::service::Origin {
+        let origin = crate::service::RequestOrigin {
             source: crate::service::DecisionSource::Evaluate,
             client: r.client,
             tool_use_id: r.tool_use_id,
@@ -95,7 +95,7 @@ impl PolicyService for Api {
             );
             calls.push(call_from_pb(&field, Some(c)).map_err(ServiceError::from)?);
         }
-        let origin = crate::service::Origin {
+        let origin = crate::service::RequestOrigin {
             source: crate::service::DecisionSource::EvaluateBatch,
             client: r.client,
             tool_use_id: String::new(),

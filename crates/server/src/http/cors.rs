@@ -20,9 +20,9 @@ const PREFLIGHT_MAX_AGE: &str = "600";
 
 /// The origin of a cross-origin request that is allowed.
 #[derive(Debug, Clone)]
-pub struct Origin(HeaderValue);
+pub struct AllowedOrigin(HeaderValue);
 
-impl Origin {
+impl AllowedOrigin {
     /// `None` for a request without an `Origin` (curl, gRPC clients) or from the
     /// server's own origin; the origin when it is allowed; an error otherwise.
     pub fn of<B>(req: &Request<B>, allowed: &[String]) -> Result<Option<Self>, Status> {
@@ -75,8 +75,8 @@ pub enum Protocol {
 }
 
 /// Lets an allowed origin's page read the answer.
-pub fn allow(headers: &mut HeaderMap, origin: Option<&Origin>, protocol: Protocol) {
-    let Some(Origin(origin)) = origin else {
+pub fn allow(headers: &mut HeaderMap, origin: Option<&AllowedOrigin>, protocol: Protocol) {
+    let Some(AllowedOrigin(origin)) = origin else {
         return;
     };
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
@@ -93,14 +93,14 @@ pub fn allow(headers: &mut HeaderMap, origin: Option<&Origin>, protocol: Protoco
 
 /// Answers an `OPTIONS` preflight: 204 with the CORS headers for an allowed origin,
 /// 204 without them otherwise (the browser then refuses the call itself).
-pub fn preflight<B>(req: &Request<B>, origin: Option<&Origin>) -> Response<Body> {
+pub fn preflight<B>(req: &Request<B>, origin: Option<&AllowedOrigin>) -> Response<Body> {
     let mut answer = Response::new(Body::empty());
     *answer.status_mut() = StatusCode::NO_CONTENT;
     let asks_post = req
         .headers()
         .get(header::ACCESS_CONTROL_REQUEST_METHOD)
         .is_some_and(|m| m == "POST");
-    if let (Some(Origin(origin)), true) = (origin, asks_post) {
+    if let (Some(AllowedOrigin(origin)), true) = (origin, asks_post) {
         let headers = answer.headers_mut();
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
         headers.insert(
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn origins_are_allowed_exactly_and_the_servers_own_needs_nothing() {
         let allowed = vec!["https://console.example.com".to_owned()];
-        let of = |origin, host| Origin::of(&request(origin, host), &allowed);
+        let of = |origin, host| AllowedOrigin::of(&request(origin, host), &allowed);
         assert!(of(None, "api:7070").unwrap().is_none());
         assert!(of(Some("http://api:7070"), "api:7070").unwrap().is_none());
         assert!(

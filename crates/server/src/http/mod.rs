@@ -224,7 +224,7 @@ where
         req: Request<Body>,
     ) -> BoxFuture<Response<Body>, Infallible> {
         let shared = self.shared.clone();
-        let origin = match cors::Origin::of(&req, &shared.origins) {
+        let origin = match cors::AllowedOrigin::of(&req, &shared.origins) {
             Ok(origin) => origin,
             Err(refused) => {
                 return Box::pin(async move { Ok(secure(connect::error_response(&refused))) });

@@ -2,7 +2,7 @@
 //! seed 004's roles when it names an agent; DENYs to the audit trail), and
 //! `tools/list` filtering.
 
-use super::decisions::{DecisionSource, Origin, Shown, check_client, check_tool_use_id};
+use super::decisions::{DecisionSource, RequestOrigin, Shown, check_client, check_tool_use_id};
 use super::principal::caller_groups;
 use super::{Service, ServiceError, check_id, own_subject};
 use crate::auth::{Action, Principal, authorize};
@@ -93,7 +93,7 @@ impl Service {
         } else {
             DecisionSource::EvaluateBatch
         };
-        let origin = Origin {
+        let origin = RequestOrigin {
             source,
             client: String::new(),
             tool_use_id: String::new(),
@@ -114,7 +114,7 @@ impl Service {
         explain: bool,
         agent: &AgentSpec,
         args: &[CallArgs],
-        origin: &Origin,
+        origin: &RequestOrigin,
     ) -> Result<(Vec<Decision>, u64), ServiceError> {
         check_client(&origin.client)?;
         check_tool_use_id(&origin.tool_use_id)?;
@@ -297,7 +297,7 @@ impl Service {
             PolicyError::InvalidToolsList(_) => ServiceError::entries("tools_json.", e),
             other => ServiceError::entries("", other),
         })?;
-        let origin = Origin {
+        let origin = RequestOrigin {
             source: DecisionSource::FilterTools,
             client: client.to_owned(),
             tool_use_id: String::new(),

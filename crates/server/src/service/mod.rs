@@ -44,7 +44,7 @@ pub use crate::store::{
 pub use crate::store::{AuditEvent, AuditFilter, Change, ChangeDoc, Versioned, now_ms};
 pub use crate::store::{ClientDecision, NewDecision, StoredDecision};
 pub use approvals::{
-    ApprovalAsk, ApprovalView, AwaitEvent, Scope as ApprovalScope, Ticket, WatchApprovalsEvent,
+    ApprovalAsk, ApprovalScope, ApprovalView, AwaitEvent, Ticket, WatchApprovalsEvent,
 };
 pub use budget::AUDIT_DECISIONS_SHED;
 pub use client_telemetry::{Ingested, REPORTS_PER_MINUTE, ReportedDecision};
@@ -53,7 +53,7 @@ pub use crate::config::JOURNAL_DIR;
 pub use decision_log::SPILL_FILE;
 pub use decisions::{
     CHECK_CLIENT, CutShort, DecisionEvent, DecisionFilter, DecisionPage, DecisionSource,
-    DecisionWatch, Impact, ImpactExample, ImpactGroup, Origin, TeamImpact, check_client,
+    DecisionWatch, Impact, ImpactExample, ImpactGroup, RequestOrigin, TeamImpact, check_client,
     check_tool_use_id, outcome_name, parse_outcome, parse_reason,
 };
 pub use deny_journal::{DenyJournal, JournalError};

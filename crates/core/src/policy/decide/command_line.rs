@@ -8,7 +8,7 @@ use super::deletion::delete;
 use super::mcp::mcp;
 use super::{Action, Explain, Parts, Quiet, kill_switch, modes};
 use crate::policy::lists::{CompiledAdmin, CompiledUser};
-use crate::policy::shell::{self, Origin, Place, READONLY, SimpleCommand};
+use crate::policy::shell::{self, CommandOrigin, Place, READONLY, SimpleCommand};
 use crate::policy::tool_actions::ToolActionLists;
 use crate::policy::{Candidate, EntryText, Outcome, Reason, Unchecked, builtin};
 use std::sync::Arc;
@@ -121,11 +121,11 @@ fn skipped(command: &SimpleCommand, prefix: &str) -> usize {
 /// The part of the line a command is, for people.
 fn part(command: &SimpleCommand) -> String {
     let what = match command.origin {
-        Origin::Line => "",
-        Origin::Run => " (run by another command of the line)",
-        Origin::Substitution => " (inside a substitution)",
-        Origin::Equivalent => " (an equivalent spelling)",
-        Origin::Argument => " (words in the arguments of a program that may run them)",
+        CommandOrigin::Line => "",
+        CommandOrigin::Run => " (run by another command of the line)",
+        CommandOrigin::Substitution => " (inside a substitution)",
+        CommandOrigin::Equivalent => " (an equivalent spelling)",
+        CommandOrigin::Argument => " (words in the arguments of a program that may run them)",
     };
     format!("{:?}{what}", command.text)
 }
@@ -258,10 +258,9 @@ pub(super) fn command_line<E: Explain>(
         return with(blocked(), detail);
     }
     // a substitution's commands run only where an allowed prefix allows them
-    if let Some(command) = commands
-        .iter()
-        .find(|c| c.origin == Origin::Substitution && allowing(admin, user, &commands, c).is_none())
-    {
+    if let Some(command) = commands.iter().find(|c| {
+        c.origin == CommandOrigin::Substitution && allowing(admin, user, &commands, c).is_none()
+    }) {
         let detail = format!(
             "{} is not allowed by an allowed prefix, so what the substitution yields cannot be known",
             part(command)
@@ -340,10 +339,12 @@ pub(super) fn command_line<E: Explain>(
     let mut first_prefix = None;
     let mut unlisted = Vec::new();
     let mut unknown: Vec<String> = Vec::new();
-    for command in commands
-        .iter()
-        .filter(|c| !matches!(c.origin, Origin::Equivalent | Origin::Argument))
-    {
+    for command in commands.iter().filter(|c| {
+        !matches!(
+            c.origin,
+            CommandOrigin::Equivalent | CommandOrigin::Argument
+        )
+    }) {
         match allowing(admin, user, &commands, command) {
             Some(p)
                 if &**p == READONLY

@@ -56,7 +56,7 @@ pub enum Cd {
 
 /// Why a command is part of the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Origin {
+pub enum CommandOrigin {
     /// Written on the line (or in a `bash -c` string on it).
     #[default]
     Line,
@@ -124,7 +124,7 @@ pub struct SimpleCommand {
     pub redirects: Vec<String>,
     /// What it writes, deletes, changes to, contacts.
     pub effects: Effects,
-    pub origin: Origin,
+    pub origin: CommandOrigin,
     /// For a command another runs (`sudo apt install x`'s `apt install x`): that
     /// command's index in the line and where these words start among its words, so
     /// an allowed prefix that reaches into them (`sudo apt`) covers them.
@@ -144,7 +144,7 @@ impl SimpleCommand {
             globs: Vec::new(),
             redirects: Vec::new(),
             effects: Effects::default(),
-            origin: Origin::Line,
+            origin: CommandOrigin::Line,
             run_by: None,
         }
     }

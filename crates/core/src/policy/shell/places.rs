@@ -2,7 +2,7 @@
 //! `cd`/`pushd`/`popd`, and the paths outside it or protected inside it, where no
 //! write auto-runs (hooks and configuration there run code later).
 
-use super::{Cd, Origin, SimpleCommand};
+use super::{Cd, CommandOrigin, SimpleCommand};
 
 /// Names that run code or hold credentials when written: a path with one of them as
 /// a part is protected wherever it stands (compared without case, as macOS and
@@ -98,7 +98,10 @@ pub fn touches<'a>(commands: &'a [SimpleCommand], cwd: Option<&str>) -> Vec<Touc
     let mut dir = Dir::Known(Vec::new());
     let mut out = Vec::new();
     for command in commands {
-        if matches!(command.origin, Origin::Equivalent | Origin::Argument) {
+        if matches!(
+            command.origin,
+            CommandOrigin::Equivalent | CommandOrigin::Argument
+        ) {
             continue;
         }
         let effects = &command.effects;

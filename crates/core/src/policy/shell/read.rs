@@ -7,7 +7,7 @@
 
 use super::redirects::{check_redirect, redirect_target};
 use super::words::{UNKNOWN, assignment, plain_word, text, word};
-use super::{CommandLine, Origin, SimpleCommand, closed, plain};
+use super::{CommandLine, CommandOrigin, SimpleCommand, closed, plain};
 use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
@@ -38,7 +38,7 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
         out: Vec::new(),
         nested_reads: 0,
         plain_path,
-        origin: Origin::Line,
+        origin: CommandOrigin::Line,
     };
     reader.read(line, 0);
     let mut commands = reader.out;
@@ -46,7 +46,7 @@ pub(super) fn read_line(line: &str, plain_path: bool) -> CommandLine {
     // environment assignments) is read here, for every command however it was found
     for command in &mut commands {
         if command.opaque.is_none()
-            && command.origin != Origin::Equivalent
+            && command.origin != CommandOrigin::Equivalent
             && let Some(why) = closed::opaque(&command.words, command.command_at)
         {
             command.opaque = Some(why);
@@ -77,7 +77,7 @@ pub(super) struct Reader {
     /// Whether plain lines skip the grammar (always, but in the tests that compare).
     pub(super) plain_path: bool,
     /// Why the commands being read are part of the line.
-    pub(super) origin: Origin,
+    pub(super) origin: CommandOrigin,
 }
 
 fn parse_tree(line: &str) -> Option<tree_sitter::Tree> {
@@ -97,7 +97,7 @@ fn parse_tree(line: &str) -> Option<tree_sitter::Tree> {
 impl Reader {
     /// [`Reader::read`] for commands of `origin` (run by another command, inside a
     /// substitution).
-    pub(super) fn read_as(&mut self, line: &str, depth: usize, origin: Origin) {
+    pub(super) fn read_as(&mut self, line: &str, depth: usize, origin: CommandOrigin) {
         let outer = std::mem::replace(&mut self.origin, origin);
         self.read(line, depth);
         self.origin = outer;
@@ -341,7 +341,7 @@ impl Reader {
                 ));
                 continue;
             }
-            self.read_as(&inner, depth + 1, Origin::Substitution);
+            self.read_as(&inner, depth + 1, CommandOrigin::Substitution);
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::effects::{Run, effects};
 use super::programs::{SHELLS, WRAPPERS};
 use super::read::{MAX_NESTED_READS, MAX_NESTING, Reader};
-use super::{Effects, Origin, SimpleCommand, base_name};
+use super::{CommandOrigin, Effects, SimpleCommand, base_name};
 
 /// Commands that run text as shell code, define what names mean, or run code later:
 /// what they run cannot be read from the line.
@@ -36,7 +36,7 @@ impl Reader {
         assignments: usize,
         redirects: &dyn Fn(bool) -> Result<Vec<(String, bool)>, String>,
         depth: usize,
-        (origin, unknown_args): (Origin, bool),
+        (origin, unknown_args): (CommandOrigin, bool),
     ) {
         let fail = |why: String| {
             let mut c = SimpleCommand::opaque(command_text, why);
@@ -166,15 +166,15 @@ impl Reader {
                 opaque: None,
                 redirects: Vec::new(),
                 effects: Effects::default(),
-                origin: Origin::Equivalent,
+                origin: CommandOrigin::Equivalent,
                 run_by: None,
             });
         }
         // what it runs is a command of the line in its own right
-        let run_origin = if origin == Origin::Substitution {
+        let run_origin = if origin == CommandOrigin::Substitution {
             origin
         } else {
-            Origin::Run
+            CommandOrigin::Run
         };
         for run in found.runs {
             self.nested_reads += 1;

@@ -4,12 +4,12 @@
 
 use super::request::shown_of;
 use super::view::{ApprovalView, answer_of};
-use super::{MAX_LIST, Scope, answer_reason, label, not_found, rfc3339};
+use super::{ApprovalScope, MAX_LIST, answer_reason, label, not_found, rfc3339};
 use crate::auth::{Action, Principal, Role, authorize};
 use crate::policy::Outcome;
 use crate::policy::approvals::{self, AnswerRefusal, Answerer, may_answer};
 use crate::policy::roles::AgentSpec;
-use crate::service::decisions::{DecisionSource, Origin};
+use crate::service::decisions::{DecisionSource, RequestOrigin};
 use crate::service::{Service, ServiceError, check_id, own_subject};
 use crate::store::{Answer, Answered, ApprovalRecord, ApprovalState, NewGrant, now_ms};
 use std::time::Duration;
@@ -192,7 +192,7 @@ impl Service {
         &self,
         p: &Principal,
         id: &str,
-        scope: Scope,
+        scope: ApprovalScope,
         note: &str,
     ) -> Result<ApprovalView, ServiceError> {
         let note = answer_reason("note", note, false)?;
@@ -229,8 +229,8 @@ impl Service {
             allowlist_revision: None,
         };
         match scope {
-            Scope::Once => {}
-            Scope::Session => {
+            ApprovalScope::Once => {}
+            ApprovalScope::Session => {
                 if record.new.session_id.is_empty() {
                     return Err(ServiceError::FailedPrecondition(format!(
                         "the call of request {id} came with no session id, so it cannot be approved for its session: approve it once or for a duration"
@@ -246,7 +246,7 @@ impl Service {
                     expires_at_ms: until(max_grant),
                 });
             }
-            Scope::Duration(d) => {
+            ApprovalScope::Duration(d) => {
                 if d.is_zero() || d > max_grant {
                     return Err(ServiceError::invalid(
                         "duration_seconds",
@@ -262,7 +262,7 @@ impl Service {
                     expires_at_ms: until(d),
                 });
             }
-            Scope::Allowlist { expected_revision } => {
+            ApprovalScope::Allowlist { expected_revision } => {
                 let (entry, revision) =
                     self.add_needed_entry(p, &record, expected_revision).await?;
                 answer.allowlist_entry = Some(entry);
@@ -334,7 +334,7 @@ impl Service {
             id: (!r.new.agent_id.is_empty()).then(|| r.new.agent_id.clone()),
             ..AgentSpec::default()
         };
-        let origin = Origin {
+        let origin = RequestOrigin {
             source: DecisionSource::Approval,
             client: r.new.client.clone(),
             tool_use_id: String::new(),

@@ -52,14 +52,14 @@ pub struct Ticket {
 
 /// How far an approval reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub enum ApprovalScope {
     Once,
     Session,
     Duration(Duration),
     Allowlist { expected_revision: Option<u64> },
 }
 
-impl Scope {
+impl ApprovalScope {
     fn kind(self) -> ScopeKind {
         match self {
             Self::Once => ScopeKind::Once,

@@ -7,7 +7,7 @@ use crate::policy::approvals::{self, call_key, call_summary};
 use crate::policy::roles::AgentSpec;
 use crate::policy::{Call, Decision, Outcome, Reason};
 use crate::secrets;
-use crate::service::decisions::{DecisionSource, Origin, Shown};
+use crate::service::decisions::{DecisionSource, RequestOrigin, Shown};
 use crate::service::webhook::WebhookEvent;
 use crate::service::{Service, ServiceError, check_id, own_subject};
 use crate::store::{ApprovalCall, ApprovalDecision, NewApproval, Original, now_ms};
@@ -126,7 +126,7 @@ impl Service {
                 id: agent_id.map(str::to_owned),
                 ..AgentSpec::default()
             };
-            let origin = Origin {
+            let origin = RequestOrigin {
                 source: DecisionSource::Approval,
                 client: client.clone(),
                 tool_use_id: String::new(),

@@ -19,7 +19,7 @@ mod watch;
 pub use impact::{CutShort, Impact, ImpactExample, ImpactGroup, TeamImpact};
 pub use listing::{DecisionFilter, DecisionPage, MAX_PAGE};
 pub use origin::{
-    CHECK_CLIENT, DecisionSource, Origin, check_client, check_tool_use_id, outcome_name,
+    CHECK_CLIENT, DecisionSource, RequestOrigin, check_client, check_tool_use_id, outcome_name,
     parse_outcome, parse_reason,
 };
 pub use watch::{DecisionEvent, DecisionWatch};

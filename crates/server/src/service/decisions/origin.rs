@@ -32,7 +32,7 @@ impl DecisionSource {
 
 /// Where a request came from, for its records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Origin {
+pub struct RequestOrigin {
     pub source: DecisionSource,
     /// The agent client, as the request named it (checked by [`check_client`]).
     pub client: String,
@@ -46,7 +46,7 @@ pub struct Origin {
 /// log (a DENY is still recorded, as every DENY is).
 pub const CHECK_CLIENT: &str = "hook-check";
 
-impl Origin {
+impl RequestOrigin {
     /// Whether the request only checks an installation (its ALLOW or ASK unrecorded).
     pub fn is_check(&self) -> bool {
         self.client == CHECK_CLIENT

@@ -3,7 +3,7 @@
 //! sampled, and handed to the writer off the decision path (a DENY's with its audit
 //! record, never shed).
 
-use super::origin::{Origin, outcome_name};
+use super::origin::{RequestOrigin, outcome_name};
 use crate::auth::Principal;
 use crate::config::DecisionLogConfig;
 use crate::policy::roles::AgentSpec;
@@ -30,7 +30,7 @@ impl Service {
         team: &'a str,
         user: &'a str,
         agent: &'a AgentSpec,
-        origin: &'a Origin,
+        origin: &'a RequestOrigin,
         revision: u64,
         call: &'a Shown<'a>,
         (outcome, reason, matched): (Outcome, Reason, Option<&'a str>),
@@ -94,7 +94,7 @@ impl Service {
         p: &Principal,
         team: &str,
         user: &str,
-        origin: &Origin,
+        origin: &RequestOrigin,
         revision: u64,
         server: &str,
         decided: &[policy::ListedTool],

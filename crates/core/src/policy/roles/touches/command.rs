@@ -2,7 +2,7 @@
 //! and the effects the program table knows, relative paths joined to a `cd`.
 
 use super::*;
-use crate::policy::shell::{Cd, CommandLine, Origin, base_name, parse_command_line};
+use crate::policy::shell::{Cd, CommandLine, CommandOrigin, base_name, parse_command_line};
 
 /// Reads the paths and hosts a shell line touches. An opaque command (one the shell
 /// reader cannot prove plain) or a file-name pattern makes the line unreadable.
@@ -20,7 +20,10 @@ pub(super) fn touches_of_line(line: &CommandLine) -> Touches {
             t.unreadable.get_or_insert_with(|| why.clone());
             continue;
         }
-        if matches!(command.origin, Origin::Equivalent | Origin::Argument) {
+        if matches!(
+            command.origin,
+            CommandOrigin::Equivalent | CommandOrigin::Argument
+        ) {
             continue;
         }
         let mut paths = Vec::new();

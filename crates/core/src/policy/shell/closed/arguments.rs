@@ -2,7 +2,7 @@
 //! and the hosts of `/dev/tcp` redirections.
 
 use crate::policy::shell::programs::{Program, SHELLS, table};
-use crate::policy::shell::{Origin, SimpleCommand, program_name};
+use crate::policy::shell::{CommandOrigin, SimpleCommand, program_name};
 
 /// Builtins and programs without a row that only read or print their arguments:
 /// their arguments are never commands.
@@ -74,7 +74,10 @@ pub(in crate::policy::shell) fn argument_commands(
 ) -> Vec<SimpleCommand> {
     let mut out = Vec::new();
     for command in commands {
-        if matches!(command.origin, Origin::Equivalent | Origin::Argument) {
+        if matches!(
+            command.origin,
+            CommandOrigin::Equivalent | CommandOrigin::Argument
+        ) {
             continue;
         }
         let (program, args) = if command.words.is_empty() {
@@ -149,7 +152,7 @@ pub(super) fn argument_command(command: &SimpleCommand, words: Vec<String>) -> S
     inner.command_words = (0..words.len()).collect();
     inner.globs = vec![false; words.len()];
     inner.words = words;
-    inner.origin = Origin::Argument;
+    inner.origin = CommandOrigin::Argument;
     inner
 }
 

@@ -4,7 +4,7 @@
 use super::ASSIGNING;
 use super::arguments::reads_arguments;
 use crate::policy::shell::programs::{SHELLS, table};
-use crate::policy::shell::{Origin, SimpleCommand, program_name};
+use crate::policy::shell::{CommandOrigin, SimpleCommand, program_name};
 
 /// Shells whose `-c` string the reader reads as the commands of the line.
 pub(super) const SCRIPT_SHELLS: [&str; 7] = ["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash"];
@@ -17,8 +17,8 @@ pub(super) const SCRIPT_SHELLS: [&str; 7] = ["bash", "sh", "zsh", "dash", "ksh",
 /// nor may the shell command itself write.
 pub fn literal_script(command: &SimpleCommand) -> bool {
     if command.opaque.is_some()
-        || command.origin == Origin::Equivalent
-        || command.origin == Origin::Argument
+        || command.origin == CommandOrigin::Equivalent
+        || command.origin == CommandOrigin::Argument
         || !command.effects.writes.is_empty()
         || !command.effects.deletes.is_empty()
         || !command.redirects.is_empty()

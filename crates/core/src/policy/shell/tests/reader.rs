@@ -48,7 +48,7 @@ fn simple_commands_in_order() {
 
 #[test]
 fn a_substitution_in_an_argument_is_a_command_of_the_line() {
-    use crate::policy::shell::Origin;
+    use crate::policy::shell::CommandOrigin;
     for (line, inner) in [
         ("echo $(rm -rf /)", "rm -rf /"),
         ("echo `id`", "id"),
@@ -61,7 +61,7 @@ fn a_substitution_in_an_argument_is_a_command_of_the_line() {
         assert!(
             read.commands
                 .iter()
-                .any(|c| c.origin == Origin::Substitution && c.text == inner),
+                .any(|c| c.origin == CommandOrigin::Substitution && c.text == inner),
             "{line:?}: {read:?}"
         );
     }
