@@ -325,7 +325,7 @@ mod tests {
     fn every_service_of_the_proto_files_is_reachable() {
         let layer = HttpLayer::new(&HttpConfig::default(), &Default::default()).unwrap();
         let served = layer.services();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../proto/proto");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
         let mut files = vec![root];
         let mut found = 0;
         while let Some(path) = files.pop() {
