@@ -427,26 +427,31 @@ fn path_tree(toks: &[Token], start: usize, here: &[String]) -> (usize, Vec<Vec<S
         }
         i += 1;
         if toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct('{')) {
-            let mut found = Vec::new();
-            i += 1;
-            while i < toks.len() && toks[i].tok != Tok::Punct('}') {
-                match &toks[i].tok {
-                    Tok::Ident(s) if s == "self" => {
-                        found.push(base.clone());
-                        i += 1;
-                    }
-                    Tok::Ident(_) => {
-                        // a subtree relative to the prefix
-                        let (end, sub) = subtree(toks, i, &base);
-                        found.extend(sub);
-                        i = end;
-                    }
-                    _ => i += 1,
-                }
-            }
-            return (i + 1, found);
+            return group(toks, i + 1, &base);
         }
     }
+}
+
+/// The paths of a `{ … }` group (its tokens from `start`, after the `{`), each
+/// relative to `base` (`self` is `base` itself); ends after the `}`.
+fn group(toks: &[Token], start: usize, base: &[String]) -> (usize, Vec<Vec<String>>) {
+    let mut found = Vec::new();
+    let mut i = start;
+    while i < toks.len() && toks[i].tok != Tok::Punct('}') {
+        match &toks[i].tok {
+            Tok::Ident(s) if s == "self" => {
+                found.push(base.to_vec());
+                i += 1;
+            }
+            Tok::Ident(_) => {
+                let (end, sub) = subtree(toks, i, base);
+                found.extend(sub);
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    (i + 1, found)
 }
 
 fn subtree(toks: &[Token], start: usize, base: &[String]) -> (usize, Vec<Vec<String>>) {
@@ -470,23 +475,7 @@ fn subtree(toks: &[Token], start: usize, base: &[String]) -> (usize, Vec<Vec<Str
         }
         i += 1;
         if toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct('{')) {
-            let mut found = Vec::new();
-            i += 1;
-            while i < toks.len() && toks[i].tok != Tok::Punct('}') {
-                match &toks[i].tok {
-                    Tok::Ident(s) if s == "self" => {
-                        found.push(path.clone());
-                        i += 1;
-                    }
-                    Tok::Ident(_) => {
-                        let (end, sub) = subtree(toks, i, &path);
-                        found.extend(sub);
-                        i = end;
-                    }
-                    _ => i += 1,
-                }
-            }
-            return (i + 1, found);
+            return group(toks, i + 1, &path);
         }
     }
 }
