@@ -5,7 +5,8 @@
 //!
 //! `cargo bench -p toolgate-benches --bench load -- [--connections 4] [--concurrency 64] [--duration 10]
 //! [--batch 100] [--entries 1000] [--postgres] [--pin] [--rates R,R…] [--metrics]
-//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log] [--no-budgets] [--otlp]`
+//! [--tls] [--evaluate-only] [--deny] [--http] [--no-decision-log] [--no-budgets] [--otlp]
+//! [--floor ROUNDS]`
 //!
 //! The server runs as its own process (`toolgate serve`, the bench profile's build) on
 //! a fresh data directory; `--postgres` puts its store on a throwaway PostgreSQL
@@ -33,6 +34,9 @@
 //! decision is written, as on a build from before the budgets.
 //! `--otlp` turns the OTLP export on, to a null receiver in this process that takes
 //! every request and counts its records (what exporting every decision costs).
+//! `--floor ROUNDS` runs only the health check and `Evaluate`, alternately, the order
+//! swapped each round, and reads each one's server CPU per request: `Evaluate`'s cost
+//! against the transport's floor (health's µs over Evaluate's, 1.0 = no dearer).
 //! The last line printed is the figures as JSON.
 
 #[path = "../tests/support/mod.rs"]
@@ -72,6 +76,8 @@ struct Args {
     budgets: bool,
     http: bool,
     otlp: bool,
+    /// Rounds of health against `Evaluate`, nothing else (0: not this mode).
+    floor: usize,
 }
 
 impl Args {
@@ -93,6 +99,7 @@ impl Args {
             budgets: true,
             http: false,
             otlp: false,
+            floor: 0,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -117,6 +124,7 @@ impl Args {
                 "--no-budgets" => args.budgets = false,
                 "--http" => args.http = true,
                 "--otlp" => args.otlp = true,
+                "--floor" => args.floor = value().max(1),
                 "--rates" => {
                     args.rates = it
                         .next()
@@ -303,6 +311,52 @@ async fn main() {
             json!({"bench": "load", "metrics": args.metrics, "tls": args.tls, "deny": args.deny,
                    "decision_log": args.decision_log, "budgets": args.budgets, "otlp": args.otlp,
                    "exported": exported, "evaluate": m.json(), "evaluate_json": json_run, "log": log})
+        );
+        child.kill().ok();
+        child.wait().ok();
+        return;
+    }
+    if args.floor > 0 {
+        let mut rounds = Vec::new();
+        for round in 0..args.floor {
+            let order = if round % 2 == 0 {
+                [Rpc::Health, evaluate]
+            } else {
+                [evaluate, Rpc::Health]
+            };
+            let mut figures = [None, None];
+            for rpc in order {
+                let m = run(rpc, None).await;
+                let slot = usize::from(!matches!(rpc, Rpc::Health));
+                figures[slot] = Some(m);
+            }
+            let [Some(health), Some(eval)] = figures else {
+                unreachable!("both ran")
+            };
+            let (h, e) = (health.server_us_per_request(), eval.server_us_per_request());
+            println!(
+                "round {}: health {:.0}/s {h:.1} µs, evaluate {:.0}/s {e:.1} µs of server CPU per request: {:.3}",
+                round + 1,
+                health.rate(),
+                eval.rate(),
+                h / e
+            );
+            rounds.push(json!({"health": health.json(), "evaluate": eval.json(),
+                               "health_us": h, "evaluate_us": e, "ratio": h / e}));
+        }
+        let mut ratios: Vec<f64> = rounds.iter().filter_map(|r| r["ratio"].as_f64()).collect();
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        println!(
+            "evaluate against health, server CPU per request: median {median:.3} over {} rounds (min {:.3}, max {:.3})",
+            ratios.len(),
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
+        println!(
+            "{}",
+            json!({"bench": "load", "floor": rounds, "median_ratio": median,
+                   "decision_log": args.decision_log, "pinned": args.pin})
         );
         child.kill().ok();
         child.wait().ok();

@@ -26,6 +26,11 @@ impl Measured {
         self.requests as f64 / self.elapsed.as_secs_f64()
     }
 
+    /// The server's CPU time per request, in µs (both cores count).
+    pub(crate) fn server_us_per_request(&self) -> f64 {
+        self.server_cores * 1e6 / self.rate()
+    }
+
     pub(crate) fn percentile_us(&self, p: f64) -> f64 {
         if self.latencies.is_empty() {
             return 0.0;

@@ -172,6 +172,9 @@ pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
         let rule = &rules.rules[i];
         for caps in rule.regex.captures_iter(head) {
             let Some(whole) = caps.get(0) else { continue };
+            if !matches_without_markers(&rule.regex, whole.as_str()) {
+                continue;
+            }
             let found = match rule.extent {
                 Extent::Token => {
                     let secret = caps.name("secret").unwrap_or(whole);
@@ -225,6 +228,21 @@ pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
         out.push_str(&marker("too-long"));
     }
     Cow::Owned(out)
+}
+
+/// Whether `found` (a rule's whole match) still matches with each marker in it read
+/// as plain letters: a match the marker's own `:` or kind name made (`x;__masked:k__@`
+/// read as a URL's `user:password@`) is no secret, so a masked text masks no further.
+fn matches_without_markers(regex: &Regex, found: &str) -> bool {
+    if !found.contains(MARKER_PREFIX) {
+        return true;
+    }
+    static MARKER: LazyLock<Regex> = LazyLock::new(|| {
+        let pattern = format!("{}[a-z0-9-]+__", regex::escape(MARKER_PREFIX));
+        Regex::new(&pattern).unwrap_or_else(|e| panic!("marker pattern: {e}"))
+    });
+    let plain = MARKER.replace_all(found, |m: &regex::Captures<'_>| "X".repeat(m[0].len()));
+    regex.is_match(&plain)
 }
 
 /// A token as found, unless it is a variable's name (`$ghp_…`, `${ghp_…}`).
