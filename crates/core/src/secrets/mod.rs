@@ -162,9 +162,45 @@ pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
     } else {
         (text, false)
     };
+    let Some(mut out) = mask_pass(rules, head) else {
+        return if cut {
+            Cow::Owned(format!("{head}{}", marker("too-long")))
+        } else {
+            Cow::Borrowed(text)
+        };
+    };
+    // a marker put in may make a new match with what is around it (a `:` after it
+    // reads as a URL's password): masked again until nothing more is found, so a
+    // masked text masks as itself; a text that keeps changing is hidden whole
+    let mut settled = false;
+    for _ in 0..MAX_PASSES {
+        match mask_pass(rules, &out) {
+            Some(next) => out = next,
+            None => {
+                settled = true;
+                break;
+            }
+        }
+    }
+    if !settled {
+        out = marker("unreadable");
+    }
+    if cut {
+        out.push_str(&marker("too-long"));
+    }
+    Cow::Owned(out)
+}
+
+/// The passes after the first that a text may take before it is hidden whole (each
+/// one a new match a marker made; real lines settle after one).
+const MAX_PASSES: usize = 4;
+
+/// One pass of the table over `head`: the text with each secret found replaced by its
+/// marker, `None` when none is found.
+fn mask_pass(rules: &Rules, head: &str) -> Option<String> {
     let matched = rules.set.matches(head);
-    if !matched.matched_any() && !cut {
-        return Cow::Borrowed(text);
+    if !matched.matched_any() {
+        return None;
     }
     let quotes = Quotes::read(head);
     let mut spans = Vec::new();
@@ -196,8 +232,8 @@ pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
             }
         }
     }
-    if spans.is_empty() && !cut {
-        return Cow::Borrowed(text);
+    if spans.is_empty() {
+        return None;
     }
     // the earliest first, the longer of two at one place, then the table's order;
     // overlapping secrets are masked as one
@@ -224,10 +260,7 @@ pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
         at = c.end;
     }
     out.push_str(&head[at..]);
-    if cut {
-        out.push_str(&marker("too-long"));
-    }
-    Cow::Owned(out)
+    Some(out)
 }
 
 /// Whether `found` (a rule's whole match) still matches with each marker in it read

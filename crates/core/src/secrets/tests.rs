@@ -139,6 +139,15 @@ fn hostile_texts_are_read_once_and_bounded() {
     assert!(got.ends_with(&marker("too-long")));
     assert!(!got.contains("ghp_"));
     assert!(got.len() <= MAX_MASKED_BYTES + 32);
+    // found by the fuzzer: a marker put in, or typed, made a new match around it
+    for text in [
+        "git push https://x-access-token;github_pat_11ABCDEFG0xxxxxxxxxxxxxxxxxxxx_YYYY@github.com/a main",
+        "git push https://x-a;github_pat_11ABCDEFG0xxxxxxxxxxxxxxxxx__masked:secret-assignment__YY@github.com/a",
+    ] {
+        let once = mask(text);
+        assert_eq!(mask(&once), once, "{text:?}");
+        assert!(!once.contains("github_pat_"), "{once:?}");
+    }
     // multi-byte text around values never splits a character
     for text in [
         "TOKEN=é€x y",
@@ -176,6 +185,22 @@ proptest! {
         let text = format!("{}{sep}{line}{sep}{}", before.join(" "), after.join(" "));
         let got = mask(&text);
         prop_assert!(!got.contains(secret), "{:?} keeps {:?}", got, secret);
+    }
+
+    /// Secrets, markers and the characters that join them, in any order: a masked
+    /// text masks as itself (a marker's `:` or kind never makes a new secret stay).
+    #[test]
+    fn a_masked_text_masks_as_itself(
+        parts in prop::collection::vec(prop::sample::select(vec![
+            "https://", "user", ":", "@", ";", " ", "=", "x-access-token", "TOKEN",
+            "__masked:github-token__", "__masked:", "__", "--password ", "mysql -p",
+            "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "github_pat_11ABCDEFG0xxxxxxxxxxxxxxx",
+            "Authorization: ", "'", "\"", "secret-assignment", "$",
+        ]), 0..16),
+    ) {
+        let text = parts.concat();
+        let once = mask(&text);
+        prop_assert_eq!(mask(&once), once.clone(), "{:?}", text);
     }
 
     /// Any text at all: no panic, and a text without a marker's start stays whole

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tonic::Status;
 use tonic::codegen::{BoxFuture, http};
 
@@ -40,6 +40,28 @@ impl LimitHit {
     }
 }
 
+/// One call's place among those being answered, given back when dropped: a counter
+/// rather than a semaphore, since a call over the bound is refused, never queued
+/// (and a semaphore's release takes a lock on every call).
+struct Answering(Arc<AtomicUsize>);
+
+impl Answering {
+    fn take(answering: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        let before = answering.fetch_add(1, Ordering::AcqRel);
+        if before >= max {
+            answering.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Self(answering.clone()))
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Health checks and reflection are never refused: a busy server must not look dead
 /// to its orchestrator.
 fn exempt(path: &str) -> bool {
@@ -50,7 +72,7 @@ fn exempt(path: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct LimitsLayer {
     timeout: Duration,
-    permits: Arc<Semaphore>,
+    answering: Arc<AtomicUsize>,
     max: usize,
 }
 
@@ -58,7 +80,7 @@ impl LimitsLayer {
     pub fn new(limits: &crate::config::LimitsConfig) -> Self {
         Self {
             timeout: Duration::from_secs(limits.request_timeout_secs),
-            permits: Arc::new(Semaphore::new(limits.max_concurrent_requests)),
+            answering: Arc::default(),
             max: limits.max_concurrent_requests,
         }
     }
@@ -108,15 +130,14 @@ where
         if exempt(req.uri().path()) {
             return Box::pin(self.inner.call(req));
         }
-        let Ok(permit) = self.limits.permits.clone().try_acquire_owned() else {
+        let Some(place) = Answering::take(&self.limits.answering, self.limits.max) else {
             let max = self.limits.max;
             return Box::pin(async move { Ok(refuse(LimitHit::Concurrency { max })) });
         };
         let call = self.inner.call(req);
         let timeout = self.limits.timeout;
         Box::pin(async move {
-            // held until the answer (a stream: its start) is ready
-            let _permit: OwnedSemaphorePermit = permit;
+            let _place = place;
             match tokio::time::timeout(timeout, call).await {
                 Ok(answer) => answer,
                 Err(_) => Ok(refuse(LimitHit::Deadline {
@@ -291,7 +312,7 @@ mod tests {
             "{message}"
         );
         // and its place is free again
-        assert_eq!(svc.limits.permits.available_permits(), 10);
+        assert_eq!(svc.limits.answering.load(Ordering::Acquire), 0);
     }
 
     #[test]
