@@ -271,5 +271,7 @@ fn org_groups_given_by_file_combine_as_the_server_does() {
             stderr.starts_with("error: --org: ") && stderr.contains(says),
             "{file}: {stderr}"
         );
+        // the OS's reason once, not again as the error's cause
+        assert!(stderr.matches("(os error").count() <= 1, "{file}: {stderr}");
     }
 }

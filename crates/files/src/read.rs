@@ -9,7 +9,8 @@ use std::path::Path;
 /// policy file, a certificate, the JWKS) through the variants.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{0}")]
+    // transparent: the OS's words once, not again as this error's source
+    #[error(transparent)]
     Io(#[from] io::Error),
     #[error("is not a regular file ({0})")]
     NotRegular(&'static str),
