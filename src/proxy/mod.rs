@@ -43,7 +43,7 @@ pub const CALL_DEADLINE: Duration = Duration::from_secs(10);
 pub enum ProxyError {
     #[error("bad proxy configuration: {0}")]
     Config(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error("downstream session failed: {0}")]
     Session(String),

@@ -858,28 +858,9 @@ async fn the_log_keeps_a_call_s_groups_and_the_preview_applies_them() {
         assert_eq!(d.reason(), pb::Reason::CommandAllowed, "{who}: {d:?}");
     }
     // written off the decision path: listed within a deadline
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    let records = loop {
-        let page = server
-            .decisions("admin-token")
-            .list_decisions(pb::ListDecisionsRequest {
-                filter: Some(pb::DecisionFilter {
-                    team_id: TEAM.into(),
-                    ..Default::default()
-                }),
-                page_size: 100,
-                page_token: String::new(),
-            })
-            .await
-            .expect("list")
-            .into_inner()
-            .decisions;
-        if page.len() >= 2 {
-            break page;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{page:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let records = server
+        .team_decisions("admin-token", TEAM, 2, std::time::Duration::from_secs(30))
+        .await;
     let groups_of = |user: &str| {
         records
             .iter()

@@ -62,33 +62,10 @@ async fn three_teams_with_calls(dir: &std::path::Path) -> TestServer {
         assert_eq!(d.outcome(), pb::Outcome::Allow, "{user}: {d:?}");
     }
     // written off the decision path: wait until every team lists its records
-    let deadline = tokio::time::Instant::now() + STEP;
     for (team, want) in [(TEAM, 2), (OTHER_TEAM, 1), (THIRD_TEAM, 1)] {
-        loop {
-            let listed = server
-                .decisions("operator-token")
-                .list_decisions(pb::ListDecisionsRequest {
-                    filter: Some(pb::DecisionFilter {
-                        team_id: team.into(),
-                        ..Default::default()
-                    }),
-                    page_size: 100,
-                    page_token: String::new(),
-                })
-                .await
-                .expect("list")
-                .into_inner()
-                .decisions
-                .len();
-            if listed >= want {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{team}: {listed} of {want} records within {STEP:?}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        server
+            .team_decisions("operator-token", team, want, STEP)
+            .await;
     }
     server
 }

@@ -150,6 +150,44 @@ impl TestServer {
         DecisionLogServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }
 
+    /// The records of `team` listed with `token`, once there are at least `at_least`
+    /// (the log is written off the decision path), looked at again until `within`.
+    pub async fn team_decisions(
+        &self,
+        token: &str,
+        team: &str,
+        at_least: usize,
+        within: Duration,
+    ) -> Vec<pb::DecisionRecord> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let listed = self
+                .decisions(token)
+                .list_decisions(pb::ListDecisionsRequest {
+                    filter: Some(pb::DecisionFilter {
+                        team_id: team.into(),
+                        ..Default::default()
+                    }),
+                    page_size: 1000,
+                    page_token: String::new(),
+                })
+                .await
+                .expect("list decisions")
+                .into_inner()
+                .decisions;
+            if listed.len() >= at_least {
+                return listed;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "team {team}: {} of {at_least} records within {within:?}",
+                listed.len()
+            );
+            // the writer batches on its own schedule: look again shortly
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub fn info(&self, token: &str) -> ServerInfoServiceClient<InterceptedService<Channel, Auth>> {
         ServerInfoServiceClient::with_interceptor(self.channel.clone(), Auth::new(token))
     }

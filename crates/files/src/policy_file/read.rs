@@ -6,7 +6,8 @@ use super::MAX_POLICY_BYTES;
 /// Why a policy file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{0}")]
+    // transparent: the OS's words once, not again as this error's source
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error("is not a regular file ({0}): point it at the policy YAML itself")]
     NotRegular(&'static str),

@@ -111,23 +111,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn config(
-        claim: &str,
-        prefix: &str,
-        map: &[(&str, &str)],
-        mapped_only: bool,
-    ) -> JwtGroupsConfig {
-        JwtGroupsConfig {
-            claim: claim.into(),
-            prefix: prefix.into(),
-            map: map
-                .iter()
-                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-                .collect(),
-            mapped_only,
-        }
-    }
-
     fn claims(v: Value) -> Map<String, Value> {
         v.as_object().expect("an object").clone()
     }
@@ -135,9 +118,10 @@ mod tests {
     /// (config, claims, the groups, or the start of the refusal)
     #[test]
     fn a_claim_reads_as_the_table_says() {
-        let plain = config("groups", "", &[], false);
-        let nested = config("realm_access.roles", "tg-", &[("PII Team", "pii")], false);
-        let only = config("groups", "", &[("Contractors", "contractors")], true);
+        let plain = JwtGroupsConfig::of("groups", "", &[], false);
+        let nested =
+            JwtGroupsConfig::of("realm_access.roles", "tg-", &[("PII Team", "pii")], false);
+        let only = JwtGroupsConfig::of("groups", "", &[("Contractors", "contractors")], true);
         let ok = |c: &JwtGroupsConfig, v: Value| from_claims(c, &claims(v));
         type Case<'a> = (&'a JwtGroupsConfig, Value, Result<Vec<&'a str>, &'a str>);
         let cases: Vec<Case<'_>> = vec![
@@ -209,7 +193,7 @@ mod tests {
 
     #[test]
     fn hostile_claims_are_refused_not_read() {
-        let plain = config("groups", "", &[], false);
+        let plain = JwtGroupsConfig::of("groups", "", &[], false);
         let many: Vec<String> = (0..=MAX_CLAIM_NAMES).map(|i| format!("g{i}")).collect();
         assert!(from_claims(&plain, &claims(json!({"groups": many}))).is_err());
         let long = "g".repeat(MAX_CLAIM_NAME_BYTES + 1);

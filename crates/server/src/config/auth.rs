@@ -177,6 +177,22 @@ pub struct JwtGroupsConfig {
     pub mapped_only: bool,
 }
 
+#[cfg(test)]
+impl JwtGroupsConfig {
+    /// A section as a test writes it: the map as pairs.
+    pub(crate) fn of(claim: &str, prefix: &str, map: &[(&str, &str)], mapped_only: bool) -> Self {
+        Self {
+            claim: claim.into(),
+            prefix: prefix.into(),
+            map: map
+                .iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect(),
+            mapped_only,
+        }
+    }
+}
+
 impl Default for JwtGroupsConfig {
     fn default() -> Self {
         Self {

@@ -496,26 +496,9 @@ fn sign_in_and_team_by_group_are_checked() {
     }
 }
 
-fn groups_config(
-    claim: &str,
-    prefix: &str,
-    map: &[(&str, &str)],
-    mapped_only: bool,
-) -> JwtGroupsConfig {
-    JwtGroupsConfig {
-        claim: claim.into(),
-        prefix: prefix.into(),
-        map: map
-            .iter()
-            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-            .collect(),
-        mapped_only,
-    }
-}
-
 #[test]
 fn the_section_s_problems_name_their_keys() {
-    let bad = groups_config("realm_access.", "", &[("Contractors", "not ok")], false);
+    let bad = JwtGroupsConfig::of("realm_access.", "", &[("Contractors", "not ok")], false);
     let problems = bad.problems();
     assert!(
         problems
@@ -530,7 +513,7 @@ fn the_section_s_problems_name_their_keys() {
         "{problems:?}"
     );
     assert!(
-        groups_config("groups", "", &[], true).problems()[0]
+        JwtGroupsConfig::of("groups", "", &[], true).problems()[0]
             .starts_with("auth.jwt.groups.mapped_only")
     );
     assert!(JwtGroupsConfig::default().problems().is_empty());

@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use tonic::Status;
 use tonic::codegen::{BoxFuture, http};
 
