@@ -189,8 +189,9 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
         "{codex}\n{gemini}"
     );
 
-    // a hand edit is restored, and reported as tampering
-    std::fs::write(&files.gemini, "# emptied by hand\n").unwrap();
+    // a hand edit is restored, and reported as tampering (written whole, renamed into
+    // place: a plain write truncates first, and sync may read the empty file between)
+    write_whole(&files.gemini, "# emptied by hand\n");
     let event = sync
         .wait("the edit restored", |e| {
             e["event"] == "restored" && e["client"] == "gemini"
@@ -244,11 +245,7 @@ async fn sync_keeps_each_clients_file_current_and_restores_hand_edits() {
     let mut edited = settings.clone();
     edited["ui"] = json!({"theme": "GitHub"});
     // each edit whole (renamed into place): sync never reads one half written
-    let replace = |text: String| {
-        let part = files.gemini_settings.with_extension("part");
-        std::fs::write(&part, text).unwrap();
-        std::fs::rename(&part, &files.gemini_settings).unwrap();
-    };
+    let replace = |text: String| write_whole(&files.gemini_settings, &text);
     replace(edited.to_string());
     edited["hooks"]["BeforeTool"] = json!([]);
     edited["hooksConfig"]["enabled"] = json!(false);
@@ -326,9 +323,7 @@ async fn sync_keeps_others_cursor_hooks() {
     );
 
     // toolgate's hook taken out (renamed into place, whole): put back, theirs kept
-    let part = files.cursor.with_extension("part");
-    std::fs::write(&part, theirs.to_string()).unwrap();
-    std::fs::rename(&part, &files.cursor).unwrap();
+    write_whole(&files.cursor, &theirs.to_string());
     let event = sync
         .wait("the cursor hook put back", |e| {
             e["event"] == "restored" && e["client"] == "cursor"
@@ -352,6 +347,14 @@ async fn sync_keeps_others_cursor_hooks() {
 
 /// Gemini CLI's own policy engine, reading the synced file as an admin policy, denies
 /// `command` (skipped without TOOLGATE_TEST_GEMINI, except in CI).
+/// Replaces `file` whole, as an editor saving by rename does: sync, which may look at
+/// any moment, never reads it half written (or truncated and not yet written).
+fn write_whole(file: &Path, text: &str) {
+    let part = file.with_extension("part");
+    std::fs::write(&part, text).unwrap();
+    std::fs::rename(&part, file).unwrap();
+}
+
 async fn gemini_denies(policy: &Path, command: &str) {
     let Some(gemini) = tool("TOOLGATE_TEST_GEMINI") else {
         return;
