@@ -72,17 +72,8 @@ pub fn run_managed(command: ManagedCommand, conn: &Connection) -> i32 {
 /// What the helper prints, or why it cannot answer.
 fn claude_code(args: &ManagedArgs, conn: &Connection) -> Result<String, String> {
     let flags = Flags {
-        server: conn.server.clone(),
-        token: conn.token.clone(),
-        token_file: conn.token_file.clone(),
-        ca: conn.ca.clone(),
-        cert: conn.cert.clone(),
-        key: conn.key.clone(),
-        team: Some(args.team.clone()).filter(|t| !t.is_empty()),
-        user: Some(args.user.clone()).filter(|u| !u.is_empty()),
-        profile: args.profile.clone(),
         timeout_ms: Some(args.timeout_ms),
-        ..Flags::default()
+        ..Flags::of_connection(conn, &args.team, &args.user, args.profile.clone())
     };
     let (settings, trouble) = settings_of(&flags, &toolgate_env());
     if let Some(line) = hook_config::notice(&settings.ignored) {

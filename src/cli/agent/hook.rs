@@ -72,15 +72,6 @@ impl HookArgs {
     /// connection flags alone.
     pub(super) fn flags(&self, conn: &Connection) -> Flags {
         Flags {
-            server: conn.server.clone(),
-            token: conn.token.clone(),
-            token_file: conn.token_file.clone(),
-            ca: conn.ca.clone(),
-            cert: conn.cert.clone(),
-            key: conn.key.clone(),
-            team: Some(self.team.clone()).filter(|t| !t.is_empty()),
-            user: Some(self.user.clone()).filter(|u| !u.is_empty()),
-            profile: self.profile.clone(),
             ask: self.ask.map(|a| {
                 match a {
                     AskArg::Ask => "ask",
@@ -94,6 +85,7 @@ impl HookArgs {
             wait_ms: Some(self.wait_ms),
             log: self.log.clone(),
             headless: self.headless,
+            ..Flags::of_connection(conn, &self.team, &self.user, self.profile.clone())
         }
     }
 }

@@ -33,6 +33,28 @@ const MAX_COMMAND_WORDS: usize = 256;
 pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 
 impl Flags {
+    /// The command line's connection flags (none from the environment) with the team,
+    /// user and client profile a command was given (an empty id: not given).
+    pub fn of_connection(
+        conn: &Connection,
+        team: &str,
+        user: &str,
+        profile: Option<PathBuf>,
+    ) -> Self {
+        Self {
+            server: conn.server.clone(),
+            token: conn.token.clone(),
+            token_file: conn.token_file.clone(),
+            ca: conn.ca.clone(),
+            cert: conn.cert.clone(),
+            key: conn.key.clone(),
+            team: Some(team.to_owned()).filter(|t| !t.is_empty()),
+            user: Some(user.to_owned()).filter(|u| !u.is_empty()),
+            profile,
+            ..Self::default()
+        }
+    }
+
     /// The flags of a hook command line as a client's settings hold it (`hook check`
     /// reads the installed one): `--flag value` and `--flag=value`, words quoted as a
     /// POSIX shell quotes them. Unknown words are skipped; too long a command is an error.

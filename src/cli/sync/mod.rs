@@ -72,16 +72,7 @@ pub struct SyncArgs {
 /// connection flags alone (no environment).
 pub fn run_sync(args: SyncArgs, conn: &Connection) -> i32 {
     let flags = Flags {
-        server: conn.server.clone(),
-        token: conn.token.clone(),
-        token_file: conn.token_file.clone(),
-        ca: conn.ca.clone(),
-        cert: conn.cert.clone(),
-        key: conn.key.clone(),
-        team: Some(args.team.clone()).filter(|t| !t.is_empty()),
-        user: Some(args.user.clone()).filter(|u| !u.is_empty()),
-        profile: args.profile.clone(),
-        ..Flags::default()
+        ..Flags::of_connection(conn, &args.team, &args.user, args.profile.clone())
     };
     let (settings, trouble) = settings_of(&flags, &toolgate_env());
     if let Some(line) = hook_config::notice(&settings.ignored) {

@@ -15,6 +15,23 @@ use crate::store::{Answer, Answered, ApprovalRecord, ApprovalState, NewGrant, no
 use std::time::Duration;
 
 impl Service {
+    /// The stored request `id` (a label already checked), or NOT_FOUND.
+    pub(super) async fn stored(&self, id: &str) -> Result<ApprovalRecord, ServiceError> {
+        self.store
+            .get_approval(id)
+            .await?
+            .ok_or_else(|| not_found(id))
+    }
+
+    /// A request `p` may answer now: one of its teams' approvers', still pending
+    /// (expired first if its deadline passed).
+    async fn answerable(&self, p: &Principal, id: &str) -> Result<ApprovalRecord, ServiceError> {
+        let id = label("request_id", id)?;
+        let record = self.stored(&id).await?;
+        self.check_approver(p, &record).await?;
+        self.still_pending(record).await
+    }
+
     /// A request, for anyone of its team who may evaluate for its user or answer it.
     pub(super) async fn readable(
         &self,
@@ -22,11 +39,7 @@ impl Service {
         id: &str,
     ) -> Result<ApprovalRecord, ServiceError> {
         let id = label("request_id", id)?;
-        let record = self
-            .store
-            .get_approval(&id)
-            .await?
-            .ok_or_else(|| not_found(&id))?;
+        let record = self.stored(&id).await?;
         let team = &record.new.team_id;
         // the requester's side (its user, a service of the team) or an approver
         if authorize(p, team, Action::Evaluate(&record.new.user_id)).is_err() {
@@ -196,14 +209,7 @@ impl Service {
         note: &str,
     ) -> Result<ApprovalView, ServiceError> {
         let note = answer_reason("note", note, false)?;
-        let id = label("request_id", id)?;
-        let record = self
-            .store
-            .get_approval(&id)
-            .await?
-            .ok_or_else(|| not_found(&id))?;
-        self.check_approver(p, &record).await?;
-        let record = self.still_pending(record).await?;
+        let record = self.answerable(p, id).await?;
         let team = record.new.team_id.clone();
         let settings = self
             .hub
@@ -279,14 +285,7 @@ impl Service {
         reason: &str,
     ) -> Result<ApprovalView, ServiceError> {
         let reason = answer_reason("reason", reason, true)?;
-        let id = label("request_id", id)?;
-        let record = self
-            .store
-            .get_approval(&id)
-            .await?
-            .ok_or_else(|| not_found(&id))?;
-        self.check_approver(p, &record).await?;
-        let record = self.still_pending(record).await?;
+        let record = self.answerable(p, id).await?;
         let answer = Answer {
             state: ApprovalState::Denied,
             by: p.name.clone(),

@@ -1,9 +1,9 @@
 //! `AwaitApproval` and `WatchApprovals`: a request followed to its answer, and a
 //! team's requests as they change, woken by the hub's approval notices.
 
+use super::MAX_LIST;
 use super::view::ApprovalView;
 use super::waiters::Waiting;
-use super::{MAX_LIST, not_found};
 use crate::auth::Principal;
 use crate::hub::ApprovalsChanged;
 use crate::service::{Service, ServiceError, check_id, own_subject};
@@ -77,11 +77,7 @@ impl Service {
                         Wake::Stopping => Err(stopping())?,
                     }
                 }
-                record = this
-                    .store
-                    .get_approval(&id)
-                    .await?
-                    .ok_or_else(|| not_found(&id))?;
+                record = this.stored(&id).await?;
             }
         })
     }
