@@ -12,7 +12,7 @@
 
 use super::decision_log::record::Record;
 use crate::config::DecisionLogConfig;
-use crate::store::{EncodedDecisions, NewAuditEvent, PackedDecision, TEXT_COUNT};
+use crate::store::{NewAuditEvent, PRINCIPAL_TEXT, PackedDecision, TEAM_TEXT, TEXT_COUNT};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -178,8 +178,12 @@ impl Budgets {
             let (team, principal, bytes, at_ms) = match &record {
                 Record::Decision { decision } => {
                     let texts = decision.texts();
-                    let bytes = texts.iter().map(|t| t.len()).sum::<usize>() + RECORD_OVERHEAD;
-                    (texts[0], texts[2], bytes, decision.at_ms)
+                    (
+                        texts[TEAM_TEXT],
+                        texts[PRINCIPAL_TEXT],
+                        record_bytes(&texts),
+                        decision.at_ms,
+                    )
                 }
                 Record::Audit(event) => (
                     event.team_id.as_str(),
@@ -219,29 +223,23 @@ impl Budgets {
         false
     }
 
-    /// Lets go of the ALLOW and ASK records taken from the log's queue that are past
-    /// their budgets, counting them.
-    pub(super) fn retain_offered(&self, records: &mut EncodedDecisions) {
-        if records.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        let at_ms = super::now_ms();
+    /// Whether an ALLOW's or ASK's decision-log record (`texts` in the store's order)
+    /// is within its principal's and team's budgets; if not, it is counted as shed.
+    /// Charged where the record is offered, before it is encoded: past a budget (a
+    /// flood, the usual way to be past it) a record costs the deciding call no more
+    /// than this lookup, rather than its encoding and its copies through the queue.
+    pub(super) fn admit_offered(&self, texts: &[&str; TEXT_COUNT], at_ms: i64) -> bool {
+        let bytes = record_bytes(texts);
+        let (team, principal) = (texts[TEAM_TEXT], texts[PRINCIPAL_TEXT]);
         let mut state = self.lock();
-        records.retain(|team, principal, bytes| {
-            // the principal as stored is a JSON string: read back only when shed
-            let team = std::str::from_utf8(team).unwrap_or_default();
-            let principal_json = std::str::from_utf8(principal).unwrap_or_default();
-            let principal = unquote(principal_json);
-            if state.charge(self.limits, team, &principal, bytes, now) {
-                return true;
-            }
-            let shed = state.shed_of(team, &principal);
-            shed.records += 1;
-            shed.bytes += bytes as u64;
-            shed.at(at_ms);
-            false
-        });
+        if state.charge(self.limits, team, principal, bytes, Instant::now()) {
+            return true;
+        }
+        let shed = state.shed_of(team, principal);
+        shed.records += 1;
+        shed.bytes += bytes as u64;
+        shed.at(at_ms);
+        false
     }
 
     /// The counted records and shed events due (all of them: called every
@@ -437,6 +435,11 @@ fn record_revision(record: &Record) -> u64 {
     }
 }
 
+/// A decision-log record's size: its texts as stored.
+fn record_bytes(texts: &[&str; TEXT_COUNT]) -> usize {
+    texts.iter().map(|t| t.len()).sum::<usize>() + RECORD_OVERHEAD
+}
+
 /// An audit record's size: its texts and detail as stored.
 fn audit_bytes(event: &NewAuditEvent) -> usize {
     event.team_id.len()
@@ -444,16 +447,6 @@ fn audit_bytes(event: &NewAuditEvent) -> usize {
         + event.kind.len()
         + event.detail.to_string().len()
         + RECORD_OVERHEAD
-}
-
-/// A JSON string's text (a principal as stored in an encoded record).
-fn unquote(json: &str) -> std::borrow::Cow<'_, str> {
-    match json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        Some(plain) if !plain.contains('\\') => std::borrow::Cow::Borrowed(plain),
-        _ => serde_json::from_str::<String>(json)
-            .map(std::borrow::Cow::Owned)
-            .unwrap_or(std::borrow::Cow::Borrowed(json)),
-    }
 }
 
 #[cfg(test)]

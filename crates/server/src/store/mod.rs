@@ -33,7 +33,8 @@ pub use backend::Backend;
 pub use client_decisions::ClientDecision;
 pub use decisions::{
     DECISIONS_NOTICE_PREFIX, DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, EncodedDecisions,
-    NewDecision, PackedDecision, Pruned, Retention, StoredDecision, TEXT_COUNT,
+    NewDecision, PRINCIPAL_TEXT, PackedDecision, Pruned, Retention, StoredDecision, TEAM_TEXT,
+    TEXT_COUNT,
 };
 pub use metered::Metered;
 pub use pins::{

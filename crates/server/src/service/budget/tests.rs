@@ -149,16 +149,12 @@ fn a_team_budget_holds_all_of_its_principals() {
 #[test]
 fn allow_and_ask_records_past_the_budget_are_shed_and_counted() {
     let b = budgets(3);
-    let mut encoded = EncodedDecisions::default();
-    for i in 0..5 {
-        let mut texts = [""; TEXT_COUNT];
-        texts[0] = "t";
-        texts[2] = "ci \"bot\"";
-        texts[13] = "ALLOW";
-        encoded.push(i, texts, 0, 1);
-    }
-    b.retain_offered(&mut encoded);
-    assert_eq!(encoded.len(), 3);
+    let mut texts = [""; TEXT_COUNT];
+    texts[0] = "t";
+    texts[2] = "ci \"bot\"";
+    texts[13] = "ALLOW";
+    let admitted: Vec<bool> = (0..5).map(|i| b.admit_offered(&texts, i)).collect();
+    assert_eq!(admitted, [true, true, true, false, false]);
     let event = NewAuditEvent {
         team_id: "t".into(),
         revision: 1,

@@ -5,7 +5,6 @@
 use super::offered::Offered;
 use super::record::{Entry, Record};
 use crate::hub::Hub;
-use crate::service::budget::Budgets;
 use crate::service::deny_journal::DenyJournal;
 use crate::store::{EncodedDecisions, StoreError, StoredDecision};
 use std::collections::VecDeque;
@@ -37,9 +36,6 @@ const REJECTED_TRIES: u32 = 5;
 
 pub(super) struct Writer {
     pub(super) offered: Arc<Offered>,
-    pub(super) budgets: Arc<Budgets>,
-    /// The offered records just taken, before the budgets (its room kept).
-    pub(super) fresh: EncodedDecisions,
     /// The decision-log records of the batch being written: the DENY ones of
     /// `pending`, then the offered ones taken.
     pub(super) encoded: EncodedDecisions,
@@ -234,19 +230,10 @@ impl Writer {
         }
     }
 
-    /// Takes the offered records into the batch being written, but those past their
-    /// principal's or team's budget (shed, counted).
+    /// Takes the offered records into the batch being written (within their budgets:
+    /// charged where they were offered).
     fn take_offered(&mut self) {
-        let mut fresh = std::mem::take(&mut self.fresh);
-        self.offered.take(&mut fresh, &mut self.spare);
-        self.budgets.retain_offered(&mut fresh);
-        if self.encoded.is_empty() {
-            std::mem::swap(&mut self.encoded, &mut fresh);
-        } else {
-            self.encoded.append(&fresh);
-        }
-        fresh.clear();
-        self.fresh = fresh;
+        self.offered.take(&mut self.encoded, &mut self.spare);
     }
 
     /// Writes the `n` oldest pending records and the offered ones taken. Offered

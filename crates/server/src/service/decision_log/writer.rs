@@ -82,8 +82,6 @@ impl AuditWriter {
         let writer = Writer {
             export: export.clone(),
             offered: offered.clone(),
-            budgets: budgets.clone(),
-            fresh: EncodedDecisions::default(),
             encoded: EncodedDecisions::default(),
             spare: EncodedDecisions::default(),
             published: published.clone(),
@@ -159,8 +157,8 @@ impl AuditWriter {
         send_entry(&self.tx, entry).await;
     }
 
-    /// Offers an ALLOW or ASK decision-log record: when the queue is full it is shed
-    /// (and counted) rather than waited for.
+    /// Offers an ALLOW or ASK decision-log record: past its principal's budget, or
+    /// when the queue is full, it is shed (and counted) rather than waited for.
     pub(in crate::service) fn offer(
         &self,
         at_ms: i64,
@@ -168,6 +166,9 @@ impl AuditWriter {
         subject_bytes: u64,
         revision: u64,
     ) {
+        if !self.budgets.admit_offered(&texts, at_ms) {
+            return;
+        }
         self.offered.offer(at_ms, texts, subject_bytes, revision);
     }
 

@@ -2,7 +2,7 @@
 //! the store in one buffer, and a block read back and decoded.
 
 use super::records::{
-    NewDecision, OPTIONAL, OUTCOME, PRINCIPAL, PackedDecision, StoredDecision, TEXT_COUNT,
+    NewDecision, OPTIONAL, OUTCOME, PackedDecision, StoredDecision, TEAM_TEXT, TEXT_COUNT,
 };
 use crate::store::StoreError;
 use serde::Deserialize;
@@ -25,8 +25,6 @@ pub(super) struct Encoded {
     pub(super) at_ms: i64,
     start: usize,
     team_end: usize,
-    /// The principal's JSON string (quoted, escaped as stored).
-    principal: (usize, usize),
     end: usize,
     /// A DENY's record: stored in blocks of DENY records only, which have a retention
     /// of their own.
@@ -56,22 +54,18 @@ impl EncodedDecisions {
     ) {
         use std::io::Write as _;
         let start = self.text.len();
-        self.text.extend_from_slice(texts[0].as_bytes());
+        self.text.extend_from_slice(texts[TEAM_TEXT].as_bytes());
         let team_end = self.text.len();
         // writing to a Vec cannot fail; a &str always serialises
         let _ = write!(self.text, "{at_ms}");
-        let mut principal = (0, 0);
         // the optional texts are written up to the last one not empty, so a record
         // without them keeps the form older versions read
         let written = texts[OPTIONAL..]
             .iter()
             .rposition(|t| !t.is_empty())
             .map_or(OPTIONAL, |last| OPTIONAL + last + 1);
-        for (k, text) in texts.into_iter().enumerate().take(written) {
+        for text in texts.into_iter().take(written) {
             self.text.push(b',');
-            if k == PRINCIPAL {
-                principal.0 = self.text.len();
-            }
             // most texts need no escape: copied as they are (what serde_json writes
             // for them too), the rest through serde_json
             if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
@@ -80,9 +74,6 @@ impl EncodedDecisions {
                 self.text.push(b'"');
                 self.text.extend_from_slice(text.as_bytes());
                 self.text.push(b'"');
-            }
-            if k == PRINCIPAL {
-                principal.1 = self.text.len();
             }
         }
         // a single record's form stays the one older versions read
@@ -98,7 +89,6 @@ impl EncodedDecisions {
             at_ms,
             start,
             team_end,
-            principal,
             end: self.text.len(),
             deny: texts[OUTCOME] == "DENY",
         });
@@ -123,7 +113,6 @@ impl EncodedDecisions {
             at_ms: r.at_ms,
             start: r.start + shift,
             team_end: r.team_end + shift,
-            principal: (r.principal.0 + shift, r.principal.1 + shift),
             end: r.end + shift,
             deny: r.deny,
         }));
@@ -141,44 +130,6 @@ impl EncodedDecisions {
     pub fn clear(&mut self) {
         self.text.clear();
         self.records.clear();
-    }
-
-    /// Keeps the records `keep` says yes to, given each one's team, principal (as a
-    /// JSON string) and size in bytes; the count of those let go.
-    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &[u8], usize) -> bool) -> usize {
-        let kept: Vec<bool> = (0..self.records.len())
-            .map(|i| {
-                let r = &self.records[i];
-                keep(
-                    self.team(i),
-                    &self.text[r.principal.0..r.principal.1],
-                    r.end - r.start,
-                )
-            })
-            .collect();
-        let dropped = kept.iter().filter(|k| !**k).count();
-        if dropped == 0 {
-            return 0;
-        }
-        let mut out = EncodedDecisions {
-            text: Vec::with_capacity(self.text.len()),
-            records: Vec::with_capacity(self.records.len() - dropped),
-        };
-        for (r, _) in self.records.iter().zip(&kept).filter(|(_, k)| **k) {
-            let shift = out.text.len() as isize - r.start as isize;
-            let moved = |at: usize| (at as isize + shift) as usize;
-            out.text.extend_from_slice(&self.text[r.start..r.end]);
-            out.records.push(Encoded {
-                at_ms: r.at_ms,
-                start: moved(r.start),
-                team_end: moved(r.team_end),
-                principal: (moved(r.principal.0), moved(r.principal.1)),
-                end: moved(r.end),
-                deny: r.deny,
-            });
-        }
-        *self = out;
-        dropped
     }
 
     pub(super) fn team(&self, i: usize) -> &[u8] {

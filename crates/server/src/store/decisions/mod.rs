@@ -20,8 +20,8 @@ mod retention;
 
 pub use encoding::EncodedDecisions;
 pub use records::{
-    DECISIONS_NOTICE_PREFIX, DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, NewDecision, PackedDecision,
-    StoredDecision, TEXT_COUNT,
+    DECISIONS_NOTICE_PREFIX, DecisionQuery, EFFECTS_UNKNOWN_SEPARATOR, NewDecision, PRINCIPAL_TEXT,
+    PackedDecision, StoredDecision, TEAM_TEXT, TEXT_COUNT,
 };
 pub use retention::{Pruned, Retention};
 

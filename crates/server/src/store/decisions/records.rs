@@ -292,8 +292,10 @@ pub const TEXT_COUNT: usize = 20;
 pub(super) const OPTIONAL: usize = 16;
 /// Where the outcome is among a record's texts.
 pub(super) const OUTCOME: usize = 13;
-/// Where the principal is among a record's texts.
-pub(super) const PRINCIPAL: usize = 2;
+/// Where the team and the principal are among a record's texts (the budgets are kept
+/// per team and principal).
+pub const TEAM_TEXT: usize = 0;
+pub const PRINCIPAL_TEXT: usize = 2;
 
 impl DecisionQuery {
     /// Whether a record matches every filter set, the page's keyset aside (the

@@ -1,7 +1,7 @@
 //! The decision log's JSON form: what is encoded reads back, bad blocks are errors.
 
 use super::encoding::{decode, encode_stored};
-use super::records::{OPTIONAL, PRINCIPAL};
+use super::records::OPTIONAL;
 use super::*;
 
 fn record(at_ms: i64, texts: [&str; TEXT_COUNT]) -> PackedDecision {
@@ -116,32 +116,6 @@ fn an_unreadable_block_is_an_error_not_an_empty_page() {
         assert!(decode(bad).is_err(), "{bad:?}");
     }
     assert!(decode("[]").unwrap().is_empty());
-}
-
-/// Retaining keeps the chosen records whole, readable, in order, and sees each
-/// one's principal as its JSON string.
-#[test]
-fn retained_records_read_back() {
-    let mut encoded = EncodedDecisions::default();
-    for i in 0..6 {
-        let principal = format!("p\"{}", i % 2);
-        let mut texts: [&str; TEXT_COUNT] = ["x"; TEXT_COUNT];
-        texts[PRINCIPAL] = &principal;
-        encoded.push(i, texts, 1, 2);
-    }
-    let mut seen = Vec::new();
-    let dropped = encoded.retain(|team, principal, bytes| {
-        assert_eq!(team, b"x");
-        assert!(bytes > 16 * 3);
-        seen.push(principal.to_vec());
-        principal == br#""p\"1""#
-    });
-    assert_eq!((dropped, encoded.len()), (3, 3));
-    assert_eq!(seen.len(), 6);
-    for i in 0..3 {
-        let r = encoded.decode(i, 0).unwrap().decision;
-        assert_eq!((r.at_ms, r.principal.as_str()), (2 * i as i64 + 1, "p\"1"));
-    }
 }
 
 #[test]
