@@ -5,7 +5,7 @@
 use super::compile::{compile_stored_admin, compile_user};
 use super::currency::{READ_DEADLINE, Unconfirmed};
 use super::team::Team;
-use super::{CachedAdmin, Effective, Hub, HubError};
+use super::{CachedAdmin, CachedUser, Effective, Hub, HubError};
 use crate::policy::ToolActionLists;
 use crate::store::{StoreError, Versioned};
 use arc_swap::ArcSwap;
@@ -23,6 +23,12 @@ impl Hub {
             team.touched.store(self.now_secs(), Ordering::Relaxed);
             return Ok(team.clone());
         }
+        // boxed: a decision's future would otherwise carry the store's reads in its size
+        Box::pin(self.load_team(team_id)).await
+    }
+
+    /// [`Hub::team`] for a team not in memory: read from the store.
+    async fn load_team(&self, team_id: &str) -> Result<Arc<Team>, HubError> {
         if !self.reachable() {
             return Err(HubError::Store(StoreError::Unavailable(format!(
                 "team {team_id} is not in this replica's memory and the store is unreachable"
@@ -114,34 +120,8 @@ impl Hub {
                 });
                 Arc::new(compile_user(team_id, Versioned::unset())?)
             }
-            None => {
-                let user = loop {
-                    let before = team.evictions.load(Ordering::Acquire);
-                    let stored = self
-                        .within(READ_DEADLINE, async {
-                            Ok(self.store.get_user(team_id, user_id).await?)
-                        })
-                        .await?;
-                    let loaded = Arc::new(compile_user(team_id, stored)?);
-                    // a change applied while we read wins if it is newer than what we read
-                    let user = match team.users.entry(user_id.to_owned()) {
-                        Entry::Occupied(mut cached) => {
-                            if cached.get().stored.revision < loaded.stored.revision {
-                                cached.insert(loaded);
-                            }
-                            cached.get().clone()
-                        }
-                        Entry::Vacant(slot) => slot.insert(loaded).clone(),
-                    };
-                    // users let go while we read may have taken a newer change of this
-                    // user with them: read again, after the eviction
-                    if before % 2 == 0 && team.evictions.load(Ordering::Acquire) == before {
-                        break user;
-                    }
-                };
-                self.trim_users(&team, user_id);
-                user
-            }
+            // boxed, as a team's read is
+            None => Box::pin(self.load_user(&team, team_id, user_id)).await?,
         };
         // a user who never wrote settings has the team's defaults, when it has some
         let user = match &admin.compiled.default_user {
@@ -157,6 +137,41 @@ impl Hub {
             grouped: None,
             org,
         })
+    }
+
+    /// A user's settings not in memory: read from the store, compiled and cached.
+    async fn load_user(
+        &self,
+        team: &Team,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<Arc<CachedUser>, HubError> {
+        let user = loop {
+            let before = team.evictions.load(Ordering::Acquire);
+            let stored = self
+                .within(READ_DEADLINE, async {
+                    Ok(self.store.get_user(team_id, user_id).await?)
+                })
+                .await?;
+            let loaded = Arc::new(compile_user(team_id, stored)?);
+            // a change applied while we read wins if it is newer than what we read
+            let user = match team.users.entry(user_id.to_owned()) {
+                Entry::Occupied(mut cached) => {
+                    if cached.get().stored.revision < loaded.stored.revision {
+                        cached.insert(loaded);
+                    }
+                    cached.get().clone()
+                }
+                Entry::Vacant(slot) => slot.insert(loaded).clone(),
+            };
+            // users let go while we read may have taken a newer change of this
+            // user with them: read again, after the eviction
+            if before % 2 == 0 && team.evictions.load(Ordering::Acquire) == before {
+                break user;
+            }
+        };
+        self.trim_users(team, user_id);
+        Ok(user)
     }
 
     /// The policy file's `tool.action` lists in force.

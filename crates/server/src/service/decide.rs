@@ -220,7 +220,7 @@ impl Service {
             self.record_denies(denied).await;
         }
         for record in others {
-            self.log_decision(record, false).await;
+            self.offer_decision(record);
         }
         Ok((decisions, eff.revision))
     }

@@ -36,10 +36,27 @@ impl Service {
         args: &[CallArgs],
         decisions: Vec<Decision>,
     ) -> Result<Vec<Decision>, super::ServiceError> {
-        let compiled = admin.roles();
-        if !agent.is_named() || compiled.is_empty() {
+        if !agent.is_named() || admin.roles().is_empty() {
             return Ok(decisions);
         }
+        // boxed: only here is the store asked (the quotas), and every other
+        // decision's future would carry that in its size
+        Box::pin(self.judge_roles(team, user, admin, agent, calls, args, decisions)).await
+    }
+
+    /// [`Service::apply_roles`] for a named agent under the team's roles.
+    #[allow(clippy::too_many_arguments)]
+    async fn judge_roles(
+        &self,
+        team: &str,
+        user: &str,
+        admin: &CompiledAdmin,
+        agent: &AgentSpec,
+        calls: &[Call],
+        args: &[CallArgs],
+        decisions: Vec<Decision>,
+    ) -> Result<Vec<Decision>, super::ServiceError> {
+        let compiled = admin.roles();
         let none = CallArgs::default();
         let mut out = Vec::with_capacity(decisions.len());
         for (i, (call, d)) in calls.iter().zip(decisions).enumerate() {
@@ -88,15 +105,15 @@ impl Service {
         }
         let mut detail = super::decision_log::record::deny_detail(user, call, d);
         detail["outcome"] = serde_json::json!(d.outcome.as_str());
-        self.audit
-            .send(NewAuditEvent {
-                team_id: team.to_owned(),
-                revision,
-                actor: p.name.clone(),
-                kind: AUDIT_DECISION_MADE.into(),
-                detail,
-            })
-            .await;
+        // boxed: the queue's wait is in no other decision's future
+        Box::pin(self.audit.send(NewAuditEvent {
+            team_id: team.to_owned(),
+            revision,
+            actor: p.name.clone(),
+            kind: AUDIT_DECISION_MADE.into(),
+            detail,
+        }))
+        .await;
     }
 
     /// One `allow_list_updated` record per allow-list context (and categories, roles)

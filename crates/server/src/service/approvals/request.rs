@@ -74,6 +74,23 @@ impl Service {
         if decision.outcome != Outcome::Ask {
             return Ok((decision, None));
         }
+        // boxed: an ALLOW's or a DENY's future does not carry an ASK's store calls
+        Box::pin(self.settle_asked(p, team, user, call, decision, revision, agent_id, ask)).await
+    }
+
+    /// [`Service::settle_ask`] for an ASK.
+    #[allow(clippy::too_many_arguments)]
+    async fn settle_asked(
+        &self,
+        p: &Principal,
+        team: &str,
+        user: &str,
+        call: &Call,
+        decision: Decision,
+        revision: u64,
+        agent_id: Option<&str>,
+        ask: &ApprovalAsk,
+    ) -> Result<(Decision, Option<Ticket>), ServiceError> {
         let (team, user) = own_subject(p, team, user);
         let team: &str = &check_id("team_id", team)?;
         let user: &str = &check_id("user_id", user)?;
@@ -135,7 +152,7 @@ impl Service {
             if let Some(record) =
                 self.decision_record(p, team, user, &agent, &origin, revision, &shown, decided)
             {
-                self.log_decision(record, false).await;
+                self.offer_decision(record);
             }
             return Ok((granted, None));
         }

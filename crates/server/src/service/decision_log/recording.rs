@@ -60,6 +60,7 @@ impl Service {
     /// wait for room rather than lose a record: a flood of denials is slowed to what
     /// the store can write.
     pub(in crate::service) async fn record_denies(&self, records: Vec<Record>) {
-        self.audit.record_deny(records).await;
+        // boxed: the journal's wait is in no ALLOW's future
+        Box::pin(self.audit.record_deny(records)).await;
     }
 }

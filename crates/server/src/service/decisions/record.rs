@@ -72,19 +72,24 @@ impl Service {
     /// log's queue is full.
     pub(in crate::service) async fn log_decision(&self, record: DecisionRecord<'_>, deny: bool) {
         if deny {
-            self.audit
-                .record_deny(vec![Record::Decision {
-                    decision: record.packed(),
-                }])
-                .await;
+            self.record_denies(vec![Record::Decision {
+                decision: record.packed(),
+            }])
+            .await;
         } else {
-            self.audit.offer(
-                record.at_ms,
-                record.texts(),
-                record.described.subject_bytes,
-                record.revision,
-            );
+            self.offer_decision(record);
         }
+    }
+
+    /// Offers an ALLOW's or ASK's record, shed past its budget or when the log's
+    /// queue is full (never waited for).
+    pub(in crate::service) fn offer_decision(&self, record: DecisionRecord<'_>) {
+        self.audit.offer(
+            record.at_ms,
+            record.texts(),
+            record.described.subject_bytes,
+            record.revision,
+        );
     }
 
     /// One record per tool a `tools/list` decided.
@@ -119,7 +124,7 @@ impl Service {
                     decision: record.packed(),
                 });
             } else {
-                self.log_decision(record, false).await;
+                self.offer_decision(record);
             }
         }
         if !denied.is_empty() {
