@@ -59,6 +59,8 @@ impl Writer {
         let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         // failures of the batch at the head that were not the store being away
         let mut rejected = 0;
+        // when the last write ended: a trickle waits for the rest of a LINGER after it
+        let mut last_write: Option<tokio::time::Instant> = None;
         loop {
             if self.pending.is_empty() {
                 let mut batch = Vec::with_capacity(BATCH);
@@ -79,14 +81,24 @@ impl Writer {
                 // join, so it is thousands of rows rather than what one write left
                 // behind. It sleeps through the wait and then takes what came: taking
                 // records as they came woke the writer for nearly each one. A trickle
-                // is written at once.
+                // is written at once, but at most once a LINGER: a steady few records
+                // (a flood's within its budget) made a commit of each.
                 let mut stopping = false;
                 let waiting = batch.len() + self.offered.waiting();
-                if (LINGER_FROM..BATCH).contains(&waiting) {
+                let linger = if waiting >= BATCH {
+                    Duration::ZERO
+                } else if waiting >= LINGER_FROM {
+                    LINGER
+                } else {
+                    last_write.map_or(Duration::ZERO, |at| {
+                        (at + LINGER).saturating_duration_since(tokio::time::Instant::now())
+                    })
+                };
+                if !linger.is_zero() {
                     tokio::select! {
                         biased;
                         () = stop.cancelled() => stopping = true,
-                        () = tokio::time::sleep(LINGER) => {}
+                        () = tokio::time::sleep(linger) => {}
                     }
                     take_waiting(&mut rx, &mut batch);
                 }
@@ -101,7 +113,9 @@ impl Writer {
                 }
             }
             let n = self.pending.len().min(BATCH);
-            match self.write(n).await {
+            let written = self.write(n).await;
+            last_write = Some(tokio::time::Instant::now());
+            match written {
                 Ok(()) => {
                     rejected = 0;
                     if std::mem::take(&mut self.outage) {
