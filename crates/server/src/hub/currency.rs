@@ -101,6 +101,17 @@ impl Hub {
         })
     }
 
+    /// Why a view of `team` is unconfirmed: its own policy's, or else the
+    /// organisation's (part of every team's view, so as current as they).
+    pub(super) fn unconfirmed_view(&self, team_id: &str, team: &Team) -> Option<Unconfirmed> {
+        // without a bound nothing is: not even the organisation's is looked up
+        self.currency.bound?;
+        self.unconfirmed(team_id, team).or_else(|| {
+            let held = self.teams.get(crate::auth::ORG_TEAM)?.clone();
+            self.unconfirmed(crate::auth::ORG_TEAM, &held)
+        })
+    }
+
     /// The listener heard this replica's ping sent at `sent`: every notice committed
     /// before then has been handled, so every team not waiting for a failed catch-up
     /// was current then.

@@ -102,11 +102,7 @@ impl Hub {
         let org = self.org_groups().await?;
         let revision = team.published.load(Ordering::Acquire);
         let admin = team.admin.load_full();
-        // the organisation's policies are part of every team's view: as current as they
-        let mut unconfirmed = self.unconfirmed(team_id, &team).or_else(|| {
-            let held = self.teams.get(crate::auth::ORG_TEAM)?.clone();
-            self.unconfirmed(crate::auth::ORG_TEAM, &held)
-        });
+        let mut unconfirmed = self.unconfirmed_view(team_id, &team);
         let cached = team.users.get(user_id).map(|u| u.clone());
         let user = match cached {
             Some(user) => user,
