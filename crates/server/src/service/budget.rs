@@ -60,7 +60,12 @@ struct State {
     folds: HashMap<FoldKey, Fold>,
     /// Counted calls per (team, principal).
     folds_of: HashMap<(Box<str>, Box<str>), usize>,
-    shed: HashMap<(Box<str>, Box<str>), Shed>,
+    /// What each principal of each team lost: by team, then principal, so that a
+    /// principal already counted (every record of a flood) is found without a copy
+    /// of its names.
+    shed: HashMap<Box<str>, HashMap<Box<str>, Shed>>,
+    /// Principals in `shed`.
+    shed_principals: usize,
 }
 
 /// A minute's records and bytes, refilled continuously.
@@ -260,27 +265,30 @@ impl Budgets {
         state.folds_of.clear();
         let mut due: Vec<Record> = state.folds.drain().map(|(_, f)| f.into_record()).collect();
         let mut shed_total = 0;
-        for ((team, principal), shed) in state.shed.drain() {
-            crate::metrics::decision_log_over_budget(
-                &principal,
-                shed.records,
-                shed.coalesced + shed.summarised,
-            );
-            shed_total += shed.records;
-            due.push(Record::Audit(NewAuditEvent {
-                team_id: team.into(),
-                revision: 0,
-                actor: principal.into(),
-                kind: AUDIT_DECISIONS_SHED.into(),
-                detail: serde_json::json!({
-                    "records": shed.records,
-                    "bytes": shed.bytes,
-                    "denies_coalesced": shed.coalesced,
-                    "denies_summarised": shed.summarised,
-                    "first_at_ms": shed.first_at_ms,
-                    "last_at_ms": shed.last_at_ms,
-                }),
-            }));
+        state.shed_principals = 0;
+        for (team, of) in state.shed.drain() {
+            for (principal, shed) in of {
+                crate::metrics::decision_log_over_budget(
+                    &principal,
+                    shed.records,
+                    shed.coalesced + shed.summarised,
+                );
+                shed_total += shed.records;
+                due.push(Record::Audit(NewAuditEvent {
+                    team_id: team.to_string(),
+                    revision: 0,
+                    actor: principal.into(),
+                    kind: AUDIT_DECISIONS_SHED.into(),
+                    detail: serde_json::json!({
+                        "records": shed.records,
+                        "bytes": shed.bytes,
+                        "denies_coalesced": shed.coalesced,
+                        "denies_summarised": shed.summarised,
+                        "first_at_ms": shed.first_at_ms,
+                        "last_at_ms": shed.last_at_ms,
+                    }),
+                }));
+            }
         }
         if shed_total > 0 {
             crate::metrics::decision_log_shed(shed_total as usize);
@@ -375,14 +383,24 @@ impl State {
 
     /// The shed counts of a principal, or of [`OTHERS`] once too many are held.
     fn shed_of(&mut self, team: &str, principal: &str) -> &mut Shed {
-        let key = if self.shed.len() < MAX_SHED_PRINCIPALS
-            || self.shed.contains_key(&(team.into(), principal.into()))
-        {
-            (Box::from(team), Box::from(principal))
+        let held = self
+            .shed
+            .get(team)
+            .is_some_and(|of| of.contains_key(principal));
+        let (team, principal) = if held || self.shed_principals < MAX_SHED_PRINCIPALS {
+            (team, principal)
         } else {
-            (Box::from(OTHERS), Box::from(OTHERS))
+            (OTHERS, OTHERS)
         };
-        self.shed.entry(key).or_default()
+        if !self.shed.contains_key(team) {
+            self.shed.insert(team.into(), HashMap::new());
+        }
+        let of = self.shed.get_mut(team).expect("inserted above");
+        if !of.contains_key(principal) {
+            of.insert(principal.into(), Shed::default());
+            self.shed_principals += 1;
+        }
+        of.get_mut(principal).expect("inserted above")
     }
 }
 

@@ -179,7 +179,9 @@ impl Service {
         }
         // a batch's DENY records are journaled together: one wait for the disk; its
         // other records are offered after them, so the writer takes them in the order
-        // it always did (the DENYs of a batch first)
+        // it always did (the DENYs of a batch first). Without a DENY they are offered
+        // as they come (nothing is held for a single ALLOW).
+        let any_denied = decisions.iter().any(|d| d.outcome == Outcome::Deny);
         let mut denied = Vec::new();
         let mut others = Vec::new();
         // every record of a call is built from it masked: secrets are never kept (the
@@ -213,7 +215,10 @@ impl Service {
             } else if !origin.is_check() {
                 self.audit_decision(p, team, user, eff.revision, shown.call(), &shown_d)
                     .await;
-                others.extend(logged);
+                match logged {
+                    Some(record) if !any_denied => self.offer_decision(record),
+                    logged => others.extend(logged),
+                }
             }
         }
         if !denied.is_empty() {
