@@ -162,7 +162,7 @@ impl Hub {
             };
             // users let go while we read may have taken a newer change of this
             // user with them: read again, after the eviction
-            if before % 2 == 0 && team.evictions.load(Ordering::Acquire) == before {
+            if before.is_multiple_of(2) && team.evictions.load(Ordering::Acquire) == before {
                 break user;
             }
         };

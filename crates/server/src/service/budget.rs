@@ -45,8 +45,8 @@ struct Limits {
     team: (f64, f64),
 }
 
-/// The budgets' state, shared by the deciding side (DENY and audit records) and the
-/// writer (ALLOW and ASK records, taken from their queue).
+/// The budgets' state: charged by the deciding side (every record, as it is made or
+/// offered) and flushed by the writer's flusher ([`Budgets::take_due`]).
 #[derive(Debug)]
 pub(super) struct Budgets {
     limits: Limits,

@@ -217,4 +217,40 @@ proptest! {
             prop_assert!(records <= budget.div_ceil(2) + FOLDS_PER_PRINCIPAL as u64 + 1);
         }
     }
+
+    /// Every ALLOW record offered is either admitted (at most the budget per
+    /// principal) or counted in its principal's shed event: none is lost uncounted.
+    #[test]
+    fn every_offered_record_is_admitted_or_counted(
+        offers in proptest::collection::vec(0..4usize, 0..400),
+        budget in 1..40u64,
+    ) {
+        let b = budgets(budget);
+        let mut offered: HashMap<String, u64> = HashMap::new();
+        let mut admitted: HashMap<String, u64> = HashMap::new();
+        for (i, p) in offers.iter().enumerate() {
+            let p = format!("p{p}");
+            let mut texts = [""; TEXT_COUNT];
+            texts[TEAM_TEXT] = "t";
+            texts[PRINCIPAL_TEXT] = &p;
+            texts[13] = "ALLOW";
+            *offered.entry(p.clone()).or_default() += 1;
+            if b.admit_offered(&texts, i as i64) {
+                *admitted.entry(p.clone()).or_default() += 1;
+            }
+        }
+        let mut shed: HashMap<String, u64> = HashMap::new();
+        for record in b.take_due() {
+            if let Record::Audit(e) = record {
+                prop_assert_eq!(e.kind.as_str(), AUDIT_DECISIONS_SHED);
+                shed.insert(e.actor.clone(), e.detail["records"].as_u64().unwrap_or(0));
+            }
+        }
+        for (p, n) in &offered {
+            let kept = admitted.get(p).copied().unwrap_or(0);
+            // a budget refills as the test runs: a record more at most
+            prop_assert!(kept <= budget + 1, "{}: {} admitted", p, kept);
+            prop_assert_eq!(kept + shed.get(p).copied().unwrap_or(0), *n, "{}", p);
+        }
+    }
 }
