@@ -128,13 +128,64 @@ fn status_error(server: String, status: tonic::Status) -> ClientError {
 }
 
 /// The error and its sources on one line (tonic's transport errors say little alone).
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// A source that says what the error before it already ended with adds nothing and
+/// is left out: hyper's connect errors wrap one another, each saying "tcp connect
+/// error".
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
+    let mut last = text.clone();
     let mut source = e.source();
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        let said = s.to_string();
+        if !said.is_empty() && !last.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        last = said;
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    /// An error whose text is `text`, caused by `source`.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn a_chain_says_each_thing_once() {
+        let layer = |text, source: Option<Layer>| Layer(text, source.map(Box::new));
+        let refused = layer("Connection refused (os error 111)", None);
+        let chain = layer(
+            "transport error",
+            Some(layer(
+                "tcp connect error",
+                Some(layer("tcp connect error", Some(refused))),
+            )),
+        );
+        assert_eq!(
+            error_chain(&chain),
+            "transport error: tcp connect error: Connection refused (os error 111)"
+        );
+        // a layer that already says its source's text, as `#[error("…: {0}")]` does
+        let said = layer("tls: bad certificate", Some(layer("bad certificate", None)));
+        assert_eq!(error_chain(&said), "tls: bad certificate");
+        let plain = layer("a", Some(layer("b", Some(layer("c", None)))));
+        assert_eq!(error_chain(&plain), "a: b: c");
+    }
 }

@@ -5,6 +5,7 @@
 //! reads at most [`MAX_BODY_BYTES`] of any answer, so a hostile provider can neither
 //! send us elsewhere nor make us buffer without bound.
 
+use crate::error_chain;
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
     BasicTokenType,
@@ -267,16 +268,6 @@ impl<'c> AsyncHttpClient<'c> for Http {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct HttpError(OidcError);
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    text
-}
 
 fn now() -> u64 {
     SystemTime::now()
