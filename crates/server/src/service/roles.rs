@@ -41,53 +41,41 @@ impl Service {
         }
         // boxed: only here is the store asked (the quotas), and every other
         // decision's future would carry that in its size
-        Box::pin(self.judge_roles(team, user, admin, agent, calls, args, decisions)).await
-    }
-
-    /// [`Service::apply_roles`] for a named agent under the team's roles.
-    #[allow(clippy::too_many_arguments)]
-    async fn judge_roles(
-        &self,
-        team: &str,
-        user: &str,
-        admin: &CompiledAdmin,
-        agent: &AgentSpec,
-        calls: &[Call],
-        args: &[CallArgs],
-        decisions: Vec<Decision>,
-    ) -> Result<Vec<Decision>, super::ServiceError> {
-        let compiled = admin.roles();
-        let none = CallArgs::default();
-        let mut out = Vec::with_capacity(decisions.len());
-        for (i, (call, d)) in calls.iter().zip(decisions).enumerate() {
-            if d.outcome == Outcome::Deny {
-                out.push(d);
-                continue;
-            }
-            let mut verdict = roles::judge(compiled, agent, call, args.get(i).unwrap_or(&none));
-            if let (RoleVerdict::Allow { quota: Some(q), .. }, Some(session)) =
-                (&verdict, agent.session.as_deref())
-            {
-                let key = QuotaKey {
-                    team_id: team,
-                    user_id: user,
-                    session_id: session,
-                    operation: &q.operation,
-                };
-                let store = &self.store;
-                // the roles allow it, so the call's outcome is the admin's and user's
-                let within = if d.outcome == Outcome::Allow {
-                    store.consume_quota(&key, q.max).await?
-                } else {
-                    store.quota_used(&key).await? < q.max
-                };
-                if !within {
-                    verdict = RoleVerdict::quota_exhausted(q);
+        Box::pin(async move {
+            let compiled = admin.roles();
+            let none = CallArgs::default();
+            let mut out = Vec::with_capacity(decisions.len());
+            for (i, (call, d)) in calls.iter().zip(decisions).enumerate() {
+                if d.outcome == Outcome::Deny {
+                    out.push(d);
+                    continue;
                 }
+                let mut verdict = roles::judge(compiled, agent, call, args.get(i).unwrap_or(&none));
+                if let (RoleVerdict::Allow { quota: Some(q), .. }, Some(session)) =
+                    (&verdict, agent.session.as_deref())
+                {
+                    let key = QuotaKey {
+                        team_id: team,
+                        user_id: user,
+                        session_id: session,
+                        operation: &q.operation,
+                    };
+                    let store = &self.store;
+                    // the roles allow it, so the call's outcome is the admin's and user's
+                    let within = if d.outcome == Outcome::Allow {
+                        store.consume_quota(&key, q.max).await?
+                    } else {
+                        store.quota_used(&key).await? < q.max
+                    };
+                    if !within {
+                        verdict = RoleVerdict::quota_exhausted(q);
+                    }
+                }
+                out.push(roles::apply(d, verdict));
             }
-            out.push(roles::apply(d, verdict));
-        }
-        Ok(out)
+            Ok(out)
+        })
+        .await
     }
 
     /// Queues an ALLOW or ASK record when every decision is logged.

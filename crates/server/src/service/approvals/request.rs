@@ -75,136 +75,123 @@ impl Service {
             return Ok((decision, None));
         }
         // boxed: an ALLOW's or a DENY's future does not carry an ASK's store calls
-        Box::pin(self.settle_asked(p, team, user, call, decision, revision, agent_id, ask)).await
-    }
-
-    /// [`Service::settle_ask`] for an ASK.
-    #[allow(clippy::too_many_arguments)]
-    async fn settle_asked(
-        &self,
-        p: &Principal,
-        team: &str,
-        user: &str,
-        call: &Call,
-        decision: Decision,
-        revision: u64,
-        agent_id: Option<&str>,
-        ask: &ApprovalAsk,
-    ) -> Result<(Decision, Option<Ticket>), ServiceError> {
-        let (team, user) = own_subject(p, team, user);
-        let team: &str = &check_id("team_id", team)?;
-        let user: &str = &check_id("user_id", user)?;
-        let admin = self.hub.admin(team).await?;
-        let Some(settings) = Self::approval_settings(admin.head()) else {
-            return Ok((decision, None));
-        };
-        let client = label("approval.client", &ask.client)?;
-        let session = match ask.session_id.as_deref() {
-            Some(s) if !s.is_empty() => Some(check_id("approval.session_id", s)?.into_owned()),
-            _ => None,
-        };
-        let cwd = ask.cwd.as_deref().filter(|c| !c.is_empty());
-        if let Some(cwd) = cwd
-            && (cwd.len() > MAX_CWD_BYTES || cwd.chars().any(char::is_control))
-        {
-            return Err(ServiceError::invalid(
-                "call.arguments.cwd",
-                format!(
-                    "must be at most {MAX_CWD_BYTES} bytes without control characters: send the directory the agent works in"
-                ),
-            ));
-        }
-        let key = grant_key(call, cwd);
-        // a session grant is the session of this principal and client only
-        let bound = session
-            .as_deref()
-            .map(|s| approvals::session_binding(&p.name, &client, s));
-        // the request, its webhook and its records show the call masked
-        let shown = Shown::of(call);
-        let now = now_ms();
-        if let Some((by, until)) = self
-            .store
-            .find_grant(team, user, bound.as_deref(), &key, now)
-            .await?
-        {
-            let granted = Decision {
-                outcome: Outcome::Allow,
-                reason: Reason::Approved,
-                detail: Some(Arc::from(format!(
-                    "{} may run: approved by {by} until {}",
-                    call_summary(shown.call(), SUMMARY_CHARS),
-                    rfc3339(until)
-                ))),
-                candidates: Vec::new(),
-                ..decision
+        Box::pin(async move {
+            let (team, user) = own_subject(p, team, user);
+            let team: &str = &check_id("team_id", team)?;
+            let user: &str = &check_id("user_id", user)?;
+            let admin = self.hub.admin(team).await?;
+            let Some(settings) = Self::approval_settings(admin.head()) else {
+                return Ok((decision, None));
             };
-            // the ASK was logged as decided; the grant that let it run is logged too
-            let agent = AgentSpec {
-                id: agent_id.map(str::to_owned),
-                ..AgentSpec::default()
+            let client = label("approval.client", &ask.client)?;
+            let session = match ask.session_id.as_deref() {
+                Some(s) if !s.is_empty() => Some(check_id("approval.session_id", s)?.into_owned()),
+                _ => None,
             };
-            let origin = RequestOrigin {
-                source: DecisionSource::Approval,
-                client: client.clone(),
-                tool_use_id: String::new(),
-            };
-            let decided = (Outcome::Allow, Reason::Approved, Some(by.as_str()));
-            if let Some(record) =
-                self.decision_record(p, team, user, &agent, &origin, revision, &shown, decided)
+            let cwd = ask.cwd.as_deref().filter(|c| !c.is_empty());
+            if let Some(cwd) = cwd
+                && (cwd.len() > MAX_CWD_BYTES || cwd.chars().any(char::is_control))
             {
-                self.offer_decision(record);
+                return Err(ServiceError::invalid(
+                    "call.arguments.cwd",
+                    format!(
+                        "must be at most {MAX_CWD_BYTES} bytes without control characters: send the directory the agent works in"
+                    ),
+                ));
             }
-            return Ok((granted, None));
-        }
-        if !ask.can_wait || !settings.goes_central(ask.interactive) {
-            return Ok((decision, None));
-        }
-        let pending = self
-            .store
-            .list_approvals(team, true, MAX_PENDING_PER_TEAM)
-            .await?;
-        if pending.iter().filter(|r| r.new.deadline_ms > now).count()
-            >= MAX_PENDING_PER_TEAM as usize
-        {
-            // refused, not queued: the ASK goes back as it was (never an ALLOW)
-            tracing::warn!(team = %team, "approvals: too many pending requests; the ASK is returned as it is");
-            return Ok((decision, None));
-        }
-        let deadline =
-            now.saturating_add(i64::try_from(settings.deadline().as_millis()).unwrap_or(i64::MAX));
-        let new = NewApproval {
-            request_id: format!("apr_{}", hex::encode(rand::random::<[u8; 12]>())),
-            team_id: team.to_owned(),
-            user_id: user.to_owned(),
-            principal: p.name.clone(),
-            agent_id: agent_id.unwrap_or_default().to_owned(),
-            client,
-            session_id: session.unwrap_or_default(),
-            call: stored_call(&shown, cwd),
-            call_key: key,
-            summary: call_summary(shown.call(), SUMMARY_CHARS),
-            decision: ApprovalDecision::of(
-                &secrets::mask_decision(&decision),
-                shown.call(),
-                revision,
-            ),
-            created_at_ms: now,
-            deadline_ms: deadline,
-        };
-        self.store.create_approval(&new).await?;
-        self.hub.approvals_changed(team);
-        if !settings.webhook_url.is_empty() {
-            self.webhook.post(WebhookEvent {
-                url: settings.webhook_url.clone(),
-                body: webhook_body(&new),
-            });
-        }
-        // the ASK itself was logged where it was decided; the answer is logged when given
-        let ticket = Ticket {
-            request_id: new.request_id,
-            deadline_ms: deadline,
-        };
-        Ok((decision, Some(ticket)))
+            let key = grant_key(call, cwd);
+            // a session grant is the session of this principal and client only
+            let bound = session
+                .as_deref()
+                .map(|s| approvals::session_binding(&p.name, &client, s));
+            // the request, its webhook and its records show the call masked
+            let shown = Shown::of(call);
+            let now = now_ms();
+            if let Some((by, until)) = self
+                .store
+                .find_grant(team, user, bound.as_deref(), &key, now)
+                .await?
+            {
+                let granted = Decision {
+                    outcome: Outcome::Allow,
+                    reason: Reason::Approved,
+                    detail: Some(Arc::from(format!(
+                        "{} may run: approved by {by} until {}",
+                        call_summary(shown.call(), SUMMARY_CHARS),
+                        rfc3339(until)
+                    ))),
+                    candidates: Vec::new(),
+                    ..decision
+                };
+                // the ASK was logged as decided; the grant that let it run is logged too
+                let agent = AgentSpec {
+                    id: agent_id.map(str::to_owned),
+                    ..AgentSpec::default()
+                };
+                let origin = RequestOrigin {
+                    source: DecisionSource::Approval,
+                    client: client.clone(),
+                    tool_use_id: String::new(),
+                };
+                let decided = (Outcome::Allow, Reason::Approved, Some(by.as_str()));
+                if let Some(record) =
+                    self.decision_record(p, team, user, &agent, &origin, revision, &shown, decided)
+                {
+                    self.offer_decision(record);
+                }
+                return Ok((granted, None));
+            }
+            if !ask.can_wait || !settings.goes_central(ask.interactive) {
+                return Ok((decision, None));
+            }
+            let pending = self
+                .store
+                .list_approvals(team, true, MAX_PENDING_PER_TEAM)
+                .await?;
+            if pending.iter().filter(|r| r.new.deadline_ms > now).count()
+                >= MAX_PENDING_PER_TEAM as usize
+            {
+                // refused, not queued: the ASK goes back as it was (never an ALLOW)
+                tracing::warn!(team = %team, "approvals: too many pending requests; the ASK is returned as it is");
+                return Ok((decision, None));
+            }
+            let deadline =
+                now.saturating_add(i64::try_from(settings.deadline().as_millis()).unwrap_or(i64::MAX));
+            let new = NewApproval {
+                request_id: format!("apr_{}", hex::encode(rand::random::<[u8; 12]>())),
+                team_id: team.to_owned(),
+                user_id: user.to_owned(),
+                principal: p.name.clone(),
+                agent_id: agent_id.unwrap_or_default().to_owned(),
+                client,
+                session_id: session.unwrap_or_default(),
+                call: stored_call(&shown, cwd),
+                call_key: key,
+                summary: call_summary(shown.call(), SUMMARY_CHARS),
+                decision: ApprovalDecision::of(
+                    &secrets::mask_decision(&decision),
+                    shown.call(),
+                    revision,
+                ),
+                created_at_ms: now,
+                deadline_ms: deadline,
+            };
+            self.store.create_approval(&new).await?;
+            self.hub.approvals_changed(team);
+            if !settings.webhook_url.is_empty() {
+                self.webhook.post(WebhookEvent {
+                    url: settings.webhook_url.clone(),
+                    body: webhook_body(&new),
+                });
+            }
+            // the ASK itself was logged where it was decided; the answer is logged when given
+            let ticket = Ticket {
+                request_id: new.request_id,
+                deadline_ms: deadline,
+            };
+            Ok((decision, Some(ticket)))
+        })
+        .await
     }
 }
 
