@@ -221,10 +221,7 @@ impl Budgets {
         ) {
             return true;
         }
-        let shed = state.shed_of(&event.team_id, &event.actor);
-        shed.records += 1;
-        shed.bytes += bytes as u64;
-        shed.at(super::now_ms());
+        state.shed_record(&event.team_id, &event.actor, bytes, super::now_ms());
         false
     }
 
@@ -240,10 +237,7 @@ impl Budgets {
         if state.charge(self.limits, team, principal, bytes, Instant::now()) {
             return true;
         }
-        let shed = state.shed_of(team, principal);
-        shed.records += 1;
-        shed.bytes += bytes as u64;
-        shed.at(at_ms);
+        state.shed_record(team, principal, bytes, at_ms);
         false
     }
 
@@ -317,10 +311,7 @@ impl State {
             return false;
         }
         t.take(bytes);
-        // looked up again: the two maps cannot be borrowed at once through `self`
-        if let Some(p) = self.principals.get_mut(principal) {
-            p.take(bytes);
-        }
+        p.take(bytes);
         true
     }
 
@@ -381,13 +372,29 @@ impl State {
         }
     }
 
+    /// Counts a record past its budget (not a DENY's) in its principal's shed event.
+    fn shed_record(&mut self, team: &str, principal: &str, bytes: usize, at_ms: i64) {
+        let shed = self.shed_of(team, principal);
+        shed.records += 1;
+        shed.bytes += bytes as u64;
+        shed.at(at_ms);
+    }
+
     /// The shed counts of a principal, or of [`OTHERS`] once too many are held.
     fn shed_of(&mut self, team: &str, principal: &str) -> &mut Shed {
         let held = self
             .shed
             .get(team)
             .is_some_and(|of| of.contains_key(principal));
-        let (team, principal) = if held || self.shed_principals < MAX_SHED_PRINCIPALS {
+        if held {
+            // the usual case (every record of a flood): found without copying the names
+            return self
+                .shed
+                .get_mut(team)
+                .and_then(|of| of.get_mut(principal))
+                .expect("held");
+        }
+        let (team, principal) = if self.shed_principals < MAX_SHED_PRINCIPALS {
             (team, principal)
         } else {
             (OTHERS, OTHERS)
