@@ -7,15 +7,6 @@ use crate::support;
 use support::*;
 use toolgate::proto::v1 as pb;
 
-fn write_config(dir: &std::path::Path, store_url: Option<&str>) -> std::path::PathBuf {
-    let mut config = test_config(&dir.join("data"));
-    config.log.format = toolgate::config::LogFormat::Json;
-    config.store.url = store_url.map(Into::into);
-    let path = dir.join("toolgate.yaml");
-    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
-    path
-}
-
 async fn client(
     addr: &str,
 ) -> UserSettingsServiceClient<
@@ -31,7 +22,7 @@ async fn client(
 
 async fn kill_mid_stream_and_check(store_url: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = write_config(dir.path(), store_url);
+    let yaml = binary_config_file_with(dir.path(), |c| c.store.url = store_url.map(Into::into));
     let (mut child, addr) = spawn_binary(&yaml);
     let mut users = client(&addr).await;
     let writer = tokio::spawn(async move {
@@ -133,7 +124,7 @@ async fn postgres_acknowledged_writes_survive_sigkill() {
 #[test]
 fn a_failing_test_leaves_no_server_running() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = write_config(dir.path(), None);
+    let yaml = binary_config_file(dir.path());
     let pid = std::sync::atomic::AtomicU32::new(0);
     let failed = std::panic::catch_unwind(|| {
         let (child, _addr) = spawn_binary(&yaml);

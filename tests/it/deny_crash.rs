@@ -18,16 +18,6 @@ const CLIENTS: usize = 4;
 /// The longest wait for the last start to write what the journal holds.
 const DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
-fn write_config(dir: &std::path::Path, store_url: Option<&str>) -> std::path::PathBuf {
-    let mut config = test_config(&dir.join("data"));
-    config.log.format = toolgate::config::LogFormat::Json;
-    config.store.url = store_url.map(Into::into);
-    config.store.check_secs = 1;
-    let path = dir.join("toolgate.yaml");
-    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
-    path
-}
-
 pub(crate) async fn channel(addr: &str) -> tonic::transport::Channel {
     tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
@@ -83,7 +73,7 @@ async fn deny_until_killed(addr: String, round: usize, client: usize) -> Vec<Str
 /// the journal holds and every answered denial must have its records.
 async fn kill_under_deny_load(store_url: Option<String>, cluster: Option<&support::pg::Cluster>) {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = write_config(dir.path(), store_url.as_deref());
+    let yaml = checked_store_config_file(dir.path(), store_url.as_deref());
     let data = dir.path().join("data");
     let mut answered: Vec<String> = Vec::new();
     for round in 0..ROUNDS {

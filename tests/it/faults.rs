@@ -671,16 +671,6 @@ fn spawn_ignoring_xfsz(config: &Path) -> (ServerProcess, String) {
     spawn_server(command)
 }
 
-fn binary_config(dir: &Path, store_url: Option<&str>) -> PathBuf {
-    let mut config = test_config(&dir.join("data"));
-    config.log.format = toolgate::config::LogFormat::Json;
-    config.store.url = store_url.map(Into::into);
-    config.store.check_secs = 1;
-    let path = dir.join("toolgate.yaml");
-    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
-    path
-}
-
 /// A client of a server run as a separate process.
 async fn remote(addr: &str) -> TestClient {
     let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
@@ -758,7 +748,7 @@ fn prlimit_fsize(pid: u32, limit: &str) {
 #[tokio::test]
 async fn disk_full_refuses_writes_until_there_is_room() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = binary_config(dir.path(), None);
+    let yaml = checked_store_config_file(dir.path(), None);
     let (mut child, addr) = spawn_ignoring_xfsz(&yaml);
     let client = remote(&addr).await;
     let mut acked = vec![(client.write("a:1").await.unwrap(), "a:1".to_owned())];
@@ -851,8 +841,8 @@ async fn postgres_replica_killed_mid_stream() {
     let url = cluster.url();
     let dir_a = tempfile::tempdir().unwrap();
     let dir_b = tempfile::tempdir().unwrap();
-    let (mut child_a, addr_a) = spawn_binary(&binary_config(dir_a.path(), Some(&url)));
-    let (mut child_b, addr_b) = spawn_binary(&binary_config(dir_b.path(), Some(&url)));
+    let (mut child_a, addr_a) = spawn_binary(&checked_store_config_file(dir_a.path(), Some(&url)));
+    let (mut child_b, addr_b) = spawn_binary(&checked_store_config_file(dir_b.path(), Some(&url)));
     let (a, b) = (remote(&addr_a).await, remote(&addr_b).await);
     let mut on_b =
         PolicyServiceClient::with_interceptor(b.channel.clone(), Auth::new("alice-token"))

@@ -318,15 +318,6 @@ async fn teams_hold_no_ring_until_watched_and_are_let_go_when_idle() {
     assert_eq!(hub.teams(), 1);
 }
 
-fn binary_config(dir: &std::path::Path) -> std::path::PathBuf {
-    let mut config = test_config(&dir.join("data"));
-    config.log.format = toolgate::config::LogFormat::Json;
-    config.store.check_secs = 1;
-    let path = dir.join("toolgate.yaml");
-    std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
-    path
-}
-
 async fn channel(addr: &str) -> tonic::transport::Channel {
     tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
@@ -471,7 +462,7 @@ async fn queued_deny_records_are_written_at_a_clean_stop() {
     const DENIALS: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let yaml = binary_config(dir.path());
+    let yaml = checked_store_config_file(dir.path(), None);
     // a short grace: the drain deadline passes (an idle client connection may hold it)
     // while the audit writer still sleeps
     let mut config: toolgate::config::Config =
@@ -530,7 +521,7 @@ async fn deny_records_of_an_outage_survive_a_crash_in_the_journal() {
     const DENIALS: usize = 500;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let yaml = binary_config(dir.path());
+    let yaml = checked_store_config_file(dir.path(), None);
     let (mut child, addr) = spawn_binary(&yaml);
     kill_switch_on(&addr).await;
     deny(&addr, 1).await;

@@ -328,11 +328,26 @@ pub fn toolgate_binary() -> std::path::PathBuf {
 /// `test_config` as a file the real binary reads (`dir/toolgate.yaml`, data under
 /// `dir/data`, JSON logs as [`spawn_binary`] expects them).
 pub fn binary_config_file(dir: &Path) -> std::path::PathBuf {
+    binary_config_file_with(dir, |_| {})
+}
+
+/// [`binary_config_file`] with `edit` applied to the configuration first.
+pub fn binary_config_file_with(dir: &Path, edit: impl FnOnce(&mut Config)) -> std::path::PathBuf {
     let mut config = test_config(&dir.join("data"));
     config.log.format = toolgate::config::LogFormat::Json;
+    edit(&mut config);
     let path = dir.join("toolgate.yaml");
     std::fs::write(&path, serde_norway::to_string(&config).unwrap()).unwrap();
     path
+}
+
+/// [`binary_config_file`] on the store at `store_url` (the embedded one when `None`),
+/// its reachability checked every second, as the tests of a store's loss want.
+pub fn checked_store_config_file(dir: &Path, store_url: Option<&str>) -> std::path::PathBuf {
+    binary_config_file_with(dir, |c| {
+        c.store.url = store_url.map(Into::into);
+        c.store.check_secs = 1;
+    })
 }
 
 /// Starts the real `toolgate serve --config FILE` (JSON logs expected) and returns it
