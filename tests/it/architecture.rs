@@ -563,3 +563,38 @@ fn no_crate_has_an_import_cycle() {
          longer exist as listed; remove them (or list what remains of them): {gone:?}"
     );
 }
+
+/// Glob imports allowed outside tests: a library's prelude, meant to be taken whole.
+const ALLOWED_GLOBS: &[&str] = &["use rmcp::model::*;"];
+
+#[test]
+fn library_code_names_what_it_imports() {
+    let mut globs = Vec::new();
+    for krate in crates() {
+        for (file, m) in &krate.files {
+            let library = ["src/", "crates/"].iter().any(|d| file.starts_with(d));
+            if !library || m.test_only {
+                continue;
+            }
+            let text = std::fs::read_to_string(Path::new(ROOT).join(file)).unwrap();
+            // a module's own imports start at the line's start; an inline test
+            // module's are indented; a `pub use` of a whole module is a facade's
+            // re-export, not an import
+            for (i, line) in text.lines().enumerate() {
+                if line.starts_with("use ")
+                    && line.ends_with("::*;")
+                    && !ALLOWED_GLOBS.contains(&line)
+                {
+                    globs.push(format!("{file}:{}: {line}", i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        globs.is_empty(),
+        "library code imports these by glob, so a reader cannot see where a name comes \
+         from and a name added upstream can shadow one here; name the items instead \
+         (tests may use `use super::*;`):\n  {}",
+        globs.join("\n  ")
+    );
+}

@@ -1,7 +1,9 @@
 //! Conversions of calls and decisions: a call and its agent context from protobuf,
 //! a decision (its outcome and reason) to protobuf.
 
-use super::*;
+use crate::error::ConvertError;
+use crate::v1 as pb;
+use toolgate_core::policy::{self, Call, Candidate, Decision, Outcome, Reason};
 
 /// `calls[i]`, the field of a batch's call in an error: formatted only when one is
 /// reported, so a batch of valid calls builds no names.

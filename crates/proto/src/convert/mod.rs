@@ -13,8 +13,7 @@ use toolgate_core::policy::groups::{AllowMode, GroupControls};
 use toolgate_core::policy::managed::{ManagedControls, ServerIdentity};
 use toolgate_core::policy::rates::{RateControls, RateExceeded, RateRule, RateScope};
 use toolgate_core::policy::{
-    self, AccessMode, AdminControls, Call, Candidate, Decision, ListMode, Outcome, Reason,
-    SandboxingControls, UserSettings,
+    self, AccessMode, AdminControls, ListMode, SandboxingControls, UserSettings,
 };
 
 pub use crate::error::ConvertError;

@@ -1,7 +1,12 @@
 //! `AdminService`: a team's admin controls read, written and validated, and the audit
 //! trail listed.
 
-use super::*;
+use super::convert::{self, admin_to_pb, audit_kind_from_pb, audit_to_pb, controls_from_pb};
+use super::{Api, principal};
+use crate::proto::v1 as pb;
+use crate::service::{AuditFilter, ServiceError};
+use pb::admin_service_server::AdminService;
+use tonic::{Request, Response, Status};
 
 #[tonic::async_trait]
 impl AdminService for Api {

@@ -22,17 +22,10 @@ pub use toolgate_proto::codec;
 
 use crate::auth::{Authenticator, Principal};
 use crate::proto::v1 as pb;
-use crate::service::AuditFilter;
 use crate::service::{Service, ServiceError};
-use convert::*;
-use futures::Stream;
-use pb::admin_service_server::AdminService;
-use pb::policy_service_server::PolicyService;
-use pb::user_settings_service_server::UserSettingsService;
 use server_info::{as_object, sign_in_of};
-use std::pin::Pin;
 use std::sync::Arc;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Status};
 
 pub use approvals::ApprovalServiceServer;
 pub use client_telemetry::{LogsServiceServer, MAX_RECORDS_PER_REQUEST, TOOL_DECISION_EVENT};

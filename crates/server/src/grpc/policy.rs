@@ -1,7 +1,14 @@
 //! `PolicyService`: decisions, `tools/list` filtering, the effective policy, the
 //! watch stream and tampering reports.
 
-use super::*;
+use super::convert::{self, call_from_pb, decision_to_pb, effective_to_pb, managed_file_from_pb};
+use super::{Api, principal};
+use crate::proto::v1 as pb;
+use crate::service::ServiceError;
+use futures::Stream;
+use pb::policy_service_server::PolicyService;
+use std::pin::Pin;
+use tonic::{Request, Response, Status};
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::WatchPolicyResponse, Status>> + Send>>;
 

@@ -1,7 +1,12 @@
 //! `UserSettingsService`: a user's own settings, written whole or field by field, and
 //! the allowlist's entries added and removed.
 
-use super::*;
+use super::convert::{user_from_pb, user_to_pb};
+use super::{Api, principal};
+use crate::proto::v1 as pb;
+use crate::service::ServiceError;
+use pb::user_settings_service_server::UserSettingsService;
+use tonic::{Request, Response, Status};
 
 #[tonic::async_trait]
 impl UserSettingsService for Api {

@@ -2,7 +2,12 @@
 //! in a `store` span (a child of the call's span, so traces show the store's share).
 //! Wrapped around the backend only when metrics or spans are exported.
 
-use super::*;
+use super::{
+    AdminControls, Answer, Answered, ApprovalRecord, AuditEvent, AuditFilter, DecisionQuery,
+    EncodedDecisions, History, IssuedToken, NewApproval, NewAuditEvent, NewToken, NoticeStream,
+    PinSettings, PinWrite, Pruned, QuotaKey, Retention, SeenTool, Store, StoreError,
+    StoredDecision, StoredPin, UserSettings, Versioned, async_trait,
+};
 use std::sync::Arc;
 use std::time::Instant;
 use tracing::Instrument as _;

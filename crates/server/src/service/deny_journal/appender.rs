@@ -1,7 +1,8 @@
 //! The DENY journal's appending thread: appends what callers hand it to the current
 //! segment and fsyncs once per group, starting a new segment when one is full.
 
-use super::*;
+use super::segments::{preallocate, remove, segment_path, sync_dir};
+use super::{Append, GROUP_BYTES, IDLE, SEGMENT_BYTES, Shared};
 use std::fs::File;
 use std::io::Write as _;
 use std::sync::atomic::Ordering;

@@ -18,7 +18,10 @@ mod tests;
 
 use super::decision_log::record::Record;
 use appender::Appender;
-use segments::*;
+use segments::{
+    create_dir, import_legacy, lock, read_segment, remove, same_filesystem, segment_numbers,
+    segment_path,
+};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! What a shell line touches: its commands' path and host arguments, redirections,
 //! and the effects the program table knows, relative paths joined to a `cd`.
 
-use super::*;
+use super::{FILE_COMMANDS, FILE_OPTIONS, NET_COMMANDS, Touches, add};
 use crate::policy::shell::{Cd, CommandLine, CommandOrigin, base_name, parse_command_line};
 
 /// Reads the paths and hosts a shell line touches. An opaque command (one the shell
