@@ -3,21 +3,17 @@
 
 use super::*;
 
-/// A database made before quotas were counted per user opens: the quota table
-/// takes its new key (the old counts, which name no user, are dropped).
-#[tokio::test]
-async fn a_database_with_the_old_quota_table_is_migrated() {
-    use sqlx::sqlite::SqliteConnectOptions;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.db");
-    let options = SqliteConnectOptions::new()
-        .filename(&path)
+/// A new SQLite database at `path` with only the first `migrations` applied, as a
+/// release that knew no more left it.
+async fn migrated_to(path: &std::path::Path, migrations: usize) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
         .create_if_missing(true);
     let old = sqlx::SqlitePool::connect_with(options).await.unwrap();
     for (number, sql) in schema::pending_migrations(0, &schema::SQLITE)
         .unwrap()
         .into_iter()
-        .take(2)
+        .take(migrations)
     {
         sqlx::raw_sql(&sql).execute(&old).await.unwrap();
         sqlx::raw_sql(&format!("PRAGMA user_version = {number}"))
@@ -25,6 +21,16 @@ async fn a_database_with_the_old_quota_table_is_migrated() {
             .await
             .unwrap();
     }
+    old
+}
+
+/// A database made before quotas were counted per user opens: the quota table
+/// takes its new key (the old counts, which name no user, are dropped).
+#[tokio::test]
+async fn a_database_with_the_old_quota_table_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let old = migrated_to(&path, 2).await;
     sqlx::query("INSERT INTO session_quotas VALUES ('t', 's1', 'CREATE', 5, 0)")
         .execute(&old)
         .await
@@ -47,24 +53,9 @@ async fn a_database_with_the_old_quota_table_is_migrated() {
 /// in blocks, each as it was written, and the ids go on after the last.
 #[tokio::test]
 async fn decision_rows_move_into_blocks() {
-    use sqlx::sqlite::SqliteConnectOptions;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db");
-    let options = SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true);
-    let old = sqlx::SqlitePool::connect_with(options).await.unwrap();
-    for (number, sql) in schema::pending_migrations(0, &schema::SQLITE)
-        .unwrap()
-        .into_iter()
-        .take(7)
-    {
-        sqlx::raw_sql(&sql).execute(&old).await.unwrap();
-        sqlx::raw_sql(&format!("PRAGMA user_version = {number}"))
-            .execute(&old)
-            .await
-            .unwrap();
-    }
+    let old = migrated_to(&path, 7).await;
     let hostile = "a \"quoted\" \\ back\nslash é 🙂 \u{1}";
     for (id, at, subject) in [(3, 10, "git status"), (9, 20, hostile)] {
         sqlx::query(
