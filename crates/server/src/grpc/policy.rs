@@ -179,7 +179,7 @@ impl PolicyService for Api {
 
     type WatchPolicyStream = EventStream;
 
-    /// Never reached: [`PolicyRouter`] takes the `WatchPolicy` path before the
+    /// Never reached: [`PolicyRouter`](super::PolicyRouter) takes the `WatchPolicy` path before the
     /// generated server sees it, and serves it once, sharing each change's encoding
     /// between streams (`watch.rs`).
     async fn watch_policy(
