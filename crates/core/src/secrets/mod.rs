@@ -21,8 +21,9 @@ use serde::Deserialize;
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
-/// The most bytes of a text that are read for secrets; past it the rest is replaced
-/// by one marker (`__masked:too-long__`), since it could not be read.
+/// The most bytes of a text that are read for secrets; past it the rest, from the
+/// start of the word the bound falls in, is replaced by one marker
+/// (`__masked:too-long__`), since it could not be read.
 pub const MAX_MASKED_BYTES: usize = 256 * 1024;
 
 /// What every marker starts with.
@@ -154,11 +155,7 @@ pub fn mask(text: &str) -> Cow<'_, str> {
 
 pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
     let (head, cut) = if text.len() > MAX_MASKED_BYTES {
-        let end = (0..=MAX_MASKED_BYTES)
-            .rev()
-            .find(|&n| text.is_char_boundary(n))
-            .unwrap_or(0);
-        (&text[..end], true)
+        (readable_head(text), true)
     } else {
         (text, false)
     };
@@ -189,6 +186,23 @@ pub(crate) fn mask_with<'a>(rules: &Rules, text: &'a str) -> Cow<'a, str> {
         out.push_str(&marker("too-long"));
     }
     Cow::Owned(out)
+}
+
+/// What is read of a text longer than [`MAX_MASKED_BYTES`]: up to the bound, less the
+/// word the bound falls in. A token cut short may no longer match its rule (a Google
+/// API key is `AIza` and 35 characters), and the part kept would show nearly all of it.
+fn readable_head(text: &str) -> &str {
+    let end = (0..=MAX_MASKED_BYTES)
+        .rev()
+        .find(|&n| text.is_char_boundary(n))
+        .unwrap_or(0);
+    if text[end..].starts_with(char::is_whitespace) {
+        return &text[..end];
+    }
+    // one word throughout: none of it is kept
+    text[..end]
+        .rfind(char::is_whitespace)
+        .map_or("", |space| &text[..space])
 }
 
 /// The passes after the first that a text may take before it is hidden whole (each

@@ -139,6 +139,32 @@ fn hostile_texts_are_read_once_and_bounded() {
     assert!(got.ends_with(&marker("too-long")));
     assert!(!got.contains("ghp_"));
     assert!(got.len() <= MAX_MASKED_BYTES + 32);
+    // a token the bound cuts short is not kept in part, whichever byte it falls on
+    let key = format!("AIza{}", "k".repeat(35));
+    for before in [
+        MAX_MASKED_BYTES - 20,
+        MAX_MASKED_BYTES - key.len(),
+        MAX_MASKED_BYTES - 1,
+    ] {
+        let text = format!("{} {key} tail", "a".repeat(before - 1));
+        let got = mask(&text);
+        assert!(got.ends_with(&marker("too-long")), "cut {before}");
+        assert!(
+            !got.contains("AIza") && !got.contains("kkk"),
+            "cut {before}"
+        );
+    }
+    // a key that ends at the bound is read whole, and masked
+    let text = format!(
+        "{} {key} tail",
+        "a".repeat(MAX_MASKED_BYTES - key.len() - 1)
+    );
+    let got = mask(&text);
+    let tail = &got[got.len() - 60..];
+    assert!(got.contains(&marker("google-api-key")), "{tail}");
+    assert!(!got.contains("AIza"), "{tail}");
+    // one word past the bound keeps nothing of it
+    assert_eq!(mask(&"b".repeat(MAX_MASKED_BYTES + 1)), marker("too-long"));
     // found by the fuzzer: a marker put in, or typed, made a new match around it
     for text in [
         "git push https://x-access-token;github_pat_11ABCDEFG0xxxxxxxxxxxxxxxxxxxx_YYYY@github.com/a main",
