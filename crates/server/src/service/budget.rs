@@ -399,15 +399,12 @@ impl State {
         } else {
             (OTHERS, OTHERS)
         };
-        if !self.shed.contains_key(team) {
-            self.shed.insert(team.into(), HashMap::new());
-        }
-        let of = self.shed.get_mut(team).expect("inserted above");
+        // a principal not held yet: the names are copied once, here
+        let of = self.shed.entry(team.into()).or_default();
         if !of.contains_key(principal) {
-            of.insert(principal.into(), Shed::default());
             self.shed_principals += 1;
         }
-        of.get_mut(principal).expect("inserted above")
+        of.entry(principal.into()).or_default()
     }
 }
 
